@@ -1,0 +1,125 @@
+// Package hooks reads hostprov hook specs: the YAML documents in which a
+// person says what a machine needs at boot.
+//
+// Parsing is strict. Parse reports every problem of a spec at once, each as a
+// Diagnostic with the file, line and column, the path into the document
+// ("hooks[1].manifest") and a hint, and returns no Spec to render when any of
+// them is an error. Checks that need the systemd unit model (unit names,
+// manifests, directives) are made by package render, which maps its findings
+// back to positions in the spec with Spec.Where.
+//
+// Hooks are a superset of kops's HookSpec: the kops fields (name, manifest,
+// useRawManifest, requires, before, enabled) mean what they mean in kops.
+package hooks
+
+// APIVersion and Kind identify a hostprov hook spec document.
+const (
+	APIVersion = "hostprov/v1alpha1"
+	Kind       = "Hooks"
+)
+
+// Spec is a parsed hook spec.
+type Spec struct {
+	APIVersion string
+	Kind       string
+	Hooks      []Hook
+
+	// File is the name the spec was read from, as given to Parse; it is
+	// the file part of every Position.
+	File string
+
+	// pos maps document paths ("hooks[0].exec[2]") to where their value
+	// starts. Keys of mappings are recorded under the path of the key's
+	// value, so "hooks[0].env.PATH" is where that variable's value starts.
+	pos map[string]Position
+	// scalars records, for multi-line block scalars ("|" and ">"), where
+	// their first content line starts and how far it is indented.
+	scalars map[string]blockScalar
+}
+
+type blockScalar struct {
+	firstLine int // line of the first content line
+	indent    int // column (1-based) where content lines start
+	literal   bool
+}
+
+// Hook is one entry of a spec's hooks list. A hook becomes at most one unit
+// file plus its drop-ins.
+//
+// There are four kinds of hook:
+//   - raw: UseRawManifest is set, Manifest is the whole unit file, used as
+//     written;
+//   - generated: the structured fields (Exec, Env, Type, ...), the body of the
+//     type's own section in Manifest (kops's meaning: for a service, the body of
+//     [Service]) and Directives become a canonical unit;
+//   - drop-in only: only Dropins (and Enabled/Mask) are set; the drop-ins
+//     extend a unit that exists on the machine already;
+//   - mask only: Mask is set and there is no body; the unit is masked.
+type Hook struct {
+	// Name is the unit's name. Without UseRawName, ".service" is appended
+	// unless the name already ends in a unit type suffix (kops's rule).
+	Name        string
+	Description string
+	// Enabled says whether the unit is enabled (linked from its [Install]
+	// targets). Nil means true.
+	Enabled *bool
+	// Mask masks the unit (links it to /dev/null) so that nothing starts it.
+	Mask bool
+	// UseRawName keeps Name exactly as written; it must then be a valid unit
+	// name with a type suffix.
+	UseRawName bool
+	// UseRawManifest means Manifest is the whole unit file, used as written.
+	UseRawManifest bool
+	// Manifest is, without UseRawManifest, the body of the unit type's own
+	// section ([Service] for services); with it, the whole unit file.
+	Manifest string
+
+	// Dependencies and ordering, written to [Unit].
+	Requires []string
+	Wants    []string
+	Before   []string
+	After    []string
+	// WantedBy is written to [Install]. Nil means the unit type's usual
+	// target when the hook is enabled; an empty, non-nil list (wantedBy: [])
+	// means no WantedBy= at all.
+	WantedBy []string
+
+	// Service fields. They are only valid for services.
+	Type string
+	// Exec is the main command as an argument list (ExecStart=).
+	Exec []string
+	// Pre are commands run before Exec, in order (ExecStartPre=).
+	Pre [][]string
+	// ExpandEnv lets systemd expand $VAR and ${VAR} in Exec and Pre; without
+	// it every "$" reaches the command as written.
+	ExpandEnv        bool
+	RemainAfterExit  *bool
+	Env              map[string]string
+	EnvironmentFile  string
+	WorkingDirectory string
+	User             string
+	Group            string
+	Restart          string
+	RestartSec       string
+	TimeoutStartSec  string
+	TimeoutStopSec   string
+
+	// Directives are extra Key=Value entries per section ("Unit",
+	// "Service", "Install", ...), kept in the order written.
+	Directives map[string][]string
+
+	// Dropins are written as NAME.d/<Dropin.Name>.
+	Dropins []Dropin
+}
+
+// Dropin is a drop-in file for a hook's unit.
+type Dropin struct {
+	// Name is the file name inside NAME.d/; it ends in ".conf".
+	Name string
+	// Contents is the drop-in's text, used as written (line endings become
+	// LF and the file ends with one newline).
+	Contents string
+}
+
+// IsEnabled reports whether the hook's unit is to be enabled.
+func (h *Hook) IsEnabled() bool { return h.Enabled == nil || *h.Enabled }
