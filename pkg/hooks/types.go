@@ -3,10 +3,12 @@
 //
 // Parsing is strict. Parse reports every problem of a spec at once, each as a
 // Diagnostic with the file, line and column, the path into the document
-// ("hooks[1].manifest") and a hint, and returns no Spec to render when any of
-// them is an error. Checks that need the systemd unit model (unit names,
-// manifests, directives) are made by package render, which maps its findings
-// back to positions in the spec with Spec.Where.
+// ("hooks[1].manifest") and a hint. It still returns what it could decode, so
+// that later checks can report their problems too, but a spec with errors
+// must never be rendered. Checks that need the systemd unit model (unit
+// names, manifests, directives) are made by package render, which maps its
+// findings back to positions in the spec with Spec.Where and
+// Spec.WhereInScalar.
 //
 // Hooks are a superset of kops's HookSpec: the kops fields (name, manifest,
 // useRawManifest, requires, before, enabled) mean what they mean in kops.
@@ -32,15 +34,27 @@ type Spec struct {
 	// starts. Keys of mappings are recorded under the path of the key's
 	// value, so "hooks[0].env.PATH" is where that variable's value starts.
 	pos map[string]Position
-	// scalars records, for multi-line block scalars ("|" and ">"), where
-	// their first content line starts and how far it is indented.
+	// scalars records, for block scalars ("|" and ">") and quoted scalars,
+	// where each line of the decoded string starts in the source, because
+	// neither starts where the node does: a block scalar's text begins on
+	// the line after its indicator, a quoted one after its quote.
 	scalars map[string]blockScalar
+	// hookPaths holds the document path of each entry of Hooks. Entries of
+	// hooks: that are not mappings are reported and left out of Hooks, so
+	// Hooks[i] is not always "hooks[i]".
+	hookPaths []string
 }
 
+// blockScalar maps the lines of a decoded string value to the source.
 type blockScalar struct {
-	firstLine int // line of the first content line
-	indent    int // column (1-based) where content lines start
-	literal   bool
+	// lines[n-1] is the source line on which line n of the value starts.
+	// Folded (">") scalars join source lines, so this is not always a
+	// run of consecutive numbers.
+	lines []int
+	// column is where every line of the value starts: the content
+	// indentation of a block scalar plus one, or the column after the
+	// opening quote.
+	column int
 }
 
 // Hook is one entry of a spec's hooks list. A hook becomes at most one unit

@@ -1,0 +1,458 @@
+package hooks
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// hookFields are the fields of a hook, in the order they are documented.
+var hookFields = []string{
+	"name", "description", "enabled", "mask", "useRawName", "useRawManifest", "manifest",
+	"requires", "wants", "before", "after", "wantedBy",
+	"type", "exec", "pre", "expandEnv", "remainAfterExit", "env", "environmentFile", "workingDirectory",
+	"user", "group", "restart", "restartSec", "timeoutStartSec", "timeoutStopSec",
+	"directives", "dropins",
+}
+
+// generatedFields make up a generated unit. With useRawManifest the
+// manifest is the unit as written, so each of them would be ignored.
+var generatedFields = []string{
+	"description", "requires", "wants", "before", "after", "wantedBy",
+	"type", "exec", "pre", "expandEnv", "remainAfterExit", "env", "environmentFile", "workingDirectory",
+	"user", "group", "restart", "restartSec", "timeoutStartSec", "timeoutStopSec", "directives",
+}
+
+// serviceFields only mean something in a [Service] section.
+var serviceFields = []string{
+	"type", "exec", "pre", "expandEnv", "remainAfterExit", "env", "environmentFile", "workingDirectory",
+	"user", "group", "restart", "restartSec", "timeoutStartSec", "timeoutStopSec",
+}
+
+// bodyFields are what a unit runs or is made of; a masked unit has no use
+// for them.
+var bodyFields = []string{"manifest", "exec", "pre", "directives"}
+
+var dropinFields = []string{"name", "contents"}
+
+// unitTypes are systemd's unit type suffixes other than "service": a hook
+// named with one of them is not a service. A name without a type suffix
+// becomes a service.
+var unitTypes = []string{"socket", "device", "mount", "automount", "swap", "target", "path", "timer", "slice", "scope"}
+
+var serviceTypes = []string{"simple", "exec", "forking", "oneshot", "dbus", "notify", "notify-reload", "idle"}
+
+var restartPolicies = []string{"no", "always", "on-success", "on-failure", "on-abnormal", "on-abort", "on-watchdog"}
+
+var (
+	envNameRE      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	directiveKeyRE = regexp.MustCompile(`^[A-Za-z0-9-]+$`)
+	// timeSpanRE is systemd's time span syntax (systemd.time(7)): numbers,
+	// each with an optional unit (seconds without one), optionally
+	// separated by spaces.
+	timeSpanRE = regexp.MustCompile(`^\s*(?:(?:\d+(?:\.\d*)?|\.\d+)\s*(?:usec|us|µs|μs|msec|ms|seconds|second|sec|s|minutes|minute|min|months|month|m|M|hours|hour|hr|h|days|day|d|weeks|week|w|years|year|y)?\s*)+$`)
+)
+
+// hook decodes one entry of hooks: and checks what can be checked without
+// the unit model. ok is false when the hook's name could not be decoded.
+func (d *decoder) hook(v value) (Hook, bool) {
+	var h Hook
+	present := map[string]bool{}
+	nameOK := false
+	d.mapping(v.node, v.path, func(e entry) {
+		if contains(hookFields, e.name) {
+			present[e.name] = true
+		}
+		switch e.name {
+		case "name":
+			h.Name, nameOK = d.str(e.value, false)
+		case "description":
+			h.Description, _ = d.str(e.value, false)
+		case "enabled":
+			if b, ok := d.boolean(e.value); ok {
+				h.Enabled = &b
+			}
+		case "mask":
+			h.Mask, _ = d.boolean(e.value)
+		case "useRawName":
+			h.UseRawName, _ = d.boolean(e.value)
+		case "useRawManifest":
+			h.UseRawManifest, _ = d.boolean(e.value)
+		case "expandEnv":
+			h.ExpandEnv, _ = d.boolean(e.value)
+		case "remainAfterExit":
+			if b, ok := d.boolean(e.value); ok {
+				h.RemainAfterExit = &b
+			}
+		case "manifest":
+			h.Manifest, _ = d.str(e.value, true)
+		case "requires":
+			h.Requires, _ = d.strList(e.value, `["network-online.target"]`)
+		case "wants":
+			h.Wants, _ = d.strList(e.value, `["network-online.target"]`)
+		case "before":
+			h.Before, _ = d.strList(e.value, `["kubelet.service"]`)
+		case "after":
+			h.After, _ = d.strList(e.value, `["network-online.target"]`)
+		case "wantedBy":
+			if isNull(e.node) {
+				d.noValue(e.value, "write wantedBy: [] for no WantedBy=, or remove the line for the unit type's usual target")
+				break
+			}
+			h.WantedBy, _ = d.strList(e.value, `["multi-user.target"]`)
+		case "type":
+			h.Type, _ = d.str(e.value, false)
+			d.oneOf(e.value, h.Type, serviceTypes, "service type")
+		case "restart":
+			h.Restart, _ = d.str(e.value, false)
+			d.oneOf(e.value, h.Restart, restartPolicies, "restart policy")
+		case "exec":
+			h.Exec = d.argv(e.value)
+		case "pre":
+			h.Pre = d.pre(e.value)
+		case "env":
+			h.Env = d.env(e.value)
+		case "environmentFile":
+			h.EnvironmentFile, _ = d.str(e.value, false)
+		case "workingDirectory":
+			h.WorkingDirectory, _ = d.str(e.value, false)
+		case "user":
+			h.User, _ = d.str(e.value, false)
+		case "group":
+			h.Group, _ = d.str(e.value, false)
+		case "restartSec":
+			h.RestartSec = d.timeSpan(e.value)
+		case "timeoutStartSec":
+			h.TimeoutStartSec = d.timeSpan(e.value)
+		case "timeoutStopSec":
+			h.TimeoutStopSec = d.timeSpan(e.value)
+		case "directives":
+			h.Directives = d.directives(e.value)
+		case "dropins":
+			h.Dropins = d.dropins(e.value)
+		default:
+			d.unknownField(e, "hook")
+		}
+	})
+	d.checkHook(v, &h, present, nameOK)
+	return h, nameOK
+}
+
+// checkHook makes the checks that concern several fields of a hook.
+func (d *decoder) checkHook(v value, h *Hook, present map[string]bool, nameOK bool) {
+	where := func(field string) (Position, string) {
+		p := v.path + "." + field
+		return d.spec.Where(p), p
+	}
+	display := h.Name
+	if !nameOK {
+		display = v.path
+	}
+
+	switch {
+	case !present["name"]:
+		d.add(Error, v.pos, v.path+".name", "the hook has no name",
+			"add name: with the unit's name, such as name: create-swapfile")
+	case !nameOK:
+	case h.Name == "":
+		pos, p := where("name")
+		d.add(Error, pos, p, "the hook's name is empty", "write the unit's name, such as name: create-swapfile")
+	case strings.Contains(h.Name, "/") || h.Name == "." || strings.Contains(h.Name, ".."):
+		pos, p := where("name")
+		d.add(Error, pos, p, fmt.Sprintf("hook name %q looks like a path", h.Name),
+			"a hook name is a unit name, not a path: write only the file name, such as create-swapfile.service")
+	}
+
+	if h.UseRawManifest {
+		for _, f := range generatedFields {
+			if present[f] {
+				pos, p := where(f)
+				d.add(Error, pos, p, fmt.Sprintf("%s is not used with useRawManifest", f),
+					"a raw manifest is used as written: put this into the manifest, or drop useRawManifest")
+			}
+		}
+		if strings.TrimSpace(h.Manifest) == "" {
+			pos, p := where("useRawManifest")
+			d.add(Error, pos, p, "useRawManifest is set, but the hook has no manifest",
+				"write the whole unit file under manifest: |, or drop useRawManifest")
+		}
+	} else if h.Manifest != "" {
+		// One report is enough: a header means the manifest is a whole
+		// unit file, and the fix for all its headers is the same.
+		for i, line := range strings.Split(h.Manifest, "\n") {
+			t := strings.TrimSpace(line)
+			if len(t) >= 2 && t[0] == '[' && t[len(t)-1] == ']' {
+				p := v.path + ".manifest"
+				d.add(Error, d.spec.WhereInScalar(p, i+1), p,
+					fmt.Sprintf("manifest line %d is the section header %s, but without useRawManifest the manifest is the body of the unit's own section", i+1, t),
+					"set useRawManifest: true to use the manifest as the whole unit file")
+				break
+			}
+		}
+	}
+
+	if h.Mask {
+		for _, f := range bodyFields {
+			if present[f] {
+				pos, p := where(f)
+				d.add(Error, pos, p, fmt.Sprintf("a masked unit never runs, so its %s is never used", f),
+					"drop mask: true to run the unit, or drop "+f+" to only mask it")
+			}
+		}
+	}
+
+	body := strings.TrimSpace(h.Manifest) != "" || len(h.Exec) > 0 || len(h.Pre) > 0 || len(h.Directives) > 0
+	// kops lets a name-only hook with enabled: false stop and disable a
+	// unit that exists already; so does hostprov.
+	if nameOK && h.Name != "" && !body && len(h.Dropins) == 0 && !h.Mask && h.IsEnabled() &&
+		!present["manifest"] && !present["exec"] && !present["pre"] && !present["directives"] && !present["dropins"] {
+		d.add(Error, v.pos, v.path, fmt.Sprintf("hook %s has no manifest, exec, directives or dropins", display),
+			"add exec: to run a command, a manifest, directives, or dropins for an existing unit; "+
+				"or set mask: true to mask the unit, or enabled: false to disable it")
+	}
+
+	// A raw manifest already reports each of these fields; saying it
+	// twice would not help.
+	if typ := unitType(h.Name); typ != "" && !h.UseRawManifest {
+		for _, f := range serviceFields {
+			if present[f] {
+				pos, p := where(f)
+				d.add(Error, pos, p, fmt.Sprintf("%s is a service field; %s is a %s", f, h.Name, typ),
+					fmt.Sprintf("move %s to a .service hook, or write the %s's own settings under directives", f, typ))
+			}
+		}
+	}
+}
+
+// unitType returns the type suffix of a unit name when it is not a
+// service, and "" for services and names without a type suffix.
+func unitType(name string) string {
+	i := strings.LastIndexByte(name, '.')
+	if i < 0 {
+		return ""
+	}
+	if t := name[i+1:]; contains(unitTypes, t) {
+		return t
+	}
+	return ""
+}
+
+// oneOf checks that a decoded string is one of allowed.
+func (d *decoder) oneOf(v value, s string, allowed []string, what string) {
+	if !v.isString() || contains(allowed, s) {
+		return
+	}
+	hint := "use one of " + strings.Join(allowed, ", ")
+	if m := suggest(s, allowed); m != "" {
+		hint = "did you mean " + m + "?"
+	}
+	d.add(Error, v.pos, v.path, fmt.Sprintf("%q is not a %s", s, what), hint)
+}
+
+// timeSpan decodes a systemd time span ("5", "1min 30s", "infinity").
+func (d *decoder) timeSpan(v value) string {
+	s, ok := d.str(v, false)
+	if !ok || s == "infinity" || timeSpanRE.MatchString(s) {
+		return s
+	}
+	d.add(Error, v.pos, v.path, fmt.Sprintf("%s: %q is not a systemd time span", label(v.path), s),
+		`write a number of seconds (5) or a span such as "1min 30s", "500ms", "2h" or "infinity"`)
+	return s
+}
+
+// pre decodes the commands run before exec: a list of argument lists.
+func (d *decoder) pre(v value) [][]string {
+	n := v.node
+	if isNull(n) {
+		d.noValue(v, `write a list of commands, such as pre: [["/usr/bin/mkdir", "-p", "/x"]], or remove the line`)
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.add(Error, v.pos, v.path, fmt.Sprintf("pre must be a list of commands, not %s", kindName(n)),
+			`write pre: [["/usr/bin/mkdir", "-p", "/x"]], one list of arguments per command`)
+		return nil
+	}
+	// A flat list of strings is one command written without its brackets;
+	// one report that shows it bracketed beats one per argument.
+	flat := len(n.Content) > 0
+	var words []string
+	for _, c := range n.Content {
+		rc := resolve(c)
+		if rc.Kind != yaml.ScalarNode || isNull(rc) {
+			flat = false
+			break
+		}
+		words = append(words, fmt.Sprintf("%q", rc.Value))
+	}
+	if flat {
+		d.add(Error, v.pos, v.path, "pre must be a list of commands, each a list of arguments, not a list of strings",
+			fmt.Sprintf("write pre: [[%s]] for one command", strings.Join(words, ", ")))
+		return nil
+	}
+	out := make([][]string, 0, len(n.Content))
+	for i, c := range n.Content {
+		out = append(out, d.argv(d.item(v.path, i, c)))
+	}
+	return out
+}
+
+// env decodes environment variables.
+func (d *decoder) env(v value) map[string]string {
+	n := v.node
+	switch {
+	case isNull(n):
+		d.noValue(v, "write variables under env:, such as env: {NAME: value}, or remove the line")
+		return nil
+	case n.Kind != yaml.MappingNode:
+		d.add(Error, v.pos, v.path, fmt.Sprintf("env must be a mapping of names to values, not %s", kindName(n)),
+			"write env: {NAME: value}, one variable per key")
+		return nil
+	}
+	out := map[string]string{}
+	d.mapping(n, v.path, func(e entry) {
+		if !envNameRE.MatchString(e.name) {
+			d.add(Error, d.pos(e.key), e.path, fmt.Sprintf("%q is not a valid environment variable name", e.name),
+				"a name starts with a letter or _ and has only letters, digits and _")
+		}
+		if isNull(e.node) {
+			d.noValue(e.value, fmt.Sprintf(`write %s: "" for an empty value`, e.name))
+			return
+		}
+		if s, ok := d.str(e.value, false); ok {
+			out[e.name] = s
+		}
+	})
+	return out
+}
+
+// directives decodes the extra Key=Value entries per section.
+func (d *decoder) directives(v value) map[string][]string {
+	n := v.node
+	switch {
+	case isNull(n):
+		d.noValue(v, `write sections under directives:, such as directives: {Unit: ["After=network-online.target"]}, or remove the line`)
+		return nil
+	case n.Kind != yaml.MappingNode:
+		d.add(Error, v.pos, v.path, fmt.Sprintf("directives must be a mapping of sections to lists, not %s", kindName(n)),
+			`write directives: {Unit: ["After=network-online.target"]}`)
+		return nil
+	}
+	out := map[string][]string{}
+	d.mapping(n, v.path, func(e entry) {
+		section := e.name
+		keyPos := d.pos(e.key)
+		switch t := strings.TrimSpace(section); {
+		case t == "":
+			d.add(Error, keyPos, e.path, "a section name is empty", "write the section's name, such as Unit, Service or Install")
+		case strings.HasPrefix(t, "[") && strings.HasSuffix(t, "]"):
+			d.add(Error, keyPos, e.path, fmt.Sprintf("section name %q has brackets", section),
+				"write the section name without brackets: "+strings.Trim(t, "[]"))
+		default:
+			d.checkControlText(value{path: e.path, pos: keyPos}, section, false)
+		}
+		items, _ := d.strList(e.value, `["After=network-online.target"]`)
+		if items == nil {
+			return
+		}
+		for i, s := range items {
+			d.checkDirective(e.path, i, s)
+		}
+		out[section] = items
+	})
+	return out
+}
+
+// checkDirective checks the form of one Key=Value entry. The value may be
+// empty: "ExecStart=" resets a list in systemd.
+func (d *decoder) checkDirective(path string, i int, s string) {
+	p := fmt.Sprintf("%s[%d]", path, i)
+	pos := d.spec.Where(p)
+	eq := strings.IndexByte(s, '=')
+	switch {
+	case eq < 0:
+		d.add(Error, pos, p, fmt.Sprintf("%q is not a Key=Value entry", s), "write Key=Value, such as After=network-online.target")
+	case eq == 0:
+		d.add(Error, pos, p, fmt.Sprintf("%q has no key before =", s), "write Key=Value, such as After=network-online.target")
+	case !directiveKeyRE.MatchString(s[:eq]):
+		hint := "write Key=Value: a key has only letters, digits and -"
+		if directiveKeyRE.MatchString(strings.TrimSpace(s[:eq])) {
+			hint = "write Key=Value with no space before ="
+		}
+		d.add(Error, pos, p, fmt.Sprintf("%q is not a valid directive key", s[:eq]), hint)
+	}
+}
+
+// dropins decodes a hook's drop-ins.
+func (d *decoder) dropins(v value) []Dropin {
+	n := v.node
+	switch {
+	case isNull(n):
+		d.noValue(v, "write a list of drop-ins, such as dropins: [{name: 10-limits.conf, contents: ...}], or remove the line")
+		return nil
+	case n.Kind != yaml.SequenceNode:
+		d.add(Error, v.pos, v.path, fmt.Sprintf("dropins must be a list, not %s", kindName(n)),
+			`write each drop-in as "- name: 10-limits.conf" with its contents: under it`)
+		return nil
+	}
+	out := make([]Dropin, 0, len(n.Content))
+	first := map[string]Position{}
+	for i, c := range n.Content {
+		item := d.item(v.path, i, c)
+		if item.node.Kind != yaml.MappingNode {
+			d.add(Error, item.pos, item.path, fmt.Sprintf("a drop-in must be a mapping of name and contents, not %s", kindName(item.node)),
+				`write "- name: 10-limits.conf" with its contents: under it`)
+			continue
+		}
+		var dr Dropin
+		var hasName, nameOK, hasContents bool
+		d.mapping(item.node, item.path, func(e entry) {
+			switch e.name {
+			case "name":
+				hasName = true
+				dr.Name, nameOK = d.str(e.value, false)
+			case "contents":
+				hasContents = true
+				dr.Contents, _ = d.str(e.value, true)
+			default:
+				d.unknownField(e, "drop-in")
+			}
+		})
+		if !hasName {
+			d.add(Error, item.pos, item.path+".name", "the drop-in has no name", "add name: with a file name ending in .conf, such as 10-limits.conf")
+		}
+		if !hasContents {
+			d.add(Error, item.pos, item.path+".contents", "the drop-in has no contents",
+				"add contents: | with the section headers and lines to add")
+		}
+		if nameOK {
+			d.checkDropinName(item.path+".name", dr.Name, first)
+		}
+		out = append(out, dr)
+	}
+	return out
+}
+
+func (d *decoder) checkDropinName(p, name string, first map[string]Position) {
+	pos := d.spec.Where(p)
+	switch {
+	case name == "":
+		d.add(Error, pos, p, "the drop-in's name is empty", "write a file name ending in .conf, such as 10-limits.conf")
+	case strings.Contains(name, "/"):
+		d.add(Error, pos, p, fmt.Sprintf("drop-in name %q contains /", name),
+			"a drop-in name is a file name inside the unit's .d directory, such as 10-limits.conf")
+	case strings.HasPrefix(name, "."):
+		d.add(Error, pos, p, fmt.Sprintf("drop-in name %q starts with a dot", name),
+			"a drop-in name is a file name such as 10-limits.conf; systemd ignores hidden files")
+	case !strings.HasSuffix(name, ".conf"):
+		d.add(Error, pos, p, fmt.Sprintf("drop-in name %q does not end in .conf", name),
+			fmt.Sprintf("systemd reads only *.conf files in a drop-in directory: call it %s.conf", name))
+	}
+	if prev, dup := first[name]; dup {
+		d.add(Error, pos, p, fmt.Sprintf("there is already a drop-in named %q in this hook", name),
+			fmt.Sprintf("the first is on line %d: merge them, or rename one", prev.Line))
+	} else {
+		first[name] = pos
+	}
+}

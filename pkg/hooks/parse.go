@@ -1,0 +1,243 @@
+package hooks
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// headerHint shows the smallest valid spec; it is the hint wherever the
+// document as a whole is not a spec.
+const headerHint = `a spec starts with "apiVersion: hostprov/v1alpha1", "kind: Hooks" and "hooks:", one per line`
+
+// Top-level fields of a spec, in the order they are documented.
+var specFields = []string{"apiVersion", "kind", "hooks"}
+
+// Parse reads a hook spec. file names the source in positions ("hooks.yaml",
+// or "<stdin>").
+//
+// It returns a Spec whenever the document is a YAML mapping, with every field
+// it could decode, so that later checks (package render) can report their
+// problems too, and all diagnostics, sorted by position. A value that has a
+// problem may still be in the Spec as written. Callers must not render a
+// spec when diags.HasErrors(strict).
+//
+// The spec is decoded from the YAML node tree rather than unmarshalled into
+// structs so that every problem is found, not only the first, and each
+// carries the exact place it was written.
+func Parse(file string, data []byte) (*Spec, Diagnostics) {
+	d := &decoder{file: file, lines: splitLines(data)}
+	spec := d.parse(data)
+	d.diags.Sort()
+	return spec, d.diags
+}
+
+// decoder holds the state of one Parse.
+type decoder struct {
+	file  string
+	lines []string // the source, split into lines, for block scalar positions
+	spec  *Spec
+	diags Diagnostics
+}
+
+func (d *decoder) parse(data []byte) *Spec {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := decodeDocument(dec, &doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			d.add(Error, Position{File: d.file}, "", "empty spec: the file has no YAML document", headerHint)
+		} else {
+			d.yamlError(err, data)
+		}
+		return nil
+	}
+	// One file is one spec: a second document would be silently ignored by
+	// a reader that takes the first, so it is an error, even when empty.
+	var extra yaml.Node
+	switch err := decodeDocument(dec, &extra); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		d.yamlError(err, data)
+	default:
+		d.add(Error, d.pos(&extra), "", "a spec is one YAML document, but a second document starts here",
+			"remove this --- line and put every hook in the one hooks: list, or write a spec per file")
+	}
+
+	var root *yaml.Node
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		root = resolve(doc.Content[0])
+	}
+	switch {
+	case root == nil || isNull(root):
+		d.add(Error, Position{File: d.file}, "", "empty spec: the document has no content", headerHint)
+		return nil
+	case root.Kind != yaml.MappingNode:
+		d.add(Error, d.pos(root), "", fmt.Sprintf("a spec is a mapping of apiVersion, kind and hooks, not %s", kindName(root)), headerHint)
+		return nil
+	}
+
+	s := &Spec{File: d.file, pos: map[string]Position{}, scalars: map[string]blockScalar{}}
+	d.spec = s
+	s.pos[""] = d.pos(root)
+	var hooksSeen bool
+	d.mapping(root, "", func(e entry) {
+		switch e.name {
+		case "apiVersion":
+			s.APIVersion, _ = d.str(e.value, false)
+			if e.value.isString() && s.APIVersion != APIVersion {
+				d.add(Error, e.value.pos, e.path,
+					fmt.Sprintf("apiVersion %q is not supported: this hostprov reads %s", s.APIVersion, APIVersion),
+					"write apiVersion: "+APIVersion)
+			}
+		case "kind":
+			s.Kind, _ = d.str(e.value, false)
+			if e.value.isString() && s.Kind != Kind {
+				d.add(Error, e.value.pos, e.path, fmt.Sprintf("kind %q is not a hook spec: kind must be %s", s.Kind, Kind),
+					"write kind: "+Kind)
+			}
+		case "hooks":
+			hooksSeen = true
+			d.hooks(e.value)
+		default:
+			d.unknownField(e, "spec")
+		}
+	})
+	rootPos := d.pos(root)
+	if _, ok := s.pos["apiVersion"]; !ok {
+		d.add(Error, rootPos, "apiVersion", "the spec has no apiVersion", "add apiVersion: "+APIVersion+" at the top of the file")
+	}
+	if _, ok := s.pos["kind"]; !ok {
+		d.add(Error, rootPos, "kind", "the spec has no kind", "add kind: "+Kind+" at the top of the file")
+	}
+	if !hooksSeen {
+		// A spec without hooks makes apply remove every unit it installed
+		// before. That must be said on purpose (hooks: []), not by a typo.
+		d.add(Error, rootPos, "hooks", "the spec has no hooks field",
+			"add hooks: with a list of hooks, or hooks: [] to have none on purpose")
+	}
+	return s
+}
+
+// decodeDocument reads the next document. yaml.v3 has panicked on hostile
+// input before (CVE-2022-28948); a spec it cannot read must be reported, not
+// crash the program, so a panic in it becomes an error. Only the YAML
+// library is guarded: a panic in this package's own code is a bug to see.
+func decodeDocument(dec *yaml.Decoder, n *yaml.Node) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("yaml: the YAML parser failed: %v", r)
+		}
+	}()
+	return dec.Decode(n)
+}
+
+var (
+	yamlLineRE   = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+	yamlAnchorRE = regexp.MustCompile(`^yaml: unknown anchor '(.*)' referenced$`)
+)
+
+// yamlError turns a syntax error of yaml.v3, which carries its line only in
+// the message text, into a diagnostic with a position.
+func (d *decoder) yamlError(err error, data []byte) {
+	msg := err.Error()
+	pos := Position{File: d.file}
+	hint := "fix the YAML syntax at this place"
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		pos.Line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+		if pos.Line >= 1 && pos.Line <= len(d.lines) && strings.Contains(d.lines[pos.Line-1], "\t") {
+			hint = "YAML indents with spaces: replace the tabs on this line with spaces"
+		}
+	} else {
+		msg = strings.TrimPrefix(msg, "yaml: ")
+		if m := yamlAnchorRE.FindStringSubmatch(err.Error()); m != nil {
+			// yaml.v3 does not say where the alias is; find its first use.
+			if i := bytes.Index(data, []byte("*"+m[1])); i >= 0 {
+				pos.Line = bytes.Count(data[:i], []byte("\n")) + 1
+				pos.Column = len([]rune(string(data[bytes.LastIndexByte(data[:i], '\n')+1:i]))) + 1
+			}
+			hint = fmt.Sprintf("define the anchor &%s on a value before this alias uses it", m[1])
+		}
+	}
+	d.add(Error, pos, "", "the file is not valid YAML: "+msg, hint)
+}
+
+// hooks decodes the hooks list.
+func (d *decoder) hooks(v value) {
+	n := v.node
+	switch {
+	case isNull(n):
+		d.add(Error, v.keyPos, v.path, "hooks has no value", "list the hooks under hooks:, or write hooks: [] to have none on purpose")
+		return
+	case n.Kind != yaml.SequenceNode:
+		d.add(Error, v.pos, v.path, fmt.Sprintf("hooks must be a list of hooks, not %s", kindName(n)),
+			`start each hook with "- name:", one indented line under hooks:`)
+		return
+	case len(n.Content) == 0:
+		d.add(Warning, v.pos, v.path, "the spec has no hooks: nothing is rendered, and apply removes every unit it installed before",
+			"add hooks to the list if this is not meant")
+		return
+	}
+	firstName := map[string]Position{}
+	for i, c := range n.Content {
+		item := d.item(v.path, i, c)
+		if item.node.Kind != yaml.MappingNode {
+			d.add(Error, item.pos, item.path, fmt.Sprintf("a hook must be a mapping of fields, not %s", kindName(item.node)),
+				`write a hook as "- name: my-hook" followed by its other fields`)
+			continue
+		}
+		h, ok := d.hook(item)
+		d.spec.Hooks = append(d.spec.Hooks, h)
+		d.spec.hookPaths = append(d.spec.hookPaths, item.path)
+		if !ok || h.Name == "" {
+			continue
+		}
+		namePath := item.path + ".name"
+		if first, dup := firstName[h.Name]; dup {
+			d.add(Error, d.spec.Where(namePath), namePath, fmt.Sprintf("there is already a hook named %q", h.Name),
+				fmt.Sprintf("the first is on line %d: rename one of them, or merge them into one hook", first.Line))
+		} else {
+			firstName[h.Name] = d.spec.Where(namePath)
+		}
+	}
+}
+
+// splitLines splits the source at the line breaks YAML counts (LF, CRLF,
+// CR, NEL, LS and PS), so that its line numbers match the parser's.
+func splitLines(data []byte) []string {
+	var lines []string
+	s := string(data)
+	start := 0
+	for i := 0; i < len(s); {
+		switch {
+		case s[i] == '\n':
+			lines = append(lines, s[start:i])
+			i++
+			start = i
+		case s[i] == '\r':
+			lines = append(lines, s[start:i])
+			i++
+			if i < len(s) && s[i] == '\n' {
+				i++
+			}
+			start = i
+		case strings.HasPrefix(s[i:], "\u0085"), strings.HasPrefix(s[i:], "\u2028"), strings.HasPrefix(s[i:], "\u2029"):
+			lines = append(lines, s[start:i])
+			if s[i] == 0xc2 {
+				i += 2
+			} else {
+				i += 3
+			}
+			start = i
+		default:
+			i++
+		}
+	}
+	return append(lines, s[start:])
+}
