@@ -1,0 +1,583 @@
+package units
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// execPrefixChars are the characters systemd reads as flags at the start of
+// an Exec*= command ("-" ignore failure, "@" separate argv[0], ":" no
+// environment expansion, "+" and "!" privilege handling, "|" shell in newer
+// releases). A program name starting with one of them cannot be written.
+const execPrefixChars = "-@:+!|"
+
+// whitespace is systemd's WHITESPACE: the separators of extract_first_word
+// and the characters strstrip removes.
+const whitespace = " \t\n\r"
+
+func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// QuoteExec returns the value of an Exec*= line (ExecStart=, ExecStartPre=,
+// ...) that systemd 252 splits back into exactly argv and runs with exactly
+// these arguments.
+//
+// Words that need no quoting are written as they are. A word containing
+// whitespace, a quote, a backslash, a control character or invalid UTF-8,
+// an empty word, and a lone ";" (which systemd would take as a command
+// separator) are quoted: in double quotes with C escapes (\" \\ \n \t \r,
+// \xNN for other control bytes), or in single quotes when that is shorter.
+// Every '%' is written as "%%" so that specifier expansion gives it back.
+// Unless expandEnv is true every '$' is written as "$$", so that systemd's
+// environment expansion at exec time gives it back; with expandEnv the
+// caller's "$VAR" and "${VAR}" references are left for systemd to expand
+// (note that systemd replaces a word that is exactly "$VAR" by the
+// whitespace-split value of VAR, and drops it when VAR is unset).
+//
+// The result never starts with a prefix character, so a caller may prepend
+// systemd's prefixes ("-", "+", ...) itself.
+//
+// It returns an error for an empty argv; for a NUL byte anywhere; and for a
+// program (argv[0]) that systemd would not accept: empty, starting with one
+// of "-@:+!|", the lone word ";", containing a quote, a backslash, a '$' or
+// a control character, ending in '/', or neither an absolute path nor a
+// plain file name.
+func QuoteExec(argv []string, expandEnv bool) (string, error) {
+	if len(argv) == 0 {
+		return "", errors.New("the command is empty; give at least the program to run")
+	}
+	for i, a := range argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return "", fmt.Errorf("argument %d (%q) contains a NUL byte, which no systemd command line can carry", i, a)
+		}
+	}
+	if err := checkProgram(argv[0]); err != nil {
+		return "", err
+	}
+	if strings.IndexByte(argv[0], '$') >= 0 {
+		// systemd runs the path as written but expands '$' in argv[0] at
+		// exec time, so no spelling keeps both right.
+		return "", fmt.Errorf("the program %q contains '$'; systemd does not expand variables in the program path, so give the path literally", argv[0])
+	}
+	var b strings.Builder
+	for i, a := range argv {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		s := EscapeSpecifiers(a)
+		if !expandEnv {
+			s = strings.ReplaceAll(s, "$", "$$")
+		}
+		quoteWord(&b, s)
+	}
+	return b.String(), nil
+}
+
+// checkProgram applies the checks systemd's config_parse_exec makes on the
+// executable, so QuoteExec refuses what systemd would refuse to load.
+func checkProgram(p string) error {
+	switch {
+	case p == "":
+		return errors.New("the program (argv[0]) is empty; give an absolute path such as \"/usr/bin/true\"")
+	case strings.IndexByte(execPrefixChars, p[0]) >= 0:
+		return fmt.Errorf("the program %q starts with %q, which systemd reads as a command prefix; give the program as an absolute path and set the behaviour the prefix stands for separately", p, p[:1])
+	case p == ";":
+		return errors.New("the program cannot be \";\", which systemd reads as a command separator")
+	}
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if c < 0x20 || c == 0x7f || c == '"' || c == '\'' || c == '\\' {
+			return fmt.Errorf("the program %q contains %q, which systemd refuses in an executable path (quotes, backslashes and control characters are not allowed there)", p, p[i:i+1])
+		}
+	}
+	if !utf8.ValidString(p) {
+		return fmt.Errorf("the program %q is not valid UTF-8, which systemd refuses in a unit file", p)
+	}
+	if strings.HasSuffix(p, "/") {
+		return fmt.Errorf("the program %q ends in '/', so it names a directory; give the path of the executable", p)
+	}
+	if strings.HasPrefix(p, "/") {
+		if len(p) >= 4096 {
+			return fmt.Errorf("the program path is %d bytes long; paths must be shorter than 4096 bytes", len(p))
+		}
+		for _, c := range strings.Split(p, "/") {
+			if len(c) > 255 {
+				return fmt.Errorf("the program path %q has a component longer than 255 bytes", p)
+			}
+		}
+		return nil
+	}
+	if strings.IndexByte(p, '/') >= 0 || p == "." || p == ".." || len(p) > 255 {
+		return fmt.Errorf("the program %q is neither an absolute path nor a plain file name; write it as an absolute path such as %q", p, "/"+strings.TrimPrefix(p, "./"))
+	}
+	return nil
+}
+
+// plainSafe reports whether s can be written as a bare word: non-empty,
+// valid UTF-8, and free of separators, quotes, backslashes and control
+// characters, and not the lone command separator ";".
+func plainSafe(s string) bool {
+	if s == "" || s == ";" || !utf8.ValidString(s) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c == 0x7f || c == '"' || c == '\'' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// quoteWord writes s as one word of an Exec*= line.
+func quoteWord(b *strings.Builder, s string) {
+	if plainSafe(s) {
+		b.WriteString(s)
+		return
+	}
+	q := byte('"')
+	if strings.Count(s, "'") < strings.Count(s, `"`) {
+		q = '\''
+	}
+	b.WriteByte(q)
+	cEscape(b, s, q)
+	b.WriteByte(q)
+}
+
+// cEscape writes s with the C escapes systemd's cunescape understands, so
+// that the text is valid UTF-8 on one line and unescapes to s exactly.
+func cEscape(b *strings.Builder, s string, quote byte) {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n == 1 {
+				fmt.Fprintf(b, `\x%02x`, c)
+			} else {
+				b.WriteString(s[i : i+n])
+			}
+			i += n
+			continue
+		}
+		switch {
+		case c == quote || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\t':
+			b.WriteString(`\t`)
+		case c == '\r':
+			b.WriteString(`\r`)
+		case c < 0x20 || c == 0x7f:
+			fmt.Fprintf(b, `\x%02x`, c)
+		default:
+			b.WriteByte(c)
+		}
+		i++
+	}
+}
+
+// SplitExec splits the value of an Exec*= line into its words exactly as
+// systemd 252 does, and applies the two unescapings that hostprov's own
+// quoting relies on, so it is the inverse of QuoteExec and a test oracle
+// for it:
+//
+//   - words are split and unquoted as extract_first_word does with
+//     EXTRACT_UNQUOTE|EXTRACT_CUNESCAPE, including its fallback of keeping
+//     unknown escapes (and an unquoted trailing backslash) verbatim;
+//   - a lone "\;" is the word ";";
+//   - in each word "%%" becomes "%" (other specifiers such as %n need the
+//     unit and are kept as written);
+//   - "$$" becomes "$", as systemd's exec-time expansion does; variable
+//     references ("$VAR" as a whole word, "${VAR}") are kept as written,
+//     since their values are only known when the command runs. When the
+//     command carries the ':' prefix systemd expands nothing, so neither
+//     does SplitExec.
+//
+// SplitExec only splits: prefix characters ("-", "@", ":", "+", "!") stay
+// part of the first word. It returns an error for a value systemd would
+// refuse (unbalanced quotes, an empty or unusable program), for an empty
+// value (an empty Exec*= assignment is a reset, not a command), and for a
+// value holding more than one command (see SplitExecCommands).
+func SplitExec(value string) ([]string, error) {
+	cmds, err := SplitExecCommands(value)
+	if err != nil {
+		return nil, err
+	}
+	switch len(cmds) {
+	case 0:
+		return nil, errors.New("the value is empty; an empty Exec assignment resets the list and holds no command")
+	case 1:
+		return cmds[0], nil
+	}
+	return nil, fmt.Errorf("the value holds %d commands separated by \" ; \"; use SplitExecCommands", len(cmds))
+}
+
+// SplitExecCommands is SplitExec for values holding several commands
+// separated by a lone ";", which systemd 252 still accepts. It returns no
+// commands for an empty value.
+func SplitExecCommands(value string) ([][]string, error) {
+	var cmds [][]string
+	p := strings.Trim(value, whitespace)
+	for {
+		first, rest, found, err := extractWord(p)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			return cmds, nil
+		}
+		p = rest
+		if first == ";" {
+			continue
+		}
+		prefix := first[:len(first)-len(strings.TrimLeft(first, "-@:+!"))]
+		if err := checkSplitProgram(first[len(prefix):]); err != nil {
+			return nil, err
+		}
+		expand := strings.IndexByte(prefix, ':') < 0
+		argv := []string{execWord(first, expand)}
+		for p != "" {
+			if p[0] == ';' && (len(p) == 1 || isWS(p[1])) {
+				p = strings.TrimLeft(p[1:], whitespace)
+				break
+			}
+			if strings.HasPrefix(p, `\;`) && (len(p) == 2 || isWS(p[2])) {
+				argv = append(argv, ";")
+				p = strings.TrimLeft(p[2:], whitespace)
+				continue
+			}
+			w, rest, found, err := extractWord(p)
+			if err != nil {
+				return nil, err
+			}
+			p = rest
+			if !found {
+				break
+			}
+			argv = append(argv, execWord(w, expand))
+		}
+		cmds = append(cmds, argv)
+	}
+}
+
+// checkSplitProgram reports the program errors systemd reports when loading.
+func checkSplitProgram(p string) error {
+	p = unescapeSpecifiers(p)
+	if p == "" {
+		return errors.New("the command has an empty program name")
+	}
+	return checkProgramLoaded(p)
+}
+
+// checkProgramLoaded is the subset of checkProgram that systemd applies to
+// the program after unquoting.
+func checkProgramLoaded(p string) error {
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if c < 0x20 || c == 0x7f || c == '"' || c == '\'' || c == '\\' {
+			return fmt.Errorf("the program %q contains special characters", p)
+		}
+	}
+	if strings.HasSuffix(p, "/") {
+		return fmt.Errorf("the program %q names a directory", p)
+	}
+	if !strings.HasPrefix(p, "/") && (strings.IndexByte(p, '/') >= 0 || p == "." || p == "..") {
+		return fmt.Errorf("the program %q is neither a valid executable name nor an absolute path", p)
+	}
+	return nil
+}
+
+// execWord applies specifier and "$$" unescaping to one split word.
+func execWord(w string, expand bool) string {
+	w = unescapeSpecifiers(w)
+	if !expand || len(w) > 0 && w[0] == '$' && (len(w) == 1 || w[1] != '{' && w[1] != '$') {
+		// A whole-word "$VAR" is replaced at exec time, not unescaped.
+		return w
+	}
+	return unescapeDollars(w)
+}
+
+// unescapeSpecifiers turns "%%" into "%" and keeps every other specifier
+// (and a trailing lone '%') as written, as systemd does for those it cannot
+// resolve here.
+func unescapeSpecifiers(s string) string {
+	if !strings.Contains(s, "%%") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		b.WriteByte(s[i])
+		if s[i] == '%' && i+1 < len(s) {
+			i++
+			if s[i] != '%' {
+				b.WriteByte(s[i])
+			}
+		}
+	}
+	return b.String()
+}
+
+// unescapeDollars follows systemd's replace_env with no variables known:
+// "$$" becomes "$", and "${NAME}" is kept as written (an unterminated "${"
+// is literal anyway).
+func unescapeDollars(s string) string {
+	if !strings.Contains(s, "$$") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '$' || i+1 >= len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		switch s[i+1] {
+		case '$':
+			b.WriteByte('$')
+			i++
+		case '{':
+			end := strings.IndexByte(s[i+2:], '}')
+			if end < 0 {
+				b.WriteString(s[i:])
+				return b.String()
+			}
+			b.WriteString(s[i : i+2+end+1])
+			i += 2 + end
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+var (
+	errBadEscape  = errors.New("invalid escape")
+	errUnbalanced = errors.New("unbalanced quoting")
+)
+
+// extractWord is systemd's extract_first_word_and_warn with
+// EXTRACT_UNQUOTE|EXTRACT_CUNESCAPE: it tries strictly first and, when an
+// escape is invalid, again keeping unknown escapes verbatim.
+func extractWord(s string) (word, rest string, found bool, err error) {
+	word, rest, found, err = extractWordMode(s, false)
+	if err == errBadEscape {
+		word, rest, found, err = extractWordMode(s, true)
+	}
+	if err != nil {
+		return "", "", false, fmt.Errorf("unbalanced quoting in %q; close every quote and do not end a quoted word with a backslash", s)
+	}
+	return word, rest, found, nil
+}
+
+func extractWordMode(s string, relax bool) (word, rest string, found bool, err error) {
+	i := 0
+	for i < len(s) && isWS(s[i]) {
+		i++
+	}
+	if i == len(s) {
+		return "", "", false, nil
+	}
+	b := make([]byte, 0, len(s)-i)
+	var quote byte
+	for {
+		if i >= len(s) {
+			if quote != 0 {
+				return "", "", false, errUnbalanced
+			}
+			return string(b), "", true, nil
+		}
+		c := s[i]
+		switch {
+		case c == '\\':
+			i++
+			if i >= len(s) {
+				if relax && quote == 0 {
+					return string(append(b, '\\')), "", true, nil
+				}
+				if relax {
+					return "", "", false, errUnbalanced
+				}
+				return "", "", false, errBadEscape
+			}
+			out, n, ok := cunescapeOne(s[i:])
+			switch {
+			case ok:
+				b = append(b, out...)
+				i += n
+			case relax:
+				b = append(b, '\\', s[i])
+				i++
+			default:
+				return "", "", false, errBadEscape
+			}
+		case quote != 0:
+			if c != quote {
+				b = append(b, c)
+			} else {
+				quote = 0
+			}
+			i++
+		case c == '\'' || c == '"':
+			quote = c
+			i++
+		case isWS(c):
+			for i < len(s) && isWS(s[i]) {
+				i++
+			}
+			return string(b), s[i:], true, nil
+		default:
+			b = append(b, c)
+			i++
+		}
+	}
+}
+
+func unhex(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'a' && c <= 'f':
+		return int(c-'a') + 10
+	case c >= 'A' && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
+}
+
+// cunescapeOne decodes the escape sequence following a backslash as
+// systemd's cunescape_one does (NUL refused), returning the bytes it stands
+// for and how many input bytes it used.
+func cunescapeOne(p string) (out []byte, n int, ok bool) {
+	switch p[0] {
+	case 'a':
+		return []byte{'\a'}, 1, true
+	case 'b':
+		return []byte{'\b'}, 1, true
+	case 'f':
+		return []byte{'\f'}, 1, true
+	case 'n':
+		return []byte{'\n'}, 1, true
+	case 'r':
+		return []byte{'\r'}, 1, true
+	case 't':
+		return []byte{'\t'}, 1, true
+	case 'v':
+		return []byte{'\v'}, 1, true
+	case '\\', '"', '\'':
+		return []byte{p[0]}, 1, true
+	case 's':
+		return []byte{' '}, 1, true
+	case 'x':
+		if len(p) < 3 {
+			return nil, 0, false
+		}
+		a, b := unhex(p[1]), unhex(p[2])
+		if a < 0 || b < 0 || a == 0 && b == 0 {
+			return nil, 0, false
+		}
+		return []byte{byte(a<<4 | b)}, 3, true
+	case 'u', 'U':
+		digits := 4
+		if p[0] == 'U' {
+			digits = 8
+		}
+		if len(p) < 1+digits {
+			return nil, 0, false
+		}
+		var c uint32
+		for i := 1; i <= digits; i++ {
+			d := unhex(p[i])
+			if d < 0 {
+				return nil, 0, false
+			}
+			c = c<<4 | uint32(d)
+		}
+		if c == 0 || p[0] == 'U' && !unicharValid(c) {
+			return nil, 0, false
+		}
+		return encodeUnichar(c), 1 + digits, true
+	case '0', '1', '2', '3', '4', '5', '6', '7':
+		if len(p) < 3 {
+			return nil, 0, false
+		}
+		var m int
+		for i := 0; i < 3; i++ {
+			if p[i] < '0' || p[i] > '7' {
+				return nil, 0, false
+			}
+			m = m<<3 | int(p[i]-'0')
+		}
+		if m == 0 || m > 255 {
+			return nil, 0, false
+		}
+		return []byte{byte(m)}, 3, true
+	}
+	return nil, 0, false
+}
+
+// unicharValid is systemd's unichar_is_valid.
+func unicharValid(c uint32) bool {
+	return c < 0x110000 && c&0xFFFFF800 != 0xD800 && (c < 0xFDD0 || c > 0xFDEF) && c&0xFFFE != 0xFFFE
+}
+
+// encodeUnichar is systemd's utf8_encode_unichar, which (unlike Go's
+// encoder) writes surrogates as three bytes instead of U+FFFD.
+func encodeUnichar(c uint32) []byte {
+	switch {
+	case c < 0x80:
+		return []byte{byte(c)}
+	case c < 0x800:
+		return []byte{0xc0 | byte(c>>6), 0x80 | byte(c&0x3f)}
+	case c < 0x10000:
+		return []byte{0xe0 | byte(c>>12), 0x80 | byte(c>>6&0x3f), 0x80 | byte(c&0x3f)}
+	}
+	return []byte{0xf0 | byte(c>>18&0x07), 0x80 | byte(c>>12&0x3f), 0x80 | byte(c>>6&0x3f), 0x80 | byte(c&0x3f)}
+}
+
+// ValidEnvName reports whether name is a valid environment variable name
+// for systemd: [A-Za-z_][A-Za-z0-9_]*.
+func ValidEnvName(name string) bool {
+	if name == "" || name[0] >= '0' && name[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// QuoteEnv returns the value of an Environment= line that systemd reads
+// back as exactly the assignment name=value: the whole assignment in double
+// quotes, with '"' and '\' backslash-escaped, a newline as \n, and '%' as
+// "%%" (systemd expands specifiers in Environment=; it does not expand '$'
+// there, so '$' is written as is).
+//
+// It returns an error when name is not a valid variable name, when value
+// is not valid UTF-8, and when value holds a control character other than
+// newline: systemd ignores such an assignment with only a warning.
+func QuoteEnv(name, value string) (string, error) {
+	if !ValidEnvName(name) {
+		return "", fmt.Errorf("%q is not a valid environment variable name; use letters, digits and '_', not starting with a digit", name)
+	}
+	if !utf8.ValidString(value) {
+		return "", fmt.Errorf("the value of %s is not valid UTF-8, which systemd refuses in environment variables", name)
+	}
+	for i := 0; i < len(value); i++ {
+		if c := value[i]; c != '\n' && (c < 0x20 || c == 0x7f) {
+			return "", fmt.Errorf("the value of %s contains the control character %q, which systemd refuses in environment variables", name, value[i:i+1])
+		}
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	b.WriteString(name)
+	b.WriteByte('=')
+	cEscape(&b, EscapeSpecifiers(value), '"')
+	b.WriteByte('"')
+	return b.String(), nil
+}

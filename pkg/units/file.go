@@ -1,0 +1,493 @@
+package units
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+// File is a unit file (or drop-in) as ordered sections of ordered,
+// repeatable entries, with the comments that precede them. The order of
+// entries with the same key, and of an empty reset ("ExecStart=") before
+// them, is meaningful to systemd and is kept everywhere.
+type File struct {
+	// Header holds the comment lines (each with its '#' or ';') before the
+	// first section.
+	Header []string
+	// Sections are in file order. A parsed file may repeat a section name;
+	// systemd merges them, and so does Canonical.
+	Sections []*Section
+	// Trailer holds the comment lines after the last entry of the file.
+	Trailer []string
+}
+
+// Section is one "[Name]" section.
+type Section struct {
+	Name string
+	// Line is the 1-based line of the "[Name]" header, 0 for sections built
+	// in code.
+	Line int
+	// Comments are the comment lines directly before the header.
+	Comments []string
+	Entries  []*Entry
+}
+
+// Entry is one "Key=Value" assignment.
+type Entry struct {
+	// Key and Value are stripped of surrounding whitespace as systemd
+	// strips them; Value has its continuation lines joined the way systemd
+	// joins them (each trailing backslash replaced by a space). An empty
+	// Value is an empty assignment, which resets list settings.
+	Key, Value string
+	// Line is the 1-based line where the entry starts, 0 for entries built
+	// in code.
+	Line int
+	// Comments are the comment lines directly before the entry, including
+	// comment lines inside its continuation (systemd skips those).
+	Comments []string
+}
+
+// ParseError is a syntax error in a unit file.
+type ParseError struct {
+	Line   int // 1-based line
+	Column int // 1-based byte column
+	Msg    string
+}
+
+// Error returns "line L:C: msg".
+func (e *ParseError) Error() string { return fmt.Sprintf("line %d:%d: %s", e.Line, e.Column, e.Msg) }
+
+// longLineMax is systemd's LONG_LINE_MAX: the longest line, and the longest
+// line after joining continuations, that its parser reads.
+const longLineMax = 1 << 20
+
+const bom = "\xef\xbb\xbf"
+
+// Parse reads a unit file as systemd 252's config parser reads it:
+//
+//   - lines end in LF, CR, CRLF or LFCR (systemd's read_line);
+//   - a UTF-8 byte order mark at the start is skipped;
+//   - a line whose first non-blank character is '#' or ';' is a comment,
+//     also in the middle of a continuation, where systemd skips it;
+//   - a line ending in an unescaped backslash continues on the next line,
+//     the backslash replaced by a space; a blank line ends a continuation;
+//   - "[Name]" starts a section; "Key=Value" is an entry, with key and
+//     value stripped of surrounding blanks; repeated keys and empty values
+//     are kept in order.
+//
+// Where systemd would refuse the file (a malformed section header, invalid
+// UTF-8, a line longer than 1 MiB) and where it would merely warn and drop
+// a line (an assignment before any section, a line without '=' or without
+// a key), Parse returns a *ParseError: a hand-written unit with such a line
+// is broken. A NUL byte, which systemd takes as a line end, is an error
+// too. Unknown sections and keys are not errors; see KnownDirective.
+func Parse(data []byte) (*File, error) {
+	p := parser{f: &File{}}
+	bomSeen := false
+	lineNum := 0
+	for len(data) > 0 {
+		var line []byte
+		line, data = nextLine(data)
+		lineNum++
+		if i := bytes.IndexByte(line, 0); i >= 0 {
+			return nil, &ParseError{lineNum, i + 1, "the line contains a NUL byte; unit files are text, so remove it"}
+		}
+		if len(line) > longLineMax {
+			return nil, &ParseError{lineNum, longLineMax + 1, fmt.Sprintf("the line is %d bytes long; systemd reads at most %d bytes per line", len(line), longLineMax)}
+		}
+		if !bomSeen && bytes.HasPrefix(line, []byte(bom)) {
+			line = line[len(bom):]
+			bomSeen = true
+		}
+		// systemd skips comment lines before it looks at continuations, so
+		// a comment inside a continued entry neither ends nor extends it.
+		if t := bytes.TrimLeft(line, whitespace); len(t) > 0 && (t[0] == '#' || t[0] == ';') {
+			p.comment(string(t))
+			continue
+		}
+		if p.cont != nil {
+			if len(p.cont)+len(line) > longLineMax {
+				return nil, &ParseError{lineNum, 1, fmt.Sprintf("the continued line starting at line %d is longer than %d bytes, which systemd refuses", p.contLine, longLineMax)}
+			}
+			p.cont = append(p.cont, line...)
+		}
+		// The escape state before the new part is always clear (the joined
+		// text ends in a space), so checking the new line alone suffices.
+		if endsEscaped(line) {
+			if p.cont == nil {
+				p.cont = append([]byte(nil), line...)
+				p.contLine = lineNum
+			}
+			// systemd replaces the continuation backslash with a space.
+			p.cont[len(p.cont)-1] = ' '
+			continue
+		}
+		text, start := string(line), lineNum
+		if p.cont != nil {
+			text, start = string(p.cont), p.contLine
+			p.cont = nil
+		}
+		if err := p.line(text, start); err != nil {
+			return nil, err
+		}
+	}
+	if p.cont != nil {
+		// systemd parses a continuation left open at the end of the file.
+		if err := p.line(string(p.cont), p.contLine); err != nil {
+			return nil, err
+		}
+	}
+	p.f.Trailer = append(p.f.Trailer, p.pending...)
+	return p.f, nil
+}
+
+// nextLine splits off one line the way systemd's read_line does: "\n",
+// "\r", "\r\n" and "\n\r" each end one line.
+func nextLine(data []byte) (line, rest []byte) {
+	i := bytes.IndexAny(data, "\r\n")
+	if i < 0 {
+		return data, nil
+	}
+	line, rest = data[:i], data[i+1:]
+	if len(rest) > 0 && (rest[0] == '\r' || rest[0] == '\n') && rest[0] != data[i] {
+		rest = rest[1:]
+	}
+	return line, rest
+}
+
+// endsEscaped reports whether s ends in a backslash that is not itself
+// escaped. Every character after a backslash is escaped, so only the length
+// of the final run of backslashes matters.
+func endsEscaped[T string | []byte](s T) bool {
+	n := 0
+	for n < len(s) && s[len(s)-1-n] == '\\' {
+		n++
+	}
+	return n%2 == 1
+}
+
+type parser struct {
+	f        *File
+	sec      *Section
+	pending  []string // comments waiting for the next entry or header
+	cont     []byte // joined continuation, nil when none is open
+	contLine int
+}
+
+func (p *parser) comment(c string) {
+	p.pending = append(p.pending, strings.TrimRight(c, whitespace))
+}
+
+func (p *parser) takeComments() []string {
+	c := p.pending
+	p.pending = nil
+	return c
+}
+
+// line handles one logical line (continuations joined) starting at line n.
+func (p *parser) line(raw string, n int) error {
+	s := strings.Trim(raw, whitespace)
+	if s == "" {
+		return nil
+	}
+	col := strings.Index(raw, s[:1]) + 1
+	if !utf8.ValidString(s) {
+		off := 0
+		for off < len(s) {
+			r, size := utf8.DecodeRuneInString(s[off:])
+			if r == utf8.RuneError && size == 1 {
+				break
+			}
+			off += size
+		}
+		return &ParseError{n, col + off, "the line is not valid UTF-8; systemd refuses such unit files, so save the file as UTF-8"}
+	}
+	if s[0] == '[' {
+		if s[len(s)-1] != ']' {
+			return &ParseError{n, col, fmt.Sprintf("invalid section header %q: it must end with ']' and nothing may follow it on the line (put comments on a line of their own)", s)}
+		}
+		name := s[1 : len(s)-1]
+		for i := 0; i < len(name); i++ {
+			if c := name[i]; c < 0x20 || c == 0x7f || c == '"' || c == '\'' || c == '\\' {
+				return &ParseError{n, col + 1 + i, fmt.Sprintf("section header %q contains %q; systemd refuses quotes, backslashes and control characters in section names", s, name[i:i+1])}
+			}
+		}
+		sec := &Section{Name: name, Line: n}
+		if len(p.f.Sections) == 0 {
+			p.f.Header = append(p.f.Header, p.takeComments()...)
+		} else {
+			sec.Comments = p.takeComments()
+		}
+		p.f.Sections = append(p.f.Sections, sec)
+		p.sec = sec
+		return nil
+	}
+	if p.sec == nil {
+		return &ParseError{n, col, fmt.Sprintf("%q is outside of any section; systemd ignores assignments before the first section header, so add one such as [Unit] or [Service] above it", s)}
+	}
+	eq := strings.IndexByte(s, '=')
+	if eq < 0 {
+		return &ParseError{n, col, fmt.Sprintf("missing '=' in %q; an entry is written Key=Value (systemd ignores this line); to keep it as a note, start it with '#'", s)}
+	}
+	if eq == 0 {
+		return &ParseError{n, col, fmt.Sprintf("missing key name before '=' in %q; an entry is written Key=Value", s)}
+	}
+	e := &Entry{
+		Key:      strings.Trim(s[:eq], whitespace),
+		Value:    strings.Trim(s[eq+1:], whitespace),
+		Line:     n,
+		Comments: p.takeComments(),
+	}
+	p.sec.Entries = append(p.sec.Entries, e)
+	return nil
+}
+
+// Section returns the first section with the given name, or nil.
+func (f *File) Section(name string) *Section {
+	for _, s := range f.Sections {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// AddSection returns the first section with the given name, appending a
+// new empty one when there is none.
+func (f *File) AddSection(name string) *Section {
+	if s := f.Section(name); s != nil {
+		return s
+	}
+	s := &Section{Name: name}
+	f.Sections = append(f.Sections, s)
+	return s
+}
+
+// Add appends the entry key=value to the section and returns it. An empty
+// value is an empty assignment (a reset for list settings).
+func (s *Section) Add(key, value string) *Entry {
+	e := &Entry{Key: key, Value: value}
+	s.Entries = append(s.Entries, e)
+	return e
+}
+
+// Values returns every value of key in every section with the given name,
+// in file order, including empty resets, as systemd would apply them.
+func (f *File) Values(section, key string) []string {
+	var vs []string
+	for _, s := range f.Sections {
+		if s.Name != section {
+			continue
+		}
+		for _, e := range s.Entries {
+			if e.Key == key {
+				vs = append(vs, e.Value)
+			}
+		}
+	}
+	return vs
+}
+
+// sectionRank orders sections canonically: [Unit], the type sections in a
+// fixed order, others (alphabetically, by the caller), [Install] last.
+func sectionRank(name string) int {
+	switch name {
+	case SectionUnit:
+		return 0
+	case SectionService:
+		return 1
+	case SectionSocket:
+		return 2
+	case SectionMount:
+		return 3
+	case SectionAutomount:
+		return 4
+	case SectionSwap:
+		return 5
+	case SectionTimer:
+		return 6
+	case SectionPath:
+		return 7
+	case SectionSlice:
+		return 8
+	case SectionScope:
+		return 9
+	case SectionInstall:
+		return 11
+	}
+	return 10
+}
+
+// Validate reports the first problem that would keep Canonical from writing
+// f faithfully: a section name or key systemd could not read back, a value
+// with a line break, NUL or invalid UTF-8, or a comment that is not a single
+// '#' or ';' line. Files returned by Parse are always valid; files built in
+// code should be checked before they are written.
+func (f *File) Validate() error {
+	checkComments := func(where string, cs []string) error {
+		for _, c := range cs {
+			if c == "" || c[0] != '#' && c[0] != ';' || strings.ContainsAny(c, "\r\n\x00") || !utf8.ValidString(c) {
+				return fmt.Errorf("%s: comment %q must be one line of valid UTF-8 starting with '#' or ';'", where, c)
+			}
+		}
+		return nil
+	}
+	if err := checkComments("header", f.Header); err != nil {
+		return err
+	}
+	if err := checkComments("trailer", f.Trailer); err != nil {
+		return err
+	}
+	for _, s := range f.Sections {
+		if strings.ContainsAny(s.Name, "[]\"'\\\x7f") || strings.IndexFunc(s.Name, func(r rune) bool { return r < 0x20 }) >= 0 || !utf8.ValidString(s.Name) {
+			return fmt.Errorf("section name %q contains characters systemd does not accept in a section header", s.Name)
+		}
+		if err := checkComments("["+s.Name+"]", s.Comments); err != nil {
+			return err
+		}
+		for _, e := range s.Entries {
+			where := fmt.Sprintf("[%s] %s", s.Name, e.Key)
+			switch {
+			case e.Key == "" || strings.Trim(e.Key, whitespace) != e.Key:
+				return fmt.Errorf("[%s]: key %q is empty or has surrounding blanks", s.Name, e.Key)
+			case strings.ContainsAny(e.Key, "=\r\n\x00") || strings.ContainsAny(e.Key[:1], "[#;") || !utf8.ValidString(e.Key):
+				return fmt.Errorf("[%s]: key %q cannot be written in a unit file", s.Name, e.Key)
+			case strings.ContainsAny(e.Value, "\r\n\x00"):
+				return fmt.Errorf("%s: the value contains a line break or NUL, which would not survive in a unit file: %q", where, e.Value)
+			case !utf8.ValidString(e.Value):
+				return fmt.Errorf("%s: the value is not valid UTF-8", where)
+			case strings.Trim(e.Value, whitespace) != e.Value:
+				return fmt.Errorf("%s: the value %q has surrounding blanks, which systemd strips", where, e.Value)
+			}
+			if err := checkComments(where, e.Comments); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Canonical returns f in hostprov's canonical form:
+//
+//   - the Header comments first (followed by a blank line when sections
+//     follow);
+//   - sections of the same name merged, in the order [Unit], [Service],
+//     [Socket], [Mount], [Automount], [Swap], [Timer], [Path], [Slice],
+//     [Scope], then any other sections sorted bytewise, then [Install];
+//   - within a section, entries sorted by key with a stable sort, so
+//     repeated keys keep their order and an empty reset stays before the
+//     values that follow it;
+//   - each entry as "Key=Value" on one line, preceded by its comments; a
+//     section header preceded by its comments;
+//   - one blank line between sections, the Trailer after the last entry,
+//     LF line ends and exactly one final newline (none for an empty File).
+//
+// Canonical(Parse(Canonical(f))) equals Canonical(f). A value ending in an
+// odd run of backslashes is written with one trailing space, the only way
+// systemd reads such a value back without taking it as a continuation.
+// Canonical never writes a line break inside an entry: line breaks and NUL
+// bytes in names, values and comments are written as spaces. Call Validate
+// first to refuse such files instead.
+func (f *File) Canonical() []byte {
+	type merged struct {
+		name     string
+		comments []string
+		entries  []*Entry
+	}
+	var order []*merged
+	byName := map[string]*merged{}
+	for _, s := range f.Sections {
+		m := byName[s.Name]
+		if m == nil {
+			m = &merged{name: s.Name}
+			byName[s.Name] = m
+			order = append(order, m)
+		}
+		m.comments = append(m.comments, s.Comments...)
+		m.entries = append(m.entries, s.Entries...)
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		ri, rj := sectionRank(order[i].name), sectionRank(order[j].name)
+		if ri != rj {
+			return ri < rj
+		}
+		return ri == 10 && order[i].name < order[j].name
+	})
+
+	var b bytes.Buffer
+	writeComments := func(cs []string) {
+		for _, c := range cs {
+			c = oneLine(c)
+			if c == "" || c[0] != '#' && c[0] != ';' {
+				c = "# " + c
+			}
+			b.WriteString(c)
+			b.WriteByte('\n')
+		}
+	}
+	writeComments(f.Header)
+	for i, m := range order {
+		if i > 0 || len(f.Header) > 0 {
+			b.WriteByte('\n')
+		}
+		writeComments(m.comments)
+		b.WriteByte('[')
+		b.WriteString(oneLine(m.name))
+		b.WriteString("]\n")
+		entries := append([]*Entry(nil), m.entries...)
+		sort.SliceStable(entries, func(i, j int) bool { return entries[i].Key < entries[j].Key })
+		for _, e := range entries {
+			writeComments(e.Comments)
+			b.WriteString(oneLine(e.Key))
+			b.WriteByte('=')
+			v := oneLine(e.Value)
+			b.WriteString(v)
+			if endsEscaped(v) {
+				b.WriteByte(' ')
+			}
+			b.WriteByte('\n')
+		}
+	}
+	writeComments(f.Trailer)
+	return b.Bytes()
+}
+
+// oneLine replaces line breaks and NUL bytes with spaces, so that nothing
+// a caller puts in a File can become a directive of its own.
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\r\n\x00") {
+		return s
+	}
+	return strings.NewReplacer("\r", " ", "\n", " ", "\x00", " ").Replace(s)
+}
+
+// Format parses a unit file and returns its canonical form; it is what
+// `hostprov fmt` prints. The error is a *ParseError.
+func Format(data []byte) ([]byte, error) {
+	f, err := Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	return f.Canonical(), nil
+}
+
+// NormalizeRaw prepares a raw manifest for use as written: CRLF and lone CR
+// line ends become LF, trailing line ends are reduced to exactly one, and
+// every other byte is kept. Empty input gives "\n".
+func NormalizeRaw(data []byte) []byte {
+	out := make([]byte, 0, len(data)+1)
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if c == '\r' {
+			if i+1 < len(data) && data[i+1] == '\n' {
+				i++
+			}
+			c = '\n'
+		}
+		out = append(out, c)
+	}
+	out = bytes.TrimRight(out, "\n")
+	return append(out, '\n')
+}

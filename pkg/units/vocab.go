@@ -1,0 +1,161 @@
+package units
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// knownSections are the sections systemd reads in unit files; the order is
+// the one used in messages.
+var knownSections = []string{SectionUnit, SectionService, SectionSocket, SectionMount, SectionAutomount,
+	SectionSwap, SectionTimer, SectionPath, SectionSlice, SectionScope, SectionInstall}
+
+// KnownSection reports whether systemd reads a section of this name in unit
+// files. Sections starting with "X-" are extensions that systemd ignores on
+// purpose, so they count as known.
+func KnownSection(name string) bool {
+	if strings.HasPrefix(name, "X-") {
+		return true
+	}
+	for _, s := range knownSections {
+		if s == name {
+			return true
+		}
+	}
+	return false
+}
+
+// KnownDirective reports whether systemd knows key in section (see
+// directives_gen.go for the systemd version the list comes from). Keys
+// starting with "X-" are extensions and always known, as are keys of "X-"
+// sections.
+func KnownDirective(section, key string) bool {
+	if strings.HasPrefix(key, "X-") || strings.HasPrefix(section, "X-") {
+		return true
+	}
+	full := section + "." + key
+	i := sort.SearchStrings(knownDirectives, full)
+	return i < len(knownDirectives) && knownDirectives[i] == full
+}
+
+// sectionKeys returns the known keys of a section, sorted.
+func sectionKeys(section string) []string {
+	prefix := section + "."
+	i := sort.SearchStrings(knownDirectives, prefix)
+	var keys []string
+	for ; i < len(knownDirectives) && strings.HasPrefix(knownDirectives[i], prefix); i++ {
+		keys = append(keys, knownDirectives[i][len(prefix):])
+	}
+	return keys
+}
+
+// ClosestDirective returns the known key of section closest to key: one
+// that differs only in letter case, or else the one at the smallest edit
+// distance if that distance is small for the key's length (at most 2, or a
+// third of its length). It returns "" when nothing is close or key is known.
+func ClosestDirective(section, key string) string {
+	if KnownDirective(section, key) {
+		return ""
+	}
+	keys := sectionKeys(section)
+	for _, k := range keys {
+		if strings.EqualFold(k, key) {
+			return k
+		}
+	}
+	best, bestDist := "", max(2, len(key)/3)+1
+	lower := strings.ToLower(key)
+	for _, k := range keys {
+		// Keys are sorted, so on a tie the bytewise-first one wins.
+		if d := editDistance(lower, strings.ToLower(k)); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	return best
+}
+
+// SuggestDirective returns a short hint for a key that section does not
+// know, meant to follow a warning such as `unknown key "ExecStrat" in
+// [Service]`:
+//
+//   - when a key of this section differs only in letter case:
+//     `did you mean "ExecStart"?`;
+//   - when the key (in any letter case) belongs to other sections:
+//     `"WantedBy" belongs in [Install]` (all such sections are listed);
+//   - otherwise, when a key of this section is close (see
+//     ClosestDirective): `did you mean "ExecStart"?`;
+//   - otherwise "", as it is for known keys.
+func SuggestDirective(section, key string) string {
+	if KnownDirective(section, key) {
+		return ""
+	}
+	closest := ClosestDirective(section, key)
+	if closest != "" && strings.EqualFold(closest, key) {
+		return fmt.Sprintf("did you mean %q?", closest)
+	}
+	var homes []string
+	name := key
+	for _, s := range knownSections {
+		if s == section {
+			continue
+		}
+		for _, k := range sectionKeys(s) {
+			if strings.EqualFold(k, key) {
+				homes = append(homes, "["+s+"]")
+				name = k
+				break
+			}
+		}
+	}
+	if len(homes) > 0 {
+		return fmt.Sprintf("%q belongs in %s", name, joinOr(homes))
+	}
+	if closest != "" {
+		return fmt.Sprintf("did you mean %q?", closest)
+	}
+	return ""
+}
+
+// SuggestSection returns a hint for an unknown section name: `did you mean
+// [Service]?` when a known section differs only in case or by one edit, or
+// "".
+func SuggestSection(name string) string {
+	if KnownSection(name) {
+		return ""
+	}
+	for _, s := range knownSections {
+		if strings.EqualFold(s, name) || editDistance(strings.ToLower(s), strings.ToLower(name)) <= 1 {
+			return fmt.Sprintf("did you mean [%s]?", s)
+		}
+	}
+	return ""
+}
+
+func joinOr(items []string) string {
+	if len(items) == 1 {
+		return items[0]
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
