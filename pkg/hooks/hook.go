@@ -59,15 +59,16 @@ var (
 // the unit model. ok is false when the hook's name could not be decoded.
 func (d *decoder) hook(v value) (Hook, bool) {
 	var h Hook
-	present := map[string]bool{}
-	nameOK := false
+	st := hookState{present: map[string]bool{}, bad: map[string]bool{}}
 	d.mapping(v.node, v.path, func(e entry) {
 		if contains(hookFields, e.name) {
-			present[e.name] = true
+			st.present[e.name] = true
 		}
+		before := len(d.diags)
+		defer func() { st.bad[e.name] = len(d.diags) > before }()
 		switch e.name {
 		case "name":
-			h.Name, nameOK = d.str(e.value, false)
+			h.Name, st.nameOK = d.str(e.value, false)
 		case "description":
 			h.Description, _ = d.str(e.value, false)
 		case "enabled":
@@ -133,15 +134,27 @@ func (d *decoder) hook(v value) (Hook, bool) {
 		case "dropins":
 			h.Dropins = d.dropins(e.value)
 		default:
+			st.unknown = true
 			d.unknownField(e, "hook")
 		}
 	})
-	d.checkHook(v, &h, present, nameOK)
-	return h, nameOK
+	d.checkHook(v, &h, st)
+	return h, st.nameOK
 }
 
-// checkHook makes the checks that concern several fields of a hook.
-func (d *decoder) checkHook(v value, h *Hook, present map[string]bool, nameOK bool) {
+// hookState is what checkHook needs to know about how a hook was written.
+type hookState struct {
+	present map[string]bool // fields that were written
+	bad     map[string]bool // fields that had a problem of their own
+	nameOK  bool            // the name decoded as a string
+	unknown bool            // a field was unknown
+}
+
+// checkHook makes the checks that concern several fields of a hook. A
+// check that depends on what a bad field meant is not made, because its
+// report would only follow from the first.
+func (d *decoder) checkHook(v value, h *Hook, st hookState) {
+	present, bad, nameOK := st.present, st.bad, st.nameOK
 	where := func(field string) (Position, string) {
 		p := v.path + "." + field
 		return d.spec.Where(p), p
@@ -206,8 +219,12 @@ func (d *decoder) checkHook(v value, h *Hook, present map[string]bool, nameOK bo
 	body := strings.TrimSpace(h.Manifest) != "" || len(h.Exec) > 0 || len(h.Pre) > 0 || len(h.Directives) > 0
 	// kops lets a name-only hook with enabled: false stop and disable a
 	// unit that exists already; so does hostprov.
-	if nameOK && h.Name != "" && !body && len(h.Dropins) == 0 && !h.Mask && h.IsEnabled() &&
-		!present["manifest"] && !present["exec"] && !present["pre"] && !present["directives"] && !present["dropins"] {
+	if nameOK && h.Name != "" && !body && len(h.Dropins) == 0 && !h.Mask && h.IsEnabled() && !h.UseRawManifest &&
+		!present["manifest"] && !present["exec"] && !present["pre"] && !present["directives"] && !present["dropins"] &&
+		!bad["mask"] && !bad["enabled"] && !bad["useRawManifest"] &&
+		// A hook with a misspelt field is likely not empty in its
+		// author's mind: the unknown field is the one report to make.
+		!st.unknown {
 		d.add(Error, v.pos, v.path, fmt.Sprintf("hook %s has no manifest, exec, directives or dropins", display),
 			"add exec: to run a command, a manifest, directives, or dropins for an existing unit; "+
 				"or set mask: true to mask the unit, or enabled: false to disable it")

@@ -151,8 +151,16 @@ func (d *decoder) yamlError(err error, data []byte) {
 	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
 		pos.Line, _ = strconv.Atoi(m[1])
 		msg = m[2]
-		if pos.Line >= 1 && pos.Line <= len(d.lines) && strings.Contains(d.lines[pos.Line-1], "\t") {
-			hint = "YAML indents with spaces: replace the tabs on this line with spaces"
+		// yaml.v3 reports a tab in the indentation at the line before it
+		// at times; point at the tab itself.
+		for l := max(pos.Line, 1); l <= min(pos.Line+1, len(d.lines)); l++ {
+			line := d.lines[l-1]
+			indent := line[:len(line)-len(strings.TrimLeft(line, " \t"))]
+			if i := strings.IndexByte(indent, '\t'); i >= 0 {
+				pos.Line, pos.Column = l, i+1
+				hint = "YAML indents with spaces: replace the tabs on this line with spaces"
+				break
+			}
 		}
 	} else {
 		msg = strings.TrimPrefix(msg, "yaml: ")
@@ -190,11 +198,11 @@ func (d *decoder) hooks(v value) {
 		if item.node.Kind != yaml.MappingNode {
 			d.add(Error, item.pos, item.path, fmt.Sprintf("a hook must be a mapping of fields, not %s", kindName(item.node)),
 				`write a hook as "- name: my-hook" followed by its other fields`)
+			d.spec.Hooks = append(d.spec.Hooks, Hook{}) // keeps Hooks[i] at "hooks[i]"
 			continue
 		}
 		h, ok := d.hook(item)
 		d.spec.Hooks = append(d.spec.Hooks, h)
-		d.spec.hookPaths = append(d.spec.hookPaths, item.path)
 		if !ok || h.Name == "" {
 			continue
 		}

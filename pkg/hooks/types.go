@@ -24,7 +24,10 @@ const (
 type Spec struct {
 	APIVersion string
 	Kind       string
-	Hooks      []Hook
+	// Hooks[i] is the entry written as hooks[i], so that "hooks[i]" is its
+	// path. An entry that is not a mapping is reported and kept as a zero
+	// Hook, which has no name.
+	Hooks []Hook
 
 	// File is the name the spec was read from, as given to Parse; it is
 	// the file part of every Position.
@@ -39,10 +42,6 @@ type Spec struct {
 	// neither starts where the node does: a block scalar's text begins on
 	// the line after its indicator, a quoted one after its quote.
 	scalars map[string]blockScalar
-	// hookPaths holds the document path of each entry of Hooks. Entries of
-	// hooks: that are not mappings are reported and left out of Hooks, so
-	// Hooks[i] is not always "hooks[i]".
-	hookPaths []string
 }
 
 // blockScalar maps the lines of a decoded string value to the source.

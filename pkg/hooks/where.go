@@ -59,16 +59,6 @@ func (s *Spec) WhereInScalar(path string, n int) Position {
 	return s.Where(path)
 }
 
-// HookPath returns the document path of s.Hooks[i], such as "hooks[2]".
-// It is not always "hooks[i]": entries of hooks: that are not mappings are
-// reported by Parse and left out of Hooks.
-func (s *Spec) HookPath(i int) string {
-	if s == nil || i < 0 || i >= len(s.hookPaths) {
-		return ""
-	}
-	return s.hookPaths[i]
-}
-
 // recordScalar records where the lines of a string value start, for
 // WhereInScalar.
 func (d *decoder) recordScalar(path string, n *yaml.Node) {

@@ -1,0 +1,326 @@
+package hooks
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// header is the first three lines of a spec; hooks start on line 4.
+const header = "apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n"
+
+// want describes one expected diagnostic: its exact position ("line:col"),
+// its exact path, and fragments of its message and hint.
+type want struct {
+	pos  string
+	path string
+	msg  string
+	hint string
+	sev  Severity
+}
+
+func warning(pos, path, msg, hint string) want { return want{pos, path, msg, hint, Warning} }
+
+func TestParseDiagnostics(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		want []want
+	}{
+		// The document as a whole.
+		{"empty file", "", []want{{"0:0", "", "empty spec", "apiVersion: hostprov/v1alpha1", Error}}},
+		{"only comments", "# nothing yet\n", []want{{"0:0", "", "empty spec", "kind: Hooks", Error}}},
+		{"only a document marker", "---\n", []want{{"0:0", "", "empty spec", "hooks:", Error}}},
+		{"top level is a list", "- name: a\n", []want{{"1:1", "", "not a list", "apiVersion: hostprov/v1alpha1", Error}}},
+		{"second document", header + "- name: a\n  exec: [/bin/true]\n---\nkind: Hooks\n",
+			[]want{{"6:1", "", "second document", "put every hook in the one hooks: list", Error}}},
+		{"syntax error", "apiVersion: x\n kind: y\n", []want{{"2:0", "", "not valid YAML: mapping values are not allowed", "fix the YAML syntax", Error}}},
+		{"tab indentation", header + "- name: a\n\texec: [/bin/true]\n", []want{{"5:1", "", "not valid YAML", "replace the tabs", Error}}},
+		{"unknown anchor", header + "- name: a\n  exec: *cmd\n", []want{{"5:9", "", "unknown anchor 'cmd'", "define the anchor &cmd", Error}}},
+		{"no apiVersion", "kind: Hooks\nhooks: []\n", []want{
+			{"1:1", "apiVersion", "no apiVersion", "add apiVersion: hostprov/v1alpha1", Error},
+			warning("2:8", "hooks", "no hooks", "add hooks"),
+		}},
+		{"other apiVersion", "apiVersion: hostprov/v1\nkind: Hooks\nhooks: []\n", []want{
+			{"1:13", "apiVersion", `"hostprov/v1" is not supported: this hostprov reads hostprov/v1alpha1`, "write apiVersion: hostprov/v1alpha1", Error},
+			warning("3:8", "hooks", "no hooks", ""),
+		}},
+		{"other kind", "apiVersion: hostprov/v1alpha1\nkind: Cluster\nhooks: []\n", []want{
+			{"2:7", "kind", `kind "Cluster" is not a hook spec`, "write kind: Hooks", Error},
+			warning("3:8", "hooks", "no hooks", ""),
+		}},
+		{"no kind", "apiVersion: hostprov/v1alpha1\nhooks: []\n", []want{
+			{"1:1", "kind", "no kind", "add kind: Hooks", Error},
+			warning("2:8", "hooks", "no hooks", ""),
+		}},
+		{"no hooks field", "apiVersion: hostprov/v1alpha1\nkind: Hooks\n", []want{{"1:1", "hooks", "no hooks field", "hooks: []", Error}}},
+		{"hooks without value", header, []want{{"3:1", "hooks", "hooks has no value", "hooks: []", Error}}},
+		{"hooks is a mapping", header + "  name: a\n", []want{{"4:3", "hooks", "must be a list of hooks, not a mapping", "- name:", Error}}},
+		{"unknown top-level field", header + "- name: a\n  exec: [/bin/true]\nhook: []\n",
+			[]want{{"6:1", "hook", `unknown field "hook" in a spec`, "did you mean hooks?", Error}}},
+		{"hook field at top level", "apiVersion: hostprov/v1alpha1\nkind: Hooks\nuseRawManifest: true\nhooks: []\n", []want{
+			{"3:1", "useRawManifest", "useRawManifest is a field of a hook, not of the spec", "move it under an entry of hooks:", Error},
+			warning("4:8", "hooks", "no hooks", ""),
+		}},
+		{"spec field in a hook", header + "- name: a\n  exec: [/bin/true]\n  kind: Hooks\n",
+			[]want{{"6:3", "hooks[0].kind", "kind is a field of the spec, not of a hook", "top level", Error}}},
+		{"hook is not a mapping", header + "- a.service\n", []want{{"4:3", "hooks[0]", "a hook must be a mapping of fields, not a string", "- name: my-hook", Error}}},
+
+		// Keys.
+		{"duplicate top-level key", "apiVersion: hostprov/v1alpha1\nkind: Hooks\nkind: Hooks\nhooks: []\n", []want{
+			{"3:1", "kind", "kind is given twice", "the first kind is on line 2", Error},
+			warning("4:8", "hooks", "no hooks", ""),
+		}},
+		{"duplicate hook field", header + "- name: a\n  exec: [/bin/true]\n  exec: [/bin/false]\n",
+			[]want{{"6:3", "hooks[0].exec", "exec is given twice", "the first exec is on line 5", Error}}},
+		{"duplicate env key", header + "- name: a\n  exec: [/bin/true]\n  env:\n    A: 1\n    A: 2\n",
+			[]want{{"8:5", "hooks[0].env.A", "env.A is given twice", "line 7", Error}}},
+		{"merge key", header + "- name: a\n  exec: [/bin/true]\n  env:\n    <<: {A: 1}\n",
+			[]want{{"7:5", "hooks[0].env", "merge keys (<<) are not supported", "anchor (&name) and an alias (*name)", Error}}},
+		{"key that is a list", header + "- name: a\n  exec: [/bin/true]\n  [x]: 1\n",
+			[]want{{"6:3", "hooks[0]", "a key must be a name, not a list", "plain name", Error}}},
+		{"typo in a hook field", header + "- name: a\n  exce: [/bin/true]\n", []want{
+			{"5:3", "hooks[0].exce", `unknown field "exce" in a hook`, "did you mean exec?", Error},
+		}},
+		{"snake case field", header + "- name: a\n  exec: [/bin/true]\n  wanted_by: [multi-user.target]\n",
+			[]want{{"6:3", "hooks[0].wanted_by", `unknown field "wanted_by"`, "did you mean wantedBy?", Error}}},
+		{"field unlike any", header + "- name: a\n  exec: [/bin/true]\n  colour: red\n",
+			[]want{{"6:3", "hooks[0].colour", `unknown field "colour"`, "the fields of a hook are name, description", Error}}},
+		{"kops disabled", header + "- name: a\n  disabled: true\n  exec: [/bin/true]\n",
+			[]want{{"5:3", "hooks[0].disabled", "kops hook field", "enabled: false", Error}}},
+		{"kops execContainer", header + "- name: a\n  exec: [/bin/true]\n  execContainer: {image: busybox}\n",
+			[]want{{"6:3", "hooks[0].execContainer", "kops hook field", "podman", Error}}},
+
+		// Types.
+		{"exec as a string", header + "- name: a\n  exec: /bin/echo hi\n",
+			[]want{{"5:9", "hooks[0].exec", "exec must be a list of arguments, not a string", `exec: ["/bin/echo", "hi"], one item per argument`, Error}}},
+		{"exec empty", header + "- name: a\n  exec: []\n",
+			[]want{{"5:9", "hooks[0].exec", "exec is an empty command", `["/usr/bin/true"]`, Error}}},
+		{"exec without value", header + "- name: a\n  exec:\n",
+			[]want{{"5:3", "hooks[0].exec", "exec has no value", `exec: ["/usr/bin/true"]`, Error}}},
+		{"exec with an empty program", header + "- name: a\n  exec: ['', x]\n",
+			[]want{{"5:10", "hooks[0].exec[0]", "the program of exec is empty", "/usr/bin/true", Error}}},
+		{"exec item is a list", header + "- name: a\n  exec: [/bin/echo, [x]]\n",
+			[]want{{"5:21", "hooks[0].exec[1]", "exec[1] must be a string, not a list", "single value", Error}}},
+		{"exec as a mapping", header + "- name: a\n  exec: {a: b}\n",
+			[]want{{"5:9", "hooks[0].exec", "exec must be a list, not a mapping", `exec: ["/usr/bin/true"]`, Error}}},
+		{"yes for a boolean", header + "- name: a\n  exec: [/bin/true]\n  enabled: yes\n",
+			[]want{{"6:12", "hooks[0].enabled", `enabled: "yes" is not a boolean in YAML 1.2`, "use true or false", Error}}},
+		{"off for a boolean", header + "- name: a\n  exec: [/bin/true]\n  expandEnv: off\n",
+			[]want{{"6:14", "hooks[0].expandEnv", `"off" is not a boolean`, "use true or false", Error}}},
+		{"quoted boolean", header + "- name: a\n  exec: [/bin/true]\n  enabled: \"false\"\n",
+			[]want{{"6:12", "hooks[0].enabled", `not the string "false"`, "remove the quotes: enabled: false", Error}}},
+		{"number for a boolean", header + "- name: a\n  exec: [/bin/true]\n  remainAfterExit: 1\n",
+			[]want{{"6:20", "hooks[0].remainAfterExit", "must be true or false, not 1", "use true or false", Error}}},
+		{"boolean without value", header + "- name: a\n  mask: ~\n",
+			[]want{{"5:3", "hooks[0].mask", "mask has no value", "mask: true or mask: false", Error}}},
+		{"list for a string", header + "- name: a\n  exec: [/bin/true]\n  description: [a, b]\n",
+			[]want{{"6:16", "hooks[0].description", "description must be a string, not a list", "single value", Error}}},
+		{"string without value", header + "- name: a\n  exec: [/bin/true]\n  user:\n",
+			[]want{{"6:3", "hooks[0].user", "user has no value", `""`, Error}}},
+		{"application tag", header + "- name: a\n  exec: [/bin/true]\n  user: !vault root\n",
+			[]want{{"6:9", "hooks[0].user", "tag !vault", "remove the tag", Error}}},
+		{"string for a list", header + "- name: a\n  exec: [/bin/true]\n  before: swap1.swap\n",
+			[]want{{"6:11", "hooks[0].before", "before must be a list, not a string", `before: ["swap1.swap"]`, Error}}},
+		{"wantedBy without value", header + "- name: a\n  exec: [/bin/true]\n  wantedBy:\n",
+			[]want{{"6:3", "hooks[0].wantedBy", "wantedBy has no value", "wantedBy: [] for no WantedBy=", Error}}},
+		{"numbers and booleans as text", header + "- name: a\n  exec: [/bin/true, 1, 2.5, true]\n  restartSec: 5\n  user: 0\n  restart: no\n  env: {DEBUG: true, N: 0x10}\n  wantedBy: []\n", nil},
+
+		// Enumerations and time spans.
+		{"type typo", header + "- name: a\n  exec: [/bin/true]\n  type: oneshott\n",
+			[]want{{"6:9", "hooks[0].type", `"oneshott" is not a service type`, "did you mean oneshot?", Error}}},
+		{"type case", header + "- name: a\n  exec: [/bin/true]\n  type: OneShot\n",
+			[]want{{"6:9", "hooks[0].type", `"OneShot"`, "did you mean oneshot?", Error}}},
+		{"type unlike any", header + "- name: a\n  exec: [/bin/true]\n  type: daemon\n",
+			[]want{{"6:9", "hooks[0].type", "not a service type", "use one of simple, exec, forking, oneshot, dbus, notify, notify-reload, idle", Error}}},
+		{"restart typo", header + "- name: a\n  exec: [/bin/true]\n  restart: on_failure\n",
+			[]want{{"6:12", "hooks[0].restart", `"on_failure" is not a restart policy`, "did you mean on-failure?", Error}}},
+		{"restart false", header + "- name: a\n  exec: [/bin/true]\n  restart: false\n",
+			[]want{{"6:12", "hooks[0].restart", `"false" is not a restart policy`, "use one of no, always", Error}}},
+		{"time spans", header + "- name: a\n  exec: [/bin/true]\n  restartSec: 500ms\n  timeoutStartSec: 1min 30s\n  timeoutStopSec: infinity\n", nil},
+		{"more time spans", header + "- name: a\n  exec: [/bin/true]\n  restartSec: 1.5\n  timeoutStartSec: 2h5min\n  timeoutStopSec: 1 week\n", nil},
+		{"bad time span", header + "- name: a\n  exec: [/bin/true]\n  restartSec: 5x\n  timeoutStopSec: -1\n  timeoutStartSec: \"\"\n", []want{
+			{"6:15", "hooks[0].restartSec", `restartSec: "5x" is not a systemd time span`, `"1min 30s"`, Error},
+			{"7:19", "hooks[0].timeoutStopSec", `"-1" is not a systemd time span`, "infinity", Error},
+			{"8:20", "hooks[0].timeoutStartSec", `"" is not a systemd time span`, "number of seconds", Error},
+		}},
+
+		// env.
+		{"env name", header + "- name: a\n  exec: [/bin/true]\n  env: {1A: x, B-C: y, _ok: z}\n", []want{
+			{"6:9", "hooks[0].env.1A", `"1A" is not a valid environment variable name`, "starts with a letter or _", Error},
+			{"6:16", "hooks[0].env.B-C", `"B-C" is not a valid`, "only letters, digits and _", Error},
+		}},
+		{"env value missing", header + "- name: a\n  exec: [/bin/true]\n  env:\n    A:\n",
+			[]want{{"7:5", "hooks[0].env.A", "env.A has no value", `A: ""`, Error}}},
+		{"env value is a list", header + "- name: a\n  exec: [/bin/true]\n  env:\n    A: [x]\n",
+			[]want{{"7:8", "hooks[0].env.A", "env.A must be a string, not a list", "", Error}}},
+		{"env is a list", header + "- name: a\n  exec: [/bin/true]\n  env: [A=1]\n",
+			[]want{{"6:8", "hooks[0].env", "env must be a mapping of names to values, not a list", "env: {NAME: value}", Error}}},
+
+		// directives.
+		{"directive without =", header + "- name: a\n  exec: [/bin/true]\n  directives:\n    Unit: [After]\n",
+			[]want{{"7:12", "hooks[0].directives.Unit[0]", `"After" is not a Key=Value entry`, "write Key=Value", Error}}},
+		{"directive without key", header + "- name: a\n  exec: [/bin/true]\n  directives:\n    Unit: [\"=x\"]\n",
+			[]want{{"7:12", "hooks[0].directives.Unit[0]", "no key before =", "write Key=Value", Error}}},
+		{"directive with spaces", header + "- name: a\n  exec: [/bin/true]\n  directives:\n    Unit:\n    - After=x.service\n    - Before = y.service\n",
+			[]want{{"9:7", "hooks[0].directives.Unit[1]", `"Before " is not a valid directive key`, "no space before =", Error}}},
+		{"directive reset", header + "- name: a\n  exec: [/bin/true]\n  directives:\n    Service: [ExecStart=, \"ExecStart=/bin/x\"]\n", nil},
+		{"section in brackets", header + "- name: a\n  exec: [/bin/true]\n  directives:\n    '[Unit]': [After=x]\n",
+			[]want{{"7:5", "hooks[0].directives.[Unit]", "has brackets", "without brackets: Unit", Error}}},
+		{"empty section name", header + "- name: a\n  exec: [/bin/true]\n  directives:\n    '': [After=x]\n",
+			[]want{{"7:5", "hooks[0].directives.", "section name is empty", "Unit, Service or Install", Error}}},
+		{"section is a string", header + "- name: a\n  exec: [/bin/true]\n  directives:\n    Unit: After=x\n",
+			[]want{{"7:11", "hooks[0].directives.Unit", "directives.Unit must be a list, not a string", `Unit: ["After=x"]`, Error}}},
+		{"directives is a list", header + "- name: a\n  exec: [/bin/true]\n  directives: [After=x]\n",
+			[]want{{"6:15", "hooks[0].directives", "must be a mapping of sections to lists", "directives: {Unit:", Error}}},
+
+		// pre.
+		{"pre flat", header + "- name: a\n  exec: [/bin/true]\n  pre: [/bin/mkdir, -p, /x]\n",
+			[]want{{"6:8", "hooks[0].pre", "pre must be a list of commands, each a list of arguments", `pre: [["/bin/mkdir", "-p", "/x"]]`, Error}}},
+		{"pre mixed", header + "- name: a\n  exec: [/bin/true]\n  pre:\n  - [/bin/a]\n  - /bin/b c\n  - []\n", []want{
+			{"8:5", "hooks[0].pre[1]", "pre[1] must be a list of arguments, not a string", `pre[1]: ["/bin/b", "c"]`, Error},
+			{"9:5", "hooks[0].pre[2]", "pre[2] is an empty command", "", Error},
+		}},
+		{"pre is a string", header + "- name: a\n  exec: [/bin/true]\n  pre: /bin/a\n",
+			[]want{{"6:8", "hooks[0].pre", "pre must be a list of commands, not a string", `pre: [["/usr/bin/mkdir"`, Error}}},
+
+		// dropins.
+		{"dropins", header + "- name: kubelet.service\n  dropins:\n  - name: 10-a.conf\n    contents: |\n      [Service]\n      Nice=5\n  - {name: 10-a.conf, contents: x}\n  - {name: a/b.conf, contents: x}\n  - {name: .hidden.conf, contents: x}\n  - {name: '..', contents: x}\n  - {name: limits, contents: x}\n  - {name: '', contents: x}\n", []want{
+			{"10:12", "hooks[0].dropins[1].name", `already a drop-in named "10-a.conf"`, "the first is on line 6", Error},
+			{"11:12", "hooks[0].dropins[2].name", `"a/b.conf" contains /`, "file name inside the unit's .d directory", Error},
+			{"12:12", "hooks[0].dropins[3].name", "starts with a dot", "hidden", Error},
+			{"13:12", "hooks[0].dropins[4].name", `".." starts with a dot`, "10-limits.conf", Error},
+			{"14:12", "hooks[0].dropins[5].name", `"limits" does not end in .conf`, "call it limits.conf", Error},
+			{"15:12", "hooks[0].dropins[6].name", "name is empty", ".conf", Error},
+		}},
+		{"dropin fields", header + "- name: kubelet.service\n  dropins:\n  - name: 10-a.conf\n    content: x\n  - contents: x\n  - x.conf\n", []want{
+			{"6:5", "hooks[0].dropins[0].contents", "the drop-in has no contents", "contents: |", Error},
+			{"7:5", "hooks[0].dropins[0].content", `unknown field "content" in a drop-in`, "did you mean contents?", Error},
+			{"8:5", "hooks[0].dropins[1].name", "the drop-in has no name", "10-limits.conf", Error},
+			{"9:5", "hooks[0].dropins[2]", "a drop-in must be a mapping of name and contents, not a string", "- name: 10-limits.conf", Error},
+		}},
+		{"dropins is a mapping", header + "- name: kubelet.service\n  dropins: {name: a.conf}\n",
+			[]want{{"5:12", "hooks[0].dropins", "dropins must be a list, not a mapping", "- name: 10-limits.conf", Error}}},
+
+		// Names.
+		{"no name", header + "- exec: [/bin/true]\n", []want{{"4:3", "hooks[0].name", "the hook has no name", "name: create-swapfile", Error}}},
+		{"empty name", header + "- name: ''\n  exec: [/bin/true]\n", []want{{"4:9", "hooks[0].name", "name is empty", "create-swapfile", Error}}},
+		{"name is a path", header + "- name: /etc/systemd/system/a.service\n  exec: [/bin/true]\n",
+			[]want{{"4:9", "hooks[0].name", "looks like a path", "a hook name is a unit name, not a path", Error}}},
+		{"name with dots", header + "- name: a..service\n  exec: [/bin/true]\n- name: .\n  exec: [/bin/true]\n", []want{
+			{"4:9", "hooks[0].name", `"a..service" looks like a path`, "not a path", Error},
+			{"6:9", "hooks[1].name", `"." looks like a path`, "not a path", Error},
+		}},
+		{"duplicate hook names", header + "- name: a\n  exec: [/bin/true]\n- name: b\n  exec: [/bin/true]\n- name: a\n  exec: [/bin/true]\n",
+			[]want{{"8:9", "hooks[2].name", `already a hook named "a"`, "the first is on line 4", Error}}},
+		{"name is a list", header + "- name: [a]\n  exec: [/bin/true]\n", []want{{"4:9", "hooks[0].name", "name must be a string, not a list", "", Error}}},
+
+		// Control characters in values that reach a unit line.
+		{"newline in description", header + "- name: a\n  exec: [/bin/true]\n  description: \"a\\nExecStartPre=/bin/evil\"\n",
+			[]want{{"6:16", "hooks[0].description", `contains the control character "\n"`, "would inject a new line into the unit", Error}}},
+		{"block scalar in a one-line field", header + "- name: a\n  exec: [/bin/true]\n  description: |\n    text\n",
+			[]want{{"6:16", "hooks[0].description", `"\n"`, "use |- or a plain value", Error}}},
+		{"folded with strip is one line", header + "- name: a\n  exec: [/bin/true]\n  description: >-\n    one\n    line\n", nil},
+		{"control characters everywhere", header + "- name: a\n  exec: [/bin/true, \"a\\tb\"]\n  env: {A: \"x\\0\"}\n  directives:\n    Unit: [\"After=a\\rb\"]\n    \"X\\x7f\": [After=b]\n  wants: [\"a\\x1b.service\"]\n", []want{
+			{"5:21", "hooks[0].exec[1]", `exec[1] contains the control character "\t"`, "corrupt the unit line", Error},
+			{"6:12", "hooks[0].env.A", `"\x00"`, "corrupt the unit line", Error},
+			{"8:12", "hooks[0].directives.Unit[0]", `"\r"`, "inject a new line", Error},
+			{"9:5", "hooks[0].directives.X\x7f", `"\x7f"`, "corrupt the unit line", Error},
+			{"10:11", "hooks[0].wants[0]", `"\x1b"`, "", Error},
+		}},
+		{"manifest may hold line breaks and tabs", header + "- name: a\n  manifest: \"ExecStart=/bin/true\\n\\tx\\n\"\n", nil},
+
+		// Raw manifests.
+		{"raw manifest with generated fields", header + "- name: a.service\n  useRawManifest: true\n  manifest: |\n    [Service]\n    ExecStart=/bin/true\n  exec: [/bin/true]\n  env: {A: b}\n  wantedBy: []\n  description: x\n", []want{
+			{"9:9", "hooks[0].exec", "exec is not used with useRawManifest", "put this into the manifest, or drop useRawManifest", Error},
+			{"10:8", "hooks[0].env", "env is not used with useRawManifest", "a raw manifest is used as written", Error},
+			{"11:13", "hooks[0].wantedBy", "wantedBy is not used with useRawManifest", "drop useRawManifest", Error},
+			{"12:16", "hooks[0].description", "description is not used", "drop useRawManifest", Error},
+		}},
+		{"raw manifest missing", header + "- name: a.service\n  useRawManifest: true\n",
+			[]want{{"5:19", "hooks[0].useRawManifest", "useRawManifest is set, but the hook has no manifest", "manifest: |", Error}}},
+		{"raw manifest empty", header + "- name: a.service\n  useRawManifest: true\n  manifest: \"  \"\n",
+			[]want{{"5:19", "hooks[0].useRawManifest", "has no manifest", "drop useRawManifest", Error}}},
+		{"section header without raw", header + "- name: a\n  manifest: |\n    Type=oneshot\n    [Service]\n    ExecStart=/bin/true\n",
+			[]want{{"7:5", "hooks[0].manifest", "manifest line 2 is the section header [Service]", "set useRawManifest: true", Error}}},
+		{"kops-style manifest body", header + "- name: a\n  manifest: |\n    Type=oneshot\n    ExecStart=/bin/true\n", nil},
+
+		// Masks and empty hooks.
+		{"masked body", header + "- name: a\n  mask: true\n  exec: [/bin/true]\n  manifest: Type=oneshot\n", []want{
+			{"6:9", "hooks[0].exec", "a masked unit never runs, so its exec is never used", "drop mask: true", Error},
+			{"7:13", "hooks[0].manifest", "its manifest is never used", "drop manifest", Error},
+		}},
+		{"mask only", header + "- name: systemd-resolved.service\n  mask: true\n", nil},
+		{"name only", header + "- name: a\n",
+			[]want{{"4:3", "hooks[0]", "hook a has no manifest, exec, directives or dropins", "mask: true", Error}}},
+		{"name with ordering only", header + "- name: a\n  after: [b.service]\n",
+			[]want{{"4:3", "hooks[0]", "has no manifest, exec, directives or dropins", "exec:", Error}}},
+		{"name only, disabled", header + "- name: a\n  enabled: false\n", nil},
+		{"dropins only", header + "- name: kubelet.service\n  dropins: [{name: 10-a.conf, contents: \"[Service]\\nNice=5\\n\"}]\n", nil},
+
+		// Service fields on other unit types.
+		{"service fields on a timer", header + "- name: x.timer\n  manifest: OnBootSec=5min\n  exec: [/bin/true]\n  user: root\n", []want{
+			{"6:9", "hooks[0].exec", "exec is a service field; x.timer is a timer", "move exec to a .service hook", Error},
+			{"7:9", "hooks[0].user", "user is a service field; x.timer is a timer", "timer's own settings under directives", Error},
+		}},
+		{"service fields on a swap", header + "- name: y.swap\n  manifest: What=/swap1\n  env: {A: b}\n",
+			[]want{{"6:8", "hooks[0].env", "env is a service field; y.swap is a swap", "", Error}}},
+		{"raw mount reports once", header + "- name: z.mount\n  useRawManifest: true\n  manifest: \"[Mount]\\nWhat=/dev/x\\nWhere=/z\\n\"\n  exec: [/bin/true]\n",
+			[]want{{"7:9", "hooks[0].exec", "exec is not used with useRawManifest", "", Error}}},
+		{"dotted service name", header + "- name: my.app\n  exec: [/bin/true]\n  user: app\n", nil},
+
+		// Anchors and aliases.
+		{"shared env through an alias", header + "- name: a\n  exec: [/bin/true]\n  env: &common {A: b}\n- name: b\n  exec: [/bin/true]\n  env: *common\n", nil},
+		{"alias to a bad value", header + "- name: a\n  exec: &cmd /bin/true\n- name: b\n  exec: *cmd\n", []want{
+			{"5:9", "hooks[0].exec", "exec must be a list of arguments, not a string", `["/bin/true"]`, Error},
+			{"7:9", "hooks[1].exec", "exec must be a list of arguments, not a string", `["/bin/true"]`, Error},
+		}},
+		{"alias to a bad env name", header + "- name: a\n  exec: [/bin/true]\n  env: &e {A-B: x}\n- name: b\n  exec: [/bin/true]\n  env: *e\n", []want{
+			{"6:12", "hooks[0].env.A-B", "not a valid environment variable name", "", Error},
+			{"6:12", "hooks[1].env.A-B", "not a valid environment variable name", "", Error},
+		}},
+
+		// Every problem is reported, not the first.
+		{"many problems at once", header + "- name: a/b\n  exce: [/bin/true]\n  enabled: on\n- name: c\n  exec: /bin/c\n  type: oneshott\n", []want{
+			{"4:9", "hooks[0].name", "looks like a path", "", Error},
+			{"5:3", "hooks[0].exce", "unknown field", "did you mean exec?", Error},
+			{"6:12", "hooks[0].enabled", `"on" is not a boolean`, "", Error},
+			{"8:9", "hooks[1].exec", "not a string", "", Error},
+			{"9:9", "hooks[1].type", "oneshott", "did you mean oneshot?", Error},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, got := Parse("hooks.yaml", []byte(tt.src))
+			checkDiags(t, got, tt.want)
+		})
+	}
+}
+
+// checkDiags compares diagnostics with what is wanted, in order.
+func checkDiags(t *testing.T, got Diagnostics, want []want) {
+	t.Helper()
+	ok := len(got) == len(want)
+	for i := 0; ok && i < len(got); i++ {
+		g, w := got[i], want[i]
+		ok = fmt.Sprintf("%d:%d", g.Pos.Line, g.Pos.Column) == w.pos && g.Pos.File == "hooks.yaml" &&
+			g.Path == w.path && g.Severity == w.sev &&
+			strings.Contains(g.Message, w.msg) && strings.Contains(g.Hint, w.hint)
+	}
+	if ok {
+		return
+	}
+	var b strings.Builder
+	for _, g := range got {
+		fmt.Fprintf(&b, "\t%d:%d %s [%s] %s\n\t\thint: %s\n", g.Pos.Line, g.Pos.Column, g.Severity, g.Path, g.Message, g.Hint)
+	}
+	t.Errorf("got %d diagnostics:\n%swant %d:\n%s", len(got), b.String(), len(want), fmtWants(want))
+}
+
+func fmtWants(ws []want) string {
+	var b strings.Builder
+	for _, w := range ws {
+		fmt.Fprintf(&b, "\t%s %s [%s] …%s…\n\t\thint: …%s…\n", w.pos, w.sev, w.path, w.msg, w.hint)
+	}
+	return b.String()
+}
