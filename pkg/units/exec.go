@@ -556,11 +556,12 @@ func ValidEnvName(name string) bool {
 // back as exactly the assignment name=value: the whole assignment in double
 // quotes, with '"' and '\' backslash-escaped, a newline as \n, and '%' as
 // "%%" (systemd expands specifiers in Environment=; it does not expand '$'
-// there, so '$' is written as is).
+// there, so '$' is written as is). Newlines and tabs are written as \n and
+// \t; systemd 252 accepts both in values.
 //
 // It returns an error when name is not a valid variable name, when value
-// is not valid UTF-8, and when value holds a control character other than
-// newline: systemd ignores such an assignment with only a warning.
+// is not valid UTF-8, and when value holds any other control character:
+// systemd ignores such an assignment with only a warning.
 func QuoteEnv(name, value string) (string, error) {
 	if !ValidEnvName(name) {
 		return "", fmt.Errorf("%q is not a valid environment variable name; use letters, digits and '_', not starting with a digit", name)
@@ -569,7 +570,7 @@ func QuoteEnv(name, value string) (string, error) {
 		return "", fmt.Errorf("the value of %s is not valid UTF-8, which systemd refuses in environment variables", name)
 	}
 	for i := 0; i < len(value); i++ {
-		if c := value[i]; c != '\n' && (c < 0x20 || c == 0x7f) {
+		if c := value[i]; c != '\n' && c != '\t' && (c < 0x20 || c == 0x7f) {
 			return "", fmt.Errorf("the value of %s contains the control character %q, which systemd refuses in environment variables", name, value[i:i+1])
 		}
 	}

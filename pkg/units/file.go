@@ -139,7 +139,12 @@ func Parse(data []byte) (*File, error) {
 			return nil, err
 		}
 	}
-	p.f.Trailer = append(p.f.Trailer, p.pending...)
+	if len(p.f.Sections) == 0 {
+		// Without sections every comment is "before the first section".
+		p.f.Header = append(p.f.Header, p.pending...)
+	} else {
+		p.f.Trailer = append(p.f.Trailer, p.pending...)
+	}
 	return p.f, nil
 }
 
@@ -172,7 +177,7 @@ type parser struct {
 	f        *File
 	sec      *Section
 	pending  []string // comments waiting for the next entry or header
-	cont     []byte // joined continuation, nil when none is open
+	cont     []byte   // joined continuation, nil when none is open
 	contLine int
 }
 
@@ -371,8 +376,10 @@ func (f *File) Validate() error {
 
 // Canonical returns f in hostprov's canonical form:
 //
-//   - the Header comments first (followed by a blank line when sections
-//     follow);
+//   - the Header comments first, directly followed by the comments and
+//     header of the first section (no blank line: Parse cannot tell the
+//     two apart, so keeping them together is what makes the output
+//     idempotent);
 //   - sections of the same name merged, in the order [Unit], [Service],
 //     [Socket], [Mount], [Automount], [Swap], [Timer], [Path], [Slice],
 //     [Scope], then any other sections sorted bytewise, then [Install];
@@ -429,7 +436,7 @@ func (f *File) Canonical() []byte {
 	}
 	writeComments(f.Header)
 	for i, m := range order {
-		if i > 0 || len(f.Header) > 0 {
+		if i > 0 {
 			b.WriteByte('\n')
 		}
 		writeComments(m.comments)

@@ -1,0 +1,251 @@
+package units
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// nastyArgv are argument lists that have broken hand-rolled quoting.
+var nastyArgv = [][]string{
+	{"/bin/true"},
+	{"/bin/echo", "hello world"},
+	{"/bin/echo", "double \" quote"},
+	{"/bin/echo", "single ' quote"},
+	{"/bin/echo", `both ' and " quotes`},
+	{"/bin/echo", `back\slash`},
+	{"/bin/echo", `trailing backslash\`},
+	{"/bin/echo", `\`},
+	{"/bin/echo", `\\`},
+	{"/bin/echo", "100%"},
+	{"/bin/echo", "%n %i %%"},
+	{"/bin/echo", "$HOME"},
+	{"/bin/echo", "${HOME}"},
+	{"/bin/echo", "$"},
+	{"/bin/echo", "$$"},
+	{"/bin/echo", "cost: $5"},
+	{"/bin/echo", ";"},
+	{"/bin/echo", ";", "/bin/rm", "-rf", "/"},
+	{"/bin/echo", `\;`},
+	{"/bin/echo", "a;", ";b", "a;b"},
+	{"/bin/echo", ""},
+	{"/bin/echo", "", "", "x", ""},
+	{"/bin/echo", "Grüße", "🤠", "日本語"},
+	{"/bin/echo", "tab\there"},
+	{"/bin/echo", "new\nline"},
+	{"/bin/echo", "cr\rhere", "bell\a", "del\x7f"},
+	{"/bin/echo", "  leading and trailing  "},
+	{"/bin/sh", "-c", `echo "$1" >> /var/log/x; test -f '/etc/a b' && exit 0`},
+	{"/bin/sh", "-c", "for i in 1 2; do echo $i; done"},
+	{"/usr/bin/env", "FOO=bar baz", "--opt='x y'"},
+	{"/bin/echo", `\x41`, `\n`, `\u00e9`, `\s`},
+	{"/bin/echo", "#notacomment", "=", "[Unit]"},
+	{"/bin/echo", "invalid \xff utf8"},
+	{"/opt/my app/bin/run", "x"},
+	{"/opt/100%/run"},
+	{"run-in-path", "--flag"},
+	{"/bin/echo", "'", `"`, `''`, `""`},
+	{"/bin/echo", "-", "@", ":", "+", "!"},
+	{"/bin/echo", "a\\", "b"},
+}
+
+func TestQuoteExecRoundTrip(t *testing.T) {
+	for _, argv := range nastyArgv {
+		for _, expand := range []bool{false, true} {
+			v, err := QuoteExec(argv, expand)
+			if err != nil {
+				t.Errorf("QuoteExec(%q, %v): %v", argv, expand, err)
+				continue
+			}
+			if !utf8.ValidString(v) || strings.ContainsAny(v, "\n\r\x00") {
+				t.Errorf("QuoteExec(%q) = %q is not one line of UTF-8", argv, v)
+			}
+			if expand && strings.Contains(strings.Join(argv, ""), "$") {
+				// With expansion the '$' references are systemd's to resolve.
+				continue
+			}
+			got, err := SplitExec(v)
+			if err != nil {
+				t.Errorf("SplitExec(%q): %v", v, err)
+				continue
+			}
+			if diff := cmp.Diff(argv, got); diff != "" {
+				t.Errorf("round trip of %q via %q (-want +got):\n%s", argv, v, diff)
+			}
+			// The value must also survive a unit file: Parse then split.
+			f, err := Parse([]byte("[Service]\nExecStart=" + v + "\n"))
+			if err != nil {
+				t.Errorf("Parse of %q: %v", v, err)
+				continue
+			}
+			if got := f.Values(SectionService, "ExecStart"); len(got) != 1 || got[0] != v {
+				t.Errorf("value %q read back as %q", v, got)
+			}
+		}
+	}
+}
+
+func TestQuoteExecForms(t *testing.T) {
+	tests := []struct {
+		argv   []string
+		expand bool
+		want   string
+	}{
+		{[]string{"/bin/true"}, false, "/bin/true"},
+		{[]string{"/bin/echo", "a b"}, false, `"a b"`},
+		{[]string{"/bin/echo", `say "hi"`}, false, `'say "hi"'`},
+		{[]string{"/bin/echo", "it's"}, false, `"it's"`},
+		{[]string{"/bin/echo", ""}, false, `""`},
+		{[]string{"/bin/echo", ";"}, false, `";"`},
+		{[]string{"/bin/echo", "50%"}, false, "50%%"},
+		{[]string{"/bin/echo", "$HOME", "${X}"}, false, "$$HOME $${X}"},
+		{[]string{"/bin/echo", "$HOME", "${X}"}, true, "$HOME ${X}"},
+		{[]string{"/bin/echo", `a\b`}, false, `"a\\b"`},
+		{[]string{"/bin/echo", "x\ty\x01"}, false, `"x\ty\x01"`},
+		{[]string{"/bin/echo", "é"}, false, "é"},
+	}
+	for _, tt := range tests {
+		got, err := QuoteExec(tt.argv, tt.expand)
+		if err != nil {
+			t.Errorf("QuoteExec(%q): %v", tt.argv, err)
+			continue
+		}
+		want := tt.want
+		if len(tt.argv) > 1 {
+			want = tt.argv[0] + " " + tt.want
+		}
+		if got != want {
+			t.Errorf("QuoteExec(%q, %v) = %q, want %q", tt.argv, tt.expand, got, want)
+		}
+	}
+}
+
+func TestQuoteExecErrors(t *testing.T) {
+	bad := [][]string{
+		nil, {""}, {"-/bin/true"}, {"@/bin/true"}, {":/bin/true"}, {"+/bin/true"}, {"!/bin/true"}, {"|/bin/true"},
+		{";"}, {"/bin/a\"b"}, {"/bin/a'b"}, {`/bin/a\b`}, {"/bin/a\nb"}, {"/bin/"}, {"bin/true"}, {"./true"},
+		{"/bin/$X"}, {"/bin/echo", "a\x00b"}, {"/bin/\xff"},
+	}
+	for _, argv := range bad {
+		if v, err := QuoteExec(argv, false); err == nil {
+			t.Errorf("QuoteExec(%q) = %q, want error", argv, v)
+		}
+	}
+}
+
+// TestSplitExecSystemd checks SplitExec against what systemd 252 itself
+// made of these values (read from `systemd --test` unit dumps).
+func TestSplitExecSystemd(t *testing.T) {
+	tests := []struct {
+		in   string
+		want [][]string
+	}{
+		{`/bin/echo a    b "x  y" 'q"r' \; z\s ";" \x41\u00e9 100%% $$HOME $${X} e\q`,
+			[][]string{{"/bin/echo", "a", "b", "x  y", `q"r`, ";", "z ", ";", "Aé", "100%", "$HOME", "${X}", `e\q`}}},
+		{`/bin/echo 'a\'b' "tab\there" x\ y "" ; /bin/echo second`,
+			[][]string{{"/bin/echo", "a'b", "tab\there", `x\ y`, ""}, {"/bin/echo", "second"}}},
+		{`/bin/echo a"b c"d`, [][]string{{"/bin/echo", "ab cd"}}},
+		{`-/bin/true`, [][]string{{"-/bin/true"}}},
+		{`:/bin/echo $$x`, [][]string{{":/bin/echo", "$$x"}}},
+		{`/bin/echo trailing\`, [][]string{{"/bin/echo", `trailing\`}}},
+		{`; /bin/a ;`, [][]string{{"/bin/a"}}},
+		{``, nil},
+	}
+	for _, tt := range tests {
+		got, err := SplitExecCommands(tt.in)
+		if err != nil {
+			t.Errorf("SplitExecCommands(%q): %v", tt.in, err)
+			continue
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("SplitExecCommands(%q) (-want +got):\n%s", tt.in, diff)
+		}
+	}
+	for _, bad := range []string{`/bin/echo "open`, `/bin/echo 'x\`, `"" x`, `/bin/ x`, `bin/x`, `/bin/a ; /bin/b`, ``} {
+		if got, err := SplitExec(bad); err == nil {
+			t.Errorf("SplitExec(%q) = %q, want error", bad, got)
+		}
+	}
+}
+
+func TestQuoteEnv(t *testing.T) {
+	tests := []struct{ name, value, want string }{
+		{"A", "x", `"A=x"`},
+		{"KUBELET_ARGS", "--a=1 --b='2'", `"KUBELET_ARGS=--a=1 --b='2'"`},
+		{"Q", `say "hi" \o/`, `"Q=say \"hi\" \\o/"`},
+		{"P", "100% $HOME", `"P=100%% $HOME"`},
+		{"N", "a\nb\tc", `"N=a\nb\tc"`},
+		{"_x1", "", `"_x1="`},
+		{"U", "Grüße", `"U=Grüße"`},
+	}
+	for _, tt := range tests {
+		got, err := QuoteEnv(tt.name, tt.value)
+		if err != nil || got != tt.want {
+			t.Errorf("QuoteEnv(%q, %q) = %q, %v; want %q", tt.name, tt.value, got, err, tt.want)
+			continue
+		}
+		// systemd splits Environment= like an Exec word list, then expands
+		// specifiers; the result must be exactly one NAME=value word.
+		words, err := splitWords(got)
+		if err != nil || len(words) != 1 || unescapeSpecifiers(words[0]) != tt.name+"="+tt.value {
+			t.Errorf("QuoteEnv(%q, %q) = %q reads back as %q, %v", tt.name, tt.value, got, words, err)
+		}
+	}
+	for _, bad := range [][2]string{{"", "x"}, {"1A", "x"}, {"A-B", "x"}, {"A B", "x"}, {"A", "\x01"}, {"A", "\xff"}, {"A", "\r"}} {
+		if got, err := QuoteEnv(bad[0], bad[1]); err == nil {
+			t.Errorf("QuoteEnv(%q, %q) = %q, want error", bad[0], bad[1], got)
+		}
+	}
+	if !ValidEnvName("_") || !ValidEnvName("a1") || ValidEnvName("1a") || ValidEnvName("") || ValidEnvName("a.b") {
+		t.Error("ValidEnvName")
+	}
+}
+
+// splitWords splits like systemd's config_parse_environ: strict
+// extract_first_word with EXTRACT_UNQUOTE|EXTRACT_CUNESCAPE.
+func splitWords(s string) ([]string, error) {
+	var out []string
+	for {
+		w, rest, found, err := extractWordMode(s, false)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			return out, nil
+		}
+		out = append(out, w)
+		s = rest
+	}
+}
+
+func FuzzQuoteExec(f *testing.F) {
+	for _, argv := range nastyArgv {
+		f.Add(strings.Join(argv[1:], "\x1f"), false)
+	}
+	f.Add("", true)
+	f.Fuzz(func(t *testing.T, args string, expand bool) {
+		argv := append([]string{"/bin/prog"}, strings.Split(args, "\x1f")...)
+		v, err := QuoteExec(argv, expand)
+		if err != nil {
+			if !strings.Contains(args, "\x00") {
+				t.Fatalf("QuoteExec(%q): %v", argv, err)
+			}
+			return
+		}
+		if strings.ContainsAny(v, "\n\r") || !utf8.ValidString(v) {
+			t.Fatalf("QuoteExec(%q) = %q is not one line of UTF-8", argv, v)
+		}
+		if expand && strings.Contains(args, "$") {
+			return
+		}
+		got, err := SplitExec(v)
+		if err != nil {
+			t.Fatalf("SplitExec(%q): %v", v, err)
+		}
+		if diff := cmp.Diff(argv, got); diff != "" {
+			t.Fatalf("round trip via %q (-want +got):\n%s", v, diff)
+		}
+	})
+}

@@ -1,0 +1,324 @@
+package units
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// kv flattens a File to "Section/Key=Value" strings in file order, the
+// shape most parse tests want to compare.
+func kv(f *File) []string {
+	var out []string
+	for _, s := range f.Sections {
+		for _, e := range s.Entries {
+			out = append(out, s.Name+"/"+e.Key+"="+e.Value)
+		}
+	}
+	return out
+}
+
+func TestParse(t *testing.T) {
+	long := strings.Repeat("x", 100*1024)
+	tests := []struct {
+		name string
+		in   string
+		want []string
+	}{
+		{"simple", "[Unit]\nDescription=Hello\n", []string{"Unit/Description=Hello"}},
+		{"whitespace around key and value", "[Service]\n  ExecStart =  /bin/true  \n", []string{"Service/ExecStart=/bin/true"}},
+		{"inner key space kept", "[Service]\nFoo Bar=1\n", []string{"Service/Foo Bar=1"}},
+		{"no trailing newline", "[Unit]\nA=1", []string{"Unit/A=1"}},
+		{"CRLF", "[Unit]\r\nA=1\r\nB=2\r\n", []string{"Unit/A=1", "Unit/B=2"}},
+		{"lone CR", "[Unit]\rA=1\rB=2\r", []string{"Unit/A=1", "Unit/B=2"}},
+		{"LFCR is one line end", "[Unit]\n\rA=1\n\r", []string{"Unit/A=1"}},
+		{"BOM", "\xef\xbb\xbf[Unit]\nA=1\n", []string{"Unit/A=1"}},
+		{"BOM before comment", "\xef\xbb\xbf# c\n[Unit]\nA=1\n", []string{"Unit/A=1"}},
+		{"hash and semicolon comments", "# a\n; b\n[Unit]\n  # c\nA=1\n\t; d\n", []string{"Unit/A=1"}},
+		{"hash inside value is not a comment", "[Unit]\nDescription=a # b\n", []string{"Unit/Description=a # b"}},
+		{"empty value is kept", "[Service]\nExecStart=\nExecStart=/bin/b\n", []string{"Service/ExecStart=", "Service/ExecStart=/bin/b"}},
+		{"repeated keys keep order", "[Unit]\nAfter=b\nAfter=a\nAfter=c\n", []string{"Unit/After=b", "Unit/After=a", "Unit/After=c"}},
+		{"value with equals", "[Service]\nEnvironment=A=B=C\n", []string{"Service/Environment=A=B=C"}},
+		{"continuation", "[Service]\nExecStart=/bin/a \\\n  --b \\\n  --c\n", []string{"Service/ExecStart=/bin/a    --b    --c"}},
+		{"continuation without space", "[Service]\nExecStart=/bin/a\\\n--b\n", []string{"Service/ExecStart=/bin/a --b"}},
+		{"comment inside continuation is skipped", "[Service]\nExecStart=/bin/a \\\n# note\n  b\n", []string{"Service/ExecStart=/bin/a    b"}},
+		{"blank line ends continuation", "[Service]\nExecStart=/bin/a \\\n\nType=simple\n", []string{"Service/ExecStart=/bin/a", "Service/Type=simple"}},
+		{"escaped backslash does not continue", "[Service]\nA=x\\\\\nB=y\n", []string{"Service/A=x\\\\", "Service/B=y"}},
+		{"three backslashes continue", "[Service]\nA=x\\\\\\\nB=y\n", []string{"Service/A=x\\\\ B=y"}},
+		{"continuation at EOF", "[Service]\nA=x \\", []string{"Service/A=x"}},
+		{"continued key", "[Service]\nExec\\\nStart=/bin/x\n", []string{"Service/Exec Start=/bin/x"}},
+		{"backslash then space is no continuation", "[Service]\nA=x\\ \nB=y\n", []string{"Service/A=x\\", "Service/B=y"}},
+		{"repeated sections", "[Unit]\nA=1\n[Service]\nB=2\n[Unit]\nC=3\n", []string{"Unit/A=1", "Service/B=2", "Unit/C=3"}},
+		{"X- section and key", "[X-Foo]\nBar=1\n[Unit]\nX-Y=2\n", []string{"X-Foo/Bar=1", "Unit/X-Y=2"}},
+		{"empty section", "[Unit]\n[Service]\nA=1\n", []string{"Service/A=1"}},
+		{"UTF-8", "[Unit]\nDescription=Grüße 🤠\n", []string{"Unit/Description=Grüße 🤠"}},
+		{"100 KB line", "[Service]\nExecStart=/bin/echo " + long + "\n", []string{"Service/ExecStart=/bin/echo " + long}},
+		{"only comments", "# a\n# b\n", nil},
+		{"empty", "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Parse([]byte(tt.in))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, kv(f)); diff != "" {
+				t.Errorf("entries (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseModel(t *testing.T) {
+	in := "# head 1\n; head 2\n\n[Unit]\n# about A\nA=1\n\n# before Service\n[Service]\nExecStart=/bin/a \\\n  # inside\n  b\n# tail\n"
+	f, err := Parse([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &File{
+		Header: []string{"# head 1", "; head 2"},
+		Sections: []*Section{
+			{Name: "Unit", Line: 4, Entries: []*Entry{{Key: "A", Value: "1", Line: 6, Comments: []string{"# about A"}}}},
+			{Name: "Service", Line: 9, Comments: []string{"# before Service"}, Entries: []*Entry{
+				{Key: "ExecStart", Value: "/bin/a    b", Line: 10, Comments: []string{"# inside"}},
+			}},
+		},
+		Trailer: []string{"# tail"},
+	}
+	if diff := cmp.Diff(want, f); diff != "" {
+		t.Errorf("model (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name      string
+		in        string
+		line, col int
+		msg       string // substring
+	}{
+		{"outside section", "# c\nA=1\n", 2, 1, "outside of any section"},
+		{"missing equals", "[Unit]\nDescription\n", 2, 1, "missing '='"},
+		{"missing equals indented", "[Unit]\n  Description\n", 2, 3, "missing '='"},
+		{"missing key", "[Unit]\n=x\n", 2, 1, "missing key name"},
+		{"bad header", "[Unit]\nA=1\n[Service\n", 3, 1, "invalid section header"},
+		{"header with trailing comment", "[Unit] # x\n", 1, 1, "must end with ']'"},
+		{"quote in header", "[Un\"it]\n", 1, 4, "section header"},
+		{"invalid UTF-8", "[Unit]\nDescription=a\xffb\n", 2, 14, "not valid UTF-8"},
+		{"NUL", "[Unit]\nA=a\x00b\n", 2, 4, "NUL"},
+		{"line number after continuation", "[Unit]\nA=1 \\\n 2\nB\n", 4, 1, "missing '='"},
+		{"error at continued line start", "[Unit]\nA \\\nB\n", 2, 1, "missing '='"},
+		{"too long", "[Unit]\nA=" + strings.Repeat("x", longLineMax) + "\n", 2, longLineMax + 1, "at most"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.in))
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("Parse error = %v, want *ParseError", err)
+			}
+			if pe.Line != tt.line || pe.Column != tt.col || !strings.Contains(pe.Msg, tt.msg) {
+				t.Errorf("got %d:%d %q, want %d:%d containing %q", pe.Line, pe.Column, pe.Msg, tt.line, tt.col, tt.msg)
+			}
+			if !strings.HasPrefix(pe.Error(), "line ") {
+				t.Errorf("Error() = %q", pe.Error())
+			}
+		})
+	}
+}
+
+func TestCanonical(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{
+			"section order and merge",
+			"[Install]\nWantedBy=multi-user.target\n[X-B]\nK=1\n[Service]\nType=oneshot\n[X-A]\nK=2\n[Unit]\nDescription=d\n[Service]\nExecStart=/bin/x\n",
+			"[Unit]\nDescription=d\n\n[Service]\nExecStart=/bin/x\nType=oneshot\n\n[X-A]\nK=2\n\n[X-B]\nK=1\n\n[Install]\nWantedBy=multi-user.target\n",
+		},
+		{
+			"type sections in fixed order",
+			"[Scope]\nA=1\n[Slice]\nA=1\n[Path]\nA=1\n[Timer]\nA=1\n[Swap]\nA=1\n[Automount]\nA=1\n[Mount]\nA=1\n[Socket]\nA=1\n",
+			"[Socket]\nA=1\n\n[Mount]\nA=1\n\n[Automount]\nA=1\n\n[Swap]\nA=1\n\n[Timer]\nA=1\n\n[Path]\nA=1\n\n[Slice]\nA=1\n\n[Scope]\nA=1\n",
+		},
+		{
+			"stable sort keeps resets and repeats",
+			"[Service]\nType=oneshot\nExecStart=\nEnvironment=B=2\nExecStart=/bin/one\nEnvironment=A=1\nExecStart=/bin/two\nExecStartPre=/bin/pre\n",
+			"[Service]\nEnvironment=B=2\nEnvironment=A=1\nExecStart=\nExecStart=/bin/one\nExecStart=/bin/two\nExecStartPre=/bin/pre\nType=oneshot\n",
+		},
+		{
+			"comments move with entries",
+			"# header\n[Unit]\n# why b\nB=2\n# why a\nA=1\n\n# about install\n[Install]\nWantedBy=x.target\n# end\n",
+			"# header\n[Unit]\n# why a\nA=1\n# why b\nB=2\n\n# about install\n[Install]\nWantedBy=x.target\n# end\n",
+		},
+		{
+			"continuation joined",
+			"[Service]\nExecStart=/bin/a \\\n  b\n",
+			"[Service]\nExecStart=/bin/a    b\n",
+		},
+		{
+			"value ending in a backslash keeps a space",
+			"[Service]\nA=x\\ \n",
+			"[Service]\nA=x\\ \n",
+		},
+		{"CRLF and spaces", "[Unit]\r\nA = 1\r\n", "[Unit]\nA=1\n"},
+		{"bytewise key order", "[Unit]\nb=1\nB=2\na=3\n", "[Unit]\nB=2\na=3\nb=1\n"},
+		{"empty file", "", ""},
+		{"only comments", "# a\n\n# b\n", "# a\n# b\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Format([]byte(tt.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, string(got)); diff != "" {
+				t.Errorf("Format (-want +got):\n%s", diff)
+			}
+			again, err := Format(got)
+			if err != nil {
+				t.Fatalf("Format of canonical output: %v", err)
+			}
+			if !bytes.Equal(again, got) {
+				t.Errorf("not idempotent:\n%s\nthen\n%s", got, again)
+			}
+		})
+	}
+}
+
+func TestCanonicalBuilt(t *testing.T) {
+	f := &File{Header: []string{"# Generated by hostprov from hooks.yaml; do not edit."}}
+	f.AddSection(SectionInstall).Add("WantedBy", "multi-user.target")
+	svc := f.AddSection(SectionService)
+	svc.Add("Type", "oneshot")
+	svc.Add("ExecStart", "/bin/true").Comments = []string{"# first step"}
+	f.AddSection(SectionUnit).Add("Description", "built")
+	if f.AddSection(SectionService) != svc {
+		t.Fatal("AddSection did not return the existing section")
+	}
+	if err := f.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	want := "# Generated by hostprov from hooks.yaml; do not edit.\n[Unit]\nDescription=built\n\n[Service]\n# first step\nExecStart=/bin/true\nType=oneshot\n\n[Install]\nWantedBy=multi-user.target\n"
+	if diff := cmp.Diff(want, string(f.Canonical())); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestCanonicalNeverSplitsLines(t *testing.T) {
+	f := &File{}
+	f.AddSection(SectionService).Add("ExecStart", "/bin/a\nExecStartPre=/bin/evil")
+	if f.Validate() == nil {
+		t.Error("Validate accepted a value with a newline")
+	}
+	g, err := Parse(f.Canonical())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kv(g); len(got) != 1 {
+		t.Errorf("a newline in a value became %d entries: %q", len(got), got)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	bad := []func(f *File){
+		func(f *File) { f.AddSection("Bad]") },
+		func(f *File) { f.AddSection("Unit").Add("", "x") },
+		func(f *File) { f.AddSection("Unit").Add("#A", "x") },
+		func(f *File) { f.AddSection("Unit").Add("A=B", "x") },
+		func(f *File) { f.AddSection("Unit").Add("A", " x") },
+		func(f *File) { f.AddSection("Unit").Add("A", "\xff") },
+		func(f *File) { f.Header = []string{"no hash"} },
+		func(f *File) { f.AddSection("Unit").Add("A", "x").Comments = []string{"# a\n# b"} },
+	}
+	for i, mod := range bad {
+		f := &File{}
+		mod(f)
+		if f.Validate() == nil {
+			t.Errorf("case %d: Validate accepted %#v", i, f)
+		}
+	}
+}
+
+func TestValues(t *testing.T) {
+	f, err := Parse([]byte("[Service]\nExecStart=\nExecStart=/a\n[Unit]\nExecStart=/u\n[Service]\nExecStart=/b\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"", "/a", "/b"}, f.Values("Service", "ExecStart")); diff != "" {
+		t.Error(diff)
+	}
+	if f.Section("Socket") != nil || f.Section("Unit") == nil {
+		t.Error("Section lookup wrong")
+	}
+}
+
+func TestNormalizeRaw(t *testing.T) {
+	tests := map[string]string{
+		"":                      "\n",
+		"[Unit]":                "[Unit]\n",
+		"[Unit]\r\nA=1\r\n":     "[Unit]\nA=1\n",
+		"[Unit]\rA=1\r":         "[Unit]\nA=1\n",
+		"[Unit]\nA=1\n\n\n":     "[Unit]\nA=1\n",
+		" [Unit] \n\tA = 1 \n":  " [Unit] \n\tA = 1 \n",
+		"A=\"x\"\\\r\n  y\r\n": "A=\"x\"\\\n  y\n",
+	}
+	for in, want := range tests {
+		if got := string(NormalizeRaw([]byte(in))); got != want {
+			t.Errorf("NormalizeRaw(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// realistic is a typical hand-written service, used by benchmarks and the
+// fuzz seeds.
+const realistic = `# /etc/systemd/system/kubelet.service
+[Unit]
+Description=kubelet: The Kubernetes Node Agent
+Documentation=https://kubernetes.io/docs/
+Wants=network-online.target
+After=network-online.target
+
+[Service]
+Environment="KUBELET_KUBECONFIG_ARGS=--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf --kubeconfig=/etc/kubernetes/kubelet.conf"
+Environment="KUBELET_CONFIG_ARGS=--config=/var/lib/kubelet/config.yaml"
+EnvironmentFile=-/var/lib/kubelet/kubeadm-flags.env
+# This is a file that the user can use for overrides of the kubelet args.
+EnvironmentFile=-/etc/default/kubelet
+ExecStart=
+ExecStart=/usr/bin/kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS \
+  $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS
+ExecStartPre=-/sbin/modprobe overlay
+Restart=always
+StartLimitInterval=0
+RestartSec=10
+LimitNOFILE=infinity
+
+[Install]
+WantedBy=multi-user.target
+`
+
+func BenchmarkParse(b *testing.B) {
+	data := []byte(realistic)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := Parse(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCanonical(b *testing.B) {
+	f, err := Parse([]byte(realistic))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = f.Canonical()
+	}
+}

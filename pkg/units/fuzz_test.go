@@ -1,0 +1,70 @@
+package units
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// meaning is what systemd makes of a file regardless of layout: per
+// section name and key, the ordered list of values.
+func meaning(f *File) map[string][]string {
+	m := map[string][]string{}
+	for _, s := range f.Sections {
+		m["["+s.Name+"]"] = append(m["["+s.Name+"]"], []string(nil)...)
+		for _, e := range s.Entries {
+			k := s.Name + "\x00" + e.Key
+			m[k] = append(m[k], e.Value)
+		}
+	}
+	return m
+}
+
+// comments returns all comment lines of f, sorted, as Canonical may move
+// them between entries but must not lose or invent any.
+func comments(f *File) []string {
+	out := append([]string(nil), f.Header...)
+	for _, s := range f.Sections {
+		out = append(out, s.Comments...)
+		for _, e := range s.Entries {
+			out = append(out, e.Comments...)
+		}
+	}
+	out = append(out, f.Trailer...)
+	return out
+}
+
+func FuzzParseCanonical(f *testing.F) {
+	for _, seed := range []string{
+		realistic,
+		"[Unit]\nA=1\n",
+		"# h\n[Install]\nWantedBy=a\n# c\n[Unit]\nB=\\\n  x\n[Service]\nExecStart=\nExecStart=/bin/a\n# t\n",
+		"[Service]\nA=x\\ \nB=y \\\n# c\n z\n",
+		"\xef\xbb\xbf[Unit]\r\nA = 1\r\n[X-Foo]\rK=v\r",
+		"[a]b]\nk=v\n[[c]\nx y=\n",
+		"; only comments\n# here\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		f1, err := Parse(data)
+		if err != nil {
+			return
+		}
+		c1 := f1.Canonical()
+		f2, err := Parse(c1)
+		if err != nil {
+			t.Fatalf("canonical output does not parse: %v\n%q", err, c1)
+		}
+		if diff := cmp.Diff(meaning(f1), meaning(f2)); diff != "" {
+			t.Fatalf("canonical output changed the meaning (-before +after):\n%s\n%q", diff, c1)
+		}
+		if diff := cmp.Diff(len(comments(f1)), len(comments(f2))); diff != "" {
+			t.Fatalf("comments lost or invented:\n%s\n%q", diff, c1)
+		}
+		if c2 := f2.Canonical(); !bytes.Equal(c1, c2) {
+			t.Fatalf("not idempotent:\n%q\n%q", c1, c2)
+		}
+	})
+}
