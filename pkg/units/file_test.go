@@ -258,12 +258,12 @@ func TestValues(t *testing.T) {
 
 func TestNormalizeRaw(t *testing.T) {
 	tests := map[string]string{
-		"":                      "\n",
-		"[Unit]":                "[Unit]\n",
-		"[Unit]\r\nA=1\r\n":     "[Unit]\nA=1\n",
-		"[Unit]\rA=1\r":         "[Unit]\nA=1\n",
-		"[Unit]\nA=1\n\n\n":     "[Unit]\nA=1\n",
-		" [Unit] \n\tA = 1 \n":  " [Unit] \n\tA = 1 \n",
+		"":                     "\n",
+		"[Unit]":               "[Unit]\n",
+		"[Unit]\r\nA=1\r\n":    "[Unit]\nA=1\n",
+		"[Unit]\rA=1\r":        "[Unit]\nA=1\n",
+		"[Unit]\nA=1\n\n\n":    "[Unit]\nA=1\n",
+		" [Unit] \n\tA = 1 \n": " [Unit] \n\tA = 1 \n",
 		"A=\"x\"\\\r\n  y\r\n": "A=\"x\"\\\n  y\n",
 	}
 	for in, want := range tests {
