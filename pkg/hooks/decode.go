@@ -111,6 +111,9 @@ func (d *decoder) mapping(n *yaml.Node, path string, f func(entry)) {
 	first := map[string]*yaml.Node{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
+		if !d.spend(k) {
+			return
+		}
 		rk := resolve(k)
 		if rk.Kind != yaml.ScalarNode {
 			d.add(Error, d.pos(k), path, fmt.Sprintf("a key must be a name, not %s", kindName(rk)), "write the key as a plain name")
@@ -142,6 +145,22 @@ func (d *decoder) mapping(n *yaml.Node, path string, f func(entry)) {
 		d.spec.pos[p] = e.pos
 		f(e)
 	}
+}
+
+// spend counts one value decoded at n and reports whether decoding may go
+// on. Without aliases a document holds fewer values than it has bytes, but
+// aliases of lists of aliases multiply: a few kilobytes can stand for
+// billions of values (the "billion laughs"). Like yaml.v3's own decoder,
+// Parse refuses such an expansion instead of running out of memory.
+func (d *decoder) spend(n *yaml.Node) bool {
+	if d.budget--; d.budget >= 0 {
+		return true
+	}
+	if d.budget == -1 {
+		d.add(Error, d.pos(n), "", "the aliases in this spec expand to far more values than it holds; decoding stopped here",
+			"use anchors and aliases for small shared values, such as an env map")
+	}
+	return false
 }
 
 // item returns the i-th item of the list at path, recording its position.
@@ -272,6 +291,9 @@ func (d *decoder) strList(v value, example string) ([]string, bool) {
 	out := make([]string, 0, len(n.Content))
 	ok := true
 	for i, c := range n.Content {
+		if !d.spend(c) {
+			break
+		}
 		s, good := d.str(d.item(v.path, i, c), false)
 		ok = ok && good
 		out = append(out, s)

@@ -220,7 +220,7 @@ func (d *decoder) checkHook(v value, h *Hook, st hookState) {
 	// kops lets a name-only hook with enabled: false stop and disable a
 	// unit that exists already; so does hostprov.
 	if nameOK && h.Name != "" && !body && len(h.Dropins) == 0 && !h.Mask && h.IsEnabled() && !h.UseRawManifest &&
-		!present["manifest"] && !present["exec"] && !present["pre"] && !present["directives"] && !present["dropins"] &&
+		!bad["manifest"] && !bad["exec"] && !bad["pre"] && !bad["directives"] && !bad["dropins"] &&
 		!bad["mask"] && !bad["enabled"] && !bad["useRawManifest"] &&
 		// A hook with a misspelt field is likely not empty in its
 		// author's mind: the unknown field is the one report to make.
@@ -310,6 +310,9 @@ func (d *decoder) pre(v value) [][]string {
 	}
 	out := make([][]string, 0, len(n.Content))
 	for i, c := range n.Content {
+		if !d.spend(c) {
+			break
+		}
 		out = append(out, d.argv(d.item(v.path, i, c)))
 	}
 	return out
@@ -416,6 +419,9 @@ func (d *decoder) dropins(v value) []Dropin {
 	out := make([]Dropin, 0, len(n.Content))
 	first := map[string]Position{}
 	for i, c := range n.Content {
+		if !d.spend(c) {
+			break
+		}
 		item := d.item(v.path, i, c)
 		if item.node.Kind != yaml.MappingNode {
 			d.add(Error, item.pos, item.path, fmt.Sprintf("a drop-in must be a mapping of name and contents, not %s", kindName(item.node)),

@@ -32,7 +32,9 @@ var specFields = []string{"apiVersion", "kind", "hooks"}
 // structs so that every problem is found, not only the first, and each
 // carries the exact place it was written.
 func Parse(file string, data []byte) (*Spec, Diagnostics) {
-	d := &decoder{file: file, lines: splitLines(data)}
+	// The budget allows every value of the file once, and aliases of
+	// small shared values many times over.
+	d := &decoder{file: file, lines: splitLines(data), budget: len(data) + 100000}
 	spec := d.parse(data)
 	d.diags.Sort()
 	return spec, d.diags
@@ -44,6 +46,8 @@ type decoder struct {
 	lines []string // the source, split into lines, for block scalar positions
 	spec  *Spec
 	diags Diagnostics
+	// budget is how many more values may be decoded; see spend.
+	budget int
 }
 
 func (d *decoder) parse(data []byte) *Spec {
@@ -194,6 +198,9 @@ func (d *decoder) hooks(v value) {
 	}
 	firstName := map[string]Position{}
 	for i, c := range n.Content {
+		if !d.spend(c) {
+			break
+		}
 		item := d.item(v.path, i, c)
 		if item.node.Kind != yaml.MappingNode {
 			d.add(Error, item.pos, item.path, fmt.Sprintf("a hook must be a mapping of fields, not %s", kindName(item.node)),

@@ -255,6 +255,8 @@ func TestParseDiagnostics(t *testing.T) {
 			[]want{{"4:3", "hooks[0]", "hook a has no manifest, exec, directives or dropins", "mask: true", Error}}},
 		{"name with ordering only", header + "- name: a\n  after: [b.service]\n",
 			[]want{{"4:3", "hooks[0]", "has no manifest, exec, directives or dropins", "exec:", Error}}},
+		{"empty body", header + "- name: a\n  manifest: \"\"\n  directives: {}\n  dropins: []\n",
+			[]want{{"4:3", "hooks[0]", "hook a has no manifest, exec, directives or dropins", "", Error}}},
 		{"name only, disabled", header + "- name: a\n  enabled: false\n", nil},
 		{"dropins only", header + "- name: kubelet.service\n  dropins: [{name: 10-a.conf, contents: \"[Service]\\nNice=5\\n\"}]\n", nil},
 
