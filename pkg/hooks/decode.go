@@ -79,7 +79,7 @@ func kindName(n *yaml.Node) string {
 		case "!!str":
 			return "a string"
 		}
-		return "a value tagged " + n.Tag
+		return "a value tagged " + n.ShortTag()
 	}
 	return "an alias"
 }

@@ -243,6 +243,8 @@ func TestParseDiagnostics(t *testing.T) {
 			[]want{{"5:19", "hooks[0].useRawManifest", "has no manifest", "drop useRawManifest", Error}}},
 		{"section header without raw", header + "- name: a\n  manifest: |\n    Type=oneshot\n    [Service]\n    ExecStart=/bin/true\n",
 			[]want{{"7:5", "hooks[0].manifest", "manifest line 2 is the section header [Service]", "set useRawManifest: true", Error}}},
+		{"section header in a folded manifest", header + "- name: x.timer\n  manifest: >\n    OnBootSec=5\n    x\n\n    [Timer]\n",
+			[]want{{"9:5", "hooks[0].manifest", "manifest line 2 is the section header [Timer]", "useRawManifest: true", Error}}},
 		{"kops-style manifest body", header + "- name: a\n  manifest: |\n    Type=oneshot\n    ExecStart=/bin/true\n", nil},
 
 		// Masks and empty hooks.
