@@ -1,0 +1,304 @@
+// Package render turns a hook spec into systemd units and the units into
+// outputs: a directory of unit files, a plain listing, or an Ignition config.
+//
+// The whole pipeline is Build: parse the spec (package hooks), build one unit
+// per hook, then check the units with the systemd unit model (package units),
+// reporting every problem at the place in the spec it comes from. Every
+// output is made from the same []Unit, so a unit's bytes are the same in all
+// of them.
+package render
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hostprov/hostprov/pkg/hooks"
+	"github.com/hostprov/hostprov/pkg/units"
+)
+
+// Unit is one rendered unit: its file, its drop-ins and how systemd should
+// treat it.
+type Unit struct {
+	// Name is the unit's full name ("create-swapfile.service").
+	Name string
+	// Contents is the unit file; nil for a hook that only adds drop-ins
+	// to, enables or masks a unit that exists on the machine already.
+	Contents []byte
+	// Enabled says whether to enable (true) or disable (false) the unit;
+	// nil leaves it as it is.
+	Enabled *bool
+	// Mask masks the unit.
+	Mask bool
+	// Dropins are the unit's drop-in files, in spec order.
+	Dropins []Dropin
+	// Hook is the index of the hook this unit comes from.
+	Hook int
+}
+
+// Dropin is a drop-in file, written as NAME.d/Name.
+type Dropin struct {
+	Name     string
+	Contents []byte
+}
+
+// Build is the pipeline from spec bytes to units: parse and check the spec,
+// build a unit for every hook, check the units. It returns every problem it
+// found, sorted by position; the units must not be used when the diagnostics
+// hold an error (diags.HasErrors). file names the spec in diagnostics.
+func Build(file string, data []byte) ([]Unit, hooks.Diagnostics) {
+	spec, diags := hooks.Parse(file, data)
+	if spec == nil {
+		return nil, diags
+	}
+	us, more := Units(spec)
+	diags = append(diags, more...)
+	diags.Sort()
+	return us, diags
+}
+
+// Units builds the units of a parsed spec and checks them. It is Build
+// without the parsing, for callers that hold a Spec already.
+func Units(spec *hooks.Spec) ([]Unit, hooks.Diagnostics) {
+	b := builder{spec: spec, seen: map[string]int{}}
+	var out []Unit
+	for i := range spec.Hooks {
+		if u, ok := b.hook(i); ok {
+			out = append(out, u)
+		}
+	}
+	return out, b.diags
+}
+
+// builder carries the spec being rendered and the problems found so far.
+type builder struct {
+	spec  *hooks.Spec
+	diags hooks.Diagnostics
+	seen  map[string]int // unit name -> index of the hook that made it
+}
+
+func (b *builder) report(sev hooks.Severity, pos hooks.Position, path, msg, hint string) {
+	b.diags = append(b.diags, hooks.Diagnostic{Severity: sev, Pos: pos, Path: path, Message: msg, Hint: hint})
+}
+
+func (b *builder) errorf(path, hint, format string, args ...any) {
+	b.report(hooks.Error, b.spec.Where(path), path, fmt.Sprintf(format, args...), hint)
+}
+
+func (b *builder) warnf(path, hint, format string, args ...any) {
+	b.report(hooks.Warning, b.spec.Where(path), path, fmt.Sprintf(format, args...), hint)
+}
+
+// UnitName is the name of the unit a hook renders to: the name as written
+// when useRawName is set or when it already ends in a unit type suffix, and
+// the name with ".service" appended otherwise (kops's rule).
+func UnitName(h *hooks.Hook) string {
+	if h.UseRawName || units.Type(h.Name) != "" {
+		return h.Name
+	}
+	return h.Name + ".service"
+}
+
+// hook renders hook i. It reports false when the hook gives no unit at all
+// (its problems are in b.diags).
+func (b *builder) hook(i int) (Unit, bool) {
+	h := &b.spec.Hooks[i]
+	p := fmt.Sprintf("hooks[%d]", i)
+	if h.Name == "" {
+		return Unit{}, false // reported by the parser
+	}
+	name := UnitName(h)
+	if err := units.ValidateName(name); err != nil {
+		hint := ""
+		if h.UseRawName && units.Type(name) == "" {
+			hint = fmt.Sprintf("with useRawName the name must end in a unit type, such as %q; or drop useRawName to get %q", name+".service", name+".service")
+		}
+		b.errorf(p+".name", hint, "%v", err)
+		return Unit{}, false
+	}
+	if j, dup := b.seen[name]; dup {
+		b.errorf(p+".name", fmt.Sprintf("hooks[%d] (line %d) renders %s already: give each hook its own name", j, b.spec.Where(fmt.Sprintf("hooks[%d].name", j)).Line, name),
+			"two hooks render the same unit %s", name)
+		return Unit{}, false
+	}
+	b.seen[name] = i
+
+	u := Unit{Name: name, Hook: i, Mask: h.Mask}
+	var file *units.File
+	switch {
+	case h.UseRawManifest:
+		file = b.parseText(p+".manifest", h.Manifest, "")
+		if file != nil {
+			u.Contents = units.NormalizeRaw([]byte(h.Manifest))
+			b.checkFile(p, name, file, b.rawPos(p+".manifest"))
+		}
+	case hasBody(h):
+		var pos posFunc
+		file, pos = b.generate(i, name)
+		if file != nil {
+			u.Contents = file.Canonical()
+			b.checkFile(p, name, file, pos)
+		}
+	}
+	if u.Contents != nil || h.Enabled != nil {
+		enabled := h.IsEnabled()
+		u.Enabled = &enabled
+	}
+	if u.Contents != nil && u.Enabled != nil && *u.Enabled && !h.Mask {
+		b.checkInstall(p, name, file)
+	}
+	for k, d := range h.Dropins {
+		dp := fmt.Sprintf("%s.dropins[%d]", p, k)
+		df := b.parseText(dp+".contents", d.Contents, "")
+		if df == nil {
+			continue
+		}
+		b.checkDirectives(df, b.rawPos(dp+".contents"))
+		u.Dropins = append(u.Dropins, Dropin{Name: d.Name, Contents: units.NormalizeRaw([]byte(d.Contents))})
+	}
+	return u, true
+}
+
+// hasBody reports whether a hook generates a unit file of its own, as
+// opposed to only adding drop-ins to, enabling or masking an existing one.
+func hasBody(h *hooks.Hook) bool {
+	return h.Manifest != "" || len(h.Exec) > 0 || len(h.Pre) > 0 || len(h.Directives) > 0 ||
+		h.Description != "" || len(h.Requires)+len(h.Wants)+len(h.Before)+len(h.After) > 0 ||
+		h.Type != "" || len(h.Env) > 0 || h.EnvironmentFile != "" || h.WorkingDirectory != "" ||
+		h.User != "" || h.Group != "" || h.Restart != "" || h.RestartSec != "" ||
+		h.TimeoutStartSec != "" || h.TimeoutStopSec != "" || h.RemainAfterExit != nil || h.WantedBy != nil
+}
+
+// posFunc says where in the spec an entry of a built unit file comes from.
+type posFunc func(e *units.Entry) (hooks.Position, string)
+
+// rawPos maps the entries of a unit parsed from the text at path (a raw
+// manifest or drop-in) to the lines of that text in the spec.
+func (b *builder) rawPos(path string) posFunc {
+	return func(e *units.Entry) (hooks.Position, string) {
+		return b.spec.WhereInScalar(path, e.Line), path
+	}
+}
+
+// parseText parses unit text from the spec at path. section, when not
+// empty, is the section the text is the body of (a non-raw manifest).
+// It reports parse errors at their line in the spec and returns nil.
+func (b *builder) parseText(path, text, section string) *units.File {
+	data := []byte(text)
+	offset := 0
+	if section != "" {
+		// The text is a section body: give it its header, and count
+		// lines from the body's own first line.
+		data = append([]byte("["+section+"]\n"), data...)
+		offset = 1
+	}
+	f, err := units.Parse(data)
+	if err != nil {
+		line := 0
+		msg := err.Error()
+		if pe, ok := err.(*units.ParseError); ok {
+			line, msg = pe.Line-offset, pe.Msg
+		}
+		pos := b.spec.Where(path)
+		if line >= 1 {
+			pos = b.spec.WhereInScalar(path, line)
+		}
+		b.report(hooks.Error, pos, path, "not a valid unit file: "+msg, "")
+		return nil
+	}
+	return f
+}
+
+// checkFile checks a unit file built or read for hook p: its directives
+// against systemd's vocabulary, and a path unit's name against its path.
+func (b *builder) checkFile(p, name string, f *units.File, pos posFunc) {
+	b.checkDirectives(f, pos)
+	typ := units.Type(name)
+	var key string
+	switch typ {
+	case "swap":
+		key = "What"
+	case "mount", "automount":
+		key = "Where"
+	default:
+		return
+	}
+	sect := units.TypeSection(typ)
+	vals := f.Values(sect, key)
+	var path string
+	for _, v := range vals {
+		if v != "" {
+			path = v
+		}
+	}
+	if path == "" {
+		b.errorf(p+".name", fmt.Sprintf("add %s=PATH to [%s]", key, sect), "a %s unit needs %s= in [%s]", typ, key, sect)
+		return
+	}
+	want, err := units.PathUnitName(path, typ)
+	if err != nil {
+		b.errorf(p+".name", "", "%s=%s: %v", key, path, err)
+		return
+	}
+	if want != name && !strings.Contains(name, "@") {
+		b.errorf(p+".name", fmt.Sprintf("name the hook %q (systemd-escape --path --suffix=%s %s), with useRawName: true", want, typ, path),
+			"systemd requires a %s unit to be named after its %s= path %s, but it is named %s", typ, key, path, name)
+	}
+}
+
+// checkDirectives warns about sections and keys systemd does not know.
+func (b *builder) checkDirectives(f *units.File, pos posFunc) {
+	for _, s := range f.Sections {
+		if !units.KnownSection(s.Name) {
+			var at hooks.Position
+			var path string
+			if len(s.Entries) > 0 {
+				at, path = pos(s.Entries[0])
+			}
+			b.report(hooks.Warning, at, path, fmt.Sprintf("systemd does not know section [%s] and ignores it", s.Name),
+				"name private sections X-Something")
+			continue
+		}
+		for _, e := range s.Entries {
+			if units.KnownDirective(s.Name, e.Key) {
+				continue
+			}
+			at, path := pos(e)
+			b.report(hooks.Warning, at, path, fmt.Sprintf("systemd does not know %s= in [%s] and ignores it", e.Key, s.Name),
+				units.SuggestDirective(s.Name, e.Key))
+		}
+	}
+}
+
+// checkInstall warns about an enabled unit that cannot be enabled: one
+// without an [Install] section, or a template without a default instance.
+func (b *builder) checkInstall(p, name string, f *units.File) {
+	inst := f.Section(units.SectionInstall)
+	if inst == nil || len(inst.Entries) == 0 {
+		b.warnf(p, "add an [Install] section (for example WantedBy="+orDefault(units.DefaultTarget(units.Type(name)), "multi-user.target")+"), or set enabled: false",
+			"%s is enabled but has no [Install] section, so enabling it does nothing and it will not start at boot", name)
+		return
+	}
+	if strings.HasSuffix(strings.TrimSuffix(name, "."+units.Type(name)), "@") && len(f.Values(units.SectionInstall, "DefaultInstance")) == 0 {
+		b.warnf(p, "add DefaultInstance= to [Install], or name an instance (foo@bar.service) in a hook of its own",
+			"%s is a template: it cannot be enabled without an instance", name)
+	}
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// sortedKeys returns the keys of m in byte order, so that anything built
+// from a map comes out the same every time.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,230 @@
+package render_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"gopkg.in/yaml.v3"
+
+	"github.com/hostprov/hostprov/internal/rig"
+	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/pkg/render"
+)
+
+// TestVerifyGoldens runs systemd's own checker on every unit file that the
+// golden specs and examples render to: any output at all is a failure.
+func TestVerifyGoldens(t *testing.T) {
+	for name, path := range goldenSpecs(t) {
+		t.Run(name, func(t *testing.T) {
+			us := build(t, path)
+			dir := t.TempDir()
+			if err := render.WriteDir(dir, us); err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, u := range us {
+				if u.Contents != nil && !u.Mask {
+					names = append(names, u.Name)
+				}
+			}
+			sdtool.Verify(t, dir, names...)
+		})
+	}
+}
+
+// nastyArgv are argument lists that break naive quoting. Each must reach
+// the process exactly as written.
+var nastyArgv = [][]string{
+	{"/bin/echo", "a b"},
+	{"/bin/echo", `"double"`},
+	{"/bin/echo", "'single'"},
+	{"/bin/echo", `mixed 'single' and "double" quotes`},
+	{"/bin/echo", `back\slash`},
+	{"/bin/echo", `trailing\`},
+	{"/bin/echo", `a\nb`, `\x41`, `\\`},
+	{"/bin/echo", "100%"},
+	{"/bin/echo", "%n %i %% %"},
+	{"/bin/echo", "$HOME", "${HOME}", "$$", "$"},
+	{"/bin/echo", ";"},
+	{"/bin/echo", "a;b", `\;`, "; "},
+	{"/bin/echo", ""},
+	{"/bin/echo", "", "x", ""},
+	{"/bin/echo", "ünïcödé 🤠 中文"},
+	{"/bin/echo", "-dash", "--flag=value with space"},
+	{"/bin/echo", "#not-a-comment", ";not-either"},
+	{"/bin/echo", "  leading and trailing  "},
+	{"/bin/echo", "{}[]()<>|&*?~`!^"},
+	{"/bin/echo", "=", "a=b", "=c"},
+	{"/bin/sh", "-c", `echo "$1" | tr a-z A-Z`, "sh", "it's"},
+	{"/bin/echo", `'`, `"`, `'"'"'`},
+	{"/bin/echo", "-", "@", "+", "!", ":"},
+	{"/bin/echo", "multiple   spaces", "no\u00a0break"},
+}
+
+// nastyEnv are environment values with everything that needs escaping.
+var nastyEnv = map[string]string{
+	"SPACES":  "a b  c",
+	"QUOTES":  `say "hi" it's`,
+	"DOLLAR":  "$HOME ${HOME} $$",
+	"PERCENT": "100% %n %%",
+	"EQUALS":  "a=b=c",
+	"BACKSL":  `C:\path\`,
+	"EMPTY":   "",
+	"UTF8":    "ünïcödé 🤠",
+}
+
+// dumpArgv is a shell program that writes its own argv ($0 and every
+// argument), each ending in NUL, to the file named by the last part of the
+// hook's name: the process itself says what it received.
+const dumpArgv = `f=/var/lib/out-$(basename "$HOSTPROV_HOOK"); printf '%s\0' "$0" "$@" > "$f"`
+
+// TestRealSystemd renders hooks with nasty argument lists and environments,
+// installs them in a real systemd, and checks what systemd understood, over
+// D-Bus, and what the started processes received: argv and environment must
+// be exactly what the spec says, and every unit must load.
+func TestRealSystemd(t *testing.T) {
+	type hook struct {
+		Name      string            `yaml:"name"`
+		Type      string            `yaml:"type"`
+		Exec      []string          `yaml:"exec"`
+		Env       map[string]string `yaml:"env,omitempty"`
+		ExpandEnv bool              `yaml:"expandEnv,omitempty"`
+	}
+	var hs []hook
+	for i, argv := range nastyArgv {
+		name := fmt.Sprintf("argv-%02d", i)
+		exec := append([]string{"/bin/sh", "-c", dumpArgv}, argv...)
+		hs = append(hs, hook{Name: name, Type: "oneshot", Exec: exec, Env: map[string]string{"HOSTPROV_HOOK": name}})
+	}
+	env := map[string]string{"HOSTPROV_HOOK": "env"}
+	for k, v := range nastyEnv {
+		env[k] = v
+	}
+	hs = append(hs,
+		hook{Name: "env", Type: "oneshot", Exec: []string{"/bin/sh", "-c", `env -0 > /var/lib/out-env`}, Env: env},
+		hook{Name: "expand", Type: "oneshot", Exec: []string{"/bin/echo", "$HOME", "${HOME}/x"}, ExpandEnv: true},
+	)
+	spec, err := yaml.Marshal(map[string]any{"apiVersion": "hostprov/v1alpha1", "kind": "Hooks", "hooks": hs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	us, diags := render.Build("nasty.yaml", spec)
+	if diags.HasErrors(true) {
+		t.Fatalf("%v\n%s", diags, spec)
+	}
+
+	r := rig.Start(t)
+	if err := render.WriteDir(r.UnitDir, us); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := r.Conn.ReloadContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	jobs := map[string]chan string{}
+	for _, h := range hs {
+		unit := h.Name + ".service"
+		text, _ := os.ReadFile(filepath.Join(r.UnitDir, unit))
+		props, err := r.Conn.GetUnitPropertiesContext(ctx, unit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if props["LoadState"] != "loaded" {
+			t.Errorf("%s: LoadState=%v, want loaded\n%s", unit, props["LoadState"], text)
+			continue
+		}
+
+		// What systemd parsed. D-Bus shows argv before the substitution
+		// systemd makes when it runs the command, where "$$" becomes
+		// "$" (and, with expandEnv, $VAR its value).
+		argvs, err := rig.ExecStartArgv(ctx, r.Conn, unit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !h.ExpandEnv {
+			for _, argv := range argvs {
+				for i := range argv {
+					argv[i] = strings.ReplaceAll(argv[i], "$$", "$")
+				}
+			}
+		}
+		if diff := cmp.Diff([][]string{h.Exec}, argvs); diff != "" {
+			t.Errorf("%s: systemd's argv differs from the spec (-spec +systemd):\n%s\nunit:\n%s", unit, diff, text)
+		}
+		got, err := rig.EnvironmentOf(ctx, r.Conn, unit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{}
+		for k, v := range h.Env {
+			want = append(want, k+"="+v)
+		}
+		sort.Strings(want)
+		sort.Strings(got)
+		if diff := cmp.Diff(want, append([]string{}, got...)); diff != "" {
+			t.Errorf("%s: systemd's environment differs from the spec (-spec +systemd):\n%s", unit, diff)
+		}
+		if h.ExpandEnv {
+			continue
+		}
+
+		// Start them all at once; what the processes received is
+		// checked below, once every job has finished.
+		done := make(chan string, 1)
+		if _, err := r.Conn.StartUnitContext(ctx, unit, "replace", done); err != nil {
+			t.Fatal(err)
+		}
+		jobs[unit] = done
+	}
+	for _, h := range hs {
+		unit := h.Name + ".service"
+		if jobs[unit] == nil {
+			continue
+		}
+		text, _ := os.ReadFile(filepath.Join(r.UnitDir, unit))
+		if res := <-jobs[unit]; res != "done" {
+			t.Errorf("%s: start job %s\n%s", unit, res, text)
+			continue
+		}
+		want := []string{}
+		for k, v := range h.Env {
+			want = append(want, k+"="+v)
+		}
+		sort.Strings(want)
+		out, err := os.ReadFile(filepath.Join(r.Root, "var/lib/out-"+h.Name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fields := strings.Split(string(out), "\x00")
+		fields = fields[:len(fields)-1] // every field ends in NUL
+		if h.Name == "env" {
+			var vars []string
+			for _, f := range fields {
+				if k, _, _ := strings.Cut(f, "="); h.Env[k] != "" || f == k+"=" && hasKey(h.Env, k) {
+					vars = append(vars, f)
+				}
+			}
+			sort.Strings(vars)
+			if diff := cmp.Diff(want, vars); diff != "" {
+				t.Errorf("%s: the process's environment differs from the spec (-spec +process):\n%s", unit, diff)
+			}
+			continue
+		}
+		if diff := cmp.Diff(h.Exec[3:], fields); diff != "" {
+			t.Errorf("%s: the process's argv differs from the spec (-spec +process):\n%s\nunit:\n%s", unit, diff, text)
+		}
+	}
+}
+
+func hasKey(m map[string]string, k string) bool {
+	_, ok := m[k]
+	return ok
+}
