@@ -145,7 +145,13 @@ func (b *builder) hook(i int) (Unit, bool) {
 		u.Enabled = &enabled
 	}
 	if u.Contents != nil && u.Enabled != nil && *u.Enabled && !h.Mask {
-		b.checkInstall(p, name, file)
+		// Point at what made the unit: the raw manifest, or the
+		// wantedBy that emptied [Install].
+		at := p + ".wantedBy"
+		if h.UseRawManifest {
+			at = p + ".manifest"
+		}
+		b.checkInstall(at, name, file)
 	}
 	for k, d := range h.Dropins {
 		dp := fmt.Sprintf("%s.dropins[%d]", p, k)

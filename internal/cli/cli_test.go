@@ -1,0 +1,40 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/hostprov/hostprov/internal/golden"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"hostprov": func() { os.Exit(Main()) },
+	})
+}
+
+// TestScript runs the command-line tests in testdata/script: one txtar
+// file per behaviour, named category first (render_swap.txtar), each a
+// script of hostprov commands and the output they must give. With
+// -update, the scripts' expected output files are rewritten.
+func TestScript(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:           "testdata/script",
+		UpdateScripts: golden.Updating(),
+		Setup: func(env *testscript.Env) error {
+			// The examples and goldens, so that scripts can render the
+			// examples as users do and compare with the same goldens.
+			for name, dir := range map[string]string{"EXAMPLES": "../../examples", "GOLDEN": "../../testdata/golden"} {
+				abs, err := filepath.Abs(dir)
+				if err != nil {
+					return err
+				}
+				env.Setenv(name, abs)
+			}
+			return nil
+		},
+	})
+}
