@@ -51,7 +51,7 @@ func Build(file string, data []byte) ([]Unit, hooks.Diagnostics) {
 	if spec == nil {
 		return nil, diags
 	}
-	us, more := Units(spec)
+	us, more := buildUnits(spec, diags)
 	diags = append(diags, more...)
 	diags.Sort()
 	return us, diags
@@ -60,7 +60,18 @@ func Build(file string, data []byte) ([]Unit, hooks.Diagnostics) {
 // Units builds the units of a parsed spec and checks them. It is Build
 // without the parsing, for callers that hold a Spec already.
 func Units(spec *hooks.Spec) ([]Unit, hooks.Diagnostics) {
-	b := builder{spec: spec, seen: map[string]int{}}
+	return buildUnits(spec, nil)
+}
+
+// buildUnits builds the units; prior are the parser's diagnostics, so that
+// a value the parser refused is not reported a second time.
+func buildUnits(spec *hooks.Spec, prior hooks.Diagnostics) ([]Unit, hooks.Diagnostics) {
+	b := builder{spec: spec, seen: map[string]int{}, refused: map[string]bool{}}
+	for _, d := range prior {
+		if d.Severity == hooks.Error {
+			b.refused[d.Path] = true
+		}
+	}
 	var out []Unit
 	for i := range spec.Hooks {
 		if u, ok := b.hook(i); ok {
@@ -75,6 +86,8 @@ type builder struct {
 	spec  *hooks.Spec
 	diags hooks.Diagnostics
 	seen  map[string]int // unit name -> index of the hook that made it
+	// refused holds the paths the parser reported errors at.
+	refused map[string]bool
 }
 
 func (b *builder) report(sev hooks.Severity, pos hooks.Position, path, msg, hint string) {
@@ -104,7 +117,7 @@ func UnitName(h *hooks.Hook) string {
 func (b *builder) hook(i int) (Unit, bool) {
 	h := &b.spec.Hooks[i]
 	p := fmt.Sprintf("hooks[%d]", i)
-	if h.Name == "" {
+	if h.Name == "" || b.refused[p+".name"] {
 		return Unit{}, false // reported by the parser
 	}
 	name := UnitName(h)
@@ -247,7 +260,9 @@ func (b *builder) checkFile(p, name string, f *units.File, pos posFunc) {
 		return
 	}
 	if want != name && !strings.Contains(name, "@") {
-		b.errorf(p+".name", fmt.Sprintf("name the hook %q (systemd-escape --path --suffix=%s %s), with useRawName: true", want, typ, path),
+		// Not %q: unit names hold backslashes (\x2d) that must be
+		// shown as they are to be copied.
+		b.errorf(p+".name", fmt.Sprintf("name the hook \"%s\" (systemd-escape --path --suffix=%s '%s'), with useRawName: true", want, typ, path),
 			"systemd requires a %s unit to be named after its %s= path %s, but it is named %s", typ, key, path, name)
 	}
 }
