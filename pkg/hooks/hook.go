@@ -154,7 +154,7 @@ type hookState struct {
 // check that depends on what a bad field meant is not made, because its
 // report would only follow from the first.
 func (d *decoder) checkHook(v value, h *Hook, st hookState) {
-	present, bad, nameOK := st.present, st.bad, st.nameOK
+	present, nameOK := st.present, st.nameOK
 	where := func(field string) (Position, string) {
 		p := v.path + "." + field
 		return d.spec.Where(p), p
@@ -216,18 +216,10 @@ func (d *decoder) checkHook(v value, h *Hook, st hookState) {
 		}
 	}
 
-	body := strings.TrimSpace(h.Manifest) != "" || len(h.Exec) > 0 || len(h.Pre) > 0 || len(h.Directives) > 0
-	// kops lets a name-only hook with enabled: false stop and disable a
-	// unit that exists already; so does hostprov.
-	if nameOK && h.Name != "" && !body && len(h.Dropins) == 0 && !h.Mask && h.IsEnabled() && !h.UseRawManifest &&
-		!bad["manifest"] && !bad["exec"] && !bad["pre"] && !bad["directives"] && !bad["dropins"] &&
-		!bad["mask"] && !bad["enabled"] && !bad["useRawManifest"] &&
-		// A hook with a misspelt field is likely not empty in its
-		// author's mind: the unknown field is the one report to make.
-		!st.unknown {
+	if nameOK && h.Name != "" && d.hookIsEmpty(h, st) {
 		d.add(Error, v.pos, v.path, fmt.Sprintf("hook %s has no manifest, exec, directives or dropins", display),
 			"add exec: to run a command, a manifest, directives, or dropins for an existing unit; "+
-				"or set mask: true to mask the unit, or enabled: false to disable it")
+				"or set mask: true to mask the unit, or enabled: to enable or disable it as it is")
 	}
 
 	// A raw manifest already reports each of these fields; saying it
@@ -241,6 +233,32 @@ func (d *decoder) checkHook(v value, h *Hook, st hookState) {
 			}
 		}
 	}
+}
+
+// hookIsEmpty reports whether a hook says nothing but its name, which is
+// almost certainly a mistake. Not empty are: a unit body (manifest, exec,
+// pre, directives) that is not empty, drop-ins, a mask, any [Unit] or
+// service field (a target made of description, wants and after is
+// complete), and an explicit enabled. The last follows kops, where a
+// name-only hook with enabled: false disables a unit of the image, and
+// Ignition, where a unit with only enabled: true enables one. A hook whose
+// fields had problems of their own is not called empty as well.
+func (d *decoder) hookIsEmpty(h *Hook, st hookState) bool {
+	if strings.TrimSpace(h.Manifest) != "" || len(h.Exec) > 0 || len(h.Pre) > 0 || len(h.Directives) > 0 ||
+		len(h.Dropins) > 0 || h.Mask || h.UseRawManifest || st.present["enabled"] || st.unknown {
+		return false
+	}
+	for _, f := range hookFields {
+		if st.bad[f] {
+			return false
+		}
+	}
+	for _, f := range generatedFields {
+		if st.present[f] && !contains(bodyFields, f) {
+			return false
+		}
+	}
+	return true
 }
 
 // unitType returns the type suffix of a unit name when it is not a
