@@ -12,7 +12,7 @@ import (
 var hookFields = []string{
 	"name", "description", "enabled", "mask", "useRawName", "useRawManifest", "manifest",
 	"requires", "wants", "before", "after", "wantedBy",
-	"type", "exec", "pre", "expandEnv", "remainAfterExit", "env", "environmentFile", "workingDirectory",
+	"type", "exec", "pre", "expandEnv", "specifiers", "remainAfterExit", "env", "environmentFile", "workingDirectory",
 	"user", "group", "restart", "restartSec", "timeoutStartSec", "timeoutStopSec",
 	"directives", "dropins",
 }
@@ -21,7 +21,7 @@ var hookFields = []string{
 // manifest is the unit as written, so each of them would be ignored.
 var generatedFields = []string{
 	"description", "requires", "wants", "before", "after", "wantedBy",
-	"type", "exec", "pre", "expandEnv", "remainAfterExit", "env", "environmentFile", "workingDirectory",
+	"type", "exec", "pre", "expandEnv", "specifiers", "remainAfterExit", "env", "environmentFile", "workingDirectory",
 	"user", "group", "restart", "restartSec", "timeoutStartSec", "timeoutStopSec", "directives",
 }
 
@@ -83,6 +83,8 @@ func (d *decoder) hook(v value) (Hook, bool) {
 			h.UseRawManifest, _ = d.boolean(e.value)
 		case "expandEnv":
 			h.ExpandEnv, _ = d.boolean(e.value)
+		case "specifiers":
+			h.Specifiers, _ = d.boolean(e.value)
 		case "remainAfterExit":
 			if b, ok := d.boolean(e.value); ok {
 				h.RemainAfterExit = &b

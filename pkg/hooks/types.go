@@ -105,7 +105,11 @@ type Hook struct {
 	Pre [][]string
 	// ExpandEnv lets systemd expand $VAR and ${VAR} in Exec and Pre; without
 	// it every "$" reaches the command as written.
-	ExpandEnv        bool
+	ExpandEnv bool
+	// Specifiers lets systemd expand its %-specifiers (%i, %n, %H, ...) in
+	// every structured value; without it every "%" is written as "%%" and
+	// reaches the unit's process as written. Templates need it for %i.
+	Specifiers       bool
 	RemainAfterExit  *bool
 	Env              map[string]string
 	EnvironmentFile  string

@@ -292,12 +292,13 @@ func (b *builder) checkDirectives(f *units.File, pos posFunc) {
 }
 
 // checkInstall warns about an enabled unit that cannot be enabled: one
-// without an [Install] section, or a template without a default instance.
+// whose [Install] section is missing or names nothing to enable it for
+// (systemctl enable then only says "no installation config"), or a
+// template without a default instance.
 func (b *builder) checkInstall(p, name string, f *units.File) {
-	inst := f.Section(units.SectionInstall)
-	if inst == nil || len(inst.Entries) == 0 {
+	if !hasInstallTarget(f) && lastValue(f.Values(units.SectionInstall, "Alias")) == "" {
 		b.warnf(p, "add an [Install] section (for example WantedBy="+orDefault(units.DefaultTarget(units.Type(name)), "multi-user.target")+"), or set enabled: false",
-			"%s is enabled but has no [Install] section, so enabling it does nothing and it will not start at boot", name)
+			"%s is enabled but has no [Install] section with WantedBy= or RequiredBy=, so enabling it does nothing and it will not start at boot", name)
 		return
 	}
 	if strings.HasSuffix(strings.TrimSuffix(name, "."+units.Type(name)), "@") && len(f.Values(units.SectionInstall, "DefaultInstance")) == 0 {
