@@ -42,7 +42,8 @@ type Rig struct {
 	// PID is the host's process id of the rig's PID 1.
 	PID int
 	// ConsoleLog is the host path of the file that collects what systemd
-	// writes to its console; Start prints its tail when a test fails.
+	// writes to its console, while the test runs; when a test fails, the
+	// cleanup prints its tail before removing the rig.
 	ConsoleLog string
 
 	nsenter string
@@ -51,7 +52,8 @@ type Rig struct {
 // Run runs a command inside the rig, in all of its namespaces, its root
 // directory and its working directory ("/"), and returns its standard
 // output. A command that fails returns an error that carries its standard
-// error. Use it for systemctl and journalctl; ask systemd itself over Conn.
+// error. Use it for what D-Bus does not offer, such as journalctl; read
+// systemd's state over Conn rather than by scraping systemctl's output.
 //
 // The command gets a fixed environment, so that nothing the test process
 // exports leaks into the rig. If ctx ends, the command is killed.

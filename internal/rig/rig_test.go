@@ -66,6 +66,7 @@ Description=rig test: a harmless oneshot
 Type=oneshot
 RemainAfterExit=yes
 ExecStart=/usr/bin/touch /var/lib/rig-test.done
+ExecStart=/bin/echo hello from the rig
 
 [Install]
 WantedBy=multi-user.target
@@ -104,6 +105,15 @@ WantedBy=multi-user.target
 	out, err := r.Run(ctx, "systemctl", "is-enabled", "rig-test.service")
 	if err != nil || strings.TrimSpace(out) != "enabled" {
 		t.Errorf("systemctl is-enabled: %q, %v; want enabled", out, err)
+	}
+	// The unit's output reaches the rig's journal. --sync first: journald
+	// writes stream output asynchronously.
+	if _, err := r.Run(ctx, "journalctl", "--sync"); err != nil {
+		t.Fatal(err)
+	}
+	out, err = r.Run(ctx, "journalctl", "--no-pager", "-o", "cat", "-u", "rig-test.service")
+	if err != nil || !strings.Contains(out, "hello from the rig") {
+		t.Errorf("journalctl -u rig-test.service: %q, %v; want the unit's output", out, err)
 	}
 }
 

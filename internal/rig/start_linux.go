@@ -257,16 +257,17 @@ func (b *boot) start(h host) (*Rig, error) {
 	}
 	defer cg.Close()
 
-	pty, console, err := openPty()
-	if err != nil {
-		return nil, fmt.Errorf("console: %w", err)
-	}
-	b.pty = pty
-	defer console.Close()
 	logFile, err := os.Create(r.ConsoleLog)
 	if err != nil {
 		return nil, err
 	}
+	pty, console, err := openPty()
+	if err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("console: %w", err)
+	}
+	defer console.Close()
+	b.pty = pty
 	b.copied = make(chan struct{})
 	go func() {
 		defer close(b.copied)
