@@ -1,0 +1,64 @@
+package apply
+
+import (
+	"context"
+	"time"
+)
+
+// Systemd is what apply needs from systemd. The D-Bus implementation talks
+// to a running manager; the offline one (for --root) only makes the links
+// that systemctl would make; tests use a recording fake. Every method waits
+// until systemd has finished (a start returns when its job is done) and
+// returns an error that says what happened and what to do about it.
+type Systemd interface {
+	// Reload makes systemd re-read unit files (daemon-reload).
+	Reload(ctx context.Context) error
+	// Enable enables units as their [Install] sections say, and reports
+	// the links it created or removed.
+	Enable(ctx context.Context, names []string) ([]LinkChange, error)
+	// Disable removes the links that enabling made.
+	Disable(ctx context.Context, names []string) ([]LinkChange, error)
+	// Mask links units to /dev/null in the unit directory; Unmask removes
+	// such links.
+	Mask(ctx context.Context, names []string) ([]LinkChange, error)
+	Unmask(ctx context.Context, names []string) ([]LinkChange, error)
+	// Start, Restart and Stop run a job for the unit and wait for its
+	// result; a result other than "done" is an error that names it.
+	Start(ctx context.Context, name string) error
+	Restart(ctx context.Context, name string) error
+	Stop(ctx context.Context, name string) error
+	// Status reads a unit's state.
+	Status(ctx context.Context, name string) (UnitStatus, error)
+}
+
+// LinkChange is a symlink that enabling, disabling or masking created or
+// removed.
+type LinkChange struct {
+	Type        string // "symlink" or "unlink"
+	Path        string
+	Destination string
+}
+
+// UnitStatus is what systemd says about a unit.
+type UnitStatus struct {
+	Name        string
+	LoadState   string // loaded, not-found, masked, error
+	ActiveState string // active, inactive, failed, activating, ...
+	SubState    string // running, exited, dead, ...
+	// Result is the service's result: success, exit-code, signal,
+	// timeout, ... Empty for units that have none.
+	Result string
+	// ExecMainCode and ExecMainStatus say how the main process ended
+	// (CLD_EXITED=1 with the exit status, or a signal number).
+	ExecMainCode   int32
+	ExecMainStatus int32
+	// UnitFileState is enabled, disabled, masked, static, ...
+	UnitFileState string
+	// NeedDaemonReload is true when the file on disk changed since
+	// systemd loaded it.
+	NeedDaemonReload bool
+	// ActiveEnter and InactiveEnter are when the unit last became active
+	// and inactive; zero when it never did.
+	ActiveEnter   time.Time
+	InactiveEnter time.Time
+}
