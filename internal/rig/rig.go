@@ -23,7 +23,7 @@ import (
 
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
 
-	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/internal/sdbus"
 )
 
 // Rig is a running systemd started by Start. Its fields are read-only.
@@ -35,7 +35,7 @@ type Rig struct {
 	// test may treat every file here as its own.
 	UnitDir string
 	// Socket is the host path of a socket that speaks systemd's private
-	// D-Bus protocol (peer-to-peer, no Hello); see sdtool.DialPrivate.
+	// D-Bus protocol (peer-to-peer, no Hello); see sdbus.DialPrivate.
 	Socket string
 	// Conn is a connection over Socket, closed when the test ends.
 	Conn *sddbus.Conn
@@ -88,7 +88,7 @@ func (r *Rig) Run(ctx context.Context, args ...string) (string, error) {
 // takes a socket path or wants a connection of its own. ctx bounds the dial
 // only; the caller closes the connection.
 func (r *Rig) Dial(ctx context.Context) (*sddbus.Conn, error) {
-	return sdtool.DialPrivate(ctx, r.Socket)
+	return sdbus.DialPrivate(ctx, r.Socket)
 }
 
 // WriteUnit writes a unit file, or a drop-in such as

@@ -1,12 +1,11 @@
-// Package sdtool reaches the real systemd and its offline tools.
+// Package sdtool reaches the real systemd's offline tools from tests.
 //
-// DialPrivate is for production code and tests alike: it connects to a
-// systemd manager over a socket that speaks the manager's private,
-// peer-to-peer D-Bus protocol. The rest (Verify, Escape, Unavailable) are
-// test helpers that run the host's own systemd tools, so that tests prove
-// things against what systemd really accepts rather than against a model of
-// it. A helper that cannot run skips its test, except under CI=true, where a
-// missing tool is a broken CI machine and fails the test instead.
+// Its helpers (Verify, Escape, Unavailable) run the host's own systemd tools,
+// so that tests prove things against what systemd really accepts rather than
+// against a model of it. A helper that cannot run skips its test, except
+// under CI=true, where a missing tool is a broken CI machine and fails the
+// test instead. Connecting to a running manager is production code and lives
+// in internal/sdbus.
 package sdtool
 
 import (
