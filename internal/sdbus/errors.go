@@ -1,0 +1,195 @@
+package sdbus
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"syscall"
+
+	godbus "github.com/godbus/dbus/v5"
+)
+
+// The causes a Manager's errors are classified by. Test for them with
+// errors.Is; the error's own message adds the operation, the units, what to
+// do and what systemd said.
+var (
+	// ErrNotAuthorized: systemd refused the caller, who is not root and
+	// has no polkit authorization (or, on the private socket, is not root).
+	ErrNotAuthorized = errors.New("systemd refused: not authorized")
+	// ErrAccessDenied: systemd or a security policy denied the call.
+	ErrAccessDenied = errors.New("systemd refused: access denied")
+	// ErrUnreachable: no systemd answers on the socket.
+	ErrUnreachable = errors.New("systemd is not reachable")
+	// ErrNoSuchUnit: systemd has no unit, or no unit file, of that name.
+	ErrNoSuchUnit = errors.New("no such unit")
+	// ErrUnitExists: enabling or masking would replace a file that is not
+	// a link.
+	ErrUnitExists = errors.New("a unit file is in the way")
+	// ErrMasked: the unit is masked, so it cannot be started or enabled.
+	ErrMasked = errors.New("unit is masked")
+	// ErrReadOnly: systemd could not write links into a read-only unit
+	// directory.
+	ErrReadOnly = errors.New("the unit directory is read-only")
+	// ErrJobFailed: a start, restart or stop job ended with a result
+	// other than "done". The error is a *JobError.
+	ErrJobFailed = errors.New("job failed")
+)
+
+// D-Bus error names that systemd, polkit and the bus send.
+const (
+	errInteractiveAuth = "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired"
+	errAccessDenied    = "org.freedesktop.DBus.Error.AccessDenied"
+	errAuthFailed      = "org.freedesktop.DBus.Error.AuthFailed"
+	errNoSuchUnit      = "org.freedesktop.systemd1.NoSuchUnit"
+	errLoadFailed      = "org.freedesktop.systemd1.LoadFailed"
+	errUnitMasked      = "org.freedesktop.systemd1.UnitMasked"
+	errUnitExists      = "org.freedesktop.systemd1.UnitExists"
+	errEROFS           = "System.Error.EROFS"
+	errEACCES          = "System.Error.EACCES"
+	errEPERM           = "System.Error.EPERM"
+)
+
+// Error is a systemd call that failed: which operation on which units, the
+// classified cause (one of the Err* values, or nil when hostprov has no
+// advice to give), what to do about it, and the error as it came.
+type Error struct {
+	Op    string   // "dial", "reload", "enable", "start", ...
+	Units []string // the units the call was about; none for dial and reload
+	Cause error    // ErrNotAuthorized, ErrUnreachable, ... or nil
+	Hint  string   // what to do, in a full sentence; "" when Cause is nil
+	Err   error    // what godbus or systemd said
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Op)
+	if len(e.Units) > 0 {
+		b.WriteString(" ")
+		b.WriteString(strings.Join(e.Units, ", "))
+	}
+	b.WriteString(": ")
+	if e.Cause != nil {
+		b.WriteString(e.Cause.Error())
+		if e.Hint != "" {
+			b.WriteString(". ")
+			b.WriteString(e.Hint)
+		}
+		fmt.Fprintf(&b, " (%s)", describe(e.Err))
+	} else {
+		b.WriteString(describe(e.Err))
+	}
+	return b.String()
+}
+
+// Unwrap gives errors.Is and errors.As both the cause and what systemd said.
+func (e *Error) Unwrap() []error {
+	if e.Cause == nil {
+		return []error{e.Err}
+	}
+	return []error{e.Cause, e.Err}
+}
+
+// describe renders a D-Bus error with its name, which godbus's own Error()
+// leaves out and which is what one searches for.
+func describe(err error) string {
+	if name, msg, ok := dbusError(err); ok {
+		if msg == "" {
+			return name
+		}
+		return name + ": " + msg
+	}
+	return err.Error()
+}
+
+// dbusError finds a D-Bus error reply in err's chain. godbus returns the
+// value type; NewError returns a pointer: accept both.
+func dbusError(err error) (name, msg string, ok bool) {
+	var v godbus.Error
+	if errors.As(err, &v) {
+		return v.Name, bodyText(v.Body), true
+	}
+	var p *godbus.Error
+	if errors.As(err, &p) && p != nil {
+		return p.Name, bodyText(p.Body), true
+	}
+	return "", "", false
+}
+
+func bodyText(body []any) string {
+	if len(body) > 0 {
+		if s, ok := body[0].(string); ok {
+			return s
+		}
+	}
+	return ""
+}
+
+// Hints, each naming the fix.
+const (
+	hintNotAuthorized = "Run hostprov as root, or give this user the polkit action " +
+		"org.freedesktop.systemd1.manage-units (and manage-unit-files for enable/disable)"
+	hintAccessDenied = "Run hostprov as root; if it already runs as root, a security policy " +
+		"(SELinux, AppArmor) or a polkit rule denies the call: see the audit log and the journal of systemd"
+	hintNoSuchUnit = "Check the unit's name; its file must be in a unit directory " +
+		"(/etc/systemd/system) and systemd reloaded (daemon-reload) before it can be used"
+	hintUnitExists = "A file that is not a link has the name the link needs: remove it, " +
+		"or leave that unit out of the spec"
+	hintMasked   = "Unmask it (mask: false in the spec, or systemctl unmask) before enabling or starting it"
+	hintReadOnly = "systemd could not write the links under /etc/systemd/system. " +
+		"Remount /etc read-write, or on an image-based system install through its writable " +
+		"configuration layer (or render the units into the image with --root)"
+)
+
+// classify turns what a D-Bus call returned into an *Error that says what
+// to do; socket is where the Manager dialled, for the unreachable hint.
+// A nil error stays nil.
+func classify(op string, units []string, socket string, err error) error {
+	if err == nil {
+		return nil
+	}
+	e := &Error{Op: op, Units: units, Err: err}
+	e.Cause, e.Hint = cause(socket, err)
+	return e
+}
+
+// cause finds the classified cause of err, and the hint for it.
+func cause(socket string, err error) (error, string) {
+	if name, msg, ok := dbusError(err); ok {
+		switch {
+		case name == errInteractiveAuth,
+			strings.Contains(msg, "Interactive authentication required"):
+			return ErrNotAuthorized, hintNotAuthorized
+		case name == errAccessDenied, name == errAuthFailed, name == errEACCES, name == errEPERM:
+			return ErrAccessDenied, hintAccessDenied
+		case name == errNoSuchUnit, name == errLoadFailed && strings.Contains(msg, "not found"):
+			return ErrNoSuchUnit, hintNoSuchUnit
+		case name == errUnitMasked:
+			return ErrMasked, hintMasked
+		case name == errUnitExists:
+			return ErrUnitExists, hintUnitExists
+		case name == errEROFS, strings.Contains(msg, "Read-only file system"):
+			return ErrReadOnly, hintReadOnly
+		}
+		return nil, ""
+	}
+	switch {
+	case errors.Is(err, syscall.EROFS):
+		return ErrReadOnly, hintReadOnly
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+		// The private socket is root's alone (mode 0600 and a uid check).
+		return ErrNotAuthorized, "Only root may use systemd's private socket " + socket +
+			": run hostprov as root"
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ENOENT),
+		errors.Is(err, syscall.ENOTSOCK), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EPIPE), errors.Is(err, io.EOF),
+		errors.Is(err, godbus.ErrClosed):
+		return ErrUnreachable, unreachableHint(socket)
+	}
+	return nil, ""
+}
+
+func unreachableHint(socket string) string {
+	return "Nothing answers at " + socket + ": is systemd running as PID 1? " +
+		"In early boot use the private socket " + PrivateSocket + "; set --systemd-socket"
+}

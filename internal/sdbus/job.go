@@ -1,0 +1,184 @@
+package sdbus
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// journalLines is how many of a failed unit's last journal lines a
+// JobError quotes.
+const journalLines = 10
+
+// JobError is a start, restart or stop whose job ended with a result other
+// than "done", with what systemd says about the unit afterwards. It matches
+// ErrJobFailed under errors.Is.
+type JobError struct {
+	Op   string // start, restart, stop
+	Unit string
+	// JobResult is the job's: failed, dependency, timeout, canceled,
+	// skipped.
+	JobResult string
+	// ActiveState and Result are the unit's after the job; ExecMainCode
+	// (a CLD_* code) and ExecMainStatus say how a service's main process
+	// ended. Zero when they could not be read.
+	ActiveState    string
+	Result         string
+	ExecMainCode   int32
+	ExecMainStatus int32
+	// Journal holds the unit's last journal lines from this run, oldest
+	// first; JournalErr says why there are none when they could not be
+	// read.
+	Journal    []string
+	JournalErr error
+}
+
+func (e *JobError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s: %s", e.Op, e.Unit, jobResultText(e.JobResult))
+	if e.ActiveState != "" {
+		fmt.Fprintf(&b, "; the unit is %s", e.ActiveState)
+	}
+	if e.Result != "" {
+		fmt.Fprintf(&b, " with result %q", e.Result)
+	}
+	if how := mainProcessText(e.ExecMainCode, e.ExecMainStatus); how != "" {
+		fmt.Fprintf(&b, ", its main process %s", how)
+	}
+	switch {
+	case len(e.Journal) > 0:
+		fmt.Fprintf(&b, "; its last journal lines:")
+		for _, l := range e.Journal {
+			b.WriteString("\n    ")
+			b.WriteString(l)
+		}
+	case e.JournalErr != nil:
+		fmt.Fprintf(&b, " (its journal could not be read: %v; see journalctl -u %s)", e.JournalErr, e.Unit)
+	default:
+		fmt.Fprintf(&b, " (it logged nothing; see journalctl -u %s)", e.Unit)
+	}
+	return b.String()
+}
+
+// Unwrap makes a JobError match ErrJobFailed.
+func (e *JobError) Unwrap() error { return ErrJobFailed }
+
+// jobResultText says what a job result means.
+func jobResultText(result string) string {
+	switch result {
+	case "failed":
+		return "the job failed"
+	case "dependency":
+		return "a unit it requires failed, so the job was not run (job result \"dependency\")"
+	case "timeout":
+		return "the job timed out"
+	case "canceled":
+		return "the job was canceled before it finished (another job replaced it?)"
+	case "skipped":
+		return "the job was skipped: it did not apply to the unit's state"
+	}
+	return fmt.Sprintf("the job ended with result %q", result)
+}
+
+// mainProcessText says how a main process ended, from the CLD_* code of
+// waitid(2) and the status; "" when it did not run.
+func mainProcessText(code, status int32) string {
+	switch code {
+	case 1: // CLD_EXITED
+		return fmt.Sprintf("exited with status %d", status)
+	case 2: // CLD_KILLED
+		return fmt.Sprintf("was killed by signal %d (%v)", status, syscall.Signal(status))
+	case 3: // CLD_DUMPED
+		return fmt.Sprintf("dumped core on signal %d (%v)", status, syscall.Signal(status))
+	}
+	return ""
+}
+
+// jobError gathers what systemd knows about a unit whose job did not end
+// "done". Reading is best effort: the job's result is the error; what
+// cannot be read is left out.
+func (m *Manager) jobError(ctx context.Context, op, name, result string) error {
+	e := &JobError{Op: op, Unit: name, JobResult: result}
+	var invocation string
+	if props, err := m.conn.GetUnitPropertiesContext(ctx, name); err == nil {
+		e.ActiveState, _ = props["ActiveState"].(string)
+		if id, ok := props["InvocationID"].([]byte); ok && len(id) > 0 {
+			invocation = hex.EncodeToString(id)
+		}
+	}
+	if iface := typeInterface(name); iface != "" {
+		if p, err := m.conn.GetUnitTypePropertyContext(ctx, name, iface, "Result"); err == nil {
+			e.Result, _ = p.Value.Value().(string)
+		}
+		if iface == "Service" {
+			if p, err := m.conn.GetServicePropertyContext(ctx, name, "ExecMainCode"); err == nil {
+				e.ExecMainCode, _ = p.Value.Value().(int32)
+			}
+			if p, err := m.conn.GetServicePropertyContext(ctx, name, "ExecMainStatus"); err == nil {
+				e.ExecMainStatus, _ = p.Value.Value().(int32)
+			}
+		}
+	}
+	e.Journal, e.JournalErr = m.journal(ctx, name, invocation)
+	return e
+}
+
+// journal reads a unit's last journal lines through journalctl: those of
+// one run of it when invocation (its InvocationID, hex) is known, else the
+// unit's last lines overall.
+//
+// journalctl, not go-systemd's sdjournal: sdjournal loads libsystemd with
+// dlopen through cgo, and hostprov is a static, cgo-free binary. The journal
+// matters only when a job has already failed, so a process call there costs
+// nothing on the path that counts; where journalctl is missing or fails, the
+// error says so and points at journalctl -u.
+func (m *Manager) journal(ctx context.Context, unit, invocation string) ([]string, error) {
+	if m.RunJournalctl == nil {
+		return nil, errors.New("no journal reader")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	// journald takes a service's output asynchronously: the unit's last
+	// lines may still be on their way. --sync waits for them; it needs
+	// privileges, so its failure only means we may miss a line.
+	_, _ = m.RunJournalctl(ctx, "--sync")
+	args := []string{"--no-pager", "--quiet", "-o", "cat", "-n", fmt.Sprint(journalLines)}
+	if invocation != "" {
+		// The unit's own output carries _SYSTEMD_INVOCATION_ID, systemd's
+		// messages about it ("Failed with result ...") INVOCATION_ID.
+		args = append(args, "_SYSTEMD_INVOCATION_ID="+invocation, "+", "INVOCATION_ID="+invocation)
+	} else {
+		args = append(args, "-u", unit)
+	}
+	out, err := m.RunJournalctl(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	text := strings.TrimRight(string(out), "\n")
+	if text == "" {
+		return nil, nil
+	}
+	return strings.Split(text, "\n"), nil
+}
+
+// runJournalctl runs this machine's journalctl.
+func runJournalctl(ctx context.Context, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "journalctl", args...)
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "SYSTEMD_COLORS=0", "SYSTEMD_PAGER=", "LANG=C.UTF-8"}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			return nil, fmt.Errorf("journalctl: %w: %s", err, msg)
+		}
+		return nil, fmt.Errorf("journalctl: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,268 @@
+// Package sdbus is apply's way to a running systemd: a Manager implements
+// apply.Systemd with go-systemd's D-Bus client over systemd's private socket,
+// waits for every job's result, and turns what systemd refuses into errors
+// that say what to do.
+//
+// It speaks to the manager directly (peer to peer on /run/systemd/private,
+// or any socket that relays to it), not through the system bus: apply must
+// work early in boot, before the bus daemon runs.
+package sdbus
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	sddbus "github.com/coreos/go-systemd/v22/dbus"
+
+	"github.com/hostprov/hostprov/pkg/apply"
+)
+
+// PrivateSocket is where a systemd running as PID 1 listens for direct,
+// root-only D-Bus connections.
+const PrivateSocket = "/run/systemd/private"
+
+// Manager is a connection to a systemd manager. It implements apply.Systemd.
+// Its methods may be called from several goroutines; set RunJournalctl before
+// the first call.
+type Manager struct {
+	conn   *sddbus.Conn
+	socket string
+
+	// RunJournalctl runs journalctl with args and returns its standard
+	// output. A failed job's error quotes the unit's last journal lines
+	// through it. Dial sets it to run the journalctl of this machine; a
+	// caller whose systemd logs elsewhere (a test rig in its own
+	// namespaces) replaces it.
+	RunJournalctl func(ctx context.Context, args ...string) ([]byte, error)
+}
+
+var _ apply.Systemd = (*Manager)(nil)
+
+// Dial connects to the systemd manager listening at socketPath, normally
+// PrivateSocket. ctx bounds connecting only; the connection lives until
+// Close. A failure is an *Error whose cause is ErrUnreachable (nothing
+// answers there) or ErrNotAuthorized (the socket is root's and the caller is
+// not root).
+func Dial(ctx context.Context, socketPath string) (*Manager, error) {
+	conn, err := DialPrivate(ctx, socketPath)
+	if err != nil {
+		return nil, dialError(socketPath, err)
+	}
+	return &Manager{conn: conn, socket: socketPath, RunJournalctl: runJournalctl}, nil
+}
+
+// dialError classifies a failed dial. systemd hangs up on a private-socket
+// client that is not root once it has read its credentials, so an
+// authentication that ends without an answer means "not root" for a caller
+// who is not root, and a socket with no systemd behind it for root.
+func dialError(socket string, err error) error {
+	e := &Error{Op: "connect to systemd at " + socket, Err: err}
+	e.Cause, e.Hint = cause(socket, err)
+	if e.Cause == nil && strings.Contains(err.Error(), "authenticate") {
+		e.Cause, e.Hint = ErrUnreachable, unreachableHint(socket)
+	}
+	if (e.Cause == ErrUnreachable || e.Cause == ErrAccessDenied) && os.Geteuid() != 0 &&
+		strings.Contains(err.Error(), "authenticate") {
+		e.Cause = ErrNotAuthorized
+		e.Hint = "systemd accepts connections on its private socket " + socket +
+			" from root only: run hostprov as root"
+	}
+	return e
+}
+
+// Close closes the connection.
+func (m *Manager) Close() {
+	m.conn.Close()
+}
+
+// Conn returns the underlying go-systemd connection, for reads that
+// apply.Systemd does not offer.
+func (m *Manager) Conn() *sddbus.Conn {
+	return m.conn
+}
+
+// Reload makes systemd re-read all unit files (daemon-reload) and returns
+// once it has.
+func (m *Manager) Reload(ctx context.Context) error {
+	return classify("reload systemd", nil, m.socket, m.conn.ReloadContext(ctx))
+}
+
+// Enable enables units persistently (links under /etc), as their [Install]
+// sections say, replacing links that point elsewhere. A unit without an
+// [Install] section is no error and makes no change. systemd needs no reload
+// afterwards for the links to count, but does for a unit file written since
+// the last one.
+func (m *Manager) Enable(ctx context.Context, names []string) ([]apply.LinkChange, error) {
+	_, changes, err := m.conn.EnableUnitFilesContext(ctx, names, false, true)
+	if err != nil {
+		return nil, classify("enable", names, m.socket, err)
+	}
+	out := make([]apply.LinkChange, len(changes))
+	for i, c := range changes {
+		out[i] = apply.LinkChange{Type: c.Type, Path: c.Filename, Destination: c.Destination}
+	}
+	return out, nil
+}
+
+// Disable removes the persistent links that enabling made.
+func (m *Manager) Disable(ctx context.Context, names []string) ([]apply.LinkChange, error) {
+	changes, err := m.conn.DisableUnitFilesContext(ctx, names, false)
+	if err != nil {
+		return nil, classify("disable", names, m.socket, err)
+	}
+	out := make([]apply.LinkChange, len(changes))
+	for i, c := range changes {
+		out[i] = apply.LinkChange{Type: c.Type, Path: c.Filename, Destination: c.Destination}
+	}
+	return out, nil
+}
+
+// Mask links units to /dev/null under /etc. Without force: a unit file of
+// that name in /etc is never replaced (systemd refuses with ErrUnitExists),
+// nor is a link that points elsewhere, which someone else may own.
+func (m *Manager) Mask(ctx context.Context, names []string) ([]apply.LinkChange, error) {
+	changes, err := m.conn.MaskUnitFilesContext(ctx, names, false, false)
+	if err != nil {
+		return nil, classify("mask", names, m.socket, err)
+	}
+	out := make([]apply.LinkChange, len(changes))
+	for i, c := range changes {
+		out[i] = apply.LinkChange{Type: c.Type, Path: c.Filename, Destination: c.Destination}
+	}
+	return out, nil
+}
+
+// Unmask removes the /dev/null links of masked units.
+func (m *Manager) Unmask(ctx context.Context, names []string) ([]apply.LinkChange, error) {
+	changes, err := m.conn.UnmaskUnitFilesContext(ctx, names, false)
+	if err != nil {
+		return nil, classify("unmask", names, m.socket, err)
+	}
+	out := make([]apply.LinkChange, len(changes))
+	for i, c := range changes {
+		out[i] = apply.LinkChange{Type: c.Type, Path: c.Filename, Destination: c.Destination}
+	}
+	return out, nil
+}
+
+// jobFunc is the shape of go-systemd's Start/Restart/StopUnitContext.
+type jobFunc func(ctx context.Context, name, mode string, ch chan<- string) (int, error)
+
+// Start starts a unit ("replace" mode) and waits for the job's result. A
+// result other than "done" is a *JobError with the unit's result, how its
+// main process ended and its last journal lines.
+func (m *Manager) Start(ctx context.Context, name string) error {
+	return m.job(ctx, "start", name, m.conn.StartUnitContext)
+}
+
+// Restart restarts a unit, or starts it if it is not running, and waits as
+// Start does. A oneshot service runs again.
+func (m *Manager) Restart(ctx context.Context, name string) error {
+	return m.job(ctx, "restart", name, m.conn.RestartUnitContext)
+}
+
+// Stop stops a unit and waits as Start does.
+func (m *Manager) Stop(ctx context.Context, name string) error {
+	return m.job(ctx, "stop", name, m.conn.StopUnitContext)
+}
+
+// job enqueues a job and waits for its result or for ctx to end. If ctx
+// ends first the job goes on in systemd; the error says so.
+func (m *Manager) job(ctx context.Context, op, name string, enqueue jobFunc) error {
+	// Buffered: go-systemd delivers results while holding the lock every
+	// other job needs, so a result nobody reads must not block it.
+	done := make(chan string, 1)
+	if _, err := enqueue(ctx, name, "replace", done); err != nil {
+		return classify(op, []string{name}, m.socket, err)
+	}
+	select {
+	case result := <-done:
+		if result == "done" {
+			return nil
+		}
+		return m.jobError(ctx, op, name, result)
+	case <-ctx.Done():
+		return &Error{Op: op, Units: []string{name},
+			Err: fmt.Errorf("gave up waiting for the job (it goes on in systemd): %w", ctx.Err())}
+	}
+}
+
+// Status reads a unit's state. The type-specific fields (Result, how the
+// main process ended) are filled for the unit types that have them; a unit
+// that systemd does not know has LoadState "not-found" and no error.
+func (m *Manager) Status(ctx context.Context, name string) (apply.UnitStatus, error) {
+	st := apply.UnitStatus{Name: name}
+	props, err := m.conn.GetUnitPropertiesContext(ctx, name)
+	if err != nil {
+		return st, classify("read the status of", []string{name}, m.socket, err)
+	}
+	st.LoadState, _ = props["LoadState"].(string)
+	st.ActiveState, _ = props["ActiveState"].(string)
+	st.SubState, _ = props["SubState"].(string)
+	st.UnitFileState, _ = props["UnitFileState"].(string)
+	st.NeedDaemonReload, _ = props["NeedDaemonReload"].(bool)
+	st.ActiveEnter = usecTime(props["ActiveEnterTimestamp"])
+	st.InactiveEnter = usecTime(props["InactiveEnterTimestamp"])
+	if st.LoadState == "not-found" {
+		return st, nil
+	}
+	if err := m.readResult(ctx, name, &st); err != nil {
+		return st, classify("read the status of", []string{name}, m.socket, err)
+	}
+	return st, nil
+}
+
+// readResult fills the fields that live on the unit type's own interface.
+func (m *Manager) readResult(ctx context.Context, name string, st *apply.UnitStatus) error {
+	iface := typeInterface(name)
+	if iface == "" {
+		return nil
+	}
+	p, err := m.conn.GetUnitTypePropertyContext(ctx, name, iface, "Result")
+	if err != nil {
+		return err
+	}
+	st.Result, _ = p.Value.Value().(string)
+	if iface != "Service" {
+		return nil
+	}
+	for _, f := range []struct {
+		prop string
+		dst  *int32
+	}{{"ExecMainCode", &st.ExecMainCode}, {"ExecMainStatus", &st.ExecMainStatus}} {
+		p, err := m.conn.GetServicePropertyContext(ctx, name, f.prop)
+		if err != nil {
+			return err
+		}
+		*f.dst, _ = p.Value.Value().(int32)
+	}
+	return nil
+}
+
+// typeInterface names the D-Bus interface, after org.freedesktop.systemd1.,
+// of the unit types that have a Result property; "" for the others
+// (targets, slices, devices).
+func typeInterface(name string) string {
+	i := strings.LastIndexByte(name, '.')
+	if i < 0 {
+		return ""
+	}
+	switch t := name[i+1:]; t {
+	case "service", "socket", "mount", "automount", "swap", "timer", "path", "scope":
+		return strings.ToUpper(t[:1]) + t[1:]
+	}
+	return ""
+}
+
+// usecTime converts one of systemd's timestamps, µs since the epoch with 0
+// for "never", to a time.Time, zero for never.
+func usecTime(v any) time.Time {
+	us, ok := v.(uint64)
+	if !ok || us == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(int64(us))
+}
