@@ -136,7 +136,7 @@ const (
 	hintUnitExists = "A file that is not a link has the name the link needs: remove it, " +
 		"or leave that unit out of the spec"
 	hintMasked   = "Unmask it (mask: false in the spec, or systemctl unmask) before enabling or starting it"
-	hintReadOnly = "systemd could not write the links under /etc/systemd/system. " +
+	hintReadOnly = "systemd could not make the links under /etc/systemd/system (nor the directories for them). " +
 		"Remount /etc read-write, or on an image-based system install through its writable " +
 		"configuration layer (or render the units into the image with --root)"
 )
@@ -162,6 +162,12 @@ func cause(socket string, err error) (error, string) {
 			return ErrNotAuthorized, hintNotAuthorized
 		case name == errAccessDenied, name == errAuthFailed, name == errEACCES, name == errEPERM:
 			return ErrAccessDenied, hintAccessDenied
+		case name == errNoSuchUnit && isLinkPath(msg):
+			// systemd makes a missing .wants directory, ignoring failure,
+			// then reports the link that could not be made as a unit file
+			// that "does not exist": on a read-only /etc, that is how the
+			// first enable fails.
+			return ErrReadOnly, hintReadOnly
 		case name == errNoSuchUnit, name == errLoadFailed && strings.Contains(msg, "not found"):
 			return ErrNoSuchUnit, hintNoSuchUnit
 		case name == errUnitMasked:
@@ -187,6 +193,17 @@ func cause(socket string, err error) (error, string) {
 		return ErrUnreachable, unreachableHint(socket)
 	}
 	return nil, ""
+}
+
+// isLinkPath tells whether a systemd message names a path inside a .wants,
+// .requires or .upholds directory: an enable link, never a unit file.
+func isLinkPath(msg string) bool {
+	for _, d := range []string{".wants/", ".requires/", ".upholds/"} {
+		if strings.Contains(msg, d) {
+			return true
+		}
+	}
+	return false
 }
 
 func unreachableHint(socket string) string {

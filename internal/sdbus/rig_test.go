@@ -1,0 +1,243 @@
+package sdbus_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hostprov/hostprov/internal/rig"
+	"github.com/hostprov/hostprov/internal/sdbus"
+)
+
+// dialEnv makes the test binary, started inside a rig, dial the socket it
+// names as the user it runs as, print the error (or "connected") and exit:
+// the only way to be a process that is not root inside the rig's
+// namespaces, where the private socket lives.
+const dialEnv = "HOSTPROV_SDBUS_TEST_DIAL"
+
+func TestMain(m *testing.M) {
+	if sock := os.Getenv(dialEnv); sock != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		mgr, err := sdbus.Dial(ctx, sock)
+		if err != nil {
+			fmt.Println(err)
+			if errors.Is(err, sdbus.ErrNotAuthorized) {
+				fmt.Println("cause: ErrNotAuthorized")
+			}
+			os.Exit(0)
+		}
+		mgr.Close()
+		fmt.Println("connected")
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// dial connects a Manager to the rig and has it read the rig's journal.
+func dial(ctx context.Context, t *testing.T, r *rig.Rig) *sdbus.Manager {
+	t.Helper()
+	m, err := sdbus.Dial(ctx, r.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	m.RunJournalctl = func(ctx context.Context, args ...string) ([]byte, error) {
+		out, err := r.Run(ctx, append([]string{"journalctl"}, args...)...)
+		return []byte(out), err
+	}
+	return m
+}
+
+// TestDialUnreachable: no socket, and a socket nobody listens on, both say
+// where hostprov looked and how to point it elsewhere. No rig needed.
+func TestDialUnreachable(t *testing.T) {
+	dir := t.TempDir()
+	dead := filepath.Join(dir, "dead.sock")
+	l, err := net.Listen("unix", dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Closing a unix listener in Go removes its file; keep it, so that
+	// connecting is refused rather than "no such file".
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close()
+	for _, sock := range []string{filepath.Join(dir, "none.sock"), dead} {
+		_, err := sdbus.Dial(testContext(t), sock)
+		if !errors.Is(err, sdbus.ErrUnreachable) {
+			t.Errorf("Dial(%s): %v; want ErrUnreachable", sock, err)
+			continue
+		}
+		for _, want := range []string{"systemd is not reachable", "Nothing answers at " + sock, "is systemd running as PID 1?", "/run/systemd/private", "--systemd-socket"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("Dial(%s): %q lacks %q", sock, err, want)
+			}
+		}
+	}
+}
+
+// TestDialNotRoot runs a process that is not root inside a rig and has it
+// dial systemd's private socket: once as systemd makes it (root's alone,
+// mode 0700: connect fails with EACCES) and once opened to everyone (then
+// systemd itself hangs up on a caller that is not root). Both must read as
+// "not authorized: run as root".
+func TestDialNotRoot(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	r := rig.Start(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(r.Root, "opt/sdbus.test")
+	if err := copyFile(self, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	asNobody := []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+		"env", dialEnv + "=" + sdbus.PrivateSocket, "/opt/sdbus.test"}
+
+	out, err := r.Run(ctx, asNobody...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("socket mode 0700: %s", out)
+	for _, want := range []string{"not authorized", "Only root may use systemd's private socket /run/systemd/private: run hostprov as root", "cause: ErrNotAuthorized"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dial as nobody: %q lacks %q", out, want)
+		}
+	}
+
+	if _, err := r.Run(ctx, "chmod", "0777", sdbus.PrivateSocket); err != nil {
+		t.Fatal(err)
+	}
+	out, err = r.Run(ctx, asNobody...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("socket mode 0777: %s", out)
+	for _, want := range []string{"not authorized", "from root only: run hostprov as root", "cause: ErrNotAuthorized"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dial as nobody through an open socket: %q lacks %q", out, want)
+		}
+	}
+	// And root, the same way, is let in: the test proves the uid is what
+	// systemd refuses, not the way in.
+	out, err = r.Run(ctx, "env", dialEnv+"="+sdbus.PrivateSocket, "/opt/sdbus.test")
+	if err != nil || strings.TrimSpace(out) != "connected" {
+		t.Errorf("dial as root inside the rig: %q, %v; want connected", out, err)
+	}
+}
+
+// TestRefusals provokes systemd's refusals in a rig and checks each one's
+// classification and advice.
+func TestRefusals(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	r := rig.Start(t)
+	m := dial(ctx, t, r)
+
+	unit := "[Service]\nType=oneshot\nExecStart=/bin/true\n\n[Install]\nWantedBy=multi-user.target\n"
+	for _, name := range []string{"plain.service", "to-mask.service"} {
+		if err := r.WriteUnit(name, []byte(unit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Its .wants directory exists already, unlike multi-user.target's:
+	// systemd fails differently in the two cases.
+	if err := r.WriteUnit("timers.target.wants/.keep", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteUnit("timed.service", []byte(strings.Replace(unit, "multi-user.target", "timers.target", 1))); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	check := func(what string, err, cause error, want ...string) {
+		t.Helper()
+		if !errors.Is(err, cause) {
+			t.Errorf("%s: %v; want cause %v", what, err, cause)
+			return
+		}
+		t.Logf("%s: %v", what, err)
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q lacks %q", what, err, w)
+			}
+		}
+	}
+
+	err := m.Start(ctx, "no-such.service")
+	check("start a unit without a file", err, sdbus.ErrNoSuchUnit, "start no-such.service: no such unit", "daemon-reload")
+	_, err = m.Enable(ctx, []string{"no-such.service"})
+	check("enable a unit without a file", err, sdbus.ErrNoSuchUnit, "enable no-such.service: no such unit")
+
+	// Masking a unit whose file is in /etc would have to replace the file.
+	_, err = m.Mask(ctx, []string{"plain.service"})
+	check("mask a unit file", err, sdbus.ErrUnitExists, "mask plain.service: a unit file is in the way")
+	if data, err := os.ReadFile(filepath.Join(r.UnitDir, "plain.service")); err != nil || string(data) != unit {
+		t.Errorf("mask touched the unit file: %q, %v", data, err)
+	}
+
+	// A masked unit cannot start. to-mask.service's file moves to /run, so
+	// that the mask link in /etc has room.
+	if err := os.MkdirAll(filepath.Join(r.Root, "run/systemd/system"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(r.UnitDir, "to-mask.service"), filepath.Join(r.Root, "run/systemd/system/to-mask.service")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Mask(ctx, []string{"to-mask.service"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err = m.Start(ctx, "to-mask.service")
+	check("start a masked unit", err, sdbus.ErrMasked, "start to-mask.service: unit is masked", "Unmask it")
+
+	// A read-only /etc: enabling cannot make its link.
+	if _, err := r.Run(ctx, "mount", "-o", "bind,ro", "/etc/systemd/system", "/etc/systemd/system"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Enable(ctx, []string{"plain.service"})
+	check("enable with /etc read-only, no .wants directory", err, sdbus.ErrReadOnly, "enable plain.service: the unit directory is read-only", "Remount /etc read-write")
+	_, err = m.Enable(ctx, []string{"timed.service"})
+	check("enable with /etc read-only", err, sdbus.ErrReadOnly, "enable timed.service: the unit directory is read-only")
+	for _, link := range []string{"multi-user.target.wants/plain.service", "timers.target.wants/timed.service"} {
+		if _, err := os.Lstat(filepath.Join(r.UnitDir, link)); err == nil {
+			t.Errorf("enable made %s in a read-only directory", link)
+		}
+	}
+}
+
+func copyFile(src, dst string, mode os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
