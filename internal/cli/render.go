@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -89,74 +91,175 @@ func plural(n int, word string) string {
 	return fmt.Sprintf("%d %ss", n, word)
 }
 
-// Output formats of render.
-const (
-	formatIgnition = "ignition"
-	formatUnits    = "units"
-	formatDir      = "dir"
-)
+// renderFlags are the flags of render that only some formats take.
+type renderFlags struct {
+	out             string
+	pretty          bool
+	ignitionVersion string
+}
+
+// outputFormat is one output of render. check looks at the flags before the
+// spec is read, so that a usage mistake writes nothing; write emits the
+// units. flags are the format-specific flags (by name) the format takes:
+// giving one to another format is a usage error that says which take it.
+type outputFormat struct {
+	name  string
+	help  string
+	flags []string
+	check func(f *renderFlags) error
+	write func(w io.Writer, f *renderFlags, us []render.Unit) error
+}
+
+// formatSpecificFlags are the flags render refuses for a format that does
+// not list them. --pretty is not among them: it has always been accepted
+// (and ignored) by the formats that are not JSON.
+var formatSpecificFlags = []string{"out", "ignition-version"}
+
+// outputFormats are render's outputs, the default first.
+var outputFormats = []outputFormat{
+	{
+		name:  "ignition",
+		help:  "an Ignition config (--ignition-version, default " + render.DefaultIgnitionVersion + ") on standard output",
+		flags: []string{"ignition-version"},
+		check: func(f *renderFlags) error {
+			_, err := f.ignitionOptions().Resolve()
+			return optionError(err)
+		},
+		write: func(w io.Writer, f *renderFlags, us []render.Unit) error {
+			b, err := render.Ignition(us, f.ignitionOptions())
+			if err != nil {
+				return failure("building the Ignition config: %v", err)
+			}
+			return write(w, b)
+		},
+	},
+	{
+		name: "units",
+		help: `every unit file after a "# NAME" line, to read`,
+		write: func(w io.Writer, _ *renderFlags, us []render.Unit) error {
+			return write(w, render.Text(us))
+		},
+	},
+	{
+		name:  "dir",
+		help:  "unit files and NAME.d/ drop-ins under --out DIR",
+		flags: []string{"out"},
+		check: func(f *renderFlags) error {
+			if f.out == "" {
+				return invalid("--format dir needs --out DIR, the directory to write the units to")
+			}
+			return nil
+		},
+		write: func(_ io.Writer, f *renderFlags, us []render.Unit) error {
+			if err := render.WriteDir(f.out, us); err != nil {
+				return failure("writing units: %v", err)
+			}
+			return nil
+		},
+	},
+}
+
+func (f *renderFlags) ignitionOptions() render.IgnitionOptions {
+	return render.IgnitionOptions{Version: f.ignitionVersion, Pretty: f.pretty}
+}
+
+// optionError turns an output option that cannot be met into a usage error.
+func optionError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return invalid("%v", err)
+}
+
+func write(w io.Writer, b []byte) error {
+	if _, err := w.Write(b); err != nil {
+		return failure("%v", err)
+	}
+	return nil
+}
+
+func formatNames() []string {
+	names := make([]string, len(outputFormats))
+	for i, f := range outputFormats {
+		names[i] = f.name
+	}
+	return names
+}
+
+// orList joins words as "a, b or c".
+func orList(words []string) string {
+	if len(words) <= 1 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
+
+// checkFormatFlags refuses a format-specific flag the format does not take.
+func checkFormatFlags(c *cobra.Command, format outputFormat) error {
+	for _, name := range formatSpecificFlags {
+		if !c.Flags().Changed(name) || slices.Contains(format.flags, name) {
+			continue
+		}
+		var takers []string
+		for _, f := range outputFormats {
+			if slices.Contains(f.flags, name) {
+				takers = append(takers, f.name)
+			}
+		}
+		return invalid("--%s is only for --format %s; --format %s does not use it", name, orList(takers), format.name)
+	}
+	return nil
+}
 
 func newRender() *cobra.Command {
 	var (
 		sf     specFlags
 		format string
-		out    string
-		pretty bool
+		rf     renderFlags
 	)
+	var help strings.Builder
+	for _, f := range outputFormats {
+		fmt.Fprintf(&help, "  --format %-9s %s\n", f.name, f.help)
+	}
 	c := &cobra.Command{
-		Use:   "render [-f FILE] [--format ignition|units|dir] [--out DIR]",
-		Short: "Render a hook spec to an Ignition config, a unit listing or a unit directory",
+		Use:   "render [-f FILE] [--format " + strings.Join(formatNames(), "|") + "] [--out DIR]",
+		Short: "Render a hook spec to instance user data, a unit listing or a unit directory",
 		Long: `Render reads a hook spec, checks it, and writes its units:
 
-  --format ignition   an Ignition config (spec ` + render.IgnitionVersion + `) on standard output (the default)
-  --format units      every unit file after a "# NAME" line, to read
-  --format dir        unit files and NAME.d/ drop-ins under --out DIR
+` + help.String() + `
+Ignition spec versions: ` + strings.Join(render.IgnitionVersions(), ", ") + `.
 
 Nothing is written when the spec has an error.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			switch format {
-			case formatIgnition, formatUnits:
-				if out != "" {
-					return invalid("--out is only for --format dir; --format %s writes to standard output", format)
+			i := slices.IndexFunc(outputFormats, func(f outputFormat) bool { return f.name == format })
+			if i < 0 {
+				return invalid("unknown --format %q: use %s", format, orList(formatNames()))
+			}
+			of := outputFormats[i]
+			if err := checkFormatFlags(c, of); err != nil {
+				return err
+			}
+			if of.check != nil {
+				if err := of.check(&rf); err != nil {
+					return err
 				}
-			case formatDir:
-				if out == "" {
-					return invalid("--format dir needs --out DIR, the directory to write the units to")
-				}
-			default:
-				return invalid("unknown --format %q: use ignition, units or dir", format)
 			}
 			us, err := sf.load(c)
 			if err != nil {
 				return err
 			}
-			switch format {
-			case formatUnits:
-				_, err = c.OutOrStdout().Write(render.Text(us))
-			case formatDir:
-				if err := render.WriteDir(out, us); err != nil {
-					return failure("writing units: %v", err)
-				}
-			default:
-				var b []byte
-				if b, err = render.Ignition(us, pretty); err != nil {
-					return failure("building the Ignition config: %v", err)
-				}
-				_, err = c.OutOrStdout().Write(b)
-			}
-			if err != nil {
-				return failure("%v", err)
-			}
-			return nil
+			return of.write(c.OutOrStdout(), &rf, us)
 		},
 	}
 	sf.register(c)
-	c.Flags().StringVar(&format, "format", formatIgnition, "output format: ignition, units or dir")
-	c.Flags().StringVarP(&out, "out", "o", "", "directory to write to, for --format dir")
-	c.Flags().BoolVar(&pretty, "pretty", false, "indent the Ignition JSON")
-	c.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(
-		[]string{formatIgnition, formatUnits, formatDir}, cobra.ShellCompDirectiveNoFileComp))
+	c.Flags().StringVar(&format, "format", outputFormats[0].name, "output format: "+orList(formatNames()))
+	c.Flags().StringVarP(&rf.out, "out", "o", "", "directory to write to, for --format dir")
+	c.Flags().BoolVar(&rf.pretty, "pretty", false, "indent the Ignition JSON")
+	c.Flags().StringVar(&rf.ignitionVersion, "ignition-version", "",
+		"Ignition spec version, for --format ignition (default "+render.DefaultIgnitionVersion+"): "+strings.Join(render.IgnitionVersions(), ", "))
+	c.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(formatNames(), cobra.ShellCompDirectiveNoFileComp))
+	c.RegisterFlagCompletionFunc("ignition-version", cobra.FixedCompletions(render.IgnitionVersions(), cobra.ShellCompDirectiveNoFileComp))
 	return c
 }
 

@@ -90,7 +90,7 @@ func BenchmarkIgnition(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				us, _ := render.Build("bench.yaml", spec)
-				if _, err := render.Ignition(us, false); err != nil {
+				if _, err := render.Ignition(us, render.IgnitionOptions{}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -2,19 +2,12 @@ package render
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 
-	ign "github.com/coreos/ignition/v2/config/v3_4/types"
-
 	"github.com/hostprov/hostprov/internal/fsutil"
 )
-
-// IgnitionVersion is the Ignition spec version Ignition emits: the newest
-// that both Fedora CoreOS and Flatcar accept.
-const IgnitionVersion = "3.4.0"
 
 // Text lists the units for a person to read: each unit file after a
 // "# NAME" line, each drop-in after "# NAME.d/FILE". A masked unit or one
@@ -114,83 +107,4 @@ func WriteDir(dir string, us []Unit) error {
 		}
 	}
 	return nil
-}
-
-// Ignition returns an Ignition config (spec IgnitionVersion) that installs
-// the units: contents, enabled, mask and drop-ins as Ignition means them.
-// The JSON is compact unless pretty is set, and ends with a newline.
-func Ignition(us []Unit, pretty bool) ([]byte, error) {
-	cfg := ign.Config{Ignition: ign.Ignition{Version: IgnitionVersion}}
-	for _, u := range us {
-		iu := ign.Unit{Name: u.Name, Enabled: u.Enabled}
-		if u.Contents != nil && !u.Mask {
-			iu.Contents = strPtr(string(u.Contents))
-		}
-		if u.Mask {
-			t := true
-			iu.Mask = &t
-			iu.Enabled = nil // Ignition refuses to enable a masked unit
-		}
-		for _, d := range u.Dropins {
-			iu.Dropins = append(iu.Dropins, ign.Dropin{Name: d.Name, Contents: strPtr(string(d.Contents))})
-		}
-		cfg.Systemd.Units = append(cfg.Systemd.Units, iu)
-	}
-	return marshalPruned(cfg, pretty)
-}
-
-func strPtr(s string) *string { return &s }
-
-// marshalPruned marshals v as JSON without the empty objects and lists that
-// encoding/json keeps for struct fields ("storage": {}), as Butane's output
-// has none: the same config, fewer bytes of user data.
-func marshalPruned(v any, pretty bool) ([]byte, error) {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var tree any
-	if err := json.Unmarshal(raw, &tree); err != nil {
-		return nil, err
-	}
-	tree = prune(tree)
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if pretty {
-		enc.SetIndent("", "  ")
-	}
-	if err := enc.Encode(tree); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-func prune(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, x := range t {
-			x = prune(x)
-			if isEmpty(x) {
-				delete(t, k)
-			} else {
-				t[k] = x
-			}
-		}
-	case []any:
-		for i := range t {
-			t[i] = prune(t[i])
-		}
-	}
-	return v
-}
-
-func isEmpty(v any) bool {
-	switch t := v.(type) {
-	case map[string]any:
-		return len(t) == 0
-	case []any:
-		return len(t) == 0
-	}
-	return false
 }

@@ -63,7 +63,7 @@ func TestGolden(t *testing.T) {
 			us := build(t, path)
 			dir := filepath.Join("..", "..", "testdata", "golden")
 			golden.Check(t, filepath.Join(dir, name+".units"), render.Text(us))
-			ign, err := render.Ignition(us, true)
+			ign, err := render.Ignition(us, render.IgnitionOptions{Pretty: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,7 +104,7 @@ func TestSameBytes(t *testing.T) {
 			})
 			compareFiles(t, "dir", want, got)
 
-			ign, err := render.Ignition(us, false)
+			ign, err := render.Ignition(us, render.IgnitionOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -192,7 +192,7 @@ hooks:
 	if diags.HasErrors(true) {
 		t.Fatal(diags)
 	}
-	ign, err := render.Ignition(us, false)
+	ign, err := render.Ignition(us, render.IgnitionOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,341 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	v30 "github.com/coreos/ignition/v2/config/v3_0/types"
+	v31 "github.com/coreos/ignition/v2/config/v3_1/types"
+	v32 "github.com/coreos/ignition/v2/config/v3_2/types"
+	v33 "github.com/coreos/ignition/v2/config/v3_3/types"
+	v34 "github.com/coreos/ignition/v2/config/v3_4/types"
+	v35 "github.com/coreos/ignition/v2/config/v3_5/types"
+
+	"github.com/hostprov/hostprov/pkg/units"
+)
+
+// DefaultIgnitionVersion is the Ignition spec version emitted when none is
+// asked for: the newest that both Fedora CoreOS and Flatcar accept.
+const DefaultIgnitionVersion = "3.4.0"
+
+// ignitionSpecs are the Ignition spec versions hostprov emits, oldest
+// first. Each builds its config with that version's own Go types, so the
+// JSON has exactly that version's field names and shape.
+//
+// What hostprov emits is systemd.units[] with name, contents, enabled, mask
+// and dropins[] (name, contents). Every one of them is in the schema of
+// every version from 3.0.0 to 3.5.0 (config/v3_*/schema/ignition.json of
+// Ignition v2.24.0 define the unit and drop-in objects identically, and
+// their Unit and Dropin validation is the same code), so no spec is too new
+// for an old version and Ignition refuses none of them for its version.
+// When a later Ignition version adds a unit feature hostprov uses, the
+// check for it belongs here, with an error naming the lowest version that
+// has it.
+var ignitionSpecs = []struct {
+	version string
+	config  func(us []ignUnit) any
+}{
+	{v30.MaxVersion.String(), func(us []ignUnit) any {
+		return v30.Config{Ignition: v30.Ignition{Version: v30.MaxVersion.String()}, Systemd: v30.Systemd{Units: convertUnits(us,
+			func(u ignUnit, ds []v30.Dropin) v30.Unit {
+				return v30.Unit{Name: u.name, Contents: u.contents, Enabled: u.enabled, Mask: u.mask, Dropins: ds}
+			},
+			func(d ignDropin) v30.Dropin { return v30.Dropin{Name: d.name, Contents: d.contents} })}}
+	}},
+	{v31.MaxVersion.String(), func(us []ignUnit) any {
+		return v31.Config{Ignition: v31.Ignition{Version: v31.MaxVersion.String()}, Systemd: v31.Systemd{Units: convertUnits(us,
+			func(u ignUnit, ds []v31.Dropin) v31.Unit {
+				return v31.Unit{Name: u.name, Contents: u.contents, Enabled: u.enabled, Mask: u.mask, Dropins: ds}
+			},
+			func(d ignDropin) v31.Dropin { return v31.Dropin{Name: d.name, Contents: d.contents} })}}
+	}},
+	{v32.MaxVersion.String(), func(us []ignUnit) any {
+		return v32.Config{Ignition: v32.Ignition{Version: v32.MaxVersion.String()}, Systemd: v32.Systemd{Units: convertUnits(us,
+			func(u ignUnit, ds []v32.Dropin) v32.Unit {
+				return v32.Unit{Name: u.name, Contents: u.contents, Enabled: u.enabled, Mask: u.mask, Dropins: ds}
+			},
+			func(d ignDropin) v32.Dropin { return v32.Dropin{Name: d.name, Contents: d.contents} })}}
+	}},
+	{v33.MaxVersion.String(), func(us []ignUnit) any {
+		return v33.Config{Ignition: v33.Ignition{Version: v33.MaxVersion.String()}, Systemd: v33.Systemd{Units: convertUnits(us,
+			func(u ignUnit, ds []v33.Dropin) v33.Unit {
+				return v33.Unit{Name: u.name, Contents: u.contents, Enabled: u.enabled, Mask: u.mask, Dropins: ds}
+			},
+			func(d ignDropin) v33.Dropin { return v33.Dropin{Name: d.name, Contents: d.contents} })}}
+	}},
+	{v34.MaxVersion.String(), func(us []ignUnit) any {
+		return v34.Config{Ignition: v34.Ignition{Version: v34.MaxVersion.String()}, Systemd: v34.Systemd{Units: convertUnits(us,
+			func(u ignUnit, ds []v34.Dropin) v34.Unit {
+				return v34.Unit{Name: u.name, Contents: u.contents, Enabled: u.enabled, Mask: u.mask, Dropins: ds}
+			},
+			func(d ignDropin) v34.Dropin { return v34.Dropin{Name: d.name, Contents: d.contents} })}}
+	}},
+	{v35.MaxVersion.String(), func(us []ignUnit) any {
+		return v35.Config{Ignition: v35.Ignition{Version: v35.MaxVersion.String()}, Systemd: v35.Systemd{Units: convertUnits(us,
+			func(u ignUnit, ds []v35.Dropin) v35.Unit {
+				return v35.Unit{Name: u.name, Contents: u.contents, Enabled: u.enabled, Mask: u.mask, Dropins: ds}
+			},
+			func(d ignDropin) v35.Dropin { return v35.Dropin{Name: d.name, Contents: d.contents} })}}
+	}},
+}
+
+// IgnitionVersions returns the Ignition spec versions Ignition can emit,
+// oldest first ("3.0.0" … "3.5.0").
+func IgnitionVersions() []string {
+	vs := make([]string, len(ignitionSpecs))
+	for i, s := range ignitionSpecs {
+		vs[i] = s.version
+	}
+	return vs
+}
+
+// IgnitionOptions say how to write an Ignition config. The zero value
+// asks for DefaultIgnitionVersion, compact.
+type IgnitionOptions struct {
+	// Version is the Ignition spec version, one of IgnitionVersions;
+	// empty means DefaultIgnitionVersion.
+	Version string
+	// Pretty indents the JSON.
+	Pretty bool
+}
+
+// Resolve returns the options with the defaults filled in, or an
+// *OptionError when the version is not one hostprov emits.
+func (o IgnitionOptions) Resolve() (IgnitionOptions, error) {
+	if o.Version == "" {
+		o.Version = DefaultIgnitionVersion
+	}
+	if ignitionSpec(o.Version) < 0 {
+		return o, &OptionError{Option: "ignition-version",
+			Msg: fmt.Sprintf("unknown Ignition spec version %q: use one of %s", o.Version, strings.Join(IgnitionVersions(), ", "))}
+	}
+	return o, nil
+}
+
+func ignitionSpec(version string) int {
+	for i, s := range ignitionSpecs {
+		if s.version == version {
+			return i
+		}
+	}
+	return -1
+}
+
+// OptionError is an output option that cannot be met: an unknown version
+// or variant, or a combination no tool can translate. It is a mistake in
+// what was asked for, not in the spec or the units.
+type OptionError struct {
+	Option string // the option's name, as the command line spells it
+	Msg    string
+}
+
+func (e *OptionError) Error() string { return e.Msg }
+
+// Ignition returns an Ignition config that installs the units, built with
+// the Go types of the spec version opts asks for: each unit goes to
+// systemd.units[] with its contents, enabled, mask and drop-ins as Ignition
+// means them (see ignitionUnits). The JSON is compact unless opts.Pretty,
+// has no empty objects or lists, and ends with a newline. The error is an
+// *OptionError for options that cannot be met, and says which unit is at
+// fault for contents JSON cannot carry.
+func Ignition(us []Unit, opts IgnitionOptions) ([]byte, error) {
+	opts, err := opts.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	ius, err := ignitionUnits(us)
+	if err != nil {
+		return nil, err
+	}
+	return marshalPruned(ignitionSpecs[ignitionSpec(opts.Version)].config(ius), opts.Pretty)
+}
+
+// ignUnit is what Ignition is told about one unit, the same in every spec
+// version; each version's own types carry it into JSON.
+type ignUnit struct {
+	name     string
+	contents *string
+	enabled  *bool
+	mask     *bool
+	dropins  []ignDropin
+}
+
+type ignDropin struct {
+	name     string
+	contents *string
+}
+
+// ignitionUnits says what Ignition is to do with each unit. Both the
+// Ignition and the Butane output are made from it, so that Butane
+// translates to the same config.
+//
+//   - contents: the unit file, byte for byte; none for a unit that only gets
+//     drop-ins, is only enabled or disabled, or is masked.
+//   - mask: true for a masked unit. It keeps enabled: false (Ignition then
+//     also disables the unit, as Butane writes it) but never enabled: true,
+//     which would contradict the mask.
+//   - enabled: as the spec says, except that enabled: true is left out when
+//     enabling cannot do anything: the unit file given here has no [Install]
+//     entries (for an instance without a file of its own, its template's
+//     file). systemctl enable then only says the unit "has no installation
+//     config", and Ignition warns about it when it parses the config
+//     (NoInstallSection). The render pipeline has told the user already
+//     (checkInstall, fatal under --strict), so the output stays free of a
+//     warning that says nothing new. A unit file that is not given here
+//     (a unit of the image) is enabled as asked.
+//
+// Contents must be valid UTF-8: JSON strings cannot carry anything else, and
+// encoding/json would replace the bytes silently.
+func ignitionUnits(us []Unit) ([]ignUnit, error) {
+	files := make(map[string][]byte, len(us))
+	for _, u := range us {
+		if u.Contents != nil && !u.Mask {
+			files[u.Name] = u.Contents
+		}
+	}
+	out := make([]ignUnit, 0, len(us))
+	for _, u := range us {
+		iu := ignUnit{name: u.Name, enabled: u.Enabled}
+		if u.Contents != nil && !u.Mask {
+			s, err := utf8String(u.Name, u.Contents)
+			if err != nil {
+				return nil, err
+			}
+			iu.contents = &s
+		}
+		if u.Mask {
+			iu.mask = boolPtr(true)
+			if u.Enabled != nil && *u.Enabled {
+				iu.enabled = nil
+			}
+		}
+		if iu.enabled != nil && *iu.enabled {
+			if f, ok := installFile(u.Name, files); ok && !hasInstallEntries(f) {
+				iu.enabled = nil
+			}
+		}
+		for _, d := range u.Dropins {
+			s, err := utf8String(u.Name+".d/"+d.Name, d.Contents)
+			if err != nil {
+				return nil, err
+			}
+			iu.dropins = append(iu.dropins, ignDropin{name: d.Name, contents: &s})
+		}
+		out = append(out, iu)
+	}
+	return out, nil
+}
+
+func utf8String(name string, b []byte) (string, error) {
+	if !utf8.Valid(b) {
+		return "", fmt.Errorf("%s: contents are not valid UTF-8, which Ignition's JSON cannot carry", name)
+	}
+	return string(b), nil
+}
+
+// installFile returns the file whose [Install] section systemctl enable
+// reads for the unit: its own, or, for an instance (name@inst.type) without
+// one, its template's (name@.type). ok is false when the file is not among
+// the units, so what it says is not known here.
+func installFile(name string, files map[string][]byte) ([]byte, bool) {
+	if f, ok := files[name]; ok {
+		return f, true
+	}
+	at := strings.IndexByte(name, '@')
+	typ := units.Type(name)
+	if at < 0 || typ == "" || strings.HasSuffix(name, "@."+typ) {
+		return nil, false
+	}
+	f, ok := files[name[:at]+"@."+typ]
+	return f, ok
+}
+
+// hasInstallEntries reports whether a unit file has an [Install] section
+// with at least one entry, which is what Ignition looks for (an empty
+// section gives no unit options). A file that does not parse (never the case
+// for rendered units) counts as having one, so that enabled stays as asked.
+func hasInstallEntries(contents []byte) bool {
+	f, err := units.Parse(contents)
+	if err != nil {
+		return true
+	}
+	s := f.Section(units.SectionInstall)
+	return s != nil && len(s.Entries) > 0
+}
+
+func boolPtr(b bool) *bool { return &b }
+
+// convertUnits turns the version-neutral units into one version's types.
+func convertUnits[U, D any](us []ignUnit, unit func(ignUnit, []D) U, dropin func(ignDropin) D) []U {
+	out := make([]U, 0, len(us))
+	for _, u := range us {
+		var ds []D
+		for _, d := range u.dropins {
+			ds = append(ds, dropin(d))
+		}
+		out = append(out, unit(u, ds))
+	}
+	return out
+}
+
+// marshalPruned marshals v as JSON without the empty objects and lists that
+// encoding/json keeps for struct fields ("storage": {}), and without the
+// nulls of pointer fields that have no omitempty (3.0.0's
+// "config": {"replace": {"source": null}}), as Butane's output has none:
+// the same config to Ignition, fewer bytes of user data. Object keys come out
+// sorted, so the bytes depend only on the config.
+func marshalPruned(v any, pretty bool) ([]byte, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var tree any
+	if err := json.Unmarshal(raw, &tree); err != nil {
+		return nil, err
+	}
+	tree = prune(tree)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if pretty {
+		enc.SetIndent("", "  ")
+	}
+	if err := enc.Encode(tree); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func prune(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, x := range t {
+			x = prune(x)
+			if isEmpty(x) {
+				delete(t, k)
+			} else {
+				t[k] = x
+			}
+		}
+	case []any:
+		for i := range t {
+			t[i] = prune(t[i])
+		}
+	}
+	return v
+}
+
+func isEmpty(v any) bool {
+	switch t := v.(type) {
+	case map[string]any:
+		return len(t) == 0
+	case []any:
+		return len(t) == 0
+	case nil:
+		return true
+	}
+	return false
+}

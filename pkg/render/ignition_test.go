@@ -1,0 +1,308 @@
+package render_test
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	v30 "github.com/coreos/ignition/v2/config/v3_0"
+	v31 "github.com/coreos/ignition/v2/config/v3_1"
+	v32 "github.com/coreos/ignition/v2/config/v3_2"
+	v33 "github.com/coreos/ignition/v2/config/v3_3"
+	v34 "github.com/coreos/ignition/v2/config/v3_4"
+	v35 "github.com/coreos/ignition/v2/config/v3_5"
+	"github.com/coreos/vcontext/report"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hostprov/hostprov/pkg/render"
+)
+
+// ignitionParsers are Ignition's own parsers, one per spec version, each
+// returning the config's systemd section as JSON.
+var ignitionParsers = map[string]func([]byte) ([]byte, report.Report, error){
+	"3.0.0": parseWith(v30.Parse),
+	"3.1.0": parseWith(v31.Parse),
+	"3.2.0": parseWith(v32.Parse),
+	"3.3.0": parseWith(v33.Parse),
+	"3.4.0": parseWith(v34.Parse),
+	"3.5.0": parseWith(v35.Parse),
+}
+
+func parseWith[C any](parse func([]byte) (C, report.Report, error)) func([]byte) ([]byte, report.Report, error) {
+	return func(b []byte) ([]byte, report.Report, error) {
+		cfg, rpt, err := parse(b)
+		if err != nil {
+			return nil, rpt, err
+		}
+		j, err := json.Marshal(cfg)
+		return j, rpt, err
+	}
+}
+
+// ignSystemd is the part of an Ignition config hostprov writes, the same in
+// every spec version.
+type ignSystemd struct {
+	Ignition struct {
+		Version string `json:"version"`
+	} `json:"ignition"`
+	Systemd struct {
+		Units []ignUnit `json:"units"`
+	} `json:"systemd"`
+}
+
+type ignUnit struct {
+	Name     string      `json:"name"`
+	Enabled  *bool       `json:"enabled,omitempty"`
+	Mask     *bool       `json:"mask,omitempty"`
+	Contents *string     `json:"contents,omitempty"`
+	Dropins  []ignDropin `json:"dropins,omitempty"`
+}
+
+type ignDropin struct {
+	Name     string  `json:"name"`
+	Contents *string `json:"contents,omitempty"`
+}
+
+// parseIgnition parses an Ignition config with the parser of its version,
+// fails the test on any error or warning, and returns its units.
+func parseIgnition(t *testing.T, version string, ign []byte) ignSystemd {
+	t.Helper()
+	parse := ignitionParsers[version]
+	if parse == nil {
+		t.Fatalf("no parser for Ignition %s", version)
+	}
+	j, rpt, err := parse(ign)
+	if err != nil {
+		t.Fatalf("Ignition %s's parser refuses the config: %v\n%s\n%s", version, err, rpt, ign)
+	}
+	if len(rpt.Entries) > 0 {
+		t.Fatalf("Ignition %s's parser reports:\n%s", version, rpt)
+	}
+	var cfg ignSystemd
+	if err := json.Unmarshal(j, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Ignition.Version != version {
+		t.Fatalf("config has version %q, want %q", cfg.Ignition.Version, version)
+	}
+	return cfg
+}
+
+func (c ignSystemd) files() map[string]string {
+	files := map[string]string{}
+	for _, u := range c.Systemd.Units {
+		if u.Contents != nil {
+			files[u.Name] = *u.Contents
+		}
+		for _, d := range u.Dropins {
+			files[u.Name+".d/"+d.Name] = *d.Contents
+		}
+	}
+	return files
+}
+
+func TestIgnitionVersionsList(t *testing.T) {
+	want := []string{"3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0", "3.5.0"}
+	if diff := cmp.Diff(want, render.IgnitionVersions()); diff != "" {
+		t.Errorf("IgnitionVersions (-want +got):\n%s", diff)
+	}
+	if !slices.Contains(render.IgnitionVersions(), render.DefaultIgnitionVersion) {
+		t.Errorf("the default %s is not a supported version", render.DefaultIgnitionVersion)
+	}
+	for _, v := range render.IgnitionVersions() {
+		if ignitionParsers[v] == nil {
+			t.Errorf("the tests have no parser for Ignition %s", v)
+		}
+	}
+}
+
+// TestIgnitionEveryVersion renders every golden spec at every Ignition
+// version and parses it with that version's own parser: no error, no
+// warning, and unit files byte-identical to the rendered units.
+func TestIgnitionEveryVersion(t *testing.T) {
+	for name, path := range goldenSpecs(t) {
+		us := build(t, path)
+		want := map[string]string{}
+		for _, f := range render.Files(us) {
+			want[f.Path] = string(f.Contents)
+		}
+		for _, v := range render.IgnitionVersions() {
+			t.Run(name+"/"+v, func(t *testing.T) {
+				for _, pretty := range []bool{false, true} {
+					ign, err := render.Ignition(us, render.IgnitionOptions{Version: v, Pretty: pretty})
+					if err != nil {
+						t.Fatal(err)
+					}
+					compareFiles(t, "ignition "+v, want, parseIgnition(t, v, ign).files())
+				}
+			})
+		}
+	}
+}
+
+// TestIgnitionVersionsDifferOnlyInVersion: the unit features hostprov uses
+// are the same in every version, so the configs differ in the version
+// field only.
+func TestIgnitionVersionsDifferOnlyInVersion(t *testing.T) {
+	for name, path := range goldenSpecs(t) {
+		us := build(t, path)
+		base, err := render.Ignition(us, render.IgnitionOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range render.IgnitionVersions() {
+			ign, err := render.Ignition(us, render.IgnitionOptions{Version: v})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Replace(string(ign), `"version":"`+v+`"`, `"version":"`+render.DefaultIgnitionVersion+`"`, 1)
+			if got != string(base) {
+				t.Errorf("%s: Ignition %s differs from %s in more than the version:\n%s\n%s", name, v, render.DefaultIgnitionVersion, ign, base)
+			}
+		}
+	}
+}
+
+func TestIgnitionOptions(t *testing.T) {
+	got, err := render.IgnitionOptions{}.Resolve()
+	if err != nil || got.Version != render.DefaultIgnitionVersion || got.Pretty {
+		t.Errorf("zero options resolve to %+v, %v", got, err)
+	}
+	for _, bad := range []string{"3.6.0", "3.6.0-experimental", "2.3.0", "3.4", "v3.4.0", "latest"} {
+		_, err := render.Ignition(nil, render.IgnitionOptions{Version: bad})
+		var oe *render.OptionError
+		if !errors.As(err, &oe) || oe.Option != "ignition-version" {
+			t.Errorf("version %q: got %v, want an *OptionError for ignition-version", bad, err)
+			continue
+		}
+		want := `unknown Ignition spec version "` + bad + `": use one of 3.0.0, 3.1.0, 3.2.0, 3.3.0, 3.4.0, 3.5.0`
+		if err.Error() != want {
+			t.Errorf("got  %s\nwant %s", err, want)
+		}
+	}
+}
+
+func TestIgnitionRefusesInvalidUTF8(t *testing.T) {
+	us := []render.Unit{{Name: "a.service", Contents: []byte("[Service]\nExecStart=/bin/echo \xff\n")}}
+	if _, err := render.Ignition(us, render.IgnitionOptions{}); err == nil || !strings.Contains(err.Error(), "a.service: contents are not valid UTF-8") {
+		t.Errorf("got %v", err)
+	}
+}
+
+// TestIgnitionAvoidsWarnings covers the warnings Ignition's parser gives
+// for units, and what hostprov does about each: it leaves out an
+// enabled: true that cannot do anything (the spec's warning at render time
+// said so), and keeps what the spec asks for everywhere else.
+func TestIgnitionAvoidsWarnings(t *testing.T) {
+	spec := `apiVersion: hostprov/v1alpha1
+kind: Hooks
+hooks:
+- name: lonely
+  useRawManifest: true
+  manifest: |
+    [Service]
+    ExecStart=/bin/true
+- name: empty-install
+  useRawManifest: true
+  manifest: |
+    [Service]
+    ExecStart=/bin/true
+    [Install]
+- name: worker@.service
+  useRawName: true
+  useRawManifest: true
+  enabled: false
+  manifest: |
+    [Service]
+    ExecStart=/bin/echo %i
+- name: worker@a.service
+  useRawName: true
+  enabled: true
+- name: image@x.service
+  useRawName: true
+  enabled: true
+- name: countme.timer
+  mask: true
+  enabled: false
+- name: off
+  exec: [/bin/true]
+  enabled: false
+- name: on
+  exec: [/bin/true]
+`
+	us, diags := render.Build("t.yaml", []byte(spec))
+	if diags.HasErrors(false) {
+		t.Fatal(diags)
+	}
+	// The render pipeline warns about the units enabling cannot start.
+	var warned []string
+	for _, d := range diags {
+		warned = append(warned, d.Path)
+	}
+	if diff := cmp.Diff([]string{"hooks[0].manifest", "hooks[1].manifest"}, warned); diff != "" {
+		t.Errorf("render warnings at (-want +got):\n%s\n%v", diff, diags)
+	}
+
+	for _, v := range render.IgnitionVersions() {
+		ign, err := render.Ignition(us, render.IgnitionOptions{Version: v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := parseIgnition(t, v, ign) // no warning
+		got := map[string]string{}
+		for _, u := range cfg.Systemd.Units {
+			got[u.Name] = state(u.Enabled) + "," + state(u.Mask)
+		}
+		want := map[string]string{
+			"lonely.service":        "-,-",     // no [Install]: enable does nothing
+			"empty-install.service": "-,-",     // an empty [Install] neither
+			"worker@.service":       "false,-", // as asked
+			"worker@a.service":      "-,-",     // its template has no [Install]
+			"image@x.service":       "true,-",  // template not known here: as asked
+			"countme.timer":         "false,true",
+			"off.service":           "false,-",
+			"on.service":            "true,-",
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("Ignition %s: enabled,mask per unit (-want +got):\n%s", v, diff)
+		}
+	}
+
+	// What Ignition says about an enabled: true hostprov leaves out: the
+	// warnings avoided are real.
+	for _, raw := range []string{
+		`{"ignition":{"version":"3.4.0"},"systemd":{"units":[{"name":"lonely.service","enabled":true,"contents":"[Service]\nExecStart=/bin/true\n"}]}}`,
+		`{"ignition":{"version":"3.4.0"},"systemd":{"units":[{"name":"w@.service","contents":"[Service]\nExecStart=/bin/true\n"},{"name":"w@a.service","enabled":true}]}}`,
+	} {
+		_, rpt, err := v34.Parse([]byte(raw))
+		if err != nil || len(rpt.Entries) != 1 || !strings.Contains(strings.ToLower(rpt.String()), "install section") {
+			t.Errorf("expected Ignition to warn about a missing [Install] for %s, got %v %s", raw, err, rpt)
+		}
+	}
+}
+
+func state(b *bool) string {
+	if b == nil {
+		return "-"
+	}
+	if *b {
+		return "true"
+	}
+	return "false"
+}
+
+// TestIgnitionMaskedEnabled: a masked unit is never told to be enabled,
+// which would contradict the mask.
+func TestIgnitionMaskedEnabled(t *testing.T) {
+	yes := true
+	us := []render.Unit{{Name: "a.service", Mask: true, Enabled: &yes}}
+	ign, err := render.Ignition(us, render.IgnitionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"ignition":{"version":"3.4.0"},"systemd":{"units":[{"mask":true,"name":"a.service"}]}}` + "\n"; string(ign) != want {
+		t.Errorf("got  %s\nwant %s", ign, want)
+	}
+}
