@@ -14,6 +14,7 @@ var hookFields = []string{
 	"requires", "wants", "before", "after", "wantedBy",
 	"type", "exec", "pre", "expandEnv", "specifiers", "remainAfterExit", "env", "environmentFile", "workingDirectory",
 	"user", "group", "restart", "restartSec", "timeoutStartSec", "timeoutStopSec",
+	"stateDirectory", "logsDirectory", "configurationDirectory", "steps", "when",
 	"directives", "dropins",
 }
 
@@ -22,18 +23,30 @@ var hookFields = []string{
 var generatedFields = []string{
 	"description", "requires", "wants", "before", "after", "wantedBy",
 	"type", "exec", "pre", "expandEnv", "specifiers", "remainAfterExit", "env", "environmentFile", "workingDirectory",
-	"user", "group", "restart", "restartSec", "timeoutStartSec", "timeoutStopSec", "directives",
+	"user", "group", "restart", "restartSec", "timeoutStartSec", "timeoutStopSec",
+	"stateDirectory", "logsDirectory", "configurationDirectory", "steps", "when", "directives",
 }
 
 // serviceFields only mean something in a [Service] section.
 var serviceFields = []string{
 	"type", "exec", "pre", "expandEnv", "remainAfterExit", "env", "environmentFile", "workingDirectory",
 	"user", "group", "restart", "restartSec", "timeoutStartSec", "timeoutStopSec",
+	"stateDirectory", "logsDirectory", "configurationDirectory", "steps", "when",
 }
+
+// notWithSteps are the fields that a command hook's steps replace: steps
+// are the commands, always of a oneshot that remains active.
+var notWithSteps = []string{"exec", "pre", "manifest", "remainAfterExit", "restart", "restartSec"}
+
+var whenValues = []string{WhenOnce, WhenAlways, WhenNever}
+
+// stepNameRE keeps step names plain: they are shown in status output and
+// written in the unit as comments.
+var stepNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
 // bodyFields are what a unit runs or is made of; a masked unit has no use
 // for them.
-var bodyFields = []string{"manifest", "exec", "pre", "directives"}
+var bodyFields = []string{"manifest", "exec", "pre", "steps", "directives"}
 
 var dropinFields = []string{"name", "contents"}
 
@@ -131,6 +144,17 @@ func (d *decoder) hook(v value) (Hook, bool) {
 			h.TimeoutStartSec = d.timeSpan(e.value)
 		case "timeoutStopSec":
 			h.TimeoutStopSec = d.timeSpan(e.value)
+		case "stateDirectory":
+			h.StateDirectory = d.relDir(e.value)
+		case "logsDirectory":
+			h.LogsDirectory = d.relDir(e.value)
+		case "configurationDirectory":
+			h.ConfigurationDirectory = d.relDir(e.value)
+		case "steps":
+			h.Steps = d.steps(e.value)
+		case "when":
+			h.When, _ = d.str(e.value, false)
+			d.oneOf(e.value, h.When, whenValues, "when value")
 		case "directives":
 			h.Directives = d.directives(e.value)
 		case "dropins":
@@ -208,6 +232,30 @@ func (d *decoder) checkHook(v value, h *Hook, st hookState) {
 		}
 	}
 
+	if present["steps"] {
+		for _, f := range notWithSteps {
+			if present[f] {
+				pos, p := where(f)
+				d.add(Error, pos, p, fmt.Sprintf("%s is not used with steps", f),
+					"steps are the hook's commands, run once each in order by a oneshot service: make this a step, or drop steps")
+			}
+		}
+		if present["type"] && h.Type != "oneshot" && !st.bad["type"] {
+			pos, p := where("type")
+			d.add(Error, pos, p, fmt.Sprintf("a command hook is always Type=oneshot, not %s", h.Type),
+				"drop type: from a hook with steps")
+		}
+		if h.When == WhenNever && h.Enabled != nil && *h.Enabled {
+			pos, p := where("enabled")
+			d.add(Error, pos, p, "enabled: true contradicts when: Never",
+				"a hook that runs never is rendered but not enabled: drop enabled:, or choose when: Once or Always")
+		}
+	} else if present["when"] {
+		pos, p := where("when")
+		d.add(Error, pos, p, "when is only used with steps",
+			"add steps: to make this a command hook, or drop when: (enabled: false keeps a unit from starting at boot)")
+	}
+
 	if h.Mask {
 		for _, f := range bodyFields {
 			if present[f] {
@@ -246,7 +294,7 @@ func (d *decoder) checkHook(v value, h *Hook, st hookState) {
 // Ignition, where a unit with only enabled: true enables one. A hook whose
 // fields had problems of their own is not called empty as well.
 func (d *decoder) hookIsEmpty(h *Hook, st hookState) bool {
-	if strings.TrimSpace(h.Manifest) != "" || len(h.Exec) > 0 || len(h.Pre) > 0 || len(h.Directives) > 0 ||
+	if strings.TrimSpace(h.Manifest) != "" || len(h.Exec) > 0 || len(h.Pre) > 0 || len(h.Steps) > 0 || len(h.Directives) > 0 ||
 		len(h.Dropins) > 0 || h.Mask || h.UseRawManifest || st.present["enabled"] || st.unknown {
 		return false
 	}
@@ -498,4 +546,103 @@ func (d *decoder) checkDropinName(p, name string, first map[string]Position) {
 	} else {
 		first[name] = pos
 	}
+}
+
+// relDir decodes a directory for StateDirectory= and its kin: a relative
+// path below the directory systemd puts it in (/var/lib, /var/log, /etc).
+func (d *decoder) relDir(v value) string {
+	s, ok := d.str(v, false)
+	if !ok {
+		return s
+	}
+	switch {
+	case s == "":
+		d.add(Error, v.pos, v.path, fmt.Sprintf("%s is empty", label(v.path)), "write a directory name, such as myapp, or remove the line")
+	case strings.HasPrefix(s, "/"):
+		d.add(Error, v.pos, v.path, fmt.Sprintf("%s %q is an absolute path", label(v.path), s),
+			fmt.Sprintf("write it relative to the directory systemd puts it in, such as %s", strings.TrimLeft(s, "/")))
+	case strings.Contains(s, "..") || strings.ContainsAny(s, " \\"):
+		d.add(Error, v.pos, v.path, fmt.Sprintf("%s %q is not a plain relative directory", label(v.path), s),
+			"use a name such as myapp or myapp/cache, without .., spaces or backslashes")
+	}
+	return s
+}
+
+// steps decodes a command hook's steps: a list of {name, run} or
+// {name, sh}.
+func (d *decoder) steps(v value) []Step {
+	n := v.node
+	switch {
+	case isNull(n):
+		d.noValue(v, "write a list of steps, such as steps: [{name: hello, run: [/bin/echo, hello]}], or remove the line")
+		return nil
+	case n.Kind != yaml.SequenceNode:
+		d.add(Error, v.pos, v.path, fmt.Sprintf("steps must be a list, not %s", kindName(n)),
+			`write each step as "- name: detect" with run: [...] or sh: under it`)
+		return nil
+	case len(n.Content) == 0:
+		d.add(Error, v.pos, v.path, "steps is empty", "add a step, or remove the line")
+		return nil
+	}
+	out := make([]Step, 0, len(n.Content))
+	first := map[string]int{}
+	for i, c := range n.Content {
+		if !d.spend(c) {
+			break
+		}
+		item := d.item(v.path, i, c)
+		if item.node.Kind != yaml.MappingNode {
+			d.add(Error, item.pos, item.path, fmt.Sprintf("a step must be a mapping of name and run or sh, not %s", kindName(item.node)),
+				`write "- name: detect" with run: [...] or sh: under it`)
+			continue
+		}
+		var s Step
+		var nameOK, hasRun, hasSh bool
+		d.mapping(item.node, item.path, func(e entry) {
+			switch e.name {
+			case "name":
+				s.Name, nameOK = d.str(e.value, false)
+			case "run":
+				hasRun = true
+				s.Run = d.argv(e.value)
+			case "sh":
+				hasSh = true
+				// A script may span lines: it is passed to the shell as
+				// one quoted argument, where a line break cannot start a
+				// new directive.
+				s.Sh, _ = d.str(e.value, true)
+				if strings.ContainsRune(s.Sh, 0) {
+					d.add(Error, e.value.pos, e.value.path, "sh contains a NUL character", "remove it: no program argument can hold one")
+				}
+			default:
+				d.unknownField(e, "step")
+			}
+		})
+		switch {
+		case !nameOK:
+			if s.Name == "" {
+				d.add(Error, item.pos, item.path+".name", "the step has no name", "add name: such as name: install")
+			}
+		case !stepNameRE.MatchString(s.Name):
+			p := item.path + ".name"
+			d.add(Error, d.spec.Where(p), p, fmt.Sprintf("step name %q is not a plain name", s.Name),
+				"use letters, digits, '.', '_' and '-', starting with a letter or digit, such as install-iscsi")
+		default:
+			if j, dup := first[s.Name]; dup {
+				p := item.path + ".name"
+				d.add(Error, d.spec.Where(p), p, fmt.Sprintf("steps[%d] is named %q already", j, s.Name), "give each step its own name")
+			} else {
+				first[s.Name] = i
+			}
+		}
+		switch {
+		case hasRun && hasSh:
+			d.add(Error, item.pos, item.path, "the step has both run and sh", "a step runs one command: keep run: or sh:, or make two steps")
+		case !hasRun && !hasSh:
+			d.add(Error, item.pos, item.path, "the step has neither run nor sh",
+				`add run: ["/path/to/command", "arg"] or sh: with a shell script`)
+		}
+		out = append(out, s)
+	}
+	return out
 }

@@ -121,6 +121,22 @@ type Hook struct {
 	TimeoutStartSec  string
 	TimeoutStopSec   string
 
+	// StateDirectory, LogsDirectory and ConfigurationDirectory name
+	// directories under /var/lib, /var/log and /etc that systemd creates,
+	// owned by User, before the service starts (StateDirectory= and so on),
+	// so that a process does not fail on a directory it cannot write.
+	StateDirectory         string
+	LogsDirectory          string
+	ConfigurationDirectory string
+
+	// Steps are commands run in order, once each, stopping at the first
+	// that fails; they make the hook a command hook: a Type=oneshot
+	// service with RemainAfterExit=yes and one ExecStart= per step.
+	Steps []Step
+	// When says when a command hook runs: WhenOnce, WhenAlways or
+	// WhenNever. Empty means WhenOnce.
+	When string
+
 	// Directives are extra Key=Value entries per section ("Unit",
 	// "Service", "Install", ...), kept in the order written.
 	Directives map[string][]string
@@ -128,6 +144,30 @@ type Hook struct {
 	// Dropins are written as NAME.d/<Dropin.Name>.
 	Dropins []Dropin
 }
+
+// Step is one command of a command hook. Exactly one of Run and Sh is set.
+type Step struct {
+	// Name identifies the step in status output.
+	Name string
+	// Run is the command as an argument list.
+	Run []string
+	// Sh is a shell script, run with /bin/sh -ec: it stops at the first
+	// command that fails. It may span several lines.
+	Sh string
+}
+
+// When values of a command hook.
+const (
+	// WhenOnce runs the steps once per content: a stamp named by the hash
+	// of the rendered unit is written after they succeed, and the unit is
+	// skipped while it exists, so a changed hook runs again.
+	WhenOnce = "Once"
+	// WhenAlways runs the steps at every boot (and on every apply that
+	// changes them).
+	WhenAlways = "Always"
+	// WhenNever renders the hook but neither enables nor starts it.
+	WhenNever = "Never"
+)
 
 // Dropin is a drop-in file for a hook's unit.
 type Dropin struct {
@@ -138,5 +178,8 @@ type Dropin struct {
 	Contents string
 }
 
-// IsEnabled reports whether the hook's unit is to be enabled.
-func (h *Hook) IsEnabled() bool { return h.Enabled == nil || *h.Enabled }
+// IsEnabled reports whether the hook's unit is to be enabled: unless
+// enabled: false, or a command hook that is to run never.
+func (h *Hook) IsEnabled() bool {
+	return (h.Enabled == nil || *h.Enabled) && h.When != WhenNever
+}

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 
@@ -88,6 +90,9 @@ func (b *builder) generate(i int, name string) (*units.File, posFunc) {
 	if typ == "service" {
 		g.checkService()
 	}
+	if len(h.Steps) > 0 && h.When != hooks.WhenAlways && h.When != hooks.WhenNever && g.ok {
+		g.once()
+	}
 	if !g.ok {
 		return nil, nil
 	}
@@ -146,6 +151,9 @@ func (g *gen) service() {
 	if len(h.Exec) > 0 {
 		g.exec("ExecStart", h.Exec, g.p+".exec")
 	}
+	if len(h.Steps) > 0 {
+		g.steps()
+	}
 	for _, k := range sortedKeys(h.Env) {
 		path := g.p + ".env." + k
 		v, err := units.QuoteEnv(k, h.Env[k])
@@ -160,6 +168,9 @@ func (g *gen) service() {
 	g.plain(s, "WorkingDirectory", g.esc(h.WorkingDirectory), "workingDirectory")
 	g.plain(s, "User", g.esc(h.User), "user")
 	g.plain(s, "Group", g.esc(h.Group), "group")
+	g.plain(s, "StateDirectory", g.esc(h.StateDirectory), "stateDirectory")
+	g.plain(s, "LogsDirectory", g.esc(h.LogsDirectory), "logsDirectory")
+	g.plain(s, "ConfigurationDirectory", g.esc(h.ConfigurationDirectory), "configurationDirectory")
 	g.plain(s, "Restart", h.Restart, "restart")
 	g.plain(s, "RestartSec", h.RestartSec, "restartSec")
 	g.plain(s, "TimeoutStartSec", h.TimeoutStartSec, "timeoutStartSec")
@@ -172,14 +183,14 @@ func (g *gen) plain(section, key, value, field string) {
 	}
 }
 
-func (g *gen) exec(key string, argv []string, path string) {
+func (g *gen) exec(key string, argv []string, path string) *units.Entry {
 	v, err := units.QuoteExec(argv, g.h.ExpandEnv)
 	if err != nil {
 		g.b.errorf(path, "", "%v", err)
 		g.ok = false
-		return
+		return nil
 	}
-	g.add(units.SectionService, key, g.unescapeSpecifiers(v), path)
+	return g.add(units.SectionService, key, g.unescapeSpecifiers(v), path)
 }
 
 // esc escapes systemd's specifiers in a structured value, unless the hook
@@ -200,6 +211,69 @@ func (g *gen) unescapeSpecifiers(s string) string {
 		return s
 	}
 	return strings.ReplaceAll(s, "%%", "%")
+}
+
+// StepComment is the comment written before the ExecStart= line of each
+// step of a command hook; status reads the step names back from it.
+const StepComment = "# step: "
+
+// steps adds a command hook's steps: one ExecStart= per step, run in order
+// by a oneshot that stops at the first failure and then remains active,
+// so that systemd keeps each command's exit status for status to read.
+func (g *gen) steps() {
+	h, s := g.h, units.SectionService
+	if h.Type == "" {
+		g.add(s, "Type", "oneshot", g.p+".steps")
+	}
+	g.add(s, "RemainAfterExit", "yes", g.p+".steps")
+	for k, st := range h.Steps {
+		path := fmt.Sprintf("%s.steps[%d]", g.p, k)
+		argv := st.Run
+		if argv == nil {
+			// -e stops the script at the first command that fails, as the
+			// steps stop at the first step that fails. The script is one
+			// quoted argument, whatever it contains.
+			argv = []string{"/bin/sh", "-ec", st.Sh}
+		}
+		if e := g.exec("ExecStart", argv, path); e != nil {
+			e.Comments = []string{StepComment + st.Name}
+		}
+	}
+}
+
+// StampDir is where a command hook that runs once records that it ran.
+const StampDir = "/var/lib/hostprov/stamps"
+
+// once makes a command hook run once per content: after its steps
+// succeed it writes a stamp named by the hash of the rest of the unit, and
+// it is skipped while that stamp exists. A changed hook has another hash,
+// so it runs again; an unchanged one never does, on any boot.
+func (g *gen) once() {
+	sum := sha256.Sum256(g.file.Canonical())
+	stamp := StampDir + "/" + stampName(UnitName(g.h)) + "." + hex.EncodeToString(sum[:8])
+	path := g.p + ".when"
+	g.add(units.SectionUnit, "ConditionPathExists", "!"+stamp, path)
+	// "+": the stamp is written with full privileges even when the steps
+	// run as another user.
+	for _, argv := range [][]string{{"/bin/mkdir", "-p", StampDir}, {"/bin/touch", stamp}} {
+		v, err := units.QuoteExec(argv, false)
+		if err != nil {
+			g.b.errorf(path, "", "%v", err)
+			g.ok = false
+			return
+		}
+		g.add(units.SectionService, "ExecStartPost", "+"+v, path)
+	}
+}
+
+// stampName keeps the characters of a unit name that are plain in a path.
+func stampName(unit string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._@-", r) {
+			return r
+		}
+		return '_'
+	}, unit)
 }
 
 func yesNo(b bool) string {

@@ -185,7 +185,8 @@ func hasBody(h *hooks.Hook) bool {
 		h.Description != "" || len(h.Requires)+len(h.Wants)+len(h.Before)+len(h.After) > 0 ||
 		h.Type != "" || len(h.Env) > 0 || h.EnvironmentFile != "" || h.WorkingDirectory != "" ||
 		h.User != "" || h.Group != "" || h.Restart != "" || h.RestartSec != "" ||
-		h.TimeoutStartSec != "" || h.TimeoutStopSec != "" || h.RemainAfterExit != nil || h.WantedBy != nil
+		h.TimeoutStartSec != "" || h.TimeoutStopSec != "" || h.RemainAfterExit != nil || h.WantedBy != nil ||
+		len(h.Steps) > 0 || h.StateDirectory != "" || h.LogsDirectory != "" || h.ConfigurationDirectory != ""
 }
 
 // posFunc says where in the spec an entry of a built unit file comes from.
