@@ -1,0 +1,132 @@
+package apply
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"syscall"
+
+	"github.com/hostprov/hostprov/internal/fsutil"
+)
+
+// diskFile is what is at a path in the unit directory. Symbolic links are
+// never followed: a link planted where hostprov writes is described, not
+// read through (reading /etc/shadow through it would print it in a diff).
+type diskFile struct {
+	exists bool
+	link   string // the link's target when it is a symbolic link
+	isLink bool
+	data   []byte // a regular file's bytes
+	hash   string // and their SHA-256
+	// bad says why hostprov must not touch the path at all: it is a
+	// directory or a device, or its drop-in directory is a symbolic link.
+	bad string
+}
+
+// readDisk reads rel (NAME or NAME.d/FILE) in the unit directory dir.
+func readDisk(dir, rel string) (diskFile, error) {
+	if d := path.Dir(rel); d != "." {
+		fi, err := os.Lstat(filepath.Join(dir, d))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return diskFile{}, nil
+		case err != nil:
+			return diskFile{}, fsError("reading", filepath.Join(dir, d), err)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return diskFile{bad: fmt.Sprintf("its drop-in directory %s is a symbolic link; hostprov writes drop-ins only into a real directory, so that nothing is written elsewhere: replace the link by a directory", d)}, nil
+		case !fi.IsDir():
+			return diskFile{bad: fmt.Sprintf("%s is not a directory; move it away so that hostprov can make the drop-in directory", d)}, nil
+		}
+	}
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return diskFile{}, nil
+	}
+	if err != nil {
+		return diskFile{}, fsError("reading", p, err)
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, err := os.Readlink(p)
+		if err != nil {
+			return diskFile{}, fsError("reading", p, err)
+		}
+		return diskFile{exists: true, isLink: true, link: target}, nil
+	case !fi.Mode().IsRegular():
+		return diskFile{exists: true, bad: fmt.Sprintf("%s is a %s, not a unit file; move it away", rel, kindOf(fi.Mode()))}, nil
+	}
+	// O_NOFOLLOW: should the file have become a link since Lstat, fail
+	// rather than read through it.
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return diskFile{}, fsError("reading", p, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return diskFile{}, fsError("reading", p, err)
+	}
+	return diskFile{exists: true, data: data, hash: hashOf(data)}, nil
+}
+
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
+}
+
+// fileOps are the two changes Execute makes to files; tests replace them to
+// simulate a crash at every point.
+type fileOps interface {
+	WriteFile(path string, data []byte, perm os.FileMode) error
+	Remove(path string) error
+}
+
+type osFiles struct{}
+
+func (osFiles) WriteFile(path string, data []byte, perm os.FileMode) error {
+	return fsutil.WriteFile(path, data, perm)
+}
+
+func (osFiles) Remove(path string) error {
+	err := os.Remove(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return fsutil.SyncDir(filepath.Dir(path))
+}
+
+// ensureDropinDir makes the drop-in directory dir (mode 0755) when it is
+// missing, and refuses one that is a symbolic link.
+func ensureDropinDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fsError("creating the drop-in directory", dir, err)
+		}
+		fi, err = os.Lstat(dir)
+	}
+	if err != nil {
+		return fsError("reading the drop-in directory", dir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("drop-in directory %s is a symbolic link or not a directory; hostprov refuses to write through it: replace it by a directory", dir)
+	}
+	return nil
+}

@@ -1,0 +1,449 @@
+package apply
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// Result is what Execute did: every event of the action log, and their
+// counts.
+type Result struct {
+	Events []Event `json:"events"`
+	Counts Counts  `json:"counts"`
+}
+
+// PrepareDirs checks that the unit and state directories exist and can be
+// written, before anything else happens (the lock lives in the state
+// directory). With Root set they are created as systemctl --root creates
+// them; on a live node a missing unit directory is an error (is this a
+// systemd machine?) and the state directory is created only when its parent
+// exists.
+func PrepareDirs(opts Options) error {
+	unitMissing, stateMissing := mustExist, createLast
+	if opts.Root != "" {
+		unitMissing, stateMissing = createAll, createAll
+	}
+	if err := checkDir(opts.UnitDirPath(), "unit directory", "--unit-dir", unitMissing, 0o755); err != nil {
+		return err
+	}
+	return checkDir(opts.StateDirPath(), "state directory", "--state-dir", stateMissing, 0o755)
+}
+
+// Execute carries out the plan through sd and reports every action to log
+// (which may be nil). A plan with conflicts is refused before anything is
+// done.
+//
+// A crash at any instant leaves every file either old or new (files are
+// replaced by rename) and the state file true to the disk, because the
+// state is written three times: before files change, recording for every
+// file to be written both its current hash and the hash about to be
+// written (so a file is never on disk without hostprov knowing it wrote
+// it), and marking every unit being worked on incomplete; after the files
+// changed, with their new hashes; and at the end, with the enablement
+// applied and the incomplete marks cleared. The next apply redoes the
+// idempotent steps of an incomplete unit (reload, enable, restart), so it
+// converges.
+//
+// A unit that fails to start or restart does not stop the others and is
+// not rolled back: its files stay, it stays marked incomplete (the next
+// apply tries again), and the error names its result.
+func Execute(ctx context.Context, p *Plan, sd Systemd, log Logger) (*Result, error) {
+	return execute(ctx, p, sd, log, osFiles{})
+}
+
+type executor struct {
+	p      *Plan
+	sd     Systemd
+	log    Logger
+	files  fileOps
+	res    *Result
+	dir    string // the unit dir on this machine
+	saved  []byte // the state file's bytes as last written (or read)
+	path   string // the state file
+	failed map[string]bool
+}
+
+func execute(ctx context.Context, p *Plan, sd Systemd, log Logger, files fileOps) (*Result, error) {
+	if len(p.Conflicts) > 0 {
+		var b strings.Builder
+		fmt.Fprintf(&b, "the plan has %s; nothing was changed:", plural(len(p.Conflicts), "conflict"))
+		for _, c := range p.Conflicts {
+			b.WriteString("\n\t" + c.String())
+		}
+		return &Result{Events: []Event{}}, errors.New(b.String())
+	}
+	if err := PrepareDirs(p.opts); err != nil {
+		return &Result{Events: []Event{}}, err
+	}
+	e := &executor{p: p, sd: sd, log: log, files: files, res: &Result{Events: []Event{}},
+		dir: p.opts.UnitDirPath(), path: StatePath(p.opts.StateDirPath()), failed: map[string]bool{}}
+	var err error
+	if e.saved, err = p.state.clone().marshal(); err != nil {
+		return e.res, err
+	}
+	if err := e.run(ctx); err != nil {
+		return e.res, err
+	}
+	return e.res, e.failure()
+}
+
+func (e *executor) emit(ev Event) {
+	e.res.Events = append(e.res.Events, ev)
+	e.res.Counts.count(ev.Action)
+	if e.log != nil {
+		e.log.Log(ev)
+	}
+}
+
+// save writes the state when it differs from what is on disk.
+func (e *executor) save(st *State) error {
+	data, err := st.marshal()
+	if err != nil {
+		return err
+	}
+	if bytes.Equal(data, e.saved) {
+		return nil
+	}
+	if err := e.files.WriteFile(e.path, data, 0o600); err != nil {
+		return fsError("writing the state file", e.path, err)
+	}
+	e.saved = data
+	e.res.Counts.StateSaves++
+	return nil
+}
+
+func (e *executor) run(ctx context.Context) error {
+	p := e.p
+	intent := p.intent()
+	if err := e.save(intent); err != nil {
+		return err
+	}
+	if err := e.actions(ctx, 0, 1); err != nil {
+		return err
+	}
+	if err := e.writeFiles(intent); err != nil {
+		return err
+	}
+	if err := e.save(intent); err != nil {
+		return err
+	}
+	if err := e.actions(ctx, 2, 3); err != nil {
+		return err
+	}
+	e.actions(ctx, 4, 4) // failures are collected in e.failed
+	final := p.next.clone()
+	for _, u := range final.Units {
+		if e.failed[u.Name] {
+			u.Incomplete = true
+		}
+	}
+	return e.save(final)
+}
+
+// writeFiles carries out the file operations and updates intent to what is
+// on disk as it goes.
+func (e *executor) writeFiles(intent *State) error {
+	for i := range e.p.Files {
+		f := &e.p.Files[i]
+		full := filepath.Join(e.dir, filepath.FromSlash(f.rel))
+		switch f.Op {
+		case OpUnchanged:
+			e.emit(Event{Action: EvUnchanged, Unit: f.Unit, Path: f.Path, Reason: f.Reason, SHA256: f.NewSHA256})
+		case OpKeep:
+			e.emit(Event{Action: EvKept, Unit: f.Unit, Path: f.Path, Reason: f.Reason, SHA256: f.OldSHA256})
+		case OpAdd, OpChange:
+			if d := path.Dir(f.rel); d != "." {
+				if err := ensureDropinDir(filepath.Join(e.dir, d)); err != nil {
+					return err
+				}
+			}
+			if err := e.files.WriteFile(full, f.New, 0o644); err != nil {
+				return fsError("writing", full, err)
+			}
+			if _, sf := intent.file(f.rel); sf != nil {
+				sf.SHA256, sf.Next = f.NewSHA256, ""
+			}
+			e.emit(Event{Action: EvWrote, Unit: f.Unit, Path: f.Path, Reason: f.Reason, SHA256: f.NewSHA256})
+		case OpRemove:
+			if err := e.files.Remove(full); err != nil {
+				return fsError("removing", full, err)
+			}
+			if su, _ := intent.file(f.rel); su != nil {
+				su.dropFile(f.rel)
+			}
+			if d := path.Dir(f.rel); d != "." {
+				// An empty drop-in directory goes with its last
+				// drop-in; a non-empty one (other drop-ins) stays.
+				e.files.Remove(filepath.Join(e.dir, d))
+			}
+			e.emit(Event{Action: EvRemoved, Unit: f.Unit, Path: f.Path, Reason: f.Reason, SHA256: f.OldSHA256})
+		}
+	}
+	return nil
+}
+
+func (u *StateUnit) dropFile(rel string) {
+	for i, f := range u.Files {
+		if f.Path == rel {
+			u.Files = append(u.Files[:i], u.Files[i+1:]...)
+			return
+		}
+	}
+}
+
+// actions runs the plan's actions of phases from to to. Enables, disables,
+// masks and unmasks of a phase go to systemd in one call per kind; starts,
+// stops and restarts one unit at a time, each waiting for its job.
+func (e *executor) actions(ctx context.Context, from, to int) error {
+	var batch []Action
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := e.links(ctx, batch)
+		batch = nil
+		return err
+	}
+	for _, a := range e.p.Actions {
+		if ph := a.Kind.phase(); ph < from || ph > to {
+			continue
+		}
+		switch a.Kind {
+		case ActEnable, ActDisable, ActMask, ActUnmask:
+			if len(batch) > 0 && batch[0].Kind != a.Kind {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+			batch = append(batch, a)
+			continue
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+		if err := e.one(ctx, a); err != nil {
+			return err
+		}
+	}
+	return flush()
+}
+
+// links runs one batch of enables, disables, masks or unmasks.
+func (e *executor) links(ctx context.Context, batch []Action) error {
+	names := make([]string, len(batch))
+	for i, a := range batch {
+		names[i] = a.Unit
+	}
+	var (
+		changes []LinkChange
+		err     error
+		done    string
+	)
+	switch batch[0].Kind {
+	case ActEnable:
+		done = EvEnabled
+		changes, err = e.sd.Enable(ctx, names)
+	case ActDisable:
+		done = EvDisabled
+		changes, err = e.sd.Disable(ctx, names)
+	case ActMask:
+		done = EvMasked
+		changes, err = e.sd.Mask(ctx, names)
+	case ActUnmask:
+		done = EvUnmasked
+		changes, err = e.sd.Unmask(ctx, names)
+	}
+	if err != nil {
+		for _, a := range batch {
+			e.emit(Event{Action: EvFailed, Unit: a.Unit, Reason: string(a.Kind) + ": " + a.Reason, Error: err.Error()})
+		}
+		return fmt.Errorf("%s %s: %w", batch[0].Kind, strings.Join(names, " "), err)
+	}
+	// Give each unit the links that name it; the rest (Also=, aliases)
+	// go with the first.
+	byUnit := map[string][]LinkChange{}
+	for _, c := range changes {
+		u := names[0]
+		for _, n := range names {
+			if filepath.Base(c.Path) == n || filepath.Base(c.Destination) == n {
+				u = n
+				break
+			}
+		}
+		byUnit[u] = append(byUnit[u], c)
+	}
+	for _, a := range batch {
+		e.emit(Event{Action: done, Unit: a.Unit, Reason: a.Reason, Links: byUnit[a.Unit]})
+	}
+	return nil
+}
+
+// one runs a reload, start, stop, restart or try-restart. Only a failing
+// reload or stop is returned: a unit that fails to start is recorded in
+// e.failed and the others go on.
+func (e *executor) one(ctx context.Context, a Action) error {
+	var err error
+	done := ""
+	switch a.Kind {
+	case ActReload:
+		done, err = EvReloaded, e.sd.Reload(ctx)
+	case ActStop:
+		done, err = EvStopped, e.sd.Stop(ctx, a.Unit)
+	case ActStart:
+		done, err = EvStarted, e.sd.Start(ctx, a.Unit)
+	case ActRestart:
+		done, err = EvRestarted, e.sd.Restart(ctx, a.Unit)
+	case ActTryRestart:
+		st, serr := e.sd.Status(ctx, a.Unit)
+		switch {
+		case errors.Is(serr, ErrSkipped):
+			err = serr
+		case serr == nil && !isRunning(st.ActiveState):
+			e.emit(Event{Action: EvSkipped, Unit: a.Unit, Reason: "restart: not running"})
+			return nil
+		default:
+			done, err = EvRestarted, e.sd.Restart(ctx, a.Unit)
+		}
+	}
+	if errors.Is(err, ErrSkipped) {
+		e.emit(Event{Action: EvSkipped, Unit: a.Unit, Reason: string(a.Kind) + ": " + err.Error()})
+		return nil
+	}
+	if err != nil {
+		msg := err.Error()
+		if a.Kind == ActStart || a.Kind == ActRestart || a.Kind == ActTryRestart {
+			msg += e.describe(ctx, a.Unit)
+			e.failed[e.owner(a.Unit)] = true
+			e.emit(Event{Action: EvFailed, Unit: a.Unit, Reason: string(a.Kind) + ": " + a.Reason, Error: msg})
+			return nil
+		}
+		e.emit(Event{Action: EvFailed, Unit: a.Unit, Reason: string(a.Kind) + ": " + a.Reason, Error: msg})
+		if a.Kind == ActReload {
+			return fmt.Errorf("daemon-reload: %w; the files are written and recorded; run hostprov apply again once systemd can reload", err)
+		}
+		return fmt.Errorf("%s %s: %w; nothing after it was done: run hostprov apply again", a.Kind, a.Unit, err)
+	}
+	e.emit(Event{Action: done, Unit: a.Unit, Reason: a.Reason})
+	return nil
+}
+
+func isRunning(active string) bool {
+	switch active {
+	case "active", "activating", "reloading", "deactivating":
+		return true
+	}
+	return false
+}
+
+// describe adds what systemd says about a unit that failed.
+func (e *executor) describe(ctx context.Context, unit string) string {
+	st, err := e.sd.Status(ctx, unit)
+	if err != nil {
+		return ""
+	}
+	s := fmt.Sprintf(" (%s/%s", orDash(st.ActiveState), orDash(st.SubState))
+	if st.Result != "" {
+		s += ", result " + st.Result
+	}
+	if st.ExecMainCode == 1 { // CLD_EXITED
+		s += fmt.Sprintf(", exit status %d", st.ExecMainStatus)
+	} else if st.ExecMainCode != 0 {
+		s += fmt.Sprintf(", killed by signal %d", st.ExecMainStatus)
+	}
+	return s + ")"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// owner maps a unit acted on (maybe a template's instance) to the unit of
+// the plan it belongs to.
+func (e *executor) owner(unit string) string {
+	for _, u := range e.p.Units {
+		if u.Unit == unit {
+			return unit
+		}
+	}
+	if at := strings.IndexByte(unit, '@'); at >= 0 {
+		if dot := strings.LastIndexByte(unit, '.'); dot > at {
+			return unit[:at+1] + unit[dot:]
+		}
+	}
+	return unit
+}
+
+// failure summarises the units that failed to start or restart.
+func (e *executor) failure() error {
+	var failed []Event
+	for _, ev := range e.res.Events {
+		if ev.Action == EvFailed {
+			failed = append(failed, ev)
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s failed to start:", plural(len(failed), "unit"))
+	for _, ev := range failed {
+		fmt.Fprintf(&b, "\n\t%s: %s", ev.Unit, ev.Error)
+	}
+	fmt.Fprintf(&b, "\nthe files and links are in place and recorded; see journalctl -u %s, fix the hook, and run hostprov apply again (it retries the units that failed)", failed[0].Unit)
+	return errors.New(b.String())
+}
+
+// intent is the state to write before files change: for every file about
+// to be written, the hash on disk now and the hash to come; every unit
+// the plan acts on marked incomplete.
+func (p *Plan) intent() *State {
+	s := p.state.clone()
+	s.UnitDir = p.opts.unitDir()
+	unitOf := func(name string) *StateUnit {
+		if u := s.Unit(name); u != nil {
+			return u
+		}
+		u := &StateUnit{Name: name}
+		if n := p.next.Unit(name); n != nil {
+			u.Hook = n.Hook
+		}
+		s.Units = append(s.Units, u)
+		return u
+	}
+	for _, uc := range p.Units {
+		if uc.Change != "none" {
+			unitOf(uc.Unit).Incomplete = true
+		}
+	}
+	for _, f := range p.Files {
+		if f.Op != OpAdd && f.Op != OpChange {
+			continue
+		}
+		u := unitOf(f.Unit)
+		var sf *StateFile
+		for i := range u.Files {
+			if u.Files[i].Path == f.rel {
+				sf = &u.Files[i]
+			}
+		}
+		if sf == nil {
+			u.Files = append(u.Files, StateFile{Path: f.rel})
+			sf = &u.Files[len(u.Files)-1]
+		}
+		if f.OldSHA256 != "" {
+			// The bytes on disk now (hostprov's, or adopted or
+			// forced over): the file has these or the new ones.
+			sf.SHA256 = f.OldSHA256
+		}
+		sf.Next = f.NewSHA256
+	}
+	return s
+}

@@ -1,0 +1,20 @@
+package apply
+
+import (
+	"context"
+	"os"
+)
+
+// FileOps lets tests replace the file writer, to simulate a crash at every
+// write.
+type FileOps interface {
+	WriteFile(path string, data []byte, perm os.FileMode) error
+	Remove(path string) error
+}
+
+// OSFiles is the real file writer.
+var OSFiles FileOps = osFiles{}
+
+func ExecuteWith(ctx context.Context, p *Plan, sd Systemd, log Logger, files FileOps) (*Result, error) {
+	return execute(ctx, p, sd, log, files)
+}

@@ -1,0 +1,216 @@
+package apply
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/coreos/go-systemd/v22/journal"
+)
+
+// Event is one entry of the action log: something apply did (or skipped)
+// to a file or a unit.
+type Event struct {
+	// Action is what happened: wrote, unchanged, removed, kept, reloaded,
+	// enabled, disabled, masked, unmasked, started, restarted, stopped,
+	// skipped or failed.
+	Action string `json:"action"`
+	Unit   string `json:"unit,omitempty"`
+	// Path is the file's path on the node, for file events.
+	Path   string `json:"path,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// SHA256 is the hash of the file's content after the event.
+	SHA256 string `json:"sha256,omitempty"`
+	// Links are the symlinks an enable, disable, mask or unmask made or
+	// removed.
+	Links []LinkChange `json:"links,omitempty"`
+	Error string       `json:"error,omitempty"`
+}
+
+// Event actions.
+const (
+	EvWrote     = "wrote"
+	EvUnchanged = "unchanged"
+	EvRemoved   = "removed"
+	EvKept      = "kept"
+	EvReloaded  = "reloaded"
+	EvEnabled   = "enabled"
+	EvDisabled  = "disabled"
+	EvMasked    = "masked"
+	EvUnmasked  = "unmasked"
+	EvStarted   = "started"
+	EvRestarted = "restarted"
+	EvStopped   = "stopped"
+	EvSkipped   = "skipped"
+	EvFailed    = "failed"
+)
+
+// Text is the event as a person reads it, without the "hostprov: " prefix:
+// "wrote create-swapfile.service (new, sha256:1a2b3c4d5e6f)".
+func (e Event) Text() string {
+	var b strings.Builder
+	b.WriteString(e.Action)
+	what := e.Path
+	if what == "" {
+		what = e.Unit
+	}
+	if e.Action == EvReloaded {
+		what = "systemd"
+	}
+	if what != "" {
+		b.WriteString(" " + what)
+	}
+	var notes []string
+	if e.Reason != "" {
+		notes = append(notes, e.Reason)
+	}
+	if e.SHA256 != "" {
+		notes = append(notes, "sha256:"+short(e.SHA256))
+	}
+	if len(notes) > 0 {
+		b.WriteString(" (" + strings.Join(notes, ", ") + ")")
+	}
+	if e.Error != "" {
+		b.WriteString(": " + e.Error)
+	}
+	return b.String()
+}
+
+func short(hash string) string {
+	if len(hash) > 12 {
+		return hash[:12]
+	}
+	return hash
+}
+
+// Logger receives the action log.
+type Logger interface {
+	Log(Event)
+}
+
+// LoggerFunc makes a function a Logger.
+type LoggerFunc func(Event)
+
+func (f LoggerFunc) Log(e Event) { f(e) }
+
+// TextLogger writes each event as a line "hostprov: EVENT" to w.
+func TextLogger(w io.Writer) Logger {
+	var mu sync.Mutex
+	return LoggerFunc(func(e Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintln(w, "hostprov: "+e.Text())
+	})
+}
+
+// JSONLogger writes each event as one line of JSON to w.
+func JSONLogger(w io.Writer) Logger {
+	var mu sync.Mutex
+	enc := json.NewEncoder(w)
+	return LoggerFunc(func(e Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		enc.Encode(e)
+	})
+}
+
+// JournalLogger sends each event to the systemd journal with structured
+// fields (HOSTPROV_ACTION, HOSTPROV_UNIT, HOSTPROV_PATH, HOSTPROV_SHA256,
+// HOSTPROV_REASON), so that `journalctl HOSTPROV_UNIT=a.service` finds what
+// hostprov did to a unit. It returns nil when there is no journal
+// (journal.Enabled is false).
+func JournalLogger() Logger {
+	if !journal.Enabled() {
+		return nil
+	}
+	return LoggerFunc(func(e Event) {
+		pri := journal.PriInfo
+		switch e.Action {
+		case EvFailed:
+			pri = journal.PriErr
+		case EvKept:
+			pri = journal.PriWarning
+		case EvUnchanged:
+			pri = journal.PriDebug
+		}
+		vars := map[string]string{"SYSLOG_IDENTIFIER": "hostprov", "HOSTPROV_ACTION": e.Action}
+		for k, v := range map[string]string{"HOSTPROV_UNIT": e.Unit, "HOSTPROV_PATH": e.Path,
+			"HOSTPROV_SHA256": e.SHA256, "HOSTPROV_REASON": e.Reason, "HOSTPROV_ERROR": e.Error} {
+			if v != "" {
+				vars[k] = v
+			}
+		}
+		journal.Send(e.Text(), pri, vars) // the log is best effort: stderr has it too
+	})
+}
+
+// MultiLogger sends every event to each non-nil logger.
+func MultiLogger(ls ...Logger) Logger {
+	var all []Logger
+	for _, l := range ls {
+		if l != nil {
+			all = append(all, l)
+		}
+	}
+	return LoggerFunc(func(e Event) {
+		for _, l := range all {
+			l.Log(e)
+		}
+	})
+}
+
+// Counts are how many times each thing happened in an apply: the numbers
+// tests and benchmarks check ("a re-apply makes zero writes and zero
+// reloads").
+type Counts struct {
+	Writes     int `json:"writes"`
+	Unchanged  int `json:"unchanged"`
+	Removes    int `json:"removes"`
+	Kept       int `json:"kept"`
+	Reloads    int `json:"reloads"`
+	Enables    int `json:"enables"`
+	Disables   int `json:"disables"`
+	Masks      int `json:"masks"`
+	Unmasks    int `json:"unmasks"`
+	Starts     int `json:"starts"`
+	Restarts   int `json:"restarts"`
+	Stops      int `json:"stops"`
+	Skipped    int `json:"skipped"`
+	Failed     int `json:"failed"`
+	StateSaves int `json:"stateSaves"`
+}
+
+func (c *Counts) count(action string) {
+	switch action {
+	case EvWrote:
+		c.Writes++
+	case EvUnchanged:
+		c.Unchanged++
+	case EvRemoved:
+		c.Removes++
+	case EvKept:
+		c.Kept++
+	case EvReloaded:
+		c.Reloads++
+	case EvEnabled:
+		c.Enables++
+	case EvDisabled:
+		c.Disables++
+	case EvMasked:
+		c.Masks++
+	case EvUnmasked:
+		c.Unmasks++
+	case EvStarted:
+		c.Starts++
+	case EvRestarted:
+		c.Restarts++
+	case EvStopped:
+		c.Stops++
+	case EvSkipped:
+		c.Skipped++
+	case EvFailed:
+		c.Failed++
+	}
+}

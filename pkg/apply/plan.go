@@ -1,0 +1,857 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/units"
+)
+
+// Defaults of Options.
+const (
+	DefaultUnitDir  = "/etc/systemd/system"
+	DefaultStateDir = "/var/lib/hostprov"
+)
+
+// Options say where the units go and how far apply may go.
+type Options struct {
+	// Root, when set, is the directory a node's root file system is
+	// mounted on (--root): UnitDir and StateDir are inside it.
+	Root string
+	// UnitDir is the unit directory as the node sees it; default
+	// DefaultUnitDir. StateDir holds the state and the lock; default
+	// DefaultStateDir.
+	UnitDir  string
+	StateDir string
+	// NoPrune keeps the units of an earlier apply that the spec no longer
+	// has, instead of stopping, disabling and deleting them.
+	NoPrune bool
+	// NoStart plans no start, restart or try-restart: files and links
+	// only. Stops are still planned.
+	NoStart bool
+	// Adopt takes over files hostprov did not write that the spec would
+	// overwrite; without it they are conflicts.
+	Adopt bool
+	// Force overwrites (or removes) files hostprov wrote that were changed
+	// on disk since; without it they are left alone and reported.
+	Force bool
+	// HookNames[i] is the name of hook i of the spec (render.Unit.Hook),
+	// recorded in the state and shown by status.
+	HookNames []string
+}
+
+func (o *Options) defaults() {
+	if o.UnitDir == "" {
+		o.UnitDir = DefaultUnitDir
+	}
+	if o.StateDir == "" {
+		o.StateDir = DefaultStateDir
+	}
+}
+
+// UnitDirPath and StateDirPath are the directories on this machine: under
+// Root when it is set.
+func (o Options) UnitDirPath() string  { return filepath.Join(o.Root, o.unitDir()) }
+func (o Options) StateDirPath() string { return filepath.Join(o.Root, o.stateDir()) }
+
+func (o Options) unitDir() string  { return orDefault(o.UnitDir, DefaultUnitDir) }
+func (o Options) stateDir() string { return orDefault(o.StateDir, DefaultStateDir) }
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// nodePath is where a file of the unit dir is as the node sees it: the path
+// shown in plans and logs, the same with or without --root.
+func (o Options) nodePath(rel string) string { return path.Join(o.unitDir(), rel) }
+
+// FileOp is what a plan does to one file.
+type FileOp string
+
+// File operations. Keep is a file hostprov wrote that was changed on disk
+// since (drift): left alone unless Force.
+const (
+	OpAdd       FileOp = "add"
+	OpChange    FileOp = "change"
+	OpRemove    FileOp = "remove"
+	OpUnchanged FileOp = "unchanged"
+	OpKeep      FileOp = "keep"
+)
+
+// FileChange is the plan for one file: a unit file or drop-in.
+type FileChange struct {
+	Unit string `json:"unit"`
+	// Path is the file's path on the node ("/etc/systemd/system/a.service").
+	Path string `json:"path"`
+	Op   FileOp `json:"op"`
+	// Reason says why: "new", "content changed", "adopted (--adopt)", ...
+	Reason string `json:"reason,omitempty"`
+	// OldSHA256 is the hash of the file on disk, NewSHA256 of what the plan
+	// writes.
+	OldSHA256 string `json:"oldSha256,omitempty"`
+	NewSHA256 string `json:"newSha256,omitempty"`
+	// OldLink is set when a symbolic link is at the path (to this target).
+	OldLink string `json:"oldLink,omitempty"`
+	// Drift is set when the file on disk is not what hostprov wrote.
+	Drift bool `json:"drift,omitempty"`
+	// Old and New are the bytes, for the diff.
+	Old []byte `json:"-"`
+	New []byte `json:"-"`
+
+	rel string // the path relative to the unit dir
+}
+
+// changes reports whether the operation changes the disk.
+func (f *FileChange) changes() bool {
+	return f.Op == OpAdd || f.Op == OpChange || f.Op == OpRemove
+}
+
+// ActionKind is a systemd action.
+type ActionKind string
+
+// Actions, in the order a plan runs them: stops, disables and unmasks
+// before files change (disable reads the [Install] of the file it undoes;
+// a mask link holds the place of a unit file); masks and enables after;
+// then one reload for every file and link changed; then starts and
+// restarts, which need the reloaded definitions. TryRestart restarts a unit
+// only if it is running: for drop-ins on a unit hostprov did not install.
+const (
+	ActStop       ActionKind = "stop"
+	ActDisable    ActionKind = "disable"
+	ActUnmask     ActionKind = "unmask"
+	ActMask       ActionKind = "mask"
+	ActEnable     ActionKind = "enable"
+	ActReload     ActionKind = "reload"
+	ActStart      ActionKind = "start"
+	ActRestart    ActionKind = "restart"
+	ActTryRestart ActionKind = "try-restart"
+)
+
+// phase orders action kinds; files change between phases 1 and 2.
+func (k ActionKind) phase() int {
+	switch k {
+	case ActStop:
+		return 0
+	case ActDisable, ActUnmask:
+		return 1
+	case ActMask, ActEnable:
+		return 2
+	case ActReload:
+		return 3
+	}
+	return 4
+}
+
+// Action is one systemd action of a plan.
+type Action struct {
+	Kind ActionKind `json:"action"`
+	// Unit is the unit acted on: for start, stop and restart of a
+	// template, its DefaultInstance. Empty for reload.
+	Unit   string `json:"unit,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Problem is a conflict (the plan cannot be applied) or a warning, about a
+// unit and maybe one of its files.
+type Problem struct {
+	Unit    string `json:"unit"`
+	Path    string `json:"path,omitempty"`
+	Message string `json:"message"`
+}
+
+func (p Problem) String() string {
+	at := p.Unit
+	if p.Path != "" {
+		at = p.Path
+	}
+	return at + ": " + p.Message
+}
+
+// UnitChange says what the plan does to a unit as a whole.
+type UnitChange struct {
+	Unit string `json:"unit"`
+	Hook string `json:"hook,omitempty"`
+	// Change is "add" (a unit hostprov did not own), "change", "remove"
+	// (pruned) or "none".
+	Change string `json:"change"`
+}
+
+// Plan is what apply will do, as data: the file operations, the systemd
+// actions in the order they run, and the problems found. It is made by
+// NewPlan, printed by WriteText or as JSON, and carried out by Execute.
+type Plan struct {
+	Units     []UnitChange `json:"units"`
+	Files     []FileChange `json:"files"`
+	Actions   []Action     `json:"actions"`
+	Warnings  []Problem    `json:"warnings,omitempty"`
+	Conflicts []Problem    `json:"conflicts,omitempty"`
+
+	opts  Options
+	state *State // as read
+	next  *State // after a successful apply
+}
+
+// Counts returns the number of units the plan adds, changes and removes.
+// Units are counted, not files or actions, as Terraform counts resources:
+// a unit with a new drop-in and a restart is one change.
+func (p *Plan) Counts() (add, change, remove int) {
+	for _, u := range p.Units {
+		switch u.Change {
+		case "add":
+			add++
+		case "change":
+			change++
+		case "remove":
+			remove++
+		}
+	}
+	return
+}
+
+// HasChanges reports whether applying the plan would change anything.
+func (p *Plan) HasChanges() bool {
+	a, c, r := p.Counts()
+	return a+c+r > 0
+}
+
+// Summary is the plan's last line: "Plan: 2 to add, 1 to change, 1 to
+// remove." or "No changes.".
+func (p *Plan) Summary() string {
+	a, c, r := p.Counts()
+	if a+c+r == 0 {
+		return "No changes."
+	}
+	return fmt.Sprintf("Plan: %d to add, %d to change, %d to remove.", a, c, r)
+}
+
+// NewPlan compares the desired units with the state and the unit directory
+// and returns the plan that makes the node match the spec. It reads files
+// and never changes anything. Conflicts (a file hostprov did not write in
+// the way, a symlinked drop-in directory) are in Plan.Conflicts, and
+// Execute refuses a plan that has any; an error is returned only when the
+// plan cannot be made at all (unreadable files, invalid names, a state for
+// another unit directory).
+func NewPlan(ctx context.Context, desired []render.Unit, st *State, opts Options) (*Plan, error) {
+	seen := map[string]bool{}
+	for _, u := range desired {
+		if err := checkUnitName(u.Name); err != nil {
+			return nil, err
+		}
+		if seen[u.Name] {
+			return nil, fmt.Errorf("unit %s is in the spec twice", u.Name)
+		}
+		seen[u.Name] = true
+		for _, d := range u.Dropins {
+			if err := checkDropinName(d.Name); err != nil {
+				return nil, fmt.Errorf("unit %s: %v", u.Name, err)
+			}
+		}
+	}
+	return newPlan(ctx, desired, st, opts, func(su *StateUnit) bool { return !opts.NoPrune && !seen[su.Name] })
+}
+
+// NewRemovePlan plans removing the owned units with the given unit or hook
+// names (hostprov remove): stop, disable, delete their files, reload. Other
+// units are left as they are. A name hostprov does not own is an error.
+func NewRemovePlan(ctx context.Context, names []string, st *State, opts Options) (*Plan, error) {
+	want := map[string]bool{}
+	for _, n := range names {
+		found := false
+		for _, u := range st.Units {
+			if u.Name == n || u.Hook == n {
+				want[u.Name] = true
+				found = true
+			}
+		}
+		if !found {
+			var owned []string
+			for _, u := range st.Units {
+				owned = append(owned, u.Name)
+			}
+			if len(owned) == 0 {
+				return nil, fmt.Errorf("%s: hostprov owns no unit on this node", n)
+			}
+			return nil, fmt.Errorf("%s: not a unit or hook hostprov installed; it owns %s", n, strings.Join(owned, ", "))
+		}
+	}
+	return newPlan(ctx, nil, st, opts, func(su *StateUnit) bool { return want[su.Name] })
+}
+
+// planner carries a plan being made.
+type planner struct {
+	*Plan
+	dir string // the unit dir on this machine
+}
+
+func newPlan(_ context.Context, desired []render.Unit, st *State, opts Options, prune func(*StateUnit) bool) (*Plan, error) {
+	opts.defaults()
+	if st == nil {
+		st = &State{Version: StateVersion}
+	}
+	if st.UnitDir != "" && st.UnitDir != opts.UnitDir {
+		return nil, fmt.Errorf("the state in %s records units in %s, not in %s: give --unit-dir %s, or another --state-dir for another unit directory",
+			StatePath(opts.stateDir()), st.UnitDir, opts.UnitDir, st.UnitDir)
+	}
+	p := &planner{
+		Plan: &Plan{opts: opts, state: st, Files: []FileChange{}, Actions: []Action{}, Units: []UnitChange{}},
+		dir:  opts.UnitDirPath(),
+	}
+	next := &State{Version: StateVersion, UnitDir: opts.UnitDir}
+	inSpec := map[string]bool{}
+	for i := range desired {
+		inSpec[desired[i].Name] = true
+		su, err := p.unit(&desired[i])
+		if err != nil {
+			return nil, err
+		}
+		next.Units = append(next.Units, su)
+	}
+	for _, prev := range st.Units {
+		if inSpec[prev.Name] {
+			continue
+		}
+		if !prune(prev) {
+			next.Units = append(next.Units, prev.clone1())
+			continue
+		}
+		su, err := p.remove(prev)
+		if err != nil {
+			return nil, err
+		}
+		if su != nil {
+			next.Units = append(next.Units, su)
+		}
+	}
+	p.finish()
+	p.next = next
+	return p.Plan, nil
+}
+
+func (u *StateUnit) clone1() *StateUnit {
+	return (&State{Units: []*StateUnit{u}}).clone().Units[0]
+}
+
+// unitPlan collects the plan of one unit before its actions are placed.
+type unitPlan struct {
+	name    string
+	files   []FileChange
+	actions []Action
+}
+
+func (up *unitPlan) act(kind ActionKind, unit, reason string) {
+	if unit == "" {
+		return // a template without DefaultInstance: nothing to run
+	}
+	up.actions = append(up.actions, Action{Kind: kind, Unit: unit, Reason: reason})
+}
+
+// unit plans one desired unit and returns its state after the apply.
+func (p *planner) unit(u *render.Unit) (*StateUnit, error) {
+	prev := p.state.Unit(u.Name)
+	up := &unitPlan{name: u.Name}
+	hook := ""
+	if u.Hook >= 0 && u.Hook < len(p.opts.HookNames) {
+		hook = p.opts.HookNames[u.Hook]
+	}
+	next := &StateUnit{Name: u.Name, Hook: hook, Masked: u.Mask}
+	if !u.Mask && u.Enabled != nil {
+		e := *u.Enabled
+		next.Enabled = &e
+	}
+
+	// The files the spec wants, then the owned files it no longer has.
+	type want struct {
+		rel  string
+		data []byte
+	}
+	var wants []want
+	if u.Contents != nil && !u.Mask {
+		wants = append(wants, want{u.Name, u.Contents})
+	}
+	for _, d := range u.Dropins {
+		wants = append(wants, want{u.Name + ".d/" + d.Name, d.Contents})
+	}
+	wanted := map[string]bool{}
+	var unitFile *FileChange
+	for _, w := range wants {
+		wanted[w.rel] = true
+		fc, sf, err := p.write(u.Name, w.rel, w.data, prev)
+		if err != nil {
+			return nil, err
+		}
+		if sf != nil {
+			next.Files = append(next.Files, *sf)
+		}
+		up.files = append(up.files, fc)
+		if w.rel == u.Name {
+			unitFile = &up.files[len(up.files)-1]
+		}
+	}
+	if prev != nil {
+		for _, f := range prev.Files {
+			if wanted[f.Path] {
+				continue
+			}
+			fc, keep, err := p.delete(u.Name, f, "no longer in the spec")
+			if err != nil {
+				return nil, err
+			}
+			if fc != nil {
+				up.files = append(up.files, *fc)
+			}
+			if keep {
+				next.Files = append(next.Files, f)
+			}
+		}
+	}
+	if u.Mask {
+		p.checkMask(u, prev, up)
+	}
+
+	// What changed in the unit's definition.
+	bodyChanged, installChanged := false, false
+	for i := range up.files {
+		f := &up.files[i]
+		if !f.changes() {
+			continue
+		}
+		if f != unitFile {
+			bodyChanged = true // a drop-in: part of the definition
+			continue
+		}
+		b, in := compareUnit(f.Old, f.New, f.Op == OpAdd || f.OldLink != "")
+		bodyChanged = bodyChanged || b
+		installChanged = installChanged || in
+	}
+
+	isNew := prev == nil
+	unknown := prev != nil && prev.Incomplete
+	prevMasked := prev != nil && prev.Masked
+	prevEnabled := prev != nil && prev.Enabled != nil && *prev.Enabled
+	content := u.Contents
+	run := runName(u.Name, content)
+	if u.Mask {
+		if !prevMasked || unknown {
+			up.act(ActStop, run, "masked")
+			if prevEnabled || unknown {
+				up.act(ActDisable, u.Name, "masked")
+			}
+			up.act(ActMask, u.Name, "mask: true")
+		}
+	} else {
+		if prevMasked {
+			up.act(ActUnmask, u.Name, "no longer masked")
+		}
+		switch {
+		case u.Enabled == nil:
+			if bodyChanged || unknown {
+				up.act(ActTryRestart, run, orReason(unknown, "drop-ins changed"))
+			}
+		case *u.Enabled:
+			started := false
+			switch {
+			case isNew:
+				up.act(ActEnable, u.Name, "new")
+				up.act(ActStart, run, "new")
+				started = true
+			case !prevEnabled || prevMasked:
+				up.act(ActEnable, u.Name, "enabled: true")
+				up.act(ActStart, run, "enabled: true")
+				started = true
+			case installChanged || unknown:
+				r := orReason(unknown, "[Install] changed")
+				up.act(ActDisable, u.Name, r)
+				up.act(ActEnable, u.Name, r)
+			}
+			if !started && (bodyChanged || unknown) {
+				up.act(ActRestart, run, orReason(unknown, restartReason(content)))
+			}
+		default:
+			if prevEnabled || unknown {
+				up.act(ActDisable, u.Name, "enabled: false")
+				up.act(ActStop, run, "enabled: false")
+			}
+		}
+	}
+	change := "change"
+	if isNew {
+		change = "add"
+	}
+	p.add(up, change, hook)
+	return next, nil
+}
+
+func orReason(unknown bool, r string) string {
+	if unknown {
+		return "an earlier apply did not finish"
+	}
+	return r
+}
+
+// restartReason explains a restart: a oneshot service that does not remain
+// after exit runs again.
+func restartReason(content []byte) string {
+	if f, err := units.Parse(content); err == nil {
+		typ := lastValue(f.Values(units.SectionService, "Type"))
+		rae := lastValue(f.Values(units.SectionService, "RemainAfterExit"))
+		if typ == "oneshot" && !isYes(rae) {
+			return "changed; a oneshot service, so it runs again"
+		}
+	}
+	return "changed"
+}
+
+func lastValue(vs []string) string {
+	if len(vs) == 0 {
+		return ""
+	}
+	return vs[len(vs)-1]
+}
+
+func isYes(s string) bool {
+	switch strings.ToLower(s) {
+	case "yes", "y", "true", "t", "on", "1":
+		return true
+	}
+	return false
+}
+
+// remove plans pruning an owned unit that is no longer wanted, and returns
+// what remains of it in the state (files left alone), or nil.
+func (p *planner) remove(prev *StateUnit) (*StateUnit, error) {
+	up := &unitPlan{name: prev.Name}
+	rest := &StateUnit{Name: prev.Name, Hook: prev.Hook}
+	ownsUnitFile := false
+	dropins := false
+	for _, f := range prev.Files {
+		if f.Path == prev.Name {
+			ownsUnitFile = true
+		} else {
+			dropins = true
+		}
+	}
+	if ownsUnitFile {
+		// Stop and disable only while the file is there: once it is
+		// gone, an earlier apply did both before deleting it, and
+		// systemd would refuse to disable a unit without a file.
+		if cur := p.current(prev.Name); cur != nil {
+			up.act(ActStop, runName(prev.Name, cur), "removed from the spec")
+			up.act(ActDisable, prev.Name, "removed from the spec")
+		}
+	}
+	if prev.Masked {
+		up.act(ActUnmask, prev.Name, "removed from the spec")
+	}
+	changedDropins := false
+	for _, f := range prev.Files {
+		fc, keep, err := p.delete(prev.Name, f, "removed from the spec")
+		if err != nil {
+			return nil, err
+		}
+		if fc != nil {
+			up.files = append(up.files, *fc)
+			changedDropins = changedDropins || fc.changes() && f.Path != prev.Name
+		}
+		if keep {
+			rest.Files = append(rest.Files, f)
+		}
+	}
+	if !ownsUnitFile && !prev.Masked && dropins && changedDropins {
+		up.act(ActTryRestart, prev.Name, "drop-ins removed")
+	}
+	p.add(up, "remove", prev.Hook)
+	if len(rest.Files) == 0 {
+		return nil, nil
+	}
+	return rest, nil
+}
+
+// add records a unit's files and actions in the plan.
+func (p *planner) add(up *unitPlan, change, hook string) {
+	changed := len(up.actions) > 0
+	for _, f := range up.files {
+		if f.changes() {
+			changed = true
+		}
+	}
+	if !changed && change != "remove" {
+		change = "none"
+	}
+	if change == "remove" && !changed && len(up.files) == 0 {
+		change = "none" // only forgotten: its files were gone already
+	}
+	p.Units = append(p.Units, UnitChange{Unit: up.name, Hook: hook, Change: change})
+	p.Files = append(p.Files, up.files...)
+	p.Actions = append(p.Actions, up.actions...)
+}
+
+// write plans writing data to rel for unit and returns the file's state
+// after the apply (nil when the plan cannot be applied).
+func (p *planner) write(unit, rel string, data []byte, prev *StateUnit) (FileChange, *StateFile, error) {
+	fc := FileChange{Unit: unit, Path: p.opts.nodePath(rel), rel: rel, New: data, NewSHA256: hashOf(data)}
+	cur, err := readDisk(p.dir, rel)
+	if err != nil {
+		return fc, nil, err
+	}
+	var sf *StateFile
+	if prev != nil {
+		for i := range prev.Files {
+			if prev.Files[i].Path == rel {
+				sf = &prev.Files[i]
+			}
+		}
+	}
+	fc.Old, fc.OldSHA256, fc.OldLink = cur.data, cur.hash, cur.link
+	done := &StateFile{Path: rel, SHA256: fc.NewSHA256}
+	keep := func(why string) (FileChange, *StateFile, error) {
+		fc.Op, fc.Drift, fc.Reason = OpKeep, true, why
+		p.Warnings = append(p.Warnings, Problem{Unit: unit, Path: fc.Path, Message: why})
+		old := *sf
+		return fc, &old, nil
+	}
+	conflict := func(why string) (FileChange, *StateFile, error) {
+		fc.Op, fc.Reason = OpKeep, why
+		p.Conflicts = append(p.Conflicts, Problem{Unit: unit, Path: fc.Path, Message: why})
+		return fc, nil, nil
+	}
+	switch {
+	case cur.bad != "":
+		return conflict(cur.bad)
+	case !cur.exists:
+		fc.Op, fc.Reason = OpAdd, "new"
+		if sf != nil {
+			fc.Reason = "missing on disk"
+		}
+	case cur.isLink && rel == unit && prev != nil && prev.Masked && cur.link == "/dev/null":
+		// hostprov's own mask, undone by the unmask before files change.
+		fc.Op, fc.Reason, fc.OldLink = OpAdd, "new (was masked)", ""
+	case cur.isLink && sf != nil:
+		if !p.opts.Force {
+			return keep(fmt.Sprintf("hostprov wrote this file, but it is now a symbolic link to %s; left alone: run apply with --force to replace the link by the file", cur.link))
+		}
+		fc.Op, fc.Drift, fc.Reason = OpChange, true, "replaces a symbolic link (--force)"
+	case cur.isLink:
+		if !p.opts.Adopt {
+			return conflict(fmt.Sprintf("a symbolic link to %s that hostprov did not make is where the spec puts this file; move it away, or run with --adopt to replace it", cur.link))
+		}
+		fc.Op, fc.Reason = OpChange, "replaces a symbolic link (--adopt)"
+	case sf != nil && sf.owns(cur.hash):
+		fc.Op, fc.Reason = OpChange, "content changed"
+		if cur.hash == fc.NewSHA256 {
+			fc.Op, fc.Reason = OpUnchanged, ""
+		}
+	case sf != nil:
+		switch {
+		case cur.hash == fc.NewSHA256:
+			fc.Op, fc.Reason = OpUnchanged, "edited on disk to what the spec says"
+		case p.opts.Force:
+			fc.Op, fc.Drift, fc.Reason = OpChange, true, "edited since hostprov wrote it; overwritten (--force)"
+		default:
+			return keep("edited since hostprov wrote it (drift); left alone: put the edit into the hook spec, or run apply with --force to overwrite it")
+		}
+	default:
+		same := ""
+		if cur.hash == fc.NewSHA256 {
+			same = " (its content is what the spec says)"
+		}
+		if !p.opts.Adopt {
+			return conflict("this file exists and hostprov did not write it" + same + "; hostprov never overwrites a file it does not own: move it away, or run with --adopt to take it over")
+		}
+		fc.Op, fc.Reason = OpChange, "adopted (--adopt)"
+		if same != "" {
+			fc.Op = OpUnchanged
+		}
+	}
+	return fc, done, nil
+}
+
+// delete plans removing an owned file. keep reports that the file stays
+// hostprov's (it is left alone); fc is nil when the file is gone already.
+func (p *planner) delete(unit string, sf StateFile, reason string) (fc *FileChange, keep bool, err error) {
+	cur, err := readDisk(p.dir, sf.Path)
+	if err != nil {
+		return nil, false, err
+	}
+	f := &FileChange{Unit: unit, Path: p.opts.nodePath(sf.Path), rel: sf.Path, Op: OpRemove, Reason: reason,
+		Old: cur.data, OldSHA256: cur.hash, OldLink: cur.link}
+	switch {
+	case cur.bad != "":
+		f.Op, f.Reason = OpKeep, cur.bad
+		p.Conflicts = append(p.Conflicts, Problem{Unit: unit, Path: f.Path, Message: cur.bad})
+		return f, true, nil
+	case !cur.exists:
+		return nil, false, nil
+	case cur.isLink || !sf.owns(cur.hash):
+		if p.opts.Force {
+			f.Drift, f.Reason = true, reason+"; edited since hostprov wrote it (--force)"
+			return f, false, nil
+		}
+		f.Op, f.Drift, f.Reason = OpKeep, true, "edited since hostprov wrote it (drift); left alone: remove it by hand, or run with --force to remove it"
+		p.Warnings = append(p.Warnings, Problem{Unit: unit, Path: f.Path, Message: f.Reason})
+		return f, true, nil
+	}
+	return f, false, nil
+}
+
+// checkMask adds a conflict when the unit file's place is taken by a file
+// that will still be there when the unit is masked: systemd refuses to
+// mask over a file.
+func (p *planner) checkMask(u *render.Unit, prev *StateUnit, up *unitPlan) {
+	for _, f := range up.files {
+		if f.rel == u.Name && f.Op == OpRemove {
+			return // hostprov's own file, removed before the mask
+		}
+	}
+	cur, err := readDisk(p.dir, u.Name)
+	if err != nil || !cur.exists || cur.isLink && cur.link == "/dev/null" {
+		return
+	}
+	what := "a unit file hostprov did not write"
+	if cur.isLink {
+		what = "a symbolic link to " + cur.link
+	} else if prev != nil {
+		for _, f := range prev.Files {
+			if f.Path == u.Name {
+				what = "the unit file hostprov wrote, edited since"
+			}
+		}
+	}
+	p.Conflicts = append(p.Conflicts, Problem{Unit: u.Name, Path: p.opts.nodePath(u.Name),
+		Message: fmt.Sprintf("cannot mask %s: %s is in its place; move it away (or run with --force if hostprov wrote it)", u.Name, what)})
+}
+
+// current returns the unit file on disk, or nil.
+func (p *planner) current(name string) []byte {
+	cur, err := readDisk(p.dir, name)
+	if err != nil || !cur.exists || cur.isLink {
+		return nil
+	}
+	return cur.data
+}
+
+// finish places the actions in execution order and adds the reload.
+func (p *planner) finish() {
+	reload := false
+	nfiles := 0
+	for _, f := range p.Files {
+		if f.changes() {
+			nfiles++
+		}
+	}
+	links := 0
+	for _, a := range p.Actions {
+		switch a.Kind {
+		case ActEnable, ActDisable, ActMask, ActUnmask:
+			links++
+		}
+	}
+	for _, u := range p.state.Units {
+		if u.Incomplete {
+			reload = true
+		}
+	}
+	if nfiles > 0 || links > 0 {
+		reload = true
+	}
+	var acts []Action
+	for phase := 0; phase <= 4; phase++ {
+		if phase == ActReload.phase() {
+			if reload {
+				acts = append(acts, Action{Kind: ActReload, Reason: reloadReason(nfiles, links)})
+			}
+			continue
+		}
+		for _, a := range p.Actions {
+			if a.Kind.phase() != phase {
+				continue
+			}
+			if p.opts.NoStart && (a.Kind == ActStart || a.Kind == ActRestart || a.Kind == ActTryRestart) {
+				continue
+			}
+			acts = append(acts, a)
+		}
+	}
+	if acts == nil {
+		acts = []Action{}
+	}
+	p.Actions = acts
+}
+
+func reloadReason(files, links int) string {
+	var parts []string
+	if files > 0 {
+		parts = append(parts, plural(files, "file")+" changed")
+	}
+	if links > 0 {
+		parts = append(parts, plural(links, "enable/disable/mask action"))
+	}
+	if len(parts) == 0 {
+		return "an earlier apply did not finish"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// compareUnit reports whether a unit file's definition (everything outside
+// [Install]) and its [Install] differ between old and new. Comments and
+// layout do not count. A file that cannot be parsed counts as changed.
+func compareUnit(old, new []byte, added bool) (body, install bool) {
+	if added {
+		return true, true
+	}
+	of, err1 := units.Parse(old)
+	nf, err2 := units.Parse(new)
+	if err1 != nil || err2 != nil {
+		return true, true
+	}
+	ob, oi := entries(of)
+	nb, ni := entries(nf)
+	return ob != nb, oi != ni
+}
+
+// entries flattens a unit's entries, outside and inside [Install].
+func entries(f *units.File) (body, install string) {
+	var b, in strings.Builder
+	for _, s := range f.Sections {
+		w := &b
+		if s.Name == units.SectionInstall {
+			w = &in
+		}
+		for _, e := range s.Entries {
+			fmt.Fprintf(w, "[%s]%s=%s\n", s.Name, e.Key, e.Value)
+		}
+	}
+	return b.String(), in.String()
+}
+
+// runName is the unit to start, stop or restart for a unit file: the unit
+// itself, or for a template its DefaultInstance ("" when it has none, as a
+// template cannot run).
+func runName(name string, content []byte) string {
+	at := strings.IndexByte(name, '@')
+	if at < 0 || !strings.HasPrefix(name[at:], "@.") {
+		return name
+	}
+	f, err := units.Parse(content)
+	if err != nil {
+		return ""
+	}
+	inst := lastValue(f.Values(units.SectionInstall, "DefaultInstance"))
+	if inst == "" {
+		return ""
+	}
+	return name[:at+1] + inst + name[at+1:]
+}

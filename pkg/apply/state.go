@@ -1,0 +1,259 @@
+package apply
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/hostprov/hostprov/internal/fsutil"
+	"github.com/hostprov/hostprov/pkg/units"
+)
+
+// StateVersion is the format version of the state file. A state file with
+// another version is refused rather than guessed at.
+const StateVersion = 1
+
+// StateFileName is the name of the state file in the state directory.
+const StateFileName = "state.json"
+
+// State is what hostprov has installed on a node: every unit it owns, the
+// files it wrote for it with their hashes, and how it left the unit
+// (enabled, masked). It is the only thing that makes a file hostprov's: a
+// file not in the state is never modified or removed without --adopt.
+//
+// The state is written before files change (recording the hashes about to
+// be written, so that a crash cannot leave a file hostprov wrote but does
+// not know of), after they changed, and at the end; see Execute.
+type State struct {
+	Version int `json:"version"`
+	// UnitDir is the unit directory the files are in, as seen on the node
+	// (without --root). A state is only used with the unit directory it
+	// was written for.
+	UnitDir string       `json:"unitDir"`
+	Units   []*StateUnit `json:"units"`
+}
+
+// StateUnit is one owned unit.
+type StateUnit struct {
+	// Name is the unit's name, Hook the name of the hook it came from.
+	Name string `json:"name"`
+	Hook string `json:"hook,omitempty"`
+	// Files are the files hostprov wrote for the unit: the unit file
+	// (path NAME) and drop-ins (NAME.d/FILE), relative to the unit
+	// directory, sorted by path.
+	Files []StateFile `json:"files,omitempty"`
+	// Enabled is the enablement hostprov applied: true (enabled), false
+	// (disabled) or nil (left as it was). Masked says hostprov masked it.
+	Enabled *bool `json:"enabled,omitempty"`
+	Masked  bool  `json:"masked,omitempty"`
+	// Incomplete marks a unit an apply was working on when it stopped (a
+	// crash, a failed start): its links and running state are unknown, so
+	// the next apply redoes every idempotent step for it (enable, start or
+	// restart, reload).
+	Incomplete bool `json:"incomplete,omitempty"`
+}
+
+// StateFile is one file hostprov wrote.
+type StateFile struct {
+	Path string `json:"path"`
+	// SHA256 is the hex SHA-256 of the bytes hostprov wrote; empty while
+	// the file is being created.
+	SHA256 string `json:"sha256,omitempty"`
+	// Next is the hash of the bytes an interrupted apply was writing: the
+	// file on disk has either SHA256 or Next, both hostprov's.
+	Next string `json:"next,omitempty"`
+}
+
+// owns reports whether hash is one of the contents hostprov wrote (or was
+// writing) to the file.
+func (f StateFile) owns(hash string) bool {
+	return hash != "" && (hash == f.SHA256 || hash == f.Next)
+}
+
+// Unit returns the state of the named unit, or nil.
+func (s *State) Unit(name string) *StateUnit {
+	for _, u := range s.Units {
+		if u.Name == name {
+			return u
+		}
+	}
+	return nil
+}
+
+// file returns the state of a file (a path relative to the unit dir) and
+// the unit that owns it.
+func (s *State) file(path string) (*StateUnit, *StateFile) {
+	for _, u := range s.Units {
+		for i := range u.Files {
+			if u.Files[i].Path == path {
+				return u, &u.Files[i]
+			}
+		}
+	}
+	return nil, nil
+}
+
+// StatePath is the state file's path in a state directory.
+func StatePath(stateDir string) string { return filepath.Join(stateDir, StateFileName) }
+
+// LoadState reads the state file at path. A missing file is an empty state
+// (the first apply on a node); a file that cannot be read or understood is
+// an error that says what to do, because guessing would lose track of
+// files hostprov wrote.
+func LoadState(path string) (*State, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &State{Version: StateVersion}, nil
+	}
+	if err != nil {
+		return nil, fsError("reading the state file", path, err)
+	}
+	st, err := ParseState(data)
+	if err != nil {
+		return nil, fmt.Errorf("state file %s is corrupt: %v; it records which unit files hostprov owns, so hostprov will not guess: restore it from a backup, or, if you know no hostprov unit is installed, move it away and run apply with --adopt to take over the files the spec names", path, err)
+	}
+	return st, nil
+}
+
+// ParseState decodes and checks a state file. Every path must be a unit
+// file or drop-in of its own unit, so that a tampered state cannot make
+// hostprov remove a file elsewhere.
+func ParseState(data []byte) (*State, error) {
+	var st State
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&st); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("data after the JSON object")
+	}
+	if st.Version != StateVersion {
+		return nil, fmt.Errorf("format version %d, this hostprov reads version %d", st.Version, StateVersion)
+	}
+	seen, seenFile := map[string]bool{}, map[string]bool{}
+	for i, u := range st.Units {
+		if u == nil {
+			return nil, fmt.Errorf("units[%d] is null", i)
+		}
+		if err := checkUnitName(u.Name); err != nil {
+			return nil, fmt.Errorf("units[%d]: %v", i, err)
+		}
+		if seen[u.Name] {
+			return nil, fmt.Errorf("units[%d]: unit %s is listed twice", i, u.Name)
+		}
+		seen[u.Name] = true
+		for j, f := range u.Files {
+			if err := checkFilePath(u.Name, f.Path); err != nil {
+				return nil, fmt.Errorf("units[%d].files[%d]: %v", i, j, err)
+			}
+			if seenFile[f.Path] {
+				return nil, fmt.Errorf("units[%d].files[%d]: %s is listed twice", i, j, f.Path)
+			}
+			seenFile[f.Path] = true
+			for _, h := range []string{f.SHA256, f.Next} {
+				if h != "" && !isHexHash(h) {
+					return nil, fmt.Errorf("units[%d].files[%d]: %q is not a hex SHA-256", i, j, h)
+				}
+			}
+		}
+	}
+	return &st, nil
+}
+
+// Save writes the state atomically to path, mode 0600.
+func (s *State) Save(path string) error {
+	data, err := s.marshal()
+	if err != nil {
+		return err
+	}
+	if err := fsutil.WriteFile(path, data, 0o600); err != nil {
+		return fsError("writing the state file", path, err)
+	}
+	return nil
+}
+
+// marshal encodes the state canonically: units and files sorted, so that
+// equal states have equal bytes.
+func (s *State) marshal() ([]byte, error) {
+	s.Version = StateVersion
+	sort.Slice(s.Units, func(i, j int) bool { return s.Units[i].Name < s.Units[j].Name })
+	for _, u := range s.Units {
+		sort.Slice(u.Files, func(i, j int) bool { return u.Files[i].Path < u.Files[j].Path })
+	}
+	if s.Units == nil {
+		s.Units = []*StateUnit{}
+	}
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
+}
+
+// clone returns a deep copy of the state.
+func (s *State) clone() *State {
+	c := &State{Version: s.Version, UnitDir: s.UnitDir}
+	for _, u := range s.Units {
+		cu := *u
+		cu.Files = append([]StateFile(nil), u.Files...)
+		if u.Enabled != nil {
+			e := *u.Enabled
+			cu.Enabled = &e
+		}
+		c.Units = append(c.Units, &cu)
+	}
+	return c
+}
+
+func hashOf(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+func isHexHash(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
+}
+
+// checkUnitName refuses a unit name that is not one systemd accepts, and in
+// particular anything with a '/': a name becomes a path in the unit dir.
+// render refuses such names already; this is defence in depth, and guards
+// against a tampered state file.
+func checkUnitName(name string) error {
+	if strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
+		return fmt.Errorf("unit name %q would leave the unit directory", name)
+	}
+	return units.ValidateName(name)
+}
+
+// checkFilePath refuses a file path that is not unit's own file (NAME) or
+// one of its drop-ins (NAME.d/FILE with FILE a plain name).
+func checkFilePath(unit, path string) error {
+	if path == unit {
+		return nil
+	}
+	rest, ok := strings.CutPrefix(path, unit+".d/")
+	if !ok || checkDropinName(rest) != nil {
+		return fmt.Errorf("%q is neither unit %s nor one of its drop-ins", path, unit)
+	}
+	return nil
+}
+
+func checkDropinName(name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+		return fmt.Errorf("drop-in name %q would leave the drop-in directory", name)
+	}
+	return nil
+}
