@@ -96,6 +96,8 @@ type renderFlags struct {
 	out             string
 	pretty          bool
 	ignitionVersion string
+	variant         string
+	butaneVersion   string
 }
 
 // outputFormat is one output of render. check looks at the flags before the
@@ -113,7 +115,7 @@ type outputFormat struct {
 // formatSpecificFlags are the flags render refuses for a format that does
 // not list them. --pretty is not among them: it has always been accepted
 // (and ignored) by the formats that are not JSON.
-var formatSpecificFlags = []string{"out", "ignition-version"}
+var formatSpecificFlags = []string{"out", "ignition-version", "variant", "butane-version"}
 
 // outputFormats are render's outputs, the default first.
 var outputFormats = []outputFormat{
@@ -129,6 +131,22 @@ var outputFormats = []outputFormat{
 			b, err := render.Ignition(us, f.ignitionOptions())
 			if err != nil {
 				return failure("building the Ignition config: %v", err)
+			}
+			return write(w, b)
+		},
+	},
+	{
+		name:  "butane",
+		help:  "a Butane config (--variant fcos|flatcar, --butane-version or --ignition-version) on standard output",
+		flags: []string{"ignition-version", "variant", "butane-version"},
+		check: func(f *renderFlags) error {
+			_, err := f.butaneOptions().Resolve()
+			return optionError(err)
+		},
+		write: func(w io.Writer, f *renderFlags, us []render.Unit) error {
+			b, err := render.Butane(us, f.butaneOptions())
+			if err != nil {
+				return failure("building the Butane config: %v", err)
 			}
 			return write(w, b)
 		},
@@ -161,6 +179,10 @@ var outputFormats = []outputFormat{
 
 func (f *renderFlags) ignitionOptions() render.IgnitionOptions {
 	return render.IgnitionOptions{Version: f.ignitionVersion, Pretty: f.pretty}
+}
+
+func (f *renderFlags) butaneOptions() render.ButaneOptions {
+	return render.ButaneOptions{Variant: f.variant, Version: f.butaneVersion, IgnitionVersion: f.ignitionVersion}
 }
 
 // optionError turns an output option that cannot be met into a usage error.
@@ -221,6 +243,10 @@ func newRender() *cobra.Command {
 	for _, f := range outputFormats {
 		fmt.Fprintf(&help, "  --format %-9s %s\n", f.name, f.help)
 	}
+	var butane strings.Builder
+	for _, v := range render.ButaneVersions() {
+		fmt.Fprintf(&butane, "  %-8s %s -> Ignition %s\n", v.Variant, v.Version, v.IgnitionVersion)
+	}
 	c := &cobra.Command{
 		Use:   "render [-f FILE] [--format " + strings.Join(formatNames(), "|") + "] [--out DIR]",
 		Short: "Render a hook spec to instance user data, a unit listing or a unit directory",
@@ -228,7 +254,11 @@ func newRender() *cobra.Command {
 
 ` + help.String() + `
 Ignition spec versions: ` + strings.Join(render.IgnitionVersions(), ", ") + `.
+Butane versions and the Ignition version each translates to (the default is
+the one for Ignition ` + render.DefaultIgnitionVersion + `; --ignition-version picks the newest that
+translates to it):
 
+` + butane.String() + `
 Nothing is written when the spec has an error.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -257,10 +287,31 @@ Nothing is written when the spec has an error.`,
 	c.Flags().StringVarP(&rf.out, "out", "o", "", "directory to write to, for --format dir")
 	c.Flags().BoolVar(&rf.pretty, "pretty", false, "indent the Ignition JSON")
 	c.Flags().StringVar(&rf.ignitionVersion, "ignition-version", "",
-		"Ignition spec version, for --format ignition (default "+render.DefaultIgnitionVersion+"): "+strings.Join(render.IgnitionVersions(), ", "))
+		"Ignition spec version, for --format ignition (default "+render.DefaultIgnitionVersion+") and butane: "+strings.Join(render.IgnitionVersions(), ", "))
+	c.Flags().StringVar(&rf.variant, "variant", "", "Butane variant, for --format butane: "+orList(render.ButaneVariants())+" (default "+render.ButaneVariants()[0]+")")
+	c.Flags().StringVar(&rf.butaneVersion, "butane-version", "", "Butane spec version, for --format butane (default: the one for the Ignition version)")
 	c.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(formatNames(), cobra.ShellCompDirectiveNoFileComp))
 	c.RegisterFlagCompletionFunc("ignition-version", cobra.FixedCompletions(render.IgnitionVersions(), cobra.ShellCompDirectiveNoFileComp))
+	c.RegisterFlagCompletionFunc("variant", cobra.FixedCompletions(render.ButaneVariants(), cobra.ShellCompDirectiveNoFileComp))
+	c.RegisterFlagCompletionFunc("butane-version", butaneVersionCompletion(&rf))
 	return c
+}
+
+// butaneVersionCompletion offers the versions of the variant given so far.
+func butaneVersionCompletion(rf *renderFlags) cobra.CompletionFunc {
+	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		variant := rf.variant
+		if variant == "" {
+			variant = render.ButaneVariants()[0]
+		}
+		var vs []string
+		for _, v := range render.ButaneVersions() {
+			if v.Variant == variant {
+				vs = append(vs, v.Version+"\tIgnition "+v.IgnitionVersion)
+			}
+		}
+		return vs, cobra.ShellCompDirectiveNoFileComp
+	}
 }
 
 func newValidate() *cobra.Command {
