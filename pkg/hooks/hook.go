@@ -266,7 +266,7 @@ func (d *decoder) checkHook(v value, h *Hook, st hookState) {
 		}
 	}
 
-	if nameOK && h.Name != "" && d.hookIsEmpty(h, st) {
+	if nameOK && h.Name != "" && d.hookIsEmpty(h, st) && !d.reported(v.path) {
 		d.add(Error, v.pos, v.path, fmt.Sprintf("hook %s has no manifest, exec, directives or dropins", display),
 			"add exec: to run a command, a manifest, directives, or dropins for an existing unit; "+
 				"or set mask: true to mask the unit, or enabled: to enable or disable it as it is")
@@ -309,6 +309,17 @@ func (d *decoder) hookIsEmpty(h *Hook, st hookState) bool {
 		}
 	}
 	return true
+}
+
+// reported reports whether an error was reported at path already (such as
+// a merge key in the hook's mapping, whose fields are then missing).
+func (d *decoder) reported(path string) bool {
+	for _, x := range d.diags {
+		if x.Severity == Error && x.Path == path {
+			return true
+		}
+	}
+	return false
 }
 
 // unitType returns the type suffix of a unit name when it is not a

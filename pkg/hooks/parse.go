@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -35,6 +36,11 @@ func Parse(file string, data []byte) (*Spec, Diagnostics) {
 	// The budget allows every value of the file once, and aliases of
 	// small shared values many times over.
 	d := &decoder{file: file, lines: splitLines(data), budget: len(data) + 100000}
+	if !utf8.Valid(data) {
+		// yaml.v3 would say only that some octet is wrong, not where.
+		d.invalidUTF8(data)
+		return nil, d.diags
+	}
 	spec := d.parse(data)
 	d.diags.Sort()
 	return spec, d.diags
@@ -146,6 +152,24 @@ var (
 	yamlAnchorRE = regexp.MustCompile(`^yaml: unknown anchor '(.*)' referenced$`)
 )
 
+// invalidUTF8 reports the first byte of data that is not UTF-8, at its
+// line and column: a spec is text, and a binary file or one in another
+// encoding cannot be one.
+func (d *decoder) invalidUTF8(data []byte) {
+	i := 0
+	for i < len(data) {
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size <= 1 {
+			break
+		}
+		i += size
+	}
+	start := bytes.LastIndexByte(data[:i], '\n') + 1
+	pos := Position{File: d.file, Line: bytes.Count(data[:i], []byte("\n")) + 1, Column: utf8.RuneCount(data[start:i]) + 1}
+	d.add(Error, pos, "", fmt.Sprintf("the file is not UTF-8 text: byte 0x%02x at offset %d is not valid UTF-8", data[i], i),
+		"a spec is UTF-8 text: convert the file (iconv -t UTF-8), or check that this is the spec and not a binary file")
+}
+
 // yamlError turns a syntax error of yaml.v3, which carries its line only in
 // the message text, into a diagnostic with a position.
 func (d *decoder) yamlError(err error, data []byte) {
@@ -165,6 +189,12 @@ func (d *decoder) yamlError(err error, data []byte) {
 				hint = "YAML indents with spaces: replace the tabs on this line with spaces"
 				break
 			}
+		}
+		if pos.Column == 0 && pos.Line >= 1 && pos.Line <= len(d.lines) {
+			// yaml.v3 says only which line; point at where its text
+			// starts, so that editors can jump to it.
+			line := d.lines[pos.Line-1]
+			pos.Column = len([]rune(line)) - len([]rune(strings.TrimLeft(line, " "))) + 1
 		}
 	} else {
 		msg = strings.TrimPrefix(msg, "yaml: ")

@@ -34,7 +34,7 @@ func TestParseDiagnostics(t *testing.T) {
 		{"top level is a list", "- name: a\n", []want{{"1:1", "", "not a list", "apiVersion: hostprov/v1alpha1", Error}}},
 		{"second document", header + "- name: a\n  exec: [/bin/true]\n---\nkind: Hooks\n",
 			[]want{{"6:1", "", "second document", "put every hook in the one hooks: list", Error}}},
-		{"syntax error", "apiVersion: x\n kind: y\n", []want{{"2:0", "", "not valid YAML: mapping values are not allowed", "fix the YAML syntax", Error}}},
+		{"syntax error", "apiVersion: x\n kind: y\n", []want{{"2:2", "", "not valid YAML: mapping values are not allowed", "fix the YAML syntax", Error}}},
 		{"tab indentation", header + "- name: a\n\texec: [/bin/true]\n", []want{{"5:1", "", "not valid YAML", "replace the tabs", Error}}},
 		{"unknown anchor", header + "- name: a\n  exec: *cmd\n", []want{{"5:9", "", "unknown anchor 'cmd'", "define the anchor &cmd", Error}}},
 		{"no apiVersion", "kind: Hooks\nhooks: []\n", []want{

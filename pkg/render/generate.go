@@ -87,7 +87,7 @@ func (b *builder) generate(i int, name string) (*units.File, posFunc) {
 		g.add(units.SectionUnit, "Description", units.EscapeSpecifiers("hostprov hook "+h.Name), g.p+".name")
 	}
 	g.install(typ)
-	if typ == "service" {
+	if typ == "service" && g.ok {
 		g.checkService()
 	}
 	if len(h.Steps) > 0 && h.When != hooks.WhenAlways && h.When != hooks.WhenNever && g.ok {
@@ -292,7 +292,7 @@ func (g *gen) manifest(own string, structured map[string]string) {
 	path := g.p + ".manifest"
 	if own == "" {
 		g.b.errorf(path, "use useRawManifest: true and write the whole unit, or use directives",
-			"a %s unit has no section of its own for the manifest to be the body of", units.Type(UnitName(g.h)))
+			"%s %s unit has no section of its own for the manifest to be the body of", article(units.Type(UnitName(g.h))), units.Type(UnitName(g.h)))
 		g.ok = false
 		return
 	}

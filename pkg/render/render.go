@@ -90,8 +90,25 @@ type builder struct {
 	refused map[string]bool
 }
 
+// report records a problem, unless the parser refused the value at path
+// already: a second report of the same value would only follow from the
+// first.
 func (b *builder) report(sev hooks.Severity, pos hooks.Position, path, msg, hint string) {
+	if b.refused[path] {
+		return
+	}
 	b.diags = append(b.diags, hooks.Diagnostic{Severity: sev, Pos: pos, Path: path, Message: msg, Hint: hint})
+}
+
+// refusedUnder reports whether the parser refused the value at path or
+// anything inside it.
+func (b *builder) refusedUnder(path string) bool {
+	for p := range b.refused {
+		if p == path || strings.HasPrefix(p, path+".") || strings.HasPrefix(p, path+"[") {
+			return true
+		}
+	}
+	return false
 }
 
 func (b *builder) errorf(path, hint, format string, args ...any) {
@@ -137,8 +154,17 @@ func (b *builder) hook(i int) (Unit, bool) {
 	b.seen[name] = i
 
 	u := Unit{Name: name, Hook: i, Mask: h.Mask}
+	if b.refusedUnder(p) {
+		// What the parser could not read is missing from the hook, so a
+		// unit built from the rest would only give problems that follow
+		// from the first (a service "without a command" whose exec was
+		// refused). The name still counts, for duplicates.
+		return Unit{}, false
+	}
 	var file *units.File
 	switch {
+	case h.UseRawManifest && strings.TrimSpace(h.Manifest) == "":
+		// Reported by the parser.
 	case h.UseRawManifest:
 		file = b.parseText(p+".manifest", h.Manifest, "")
 		if file != nil {
@@ -252,7 +278,7 @@ func (b *builder) checkFile(p, name string, f *units.File, pos posFunc) {
 		}
 	}
 	if path == "" {
-		b.errorf(p+".name", fmt.Sprintf("add %s=PATH to [%s]", key, sect), "a %s unit needs %s= in [%s]", typ, key, sect)
+		b.errorf(p+".name", fmt.Sprintf("add %s=PATH to [%s]", key, sect), "%s %s unit needs %s= in [%s]", article(typ), typ, key, sect)
 		return
 	}
 	want, err := units.PathUnitName(path, typ)
@@ -264,7 +290,7 @@ func (b *builder) checkFile(p, name string, f *units.File, pos posFunc) {
 		// Not %q: unit names hold backslashes (\x2d) that must be
 		// shown as they are to be copied.
 		b.errorf(p+".name", fmt.Sprintf("name the hook \"%s\" (systemd-escape --path --suffix=%s '%s'), with useRawName: true", want, typ, path),
-			"systemd requires a %s unit to be named after its %s= path %s, but it is named %s", typ, key, path, name)
+			"systemd requires %s %s unit to be named after its %s= path %s, but it is named %s", article(typ), typ, key, path, name)
 	}
 }
 
@@ -306,6 +332,14 @@ func (b *builder) checkInstall(p, name string, f *units.File) {
 		b.warnf(p, "add DefaultInstance= to [Install], or name an instance (foo@bar.service) in a hook of its own",
 			"%s is a template: it cannot be enabled without an instance", name)
 	}
+}
+
+// article is "a" or "an" for a unit type, as it is read aloud.
+func article(typ string) string {
+	if strings.ContainsRune("aeio", rune(typ[0])) {
+		return "an"
+	}
+	return "a"
 }
 
 func orDefault(s, d string) string {

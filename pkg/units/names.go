@@ -3,7 +3,9 @@ package units
 import (
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -113,15 +115,15 @@ func ValidateName(name string) error {
 	}
 	dot := strings.LastIndexByte(name, '.')
 	if dot < 0 || !isType(name[dot+1:]) {
-		return fmt.Errorf("unit name %q has no unit type suffix; it must end in one of .%s (for example %q)",
-			name, strings.Join(Types, ", ."), name+".service")
+		return fmt.Errorf("unit name %s has no unit type suffix; it must end in one of .%s (for example %s)",
+			quoteName(name), strings.Join(Types, ", ."), quoteName(name+".service"))
 	}
 	prefix, typ := name[:dot], name[dot+1:]
 	if prefix == "" {
-		return fmt.Errorf("unit name %q has nothing before its .%s suffix; add a name such as \"example.%s\"", name, typ, typ)
+		return fmt.Errorf("unit name %s has nothing before its .%s suffix; add a name such as \"example.%s\"", quoteName(name), typ, typ)
 	}
 	if len(name) > UnitNameMax {
-		return fmt.Errorf("unit name %q is %d bytes long; systemd allows at most %d", name, len(name), UnitNameMax)
+		return fmt.Errorf("unit name %s is %d bytes long; systemd allows at most %d", quoteName(name), len(name), UnitNameMax)
 	}
 	for i := 0; i < len(prefix); i++ {
 		if !validNameChar(prefix[i]) {
@@ -130,12 +132,12 @@ func ValidateName(name string) error {
 				hint = EscapePath(prefix) + "." + typ
 			}
 			r, _ := utf8.DecodeRuneInString(prefix[i:])
-			return fmt.Errorf("unit name %q contains %q at byte %d, which systemd does not allow in unit names (only A-Z a-z 0-9 : _ . \\ - and @); escape it as systemd-escape does: %q",
-				name, r, i+1, hint)
+			return fmt.Errorf("unit name %s contains %q at byte %d, which systemd does not allow in unit names (only A-Z a-z 0-9 : _ . \\ - and @); escape it as systemd-escape does: %s",
+				quoteName(name), r, i+1, quoteName(hint))
 		}
 	}
 	if prefix[0] == '@' {
-		return fmt.Errorf("unit name %q starts with '@'; a template needs a name before the '@', as in \"example@.%s\"", name, typ)
+		return fmt.Errorf("unit name %s starts with '@'; a template needs a name before the '@', as in \"example@.%s\"", quoteName(name), typ)
 	}
 	return nil
 }
@@ -228,3 +230,16 @@ func PathUnitName(p, typ string) (string, error) {
 // EscapeSpecifiers doubles every '%', so that a value in a setting where
 // systemd expands specifiers (%n, %i, ...) reaches the program unchanged.
 func EscapeSpecifiers(s string) string { return strings.ReplaceAll(s, "%", "%%") }
+
+// quoteName quotes a unit name for a message. Unlike %q it leaves the
+// backslashes of escaped names (\x2d) single, so that the name can be
+// copied from the message as it is; a name with characters that would not
+// show is quoted with %q.
+func quoteName(name string) string {
+	for _, r := range name {
+		if !unicode.IsPrint(r) {
+			return strconv.Quote(name)
+		}
+	}
+	return `"` + name + `"`
+}
