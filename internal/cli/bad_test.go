@@ -76,3 +76,49 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 }
+
+// hugeSpec writes a syntactically valid spec of about 50 MB.
+func hugeSpec(tb testing.TB) string {
+	tb.Helper()
+	p := filepath.Join(tb.TempDir(), "huge.yaml")
+	var b bytes.Buffer
+	b.WriteString("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n")
+	for i := 0; b.Len() < 50<<20; i++ {
+		fmt.Fprintf(&b, "- name: hook-%d\n  exec: [/bin/echo, %q]\n", i, strings.Repeat("x", 200))
+	}
+	if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// TestHugeSpec checks that a 50 MB spec is refused with a positioned
+// error, without writing anything.
+func TestHugeSpec(t *testing.T) {
+	spec := hugeSpec(t)
+	out := filepath.Join(t.TempDir(), "units")
+	var stdout, stderr bytes.Buffer
+	code := Run([]string{"render", "-f", spec, "--format", "dir", "--out", out}, strings.NewReader(""), &stdout, &stderr)
+	if code != ExitInvalid {
+		t.Errorf("exit %d, want %d", code, ExitInvalid)
+	}
+	if want := spec + ":1:1: error: the spec is"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+	}
+	if _, err := os.Lstat(out); !os.IsNotExist(err) {
+		t.Error("render wrote output for a spec it refused")
+	}
+}
+
+// BenchmarkHugeSpec measures refusing a 50 MB spec: time and memory must
+// stay bounded (the read stops one byte past the limit).
+func BenchmarkHugeSpec(b *testing.B) {
+	spec := hugeSpec(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		var stdout, stderr bytes.Buffer
+		if code := Run([]string{"validate", "-f", spec}, strings.NewReader(""), &stdout, &stderr); code != ExitInvalid {
+			b.Fatalf("exit %d", code)
+		}
+	}
+}

@@ -41,19 +41,27 @@ func (f *specFlags) load(c *cobra.Command) ([]render.Unit, error) {
 }
 
 func readSpec(c *cobra.Command, file string) (string, []byte, error) {
+	// Read at most one byte more than a spec may have, so that an
+	// endless or huge input is refused (by hooks.Parse, with a position)
+	// without being read whole.
 	if file == "-" {
-		data, err := io.ReadAll(c.InOrStdin())
+		data, err := io.ReadAll(io.LimitReader(c.InOrStdin(), hooks.MaxSize+1))
 		if err != nil {
 			return "", nil, failure("reading standard input: %v", err)
 		}
 		return "<stdin>", data, nil
 	}
-	data, err := os.ReadFile(file)
+	f, err := os.Open(file)
 	if err != nil {
 		if os.IsNotExist(err) {
 			return "", nil, invalid("%s: no such file; give the hook spec with -f FILE (or -f - for standard input)", file)
 		}
 		return "", nil, failure("%v", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, hooks.MaxSize+1))
+	if err != nil {
+		return "", nil, failure("reading %s: %v", file, err)
 	}
 	return file, data, nil
 }

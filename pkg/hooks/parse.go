@@ -35,6 +35,15 @@ var specFields = []string{"apiVersion", "kind", "hooks"}
 func Parse(file string, data []byte) (*Spec, Diagnostics) {
 	// The budget allows every value of the file once, and aliases of
 	// small shared values many times over.
+	if len(data) > MaxSize {
+		// Refused before any parsing, so that time and memory stay
+		// bounded whatever the input: a real spec is a few kilobytes.
+		d := &decoder{file: file}
+		d.add(Error, Position{File: file, Line: 1, Column: 1}, "",
+			fmt.Sprintf("the spec is %d bytes; hostprov reads specs of at most %d bytes (%d MiB)", len(data), MaxSize, MaxSize>>20),
+			"check that this is the hook spec; split a spec this large into several")
+		return nil, d.diags
+	}
 	d := &decoder{file: file, lines: splitLines(data), budget: len(data) + 100000}
 	if !utf8.Valid(data) {
 		// yaml.v3 would say only that some octet is wrong, not where.
@@ -45,6 +54,10 @@ func Parse(file string, data []byte) (*Spec, Diagnostics) {
 	d.diags.Sort()
 	return spec, d.diags
 }
+
+// MaxSize is the largest spec Parse reads, in bytes. Ten thousand hooks
+// take about 4 MiB.
+const MaxSize = 16 << 20
 
 // decoder holds the state of one Parse.
 type decoder struct {
