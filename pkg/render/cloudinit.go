@@ -1,0 +1,404 @@
+package render
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"mime/multipart"
+	"net/textproto"
+	"strings"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/hostprov/hostprov/pkg/units"
+)
+
+// CloudInitOptions are the choices of the cloud-init output. The zero value
+// is a plain #cloud-config document, which is what cloud-init, and every
+// cloud's user data field, expects.
+type CloudInitOptions struct {
+	// MIME wraps the document in a multipart/mixed MIME message with one
+	// text/cloud-config part, for tooling that only passes MIME user data
+	// on. Check the output format with CheckMIME first: a MIME envelope
+	// keeps Ignition and coreos-cloudinit machines from booting.
+	MIME bool
+}
+
+// CloudInitUnitDir is where the cloud-init output writes unit files and
+// drop-ins: the administrator's unit directory, which wins over the units
+// of the image.
+const CloudInitUnitDir = "/etc/systemd/system"
+
+// ErrMIMEForIgnition is the error of CheckMIME for an Ignition or Butane
+// output.
+var ErrMIMEForIgnition = errors.New("Ignition reads user data as one JSON config and fails the boot on a multipart MIME message, " +
+	"as coreos-cloudinit does on Flatcar: a MIME envelope is only for --format cloud-init; drop --mime")
+
+// CheckMIME reports whether a MIME envelope may be asked for with the
+// output format named format ("ignition", "butane", "cloud-init", "kops",
+// "units", "dir"). It returns nil for cloud-init, an error wrapping
+// ErrMIMEForIgnition for ignition and butane, whose machines do not boot
+// on MIME user data, and another error for every other format, which is
+// not user data at all. Callers treat the error as a usage error.
+func CheckMIME(format string) error {
+	switch format {
+	case "cloud-init":
+		return nil
+	case "ignition", "butane":
+		return fmt.Errorf("--mime with --format %s: %w", format, ErrMIMEForIgnition)
+	}
+	return fmt.Errorf("--mime is only for --format cloud-init: --format %s is not instance user data", format)
+}
+
+// cloudConfigHeader is the first line cloud-init needs to read a document
+// as cloud-config.
+const cloudConfigHeader = "#cloud-config\n"
+
+// runcmdComment explains the commands to whoever reads the user data.
+const runcmdComment = `Runs once, late in the first boot (in cloud-final.service, after multi-user.target):
+reload systemd once so that it sees the files above; enable, disable and mask as
+the spec says; then start now what the boot has gone past. --no-block queues the
+jobs without waiting, so that a long hook does not hold up cloud-init.`
+
+// CloudInit returns a #cloud-config document that installs the units:
+// write_files writes every unit file and drop-in under CloudInitUnitDir
+// (mode 0644, owner root, content exactly the unit's bytes), and runcmd
+// then runs, as argument lists that no shell reinterprets:
+//
+//   - systemctl daemon-reload, once and first: write_files runs early in
+//     boot (cloud-init.service), after systemd has loaded its units, so the
+//     manager has to be told about the new files;
+//   - systemctl enable --no-reload for the enabled units, and disable
+//     --no-reload for those with enabled: false. Their links only matter
+//     from the next boot on, so they need no reload of their own. The units
+//     hostprov writes go in one command; units of the image that the spec
+//     only names get one command each, because systemctl enables none of
+//     the units it is given when one of them does not exist;
+//   - systemctl mask for masked units, which works whether the unit exists
+//     or not; systemctl then reloads the manager itself, so that the mask
+//     holds from now on and not only after a reboot; then systemctl stop
+//     --no-block for them, because a unit of the image may have started
+//     during this boot before it was masked;
+//   - systemctl try-restart --no-block for the services of the image that
+//     get drop-ins: one that started earlier in this boot runs with its
+//     drop-ins from now on, not only after a reboot; one that is not
+//     running is left alone. (Other unit types are not restarted: that
+//     would unmount a mount or turn a swap off and on.)
+//   - systemctl start --no-block for the enabled units that enabling would
+//     start at boot (an [Install] with WantedBy=, RequiredBy= or UpheldBy=,
+//     a template through its DefaultInstance=, and units of the image the
+//     spec enables). runcmd runs in cloud-final.service, after
+//     multi-user.target: enabling a unit then does not start it in this
+//     boot, since the targets it is wanted by have been reached already.
+//     --no-block queues the jobs and returns, so that a long oneshot hook
+//     does not stall cloud-init, and a unit ordered after cloud-init's own
+//     units cannot deadlock with the command waiting for it.
+//
+// Content is a YAML literal block where YAML can hold the bytes in one,
+// a double-quoted scalar where it cannot (trailing spaces, characters that
+// YAML escapes), and base64 (encoding: b64) for bytes that are not UTF-8.
+// With opts.MIME the document is wrapped as CloudInitMIME does.
+//
+// The same units give the same bytes, every time.
+func CloudInit(us []Unit, opts CloudInitOptions) ([]byte, error) {
+	doc := &yaml.Node{Kind: yaml.MappingNode}
+	if files := Files(us); len(files) > 0 {
+		seq := &yaml.Node{Kind: yaml.SequenceNode}
+		for _, f := range files {
+			seq.Content = append(seq.Content, cloudInitFile(CloudInitUnitDir+"/"+f.Path, f.Contents))
+		}
+		doc.Content = append(doc.Content, yamlStr("write_files"), seq)
+	}
+	cmds, err := cloudInitCommands(us)
+	if err != nil {
+		return nil, err
+	}
+	if len(cmds) > 0 {
+		seq := &yaml.Node{Kind: yaml.SequenceNode}
+		for _, argv := range cmds {
+			c := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+			for _, a := range argv {
+				c.Content = append(c.Content, yamlStr(a))
+			}
+			seq.Content = append(seq.Content, c)
+		}
+		key := yamlStr("runcmd")
+		key.HeadComment = runcmdComment
+		doc.Content = append(doc.Content, key, seq)
+	}
+	var b bytes.Buffer
+	b.WriteString(cloudConfigHeader)
+	if len(doc.Content) == 0 {
+		b.WriteString("{}\n")
+	} else if err := yamlEncode(&b, doc); err != nil {
+		return nil, err
+	}
+	if opts.MIME {
+		return CloudInitMIME(b.Bytes())
+	}
+	return b.Bytes(), nil
+}
+
+// writeFile is one entry of write_files.
+func cloudInitFile(path string, contents []byte) *yaml.Node {
+	perm := yamlStr("0644")
+	perm.Style = yaml.SingleQuotedStyle // a string: cloud-init refuses the integer 644
+	n := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
+		yamlStr("path"), yamlStr(path),
+		yamlStr("permissions"), perm,
+		yamlStr("owner"), yamlStr("root:root"),
+	}}
+	if !utf8.Valid(contents) {
+		// YAML holds only Unicode text.
+		return yamlPairs(n, "encoding", yamlStr("b64"), "content", yamlStr(base64.StdEncoding.EncodeToString(contents)))
+	}
+	return yamlPairs(n, "content", yamlText(contents))
+}
+
+func yamlPairs(n *yaml.Node, kv ...any) *yaml.Node {
+	for i := 0; i < len(kv); i += 2 {
+		n.Content = append(n.Content, yamlStr(kv[i].(string)), kv[i+1].(*yaml.Node))
+	}
+	return n
+}
+
+func yamlStr(s string) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
+}
+
+// yamlText is a string scalar for text that a person should be able to
+// read in the output: a literal block where blockSafe says the block reads
+// back as exactly the text, and a double-quoted scalar, with escapes where
+// needed, otherwise. yaml.v3 may still pick double quotes for a text
+// blockSafe accepts (it does for characters beyond U+FFFF); that keeps the
+// bytes too. The tests prove the round trip with yaml.v3 and with
+// cloud-init's own YAML parser.
+func yamlText(b []byte) *yaml.Node {
+	n := yamlStr(string(b))
+	if blockSafe(b) {
+		n.Style = yaml.LiteralStyle
+	} else {
+		n.Style = yaml.DoubleQuotedStyle
+	}
+	return n
+}
+
+// blockSafe reports whether yaml.v3 writes b as a literal block that reads
+// back as b. It does not for a text that starts with a line break, a space
+// or a tab (yaml.v3 writes a wrong indentation indicator, or none), that
+// does not end in exactly one line break, that has spaces or tabs before a
+// line break, or that holds control characters or what YAML takes for a
+// line break or byte order mark (U+0085, U+2028, U+2029, U+FEFF).
+func blockSafe(b []byte) bool {
+	if len(b) == 0 || b[0] == '\n' || b[0] == ' ' || b[0] == '\t' || !utf8.Valid(b) ||
+		!bytes.HasSuffix(b, []byte("\n")) || bytes.HasSuffix(b, []byte("\n\n")) {
+		return false
+	}
+	prev := rune(0)
+	for _, r := range string(b) {
+		switch {
+		case r == '\n':
+			if prev == ' ' || prev == '\t' {
+				return false
+			}
+		case r == '\t':
+		case r < 0x20, r == 0x7f, r == 0x85, r == 0x2028, r == 0x2029, r == 0xfeff:
+			return false
+		}
+		prev = r
+	}
+	return true
+}
+
+// yamlEncode writes n as a YAML document indented by two spaces, the
+// indentation of cloud-init's and kops's documentation.
+func yamlEncode(b *bytes.Buffer, n *yaml.Node) error {
+	e := yaml.NewEncoder(b)
+	e.SetIndent(2)
+	if err := e.Encode(n); err != nil {
+		return err
+	}
+	return e.Close()
+}
+
+// cloudInitCommands returns the runcmd of CloudInit, in order; see there
+// for why each command is there.
+func cloudInitCommands(us []Unit) ([][]string, error) {
+	var (
+		enable, disable, mask, restart, start []string
+		enableOne, disableOne                 [][]string
+	)
+	for _, u := range us {
+		if u.Mask {
+			mask = append(mask, u.Name)
+			continue
+		}
+		written := u.Contents != nil
+		if !written && len(u.Dropins) > 0 && units.Type(u.Name) == "service" && !isTemplateName(u.Name) {
+			restart = append(restart, u.Name)
+		}
+		if u.Enabled == nil {
+			continue
+		}
+		switch {
+		case *u.Enabled && written:
+			enable = append(enable, u.Name)
+		case *u.Enabled:
+			enableOne = append(enableOne, []string{"systemctl", "enable", "--no-reload", u.Name})
+		case written:
+			disable = append(disable, u.Name)
+		default:
+			disableOne = append(disableOne, []string{"systemctl", "disable", "--no-reload", u.Name})
+		}
+		if !*u.Enabled {
+			continue
+		}
+		name, ok, err := startName(u)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			start = append(start, name)
+		}
+	}
+	var cmds [][]string
+	if len(us) > 0 {
+		cmds = append(cmds, []string{"systemctl", "daemon-reload"})
+	}
+	cmds = appendCmd(cmds, []string{"systemctl", "enable", "--no-reload"}, enable)
+	cmds = append(cmds, enableOne...)
+	cmds = appendCmd(cmds, []string{"systemctl", "disable", "--no-reload"}, disable)
+	cmds = append(cmds, disableOne...)
+	cmds = appendCmd(cmds, []string{"systemctl", "mask"}, mask)
+	cmds = appendCmd(cmds, []string{"systemctl", "stop", "--no-block"}, mask)
+	cmds = appendCmd(cmds, []string{"systemctl", "try-restart", "--no-block"}, restart)
+	cmds = appendCmd(cmds, []string{"systemctl", "start", "--no-block"}, start)
+	return cmds, nil
+}
+
+func appendCmd(cmds [][]string, cmd, names []string) [][]string {
+	if len(names) == 0 {
+		return cmds
+	}
+	return append(cmds, append(cmd, names...))
+}
+
+// startName returns the unit to start for an enabled unit, and false when
+// enabling it would not start it at boot either: it has no [Install] that
+// pulls it in, or it is a template without DefaultInstance=. A unit of the
+// image (no contents) is started: the spec enables it to have it run.
+func startName(u Unit) (string, bool, error) {
+	if u.Contents == nil {
+		return u.Name, !isTemplateName(u.Name), nil
+	}
+	f, err := units.Parse(u.Contents)
+	if err != nil {
+		return "", false, fmt.Errorf("%s: %v", u.Name, err)
+	}
+	pulled := false
+	for _, k := range []string{"WantedBy", "RequiredBy", "UpheldBy"} {
+		if lastValue(f.Values(units.SectionInstall, k)) != "" {
+			pulled = true
+		}
+	}
+	if !pulled {
+		return "", false, nil
+	}
+	if !isTemplateName(u.Name) {
+		return u.Name, true, nil
+	}
+	inst := lastValue(f.Values(units.SectionInstall, "DefaultInstance"))
+	if inst == "" {
+		return "", false, nil
+	}
+	prefix, suffix, _ := strings.Cut(u.Name, "@")
+	return prefix + "@" + inst + suffix, true, nil
+}
+
+// isTemplate reports whether name is a template ("worker@.service"), which
+// systemd cannot start or restart without an instance.
+func isTemplateName(name string) bool {
+	return strings.HasSuffix(strings.TrimSuffix(name, "."+units.Type(name)), "@")
+}
+
+// CloudInitMIME wraps a #cloud-config document as a multipart/mixed MIME
+// message with one text/cloud-config part, the form of cloud-init's own
+// `cloud-init devel make-mime`. The boundary is derived from the document,
+// so the same document gives the same message. The part is 7bit when the
+// document is ASCII with lines of at most 998 bytes, and base64 otherwise:
+// cloud-init reads an 8bit part through Python's email package, which does
+// not give non-ASCII text back unchanged.
+func CloudInitMIME(doc []byte) ([]byte, error) {
+	sum := sha256.Sum256(doc)
+	boundary := "hostprov-" + hex.EncodeToString(sum[:16])
+	if bytes.Contains(doc, []byte(boundary)) {
+		// Only a document made to contain its own hash can get here.
+		return nil, fmt.Errorf("the cloud-config document contains its MIME boundary %s", boundary)
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "Content-Type: multipart/mixed; boundary=\"%s\"\r\nMIME-Version: 1.0\r\n\r\n", boundary)
+	w := multipart.NewWriter(&b)
+	if err := w.SetBoundary(boundary); err != nil {
+		return nil, err
+	}
+	h := textproto.MIMEHeader{}
+	h.Set("Content-Disposition", `attachment; filename="cloud-config"`)
+	body := doc
+	if sevenBit(doc) {
+		h.Set("Content-Type", `text/cloud-config; charset="us-ascii"`)
+		h.Set("Content-Transfer-Encoding", "7bit")
+	} else {
+		h.Set("Content-Type", `text/cloud-config; charset="utf-8"`)
+		h.Set("Content-Transfer-Encoding", "base64")
+		body = base64Lines(doc)
+	}
+	h.Set("MIME-Version", "1.0")
+	p, err := w.CreatePart(h)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.Write(body); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// sevenBit reports whether b may be sent as 7bit MIME: ASCII without NUL
+// or CR, in lines of at most 998 bytes (RFC 5322).
+func sevenBit(b []byte) bool {
+	line := 0
+	for _, c := range b {
+		switch {
+		case c == '\n':
+			line = 0
+			continue
+		case c == 0 || c == '\r' || c >= utf8.RuneSelf:
+			return false
+		}
+		if line++; line > 998 {
+			return false
+		}
+	}
+	return true
+}
+
+// base64Lines is b in base64, in lines of 76 characters (RFC 2045).
+func base64Lines(b []byte) []byte {
+	enc := base64.StdEncoding.EncodeToString(b)
+	var out bytes.Buffer
+	for len(enc) > 76 {
+		out.WriteString(enc[:76])
+		out.WriteString("\r\n")
+		enc = enc[76:]
+	}
+	out.WriteString(enc)
+	out.WriteString("\r\n")
+	return out.Bytes()
+}
