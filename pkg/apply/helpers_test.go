@@ -125,3 +125,5 @@ func force(o *apply.Options)   { o.Force = true }
 func noPrune(o *apply.Options) { o.NoPrune = true }
 
 func join(s []string) string { return strings.Join(s, "; ") }
+
+func loadStateFile(path string) (*apply.State, error) { return apply.LoadState(path) }

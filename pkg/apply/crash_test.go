@@ -1,0 +1,297 @@
+package apply_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hostprov/hostprov/pkg/apply"
+	"github.com/hostprov/hostprov/pkg/render"
+)
+
+var errCrash = errors.New("simulated crash")
+
+// crashFiles fails the nth file operation (writes of unit files, drop-ins
+// and the state file, and removals) and every one after it, as if the
+// process had died there.
+type crashFiles struct {
+	n, count int
+}
+
+func (c *crashFiles) step() error {
+	c.count++
+	if c.count >= c.n {
+		return errCrash
+	}
+	return nil
+}
+
+func (c *crashFiles) WriteFile(path string, data []byte, perm os.FileMode) error {
+	if err := c.step(); err != nil {
+		return err
+	}
+	return apply.OSFiles.WriteFile(path, data, perm)
+}
+
+func (c *crashFiles) Remove(path string) error {
+	if err := c.step(); err != nil {
+		return err
+	}
+	return apply.OSFiles.Remove(path)
+}
+
+// crashSystemd fails the nth systemd call and every one after it.
+type crashSystemd struct {
+	apply.Systemd
+	mu       sync.Mutex
+	n, count int
+}
+
+func (c *crashSystemd) step() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.count++
+	if c.count >= c.n {
+		return errCrash
+	}
+	return nil
+}
+
+func (c *crashSystemd) Reload(ctx context.Context) error {
+	if err := c.step(); err != nil {
+		return err
+	}
+	return c.Systemd.Reload(ctx)
+}
+
+func (c *crashSystemd) Enable(ctx context.Context, n []string) ([]apply.LinkChange, error) {
+	if err := c.step(); err != nil {
+		return nil, err
+	}
+	return c.Systemd.Enable(ctx, n)
+}
+
+func (c *crashSystemd) Disable(ctx context.Context, n []string) ([]apply.LinkChange, error) {
+	if err := c.step(); err != nil {
+		return nil, err
+	}
+	return c.Systemd.Disable(ctx, n)
+}
+
+func (c *crashSystemd) Mask(ctx context.Context, n []string) ([]apply.LinkChange, error) {
+	if err := c.step(); err != nil {
+		return nil, err
+	}
+	return c.Systemd.Mask(ctx, n)
+}
+
+func (c *crashSystemd) Unmask(ctx context.Context, n []string) ([]apply.LinkChange, error) {
+	if err := c.step(); err != nil {
+		return nil, err
+	}
+	return c.Systemd.Unmask(ctx, n)
+}
+
+func (c *crashSystemd) Start(ctx context.Context, n string) error {
+	if err := c.step(); err != nil {
+		return err
+	}
+	return c.Systemd.Start(ctx, n)
+}
+
+func (c *crashSystemd) Restart(ctx context.Context, n string) error {
+	if err := c.step(); err != nil {
+		return err
+	}
+	return c.Systemd.Restart(ctx, n)
+}
+
+func (c *crashSystemd) Stop(ctx context.Context, n string) error {
+	if err := c.step(); err != nil {
+		return err
+	}
+	return c.Systemd.Stop(ctx, n)
+}
+
+const crashBefore = `
+- name: keep
+  exec: [/bin/sleep, infinity]
+- name: change
+  exec: [/bin/echo, old]
+  dropins:
+  - name: 10-a.conf
+    contents: "[Service]\nEnvironment=A=old\n"
+- name: gone
+  type: oneshot
+  exec: [/bin/true]
+- name: install
+  exec: [/bin/true]
+- name: disabled
+  exec: [/bin/true]
+`
+
+const crashAfter = `
+- name: keep
+  exec: [/bin/sleep, infinity]
+- name: change
+  exec: [/bin/echo, new]
+  dropins:
+  - name: 10-a.conf
+    contents: "[Service]\nEnvironment=A=new\n"
+  - name: 20-b.conf
+    contents: "[Service]\nEnvironment=B=new\n"
+- name: install
+  exec: [/bin/true]
+  wantedBy: [graphical.target]
+- name: disabled
+  exec: [/bin/true]
+  enabled: false
+- name: added
+  exec: [/bin/true]
+- name: masked.service
+  mask: true
+`
+
+// files lists every file under the unit dir with its content ("->" and
+// the target for links), ignoring nothing: a leftover temporary file is a
+// difference too.
+func files(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if fi.Mode()&os.ModeSymlink != 0 {
+			l, _ := os.Readlink(p)
+			out[rel] = "-> " + l
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		out[rel] = string(data)
+		return err
+	})
+	return out
+}
+
+func expected(t testing.TB, hooksYAML string) map[string]string {
+	us, _ := spec(t, hooksYAML)
+	out := map[string]string{}
+	for _, f := range render.Files(us) {
+		out[filepath.FromSlash(f.Path)] = string(f.Contents)
+	}
+	return out
+}
+
+// TestCrashAtEveryStep makes an apply fail at its nth file operation and,
+// separately, at its nth systemd call, for every n, and checks that every
+// unit file is then either old or new (never partial, never unknown to
+// the state), and that the next apply converges: the files the spec says,
+// the systemd state it says, and then nothing left to do.
+func TestCrashAtEveryStep(t *testing.T) {
+	before, after := expected(t, crashBefore), expected(t, crashAfter)
+	for _, kind := range []string{"file", "systemd"} {
+		for n := 1; ; n++ {
+			node := newNode(t)
+			node.mustApply(crashBefore)
+			p := node.plan(crashAfter)
+			var (
+				sd    apply.Systemd = node.sd
+				fops  apply.FileOps = apply.OSFiles
+				cf    *crashFiles
+				csd   *crashSystemd
+				steps int
+			)
+			if kind == "file" {
+				cf = &crashFiles{n: n}
+				fops = cf
+			} else {
+				csd = &crashSystemd{Systemd: node.sd, n: n}
+				sd = csd
+			}
+			_, err := apply.ExecuteWith(context.Background(), p, sd, nil, fops)
+			if cf != nil {
+				steps = cf.count
+			} else {
+				steps = csd.count
+			}
+			if err == nil {
+				if steps >= n {
+					t.Fatalf("%s crash at %d: no error", kind, n)
+				}
+				t.Logf("%s: crashed at each of %d steps", kind, n-1)
+				break // n is past the last step: every point was tried
+			}
+			if !errors.Is(err, errCrash) && !strings.Contains(err.Error(), errCrash.Error()) {
+				t.Fatalf("%s crash at %d: unexpected error %v", kind, n, err)
+			}
+			where := fmt.Sprintf("%s crash at step %d", kind, n)
+
+			// Every file is old or new, and hostprov knows it.
+			st := node.state()
+			for rel, content := range files(t, filepath.Join(node.root, "etc/systemd/system")) {
+				if content != before[rel] && content != after[rel] {
+					t.Errorf("%s: %s is neither old nor new:\n%s", where, rel, content)
+				}
+				owned := false
+				for _, u := range st.Units {
+					for _, f := range u.Files {
+						if filepath.FromSlash(f.Path) == rel {
+							owned = true
+						}
+					}
+				}
+				if !owned {
+					t.Errorf("%s: %s is on disk but not in the state", where, rel)
+				}
+			}
+
+			// The next apply converges.
+			res, _ := node.mustApply(crashAfter)
+			if got := files(t, filepath.Join(node.root, "etc/systemd/system")); !equalMaps(got, after) {
+				t.Errorf("%s: after the next apply the files are %v, want %v", where, keys(got), keys(after))
+			}
+			if p := node.plan(crashAfter); p.HasChanges() || len(p.Actions) > 0 {
+				t.Errorf("%s: not converged after the next apply: %s %v", where, p.Summary(), p.Actions)
+			}
+			want := []string{"active added.service", "active change.service", "active install.service", "active keep.service",
+				"enabled added.service", "enabled change.service", "enabled install.service", "enabled keep.service", "masked masked.service"}
+			if got := node.sd.State(); strings.Join(got, ",") != strings.Join(want, ",") {
+				t.Errorf("%s: systemd state after the next apply:\n got %v\nwant %v\n(recovery: %+v)", where, got, want, res.Counts)
+			}
+			for _, u := range node.state().Units {
+				if u.Incomplete {
+					t.Errorf("%s: %s still incomplete", where, u.Name)
+				}
+			}
+		}
+	}
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func keys(m map[string]string) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
