@@ -1,0 +1,220 @@
+package render
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+)
+
+// KopsOptions are the choices of the kops output.
+type KopsOptions struct {
+	// APIVersion is the kops API version of the manifest the hooks are
+	// pasted into: "v1alpha2" (the default, and what `kops get -o yaml`
+	// and `kops edit` show) or "v1alpha3". It decides how a disabled hook
+	// is spelled: v1alpha2 says `disabled: true`, v1alpha3 `enabled: false`,
+	// and each version refuses the other's field.
+	APIVersion string
+}
+
+// Kops API versions.
+const (
+	KopsV1Alpha2 = "v1alpha2"
+	KopsV1Alpha3 = "v1alpha3"
+)
+
+// The reasons a unit cannot be a kops hook. Kops returns a *KopsError that
+// wraps one of these for every such unit, so that callers and tests can ask
+// errors.Is.
+var (
+	// ErrKopsMask: kops has no way to mask a unit.
+	ErrKopsMask = errors.New("kops cannot mask a unit: a hook either writes a unit that nodeup enables and starts, or stops and disables one")
+	// ErrKopsDropin: kops has no drop-ins. nodeup writes a hook to
+	// <unit dir>/NAME and appends ".service" to a NAME that does not end in a
+	// unit type, so a hook named "docker.service.d/10-proxy.conf" becomes
+	// the file 10-proxy.conf.service, which systemd ignores, and nodeup's
+	// `systemctl restart` of that name fails.
+	ErrKopsDropin = errors.New("kops cannot write drop-ins: nodeup writes each hook as a unit named after the hook and appends .service to a name like NAME.d/FILE.conf, which systemd then ignores")
+	// ErrKopsDisabledUnit: a kops hook with enabled: false (disabled: true)
+	// only stops and disables a unit, and nodeup ignores its manifest.
+	ErrKopsDisabledUnit = errors.New("kops cannot install a unit without enabling and starting it: nodeup ignores the manifest of a disabled hook and only stops and disables the unit, and enables and restarts the unit of every other hook")
+	// ErrKopsTemplate: nodeup restarts every hook's unit by its name, and
+	// a template cannot be started without an instance.
+	ErrKopsTemplate = errors.New("kops cannot install a template unit: nodeup runs systemctl restart on every hook's unit name, and a template cannot be started without an instance, so nodeup would fail")
+	// ErrKopsExisting: a kops hook without a manifest is refused by kops.
+	ErrKopsExisting = errors.New("kops cannot enable a unit it does not write: kops refuses a hook without manifest or execContainer")
+)
+
+// KopsError lists every unit that a kops hook cannot express, each with
+// its reason.
+type KopsError struct {
+	Problems []KopsProblem
+}
+
+// KopsProblem is one unit that kops cannot express.
+type KopsProblem struct {
+	Unit string // the unit's name
+	Hook int    // the index of the hook it comes from
+	Err  error  // one of the ErrKops reasons
+	Hint string // what to do instead
+}
+
+func (e *KopsError) Error() string {
+	var b strings.Builder
+	for i, p := range e.Problems {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "hooks[%d] (%s): %v", p.Hook, p.Unit, p.Err)
+		if p.Hint != "" {
+			b.WriteString("; " + p.Hint)
+		}
+	}
+	return b.String()
+}
+
+// Unwrap gives the reasons, for errors.Is.
+func (e *KopsError) Unwrap() []error {
+	errs := make([]error, len(e.Problems))
+	for i, p := range e.Problems {
+		errs[i] = p.Err
+	}
+	return errs
+}
+
+// kopsComment heads the output, for whoever pastes it.
+const kopsComment = `kops hooks rendered by hostprov, for spec.hooks of a kops Cluster or InstanceGroup
+(apiVersion: kops.k8s.io/%s). Each manifest is the unit file, used unmodified.`
+
+// KopsHook is one hook of the kops output.
+type KopsHook struct {
+	// Name is the full unit name, which kops keeps as it is because it
+	// ends in a unit type.
+	Name string
+	// Manifest is the unit file, for useRawManifest: true. It is nil for a
+	// hook that stops and disables a unit of the image (disabled: true in
+	// v1alpha2, enabled: false in v1alpha3).
+	Manifest []byte
+}
+
+// KopsHooks decides the kops hooks of the units, one per unit in spec
+// order, for callers that write them into a manifest themselves (Kops
+// writes them as a hooks: list):
+//
+//   - a unit with contents and enabled becomes a raw hook: nodeup writes
+//     the manifest unmodified as the unit file, keeps a name that ends in a
+//     unit type (every hostprov name does), and enables and restarts
+//     (--no-block) the unit;
+//   - a unit of the image with enabled: false becomes a disabled hook,
+//     which nodeup turns into systemctl stop and disable.
+//
+// Everything else has no kops form, and KopsHooks returns a *KopsError
+// naming each such unit and saying why: masks, drop-ins (for a unit
+// hostprov writes or for one of the image), units with contents and
+// enabled: false (kops would not write the file), templates (nodeup would
+// fail to restart them), and units of the image the spec only enables.
+func KopsHooks(us []Unit) ([]KopsHook, error) {
+	var probs []KopsProblem
+	refuse := func(u Unit, err error, hint string) {
+		probs = append(probs, KopsProblem{Unit: u.Name, Hook: u.Hook, Err: err, Hint: hint})
+	}
+	var hooks []KopsHook
+	for _, u := range us {
+		if u.Mask {
+			refuse(u, ErrKopsMask, "remove the hook, or render it with --format ignition or cloud-init")
+			continue
+		}
+		ok := true
+		if len(u.Dropins) > 0 {
+			hint := "write the drop-in's settings into the unit's own manifest"
+			if u.Contents == nil {
+				hint = "render it with --format ignition or cloud-init, or write the whole unit as a raw manifest"
+			}
+			var names []string
+			for _, d := range u.Dropins {
+				names = append(names, u.Name+".d/"+d.Name)
+			}
+			refuse(u, fmt.Errorf("%s: %w", strings.Join(names, ", "), ErrKopsDropin), hint)
+			ok = false
+		}
+		enabled := u.Enabled == nil || *u.Enabled
+		switch {
+		case u.Contents == nil && enabled:
+			if len(u.Dropins) == 0 {
+				refuse(u, ErrKopsExisting, "write the unit as a raw manifest, or render it with --format ignition or cloud-init")
+			}
+			ok = false
+		case u.Contents == nil:
+			// Disable a unit of the image: kops's own use of a disabled hook.
+		case !enabled:
+			refuse(u, ErrKopsDisabledUnit, "set enabled: true if the unit may run at every nodeup, or render it with --format ignition or cloud-init")
+			ok = false
+		case isTemplateName(u.Name):
+			refuse(u, ErrKopsTemplate, "name an instance (NAME@INSTANCE.service) in a hook of its own")
+			ok = false
+		case !utf8.Valid(u.Contents):
+			// YAML, and so a kops manifest, holds only Unicode text.
+			probs = append(probs, KopsProblem{Unit: u.Name, Hook: u.Hook, Err: errors.New("the unit file is not UTF-8 text, which a kops manifest must be")})
+			ok = false
+		}
+		if ok {
+			hooks = append(hooks, KopsHook{Name: u.Name, Manifest: u.Contents})
+		}
+	}
+	if len(probs) > 0 {
+		return nil, &KopsError{Problems: probs}
+	}
+	return hooks, nil
+}
+
+// Kops returns the hooks: list of a kops cluster or instance-group spec
+// that installs the units, as KopsHooks decides them, with a comment that
+// says where it goes. A raw hook is {name, useRawManifest: true, manifest};
+// the manifest is a YAML literal block where YAML can hold the bytes in
+// one and a double-quoted scalar otherwise, and either way reads back as
+// exactly the unit's bytes. A disabled hook is {name, disabled: true} or
+// {name, enabled: false}, as opts.APIVersion spells it.
+func Kops(us []Unit, opts KopsOptions) ([]byte, error) {
+	version := opts.APIVersion
+	switch version {
+	case "":
+		version = KopsV1Alpha2
+	case KopsV1Alpha2, KopsV1Alpha3:
+	default:
+		return nil, fmt.Errorf("kops API version %q: want %s or %s", opts.APIVersion, KopsV1Alpha2, KopsV1Alpha3)
+	}
+	hs, err := KopsHooks(us)
+	if err != nil {
+		return nil, err
+	}
+	seq := &yaml.Node{Kind: yaml.SequenceNode}
+	for _, h := range hs {
+		n := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{yamlStr("name"), yamlStr(h.Name)}}
+		switch {
+		case h.Manifest != nil:
+			yamlPairs(n, "useRawManifest", yamlBool(true), "manifest", yamlText(h.Manifest))
+		case version == KopsV1Alpha2:
+			yamlPairs(n, "disabled", yamlBool(true))
+		default:
+			yamlPairs(n, "enabled", yamlBool(false))
+		}
+		seq.Content = append(seq.Content, n)
+	}
+	if len(seq.Content) == 0 {
+		seq.Style = yaml.FlowStyle // hooks: []
+	}
+	key := yamlStr("hooks")
+	key.HeadComment = fmt.Sprintf(kopsComment, version)
+	var b bytes.Buffer
+	if err := yamlEncode(&b, &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{key, seq}}); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func yamlBool(v bool) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: fmt.Sprint(v)}
+}

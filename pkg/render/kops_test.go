@@ -1,0 +1,238 @@
+package render_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"gopkg.in/yaml.v3"
+
+	"github.com/hostprov/hostprov/internal/golden"
+	"github.com/hostprov/hostprov/pkg/render"
+)
+
+// kopsHook is a hook as kops reads it (v1alpha2 and v1alpha3 fields).
+type kopsHook struct {
+	Name           string
+	Disabled       *bool
+	Enabled        *bool
+	UseRawManifest bool `yaml:"useRawManifest"`
+	Manifest       *string
+}
+
+func parseKops(t *testing.T, out []byte) []kopsHook {
+	t.Helper()
+	var doc struct{ Hooks []kopsHook }
+	dec := yaml.NewDecoder(bytes.NewReader(out))
+	dec.KnownFields(true)
+	if err := dec.Decode(&doc); err != nil {
+		t.Fatalf("the kops output is not the YAML it should be: %v\n%s", err, out)
+	}
+	return doc.Hooks
+}
+
+// kopsReasons are the documented reasons for kops to refuse a unit.
+var kopsReasons = []error{render.ErrKopsMask, render.ErrKopsDropin, render.ErrKopsDisabledUnit, render.ErrKopsTemplate, render.ErrKopsExisting}
+
+// kopsRefusals lists, for the golden specs that kops cannot express, each
+// unit and why.
+var kopsRefusals = map[string]map[string]error{
+	"dropins": {
+		"docker.service":            render.ErrKopsDropin,
+		"update-engine.service":     render.ErrKopsMask,
+		"systemd-timesyncd.service": render.ErrKopsExisting,
+		"metrics.service":           render.ErrKopsDropin,
+	},
+	"raw": {
+		"no-install.service": render.ErrKopsDisabledUnit,
+	},
+	"templates": {
+		"worker@.service":            render.ErrKopsTemplate,
+		"tunnel@.service":            render.ErrKopsDisabledUnit,
+		"serial-getty@ttyS0.service": render.ErrKopsDropin,
+	},
+	"unit-types": {
+		"echo@.service":        render.ErrKopsDisabledUnit,
+		"cleanup.service":      render.ErrKopsDisabledUnit,
+		"reload-certs.service": render.ErrKopsDisabledUnit,
+		"srv-data.mount":       render.ErrKopsDisabledUnit,
+		"agents.slice":         render.ErrKopsDisabledUnit,
+	},
+}
+
+// TestKopsGolden renders every golden spec to kops hooks. Where kops can
+// express every unit, the output is compared with
+// testdata/golden/<case>.kops.yml (.yml: goldenSpecs takes every
+// testdata/golden/*.yaml for a spec). Otherwise the error must name each
+// unit kops cannot express with one of the documented reasons; for the
+// specs in kopsRefusals, exactly the units and reasons listed there.
+func TestKopsGolden(t *testing.T) {
+	for name, path := range goldenSpecs(t) {
+		t.Run(name, func(t *testing.T) {
+			out, err := render.Kops(build(t, path), render.KopsOptions{})
+			want, listed := kopsRefusals[name]
+			if err == nil {
+				if listed {
+					t.Fatalf("kops accepts a spec listed in kopsRefusals:\n%s", out)
+				}
+				golden.Check(t, filepath.Join("..", "..", "testdata", "golden", name+".kops.yml"), out)
+				return
+			}
+			var ke *render.KopsError
+			if !errors.As(err, &ke) {
+				t.Fatalf("got %v; want a *KopsError", err)
+			}
+			got := map[string]error{}
+			for _, p := range ke.Problems {
+				for _, reason := range kopsReasons {
+					if errors.Is(p.Err, reason) {
+						got[p.Unit] = reason
+					}
+				}
+				if got[p.Unit] == nil {
+					t.Errorf("%s is refused for an undocumented reason: %v", p.Unit, p.Err)
+				}
+				if line := fmt.Sprintf("hooks[%d] (%s): ", p.Hook, p.Unit); !strings.Contains(err.Error(), line) {
+					t.Errorf("the error does not name %q:\n%v", line, err)
+				}
+			}
+			if !listed {
+				t.Logf("kops cannot express %s: %v", name, err)
+				return
+			}
+			if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b error) bool { return a == b })); diff != "" {
+				t.Errorf("refusals (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestKopsSameBytes reads the kops output back: one raw hook per unit, in
+// order, named by the full unit name, whose manifest is the unit's bytes.
+func TestKopsSameBytes(t *testing.T) {
+	cases := map[string][]render.Unit{}
+	for name, path := range goldenSpecs(t) {
+		us := build(t, path)
+		if _, err := render.Kops(us, render.KopsOptions{}); err == nil {
+			cases[name] = us
+		}
+	}
+	on := true
+	for i, u := range trickyUnits() {
+		if i != len(trickyUnits())-1 { // all but the one that is not UTF-8
+			u.Enabled = &on
+			cases["tricky/"+u.Name] = []render.Unit{u}
+		}
+	}
+	for name, us := range cases {
+		t.Run(name, func(t *testing.T) {
+			out, err := render.Kops(us, render.KopsOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			hooks := parseKops(t, out)
+			if len(hooks) != len(us) {
+				t.Fatalf("%d hooks for %d units", len(hooks), len(us))
+			}
+			for i, h := range hooks {
+				u := us[i]
+				if h.Name != u.Name || !h.UseRawManifest || h.Disabled != nil || h.Enabled != nil || h.Manifest == nil {
+					t.Errorf("hook %d: %+v; want name %s, useRawManifest and a manifest", i, h, u.Name)
+					continue
+				}
+				if *h.Manifest != string(u.Contents) {
+					t.Errorf("%s: the manifest reads back as\n%q\nwant\n%q", u.Name, *h.Manifest, u.Contents)
+				}
+			}
+		})
+	}
+}
+
+// TestKopsDisable checks a unit of the image with enabled: false, kops's
+// own use of a disabled hook, in both API versions.
+func TestKopsDisable(t *testing.T) {
+	us, diags := render.Build("t.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n- name: update-engine\n  enabled: false\n"))
+	if diags.HasErrors(false) {
+		t.Fatal(diags)
+	}
+	for _, c := range []struct {
+		version, want string
+	}{
+		{"", "- name: update-engine.service\n    disabled: true\n"},
+		{render.KopsV1Alpha2, "- name: update-engine.service\n    disabled: true\n"},
+		{render.KopsV1Alpha3, "- name: update-engine.service\n    enabled: false\n"},
+	} {
+		out, err := render.Kops(us, render.KopsOptions{APIVersion: c.version})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(out, []byte(c.want)) || !bytes.Contains(out, []byte("kops.k8s.io/"+kopsVersionOr(c.version, "v1alpha2"))) {
+			t.Errorf("version %q:\n%s\nwant it to contain %q", c.version, out, c.want)
+		}
+		h := parseKops(t, out)
+		if len(h) != 1 || h[0].Manifest != nil || h[0].UseRawManifest {
+			t.Errorf("version %q: %+v", c.version, h)
+		}
+	}
+	if _, err := render.Kops(us, render.KopsOptions{APIVersion: "v1"}); err == nil {
+		t.Error("an unknown kops API version is accepted")
+	}
+}
+
+func kopsVersionOr(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func TestKopsEmpty(t *testing.T) {
+	out, err := render.Kops(nil, render.KopsOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := parseKops(t, out); len(h) != 0 || !bytes.HasSuffix(out, []byte("hooks: []\n")) {
+		t.Errorf("no units give\n%s", out)
+	}
+}
+
+func TestKopsNotUTF8(t *testing.T) {
+	us := trickyUnits()
+	on := true
+	u := us[len(us)-1]
+	u.Enabled = &on
+	_, err := render.Kops([]render.Unit{u}, render.KopsOptions{})
+	if err == nil || !strings.Contains(err.Error(), "UTF-8") {
+		t.Errorf("got %v; want an error that the unit is not UTF-8", err)
+	}
+}
+
+// BenchmarkKops measures the whole render of a spec to kops hooks, and the
+// kops output step alone.
+func BenchmarkKops(b *testing.B) {
+	for _, n := range []int{10, 1000, 10000} {
+		spec := benchSpec(n)
+		b.Run(fmt.Sprintf("hooks=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				us, _ := render.Build("bench.yaml", spec)
+				if _, err := render.Kops(us, render.KopsOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	us, _ := render.Build("bench.yaml", benchSpec(10000))
+	b.Run("output-only/hooks=10000", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := render.Kops(us, render.KopsOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
