@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -100,15 +102,15 @@ func mainProcessText(code, status int32) string {
 	return ""
 }
 
-// jobError gathers what systemd knows about a unit whose job did not end
-// "done". Reading is best effort: the job's result is the error; what
+// jobError gathers what systemd knows about a unit whose job, asked for at
+// the time asked, did not end "done". Reading is best effort: the job's result is the error; what
 // cannot be read is left out.
-func (m *Manager) jobError(ctx context.Context, op, name, result string) error {
+func (m *Manager) jobError(ctx context.Context, op, name, result string, asked time.Time) error {
 	e := &JobError{Op: op, Unit: name, JobResult: result}
 	var invocation string
 	if props, err := m.conn.GetUnitPropertiesContext(ctx, name); err == nil {
 		e.ActiveState, _ = props["ActiveState"].(string)
-		if id, ok := props["InvocationID"].([]byte); ok && len(id) > 0 {
+		if id, ok := props["InvocationID"].([]byte); ok {
 			invocation = hex.EncodeToString(id)
 		}
 	}
@@ -125,46 +127,100 @@ func (m *Manager) jobError(ctx context.Context, op, name, result string) error {
 			}
 		}
 	}
-	e.Journal, e.JournalErr = m.journal(ctx, name, invocation)
+	e.Journal, e.JournalErr = m.journal(ctx, name, asked, invocation)
 	return e
 }
 
-// journal reads a unit's last journal lines through journalctl: those of
-// one run of it when invocation (its InvocationID, hex) is known, else the
-// unit's last lines overall.
+// journal reads the last lines a unit logged in the run whose job was asked
+// for at the time since, and whose invocation id (hex) is invocation,
+// through journalctl.
+//
+// Both filters are needed, as the rig shows. journald stamps an entry with
+// the time it received it, and a run's output can arrive after the job that
+// ran it has ended: a restart right after a start then finds the first
+// run's last lines after its own request. Those carry the first run's
+// invocation id, unless the process exited before journald could read its
+// cgroup: then they have none, so the time filter keeps them out. An entry
+// without an id is kept otherwise: it is this run's output, or, rarely, the
+// last line of a run that ended within milliseconds of this request and
+// reached journald after it.
 //
 // journalctl, not go-systemd's sdjournal: sdjournal loads libsystemd with
 // dlopen through cgo, and hostprov is a static, cgo-free binary. The journal
 // matters only when a job has already failed, so a process call there costs
 // nothing on the path that counts; where journalctl is missing or fails, the
-// error says so and points at journalctl -u.
-func (m *Manager) journal(ctx context.Context, unit, invocation string) ([]string, error) {
+// error says so and points at journalctl -u. The request's time comes from
+// this machine's clock, as the journal's does: the private socket is local.
+func (m *Manager) journal(ctx context.Context, unit string, since time.Time, invocation string) ([]string, error) {
 	if m.RunJournalctl == nil {
 		return nil, errors.New("no journal reader")
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	// journald takes a service's output asynchronously: the unit's last
-	// lines may still be on their way. --sync waits for them; it needs
-	// privileges, so its failure only means we may miss a line.
+	us := since.UnixMicro()
+	args := []string{"--no-pager", "--quiet", "-u", unit, fmt.Sprintf("--since=@%d.%06d", us/1e6, us%1e6),
+		"-n", fmt.Sprint(4 * journalLines), "-o", "json", "--all", "--output-fields=MESSAGE,INVOCATION_ID,_SYSTEMD_INVOCATION_ID"}
+	// journald writes a service's output asynchronously: --sync waits
+	// until what it has received is in the journal. It needs privileges;
+	// without them a last line may be missing, nothing worse.
 	_, _ = m.RunJournalctl(ctx, "--sync")
-	args := []string{"--no-pager", "--quiet", "-o", "cat", "-n", fmt.Sprint(journalLines)}
-	if invocation != "" {
-		// The unit's own output carries _SYSTEMD_INVOCATION_ID, systemd's
-		// messages about it ("Failed with result ...") INVOCATION_ID.
-		args = append(args, "_SYSTEMD_INVOCATION_ID="+invocation, "+", "INVOCATION_ID="+invocation)
-	} else {
-		args = append(args, "-u", unit)
-	}
 	out, err := m.RunJournalctl(ctx, args...)
 	if err != nil {
 		return nil, err
 	}
-	text := strings.TrimRight(string(out), "\n")
-	if text == "" {
-		return nil, nil
+	var lines []string
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var entry struct {
+			Message     json.RawMessage `json:"MESSAGE"`
+			Invocation  string          `json:"INVOCATION_ID"`
+			SInvocation string          `json:"_SYSTEMD_INVOCATION_ID"`
+		}
+		if err := dec.Decode(&entry); err == io.EOF {
+			break
+		} else if err != nil {
+			return lines, fmt.Errorf("journalctl -o json: %w", err)
+		}
+		if id := entry.Invocation + entry.SInvocation; id != "" && invocation != "" &&
+			entry.Invocation != invocation && entry.SInvocation != invocation {
+			continue
+		}
+		lines = append(lines, printable(journalMessage(entry.Message)))
 	}
-	return strings.Split(text, "\n"), nil
+	if len(lines) > journalLines {
+		lines = lines[len(lines)-journalLines:]
+	}
+	return lines, nil
+}
+
+// printable keeps a quoted journal line on one line of the error: control
+// characters other than tab become U+FFFD.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\t' || r == 0x7f {
+			return '\uFFFD'
+		}
+		return r
+	}, s)
+}
+
+// journalMessage decodes a MESSAGE of journalctl's JSON output: a string,
+// or an array of bytes when it is not valid UTF-8 or holds control
+// characters.
+func journalMessage(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var b []byte
+	var nums []int
+	if json.Unmarshal(raw, &nums) == nil {
+		for _, n := range nums {
+			b = append(b, byte(n))
+		}
+		return strings.ToValidUTF8(strings.TrimRight(string(b), "\n"), "\uFFFD")
+	}
+	return ""
 }
 
 // runJournalctl runs this machine's journalctl.

@@ -175,6 +175,7 @@ func (m *Manager) job(ctx context.Context, op, name string, enqueue jobFunc) err
 	// Buffered: go-systemd delivers results while holding the lock every
 	// other job needs, so a result nobody reads must not block it.
 	done := make(chan string, 1)
+	asked := time.Now()
 	if _, err := enqueue(ctx, name, "replace", done); err != nil {
 		return classify(op, []string{name}, m.socket, err)
 	}
@@ -183,7 +184,7 @@ func (m *Manager) job(ctx context.Context, op, name string, enqueue jobFunc) err
 		if result == "done" {
 			return nil
 		}
-		return m.jobError(ctx, op, name, result)
+		return m.jobError(ctx, op, name, result, asked)
 	case <-ctx.Done():
 		return &Error{Op: op, Units: []string{name},
 			Err: fmt.Errorf("gave up waiting for the job (it goes on in systemd): %w", ctx.Err())}
