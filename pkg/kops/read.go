@@ -525,6 +525,7 @@ var execFields = []string{"image", "command", "environment"}
 
 func (r *reader) hook(m *Manifest, h *Hook, n *yaml.Node) {
 	present := map[string]bool{}
+	before := len(r.diags)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], resolve(n.Content[i+1])
 		if !r.spend(k) {
@@ -573,8 +574,13 @@ func (r *reader) hook(m *Manifest, h *Hook, n *yaml.Node) {
 			r.unknownField(m, k, path, hookFields[m.APIVersion], "hook")
 		}
 	}
+	// A hook whose fields had problems of their own is not also
+	// reported for what they would have given it.
+	present["?"] = hasErrors(r.diags[before:])
 	r.checkHook(m, h, present)
 }
+
+func hasErrors(ds hooks.Diagnostics) bool { return ds.HasErrors(false) }
 
 // enablement reads disabled (v1alpha2) or enabled (v1alpha3). The other
 // version's spelling is an error rather than accepted: kops decodes it
@@ -834,7 +840,7 @@ func (r *reader) checkHook(m *Manifest, h *Hook, present map[string]bool) {
 		return
 	}
 	switch {
-	case h.ExecContainer == nil && h.Manifest == "" && !present["execContainer"]:
+	case h.ExecContainer == nil && h.Manifest == "" && !present["execContainer"] && !present["?"]:
 		r.add(hooks.Error, h.Where(""), h.Path, "the hook has neither a manifest nor an execContainer; kops refuses it",
 			"give manifest: with the body of the [Service] section, or execContainer: with an image; or disable the hook to stop a unit")
 	case h.ExecContainer != nil && h.Manifest != "":

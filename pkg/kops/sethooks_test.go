@@ -1,0 +1,226 @@
+package kops_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hostprov/hostprov/internal/golden"
+	"github.com/hostprov/hostprov/pkg/kops"
+	"github.com/hostprov/hostprov/pkg/render"
+)
+
+var exampleDir = filepath.Join("..", "..", "examples", "kops")
+
+// exampleUnits renders the example's hostprov spec.
+func exampleUnits(t *testing.T) []render.Unit {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(exampleDir, "hooks.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	us, diags := render.Build("hooks.yaml", data)
+	if diags.HasErrors(true) {
+		t.Fatal(diags)
+	}
+	return us
+}
+
+// checkSetHooks sets units into a manifest and checks what SetHooks
+// promises: every line of the input is still there, in order; the result
+// reads back without new problems; a second run changes nothing; and
+// setting no units gives the input back.
+func checkSetHooks(t *testing.T, in []byte, ig string, us []render.Unit) []byte {
+	t.Helper()
+	out, err := kops.SetHooks(in, ig, us)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if missing := notSubsequence(in, out); missing != "" {
+		t.Errorf("the line %q of the input is gone or moved", missing)
+	}
+	_, before := kops.Read("in.yaml", in)
+	_, after := kops.Read("out.yaml", out)
+	if len(after) != len(before) {
+		t.Errorf("the result reads with %d diagnostics, the input with %d:\n%v", len(after), len(before), after)
+	}
+	again, err := kops.SetHooks(out, ig, us)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again, out) {
+		t.Errorf("a second run changes the file:\n%s", again)
+	}
+	back, err := kops.SetHooks(out, ig, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A spec that had no hooks: key keeps the one SetHooks added, empty.
+	if !bytes.Equal(back, in) && !bytes.Equal(dropEmptyHooksKey(back), in) {
+		t.Errorf("removing hostprov's hooks does not give the input back:\n%s", back)
+	}
+	return out
+}
+
+// dropEmptyHooksKey removes a "hooks:" line with nothing under it.
+func dropEmptyHooksKey(b []byte) []byte {
+	lines := strings.SplitAfter(string(b), "\n")
+	for i, l := range lines {
+		if strings.TrimSpace(l) != "hooks:" {
+			continue
+		}
+		ind := len(l) - len(strings.TrimLeft(l, " "))
+		next := ""
+		if i+1 < len(lines) {
+			next = lines[i+1]
+		}
+		if nind := len(next) - len(strings.TrimLeft(next, " ")); strings.TrimSpace(next) == "" || nind < ind || nind == ind && !strings.HasPrefix(strings.TrimSpace(next), "-") {
+			return []byte(strings.Join(append(lines[:i:i], lines[i+1:]...), ""))
+		}
+	}
+	return b
+}
+
+// notSubsequence returns the first line of a that is not, in order, a line
+// of b.
+func notSubsequence(a, b []byte) string {
+	bl := strings.Split(string(b), "\n")
+	j := 0
+	for _, l := range strings.Split(string(a), "\n") {
+		for j < len(bl) && bl[j] != l {
+			j++
+		}
+		if j == len(bl) {
+			return l
+		}
+		j++
+	}
+	return ""
+}
+
+func TestSetHooksExample(t *testing.T) {
+	in, err := os.ReadFile(filepath.Join(exampleDir, "cluster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := checkSetHooks(t, in, "", exampleUnits(t))
+	golden.Check(t, filepath.Join(exampleDir, "cluster.after.yaml"), out)
+
+	// Into an instance group, which has its own hooks.
+	out = checkSetHooks(t, in, "nodes-eu-west-1a", exampleUnits(t))
+	golden.Check(t, filepath.Join("..", "..", "testdata", "golden", "kops", "example.ig-after.yaml"), out)
+	// Into one that has none.
+	checkSetHooks(t, in, "control-plane-eu-west-1a", exampleUnits(t))
+}
+
+// TestSetHooksCorpus writes units into every kops file of the corpus that
+// is a manifest (or a spec excerpt, given apiVersion and kind), in both
+// list styles, keeping every other line.
+func TestSetHooksCorpus(t *testing.T) {
+	needCorpus(t)
+	us := exampleUnits(t)
+	files, _ := filepath.Glob(filepath.Join(corpusDir, "docs", "cluster_spec.ex[1-7]*.yaml"))
+	for _, f := range []string{"conversion/v1alpha2.yaml", "conversion/v1alpha3.yaml", "golden/hooks-containerd-exec/cluster.yaml"} {
+		files = append(files, filepath.Join(corpusDir, f))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			rel, _ := filepath.Rel(corpusDir, f)
+			in := readCorpus(t, rel)
+			if !bytes.Contains(in, []byte("kind:")) {
+				in = append([]byte("apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\n"), in...)
+			}
+			checkSetHooks(t, in, "", us)
+			if bytes.Contains(in, []byte("name: nodes\n")) {
+				checkSetHooks(t, in, "nodes", us)
+			}
+			// The same file with indented lists keeps that style.
+			indented := reindentLists(in)
+			out := checkSetHooks(t, indented, "", us)
+			if !bytes.Contains(out, []byte("\n    - name: max-map-count.service\n")) && !bytes.Contains(out, []byte("\n      - name: max-map-count.service\n")) {
+				t.Errorf("the hooks are not indented as the file's lists:\n%s", out)
+			}
+		})
+	}
+}
+
+// reindentLists turns compact lists ("key:\n- a") into indented ones
+// ("key:\n  - a") by indenting every list item's lines by two more.
+func reindentLists(in []byte) []byte {
+	lines := strings.Split(string(in), "\n")
+	// The indentation added to lines at each depth of the stack.
+	type frame struct{ dash, add int }
+	var stack []frame
+	for i, l := range lines {
+		t := strings.TrimLeft(l, " ")
+		if t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		ind := len(l) - len(t)
+		for len(stack) > 0 && (ind < stack[len(stack)-1].dash || ind == stack[len(stack)-1].dash && !strings.HasPrefix(t, "-")) {
+			stack = stack[:len(stack)-1]
+		}
+		add := 0
+		if len(stack) > 0 {
+			add = stack[len(stack)-1].add
+		}
+		if strings.HasPrefix(t, "- ") && (len(stack) == 0 || stack[len(stack)-1].dash != ind) && i > 0 {
+			prev := strings.TrimRight(lines[i-1], " ")
+			if strings.HasSuffix(prev, ":") && len(prev)-len(strings.TrimLeft(prev, " ")) == ind+add {
+				stack = append(stack, frame{dash: ind, add: add + 2})
+				add += 2
+			}
+		}
+		lines[i] = strings.Repeat(" ", add) + l
+	}
+	return []byte(strings.Join(lines, "\n"))
+}
+
+func TestSetHooksRefuses(t *testing.T) {
+	cluster := []byte("apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nmetadata:\n  name: c\nspec:\n  hooks:\n  - name: mine.service\n    manifest: ExecStart=/bin/true\n")
+	yes, no := true, false
+	for _, c := range []struct {
+		name string
+		in   []byte
+		ig   string
+		u    render.Unit
+		want string
+	}{
+		{"mask", cluster, "", render.Unit{Name: "a.service", Mask: true}, "cannot mask"},
+		{"template", cluster, "", render.Unit{Name: "a@.service", Contents: []byte("[Unit]\n")}, "template"},
+		{"drop-ins", cluster, "", render.Unit{Name: "a.service", Dropins: []render.Dropin{{Name: "x.conf"}}}, "drop-ins"},
+		{"not enabled", cluster, "", render.Unit{Name: "a.service", Contents: []byte("[Unit]\n"), Enabled: &no}, "kops enables"},
+		{"enable existing", cluster, "", render.Unit{Name: "a.service", Enabled: &yes}, "can only disable"},
+		{"a hook of the person", cluster, "", render.Unit{Name: "mine.service", Contents: []byte("[Unit]\n")}, "not hostprov's"},
+		{"no instance group", cluster, "nodes", render.Unit{Name: "a.service", Contents: []byte("[Unit]\n")}, `no an InstanceGroup named "nodes"`},
+		{"v1alpha2 instance group disabled", []byte("apiVersion: kops.k8s.io/v1alpha2\nkind: InstanceGroup\nmetadata:\n  name: nodes\nspec:\n  role: Node\n"),
+			"nodes", render.Unit{Name: "a.service", Enabled: &no}, "does not invert disabled"},
+		{"two hooks keys", []byte("apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nspec:\n  hooks: []\n  hooks: []\n"), "",
+			render.Unit{Name: "a.service", Contents: []byte("[Unit]\n")}, "hooks: a second time"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := kops.SetHooks(c.in, c.ig, []render.Unit{c.u})
+			if err == nil || !strings.Contains(err.Error(), strings.TrimPrefix(c.want, "no ")) {
+				t.Errorf("got %v, want an error saying %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestSetHooksDisabled writes a disabled unit in each version's spelling.
+func TestSetHooksDisabled(t *testing.T) {
+	no := false
+	for _, v := range []string{kops.V1Alpha2, kops.V1Alpha3} {
+		in := []byte("apiVersion: " + v + "\nkind: Cluster\nspec:\n  channel: stable\n")
+		out, err := kops.SetHooks(in, "", []render.Unit{{Name: "update-engine.service", Enabled: &no}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms, diags := kops.Read("c.yaml", out)
+		if len(diags) > 0 || len(ms.Cluster.Hooks) != 1 || ms.Cluster.Hooks[0].IsEnabled() {
+			t.Errorf("%s: the unit is not disabled: %v\n%s", v, diags, out)
+		}
+	}
+}
