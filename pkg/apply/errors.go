@@ -11,7 +11,7 @@ import (
 // ErrSkipped is returned by a Systemd that cannot do an action where it
 // runs, such as the offline one (--root), which has no manager to reload
 // or to start units. Execute logs the action as skipped and goes on.
-var ErrSkipped = errors.New("skipped: no running systemd (offline, --root)")
+var ErrSkipped = errors.New("offline (--root): no systemd to do it")
 
 // fsError explains a file system error in terms of its cause and its fix:
 // a read-only file system, missing permission, a missing directory.

@@ -260,7 +260,7 @@ func (e *executor) links(ctx context.Context, batch []Action) error {
 	}
 	if err != nil {
 		for _, a := range batch {
-			e.emit(Event{Action: EvFailed, Unit: a.Unit, Reason: string(a.Kind) + ": " + a.Reason, Error: err.Error()})
+			e.emit(Event{Action: EvFailed, Op: string(a.Kind), Unit: a.Unit, Reason: a.Reason, Error: err.Error()})
 		}
 		return fmt.Errorf("%s %s: %w", batch[0].Kind, strings.Join(names, " "), err)
 	}
@@ -304,14 +304,14 @@ func (e *executor) one(ctx context.Context, a Action) error {
 		case errors.Is(serr, ErrSkipped):
 			err = serr
 		case serr == nil && !isRunning(st.ActiveState):
-			e.emit(Event{Action: EvSkipped, Unit: a.Unit, Reason: "restart: not running"})
+			e.emit(Event{Action: EvSkipped, Op: string(ActRestart), Unit: a.Unit, Reason: a.Reason + "; not running"})
 			return nil
 		default:
 			done, err = EvRestarted, e.sd.Restart(ctx, a.Unit)
 		}
 	}
 	if errors.Is(err, ErrSkipped) {
-		e.emit(Event{Action: EvSkipped, Unit: a.Unit, Reason: string(a.Kind) + ": " + err.Error()})
+		e.emit(Event{Action: EvSkipped, Op: string(a.Kind), Unit: a.Unit, Reason: a.Reason + "; " + err.Error()})
 		return nil
 	}
 	if err != nil {
@@ -319,10 +319,10 @@ func (e *executor) one(ctx context.Context, a Action) error {
 		if a.Kind == ActStart || a.Kind == ActRestart || a.Kind == ActTryRestart {
 			msg += e.describe(ctx, a.Unit)
 			e.failed[e.owner(a.Unit)] = true
-			e.emit(Event{Action: EvFailed, Unit: a.Unit, Reason: string(a.Kind) + ": " + a.Reason, Error: msg})
+			e.emit(Event{Action: EvFailed, Op: string(a.Kind), Unit: a.Unit, Reason: a.Reason, Error: msg})
 			return nil
 		}
-		e.emit(Event{Action: EvFailed, Unit: a.Unit, Reason: string(a.Kind) + ": " + a.Reason, Error: msg})
+		e.emit(Event{Action: EvFailed, Op: string(a.Kind), Unit: a.Unit, Reason: a.Reason, Error: msg})
 		if a.Kind == ActReload {
 			return fmt.Errorf("daemon-reload: %w; the files are written and recorded; run hostprov apply again once systemd can reload", err)
 		}

@@ -17,7 +17,10 @@ type Event struct {
 	// enabled, disabled, masked, unmasked, started, restarted, stopped,
 	// skipped or failed.
 	Action string `json:"action"`
-	Unit   string `json:"unit,omitempty"`
+	// Op is the planned action a skipped or failed event is about
+	// ("start", "reload", ...).
+	Op   string `json:"op,omitempty"`
+	Unit string `json:"unit,omitempty"`
 	// Path is the file's path on the node, for file events.
 	Path   string `json:"path,omitempty"`
 	Reason string `json:"reason,omitempty"`
@@ -52,11 +55,14 @@ const (
 func (e Event) Text() string {
 	var b strings.Builder
 	b.WriteString(e.Action)
+	if e.Op != "" {
+		b.WriteString(" " + e.Op)
+	}
 	what := e.Path
 	if what == "" {
 		what = e.Unit
 	}
-	if e.Action == EvReloaded {
+	if e.Action == EvReloaded || e.Op == string(ActReload) {
 		what = "systemd"
 	}
 	if what != "" {

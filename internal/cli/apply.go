@@ -1,0 +1,430 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hostprov/hostprov/internal/sdbus"
+	"github.com/hostprov/hostprov/pkg/apply"
+	"github.com/hostprov/hostprov/pkg/hooks"
+	"github.com/hostprov/hostprov/pkg/render"
+)
+
+// connectSystemd reaches the node's systemd over its private D-Bus socket.
+// Tests replace it with a fake.
+var connectSystemd = func(ctx context.Context, socket string) (apply.Systemd, func(), error) {
+	m, err := sdbus.Dial(ctx, socket)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, m.Close, nil
+}
+
+// Output formats of plan, apply, remove and status.
+const (
+	outputText = "text"
+	outputJSON = "json"
+)
+
+// nodeFlags are the flags of the commands that work on a node: where its
+// units and state are, how to reach its systemd, how to print.
+type nodeFlags struct {
+	root     string
+	unitDir  string
+	stateDir string
+	socket   string
+	output   string
+}
+
+func (f *nodeFlags) register(c *cobra.Command) {
+	c.Flags().StringVar(&f.root, "root", "", "work offline on a node's file system mounted at `DIR`: files and enable links only, no systemd")
+	c.Flags().StringVar(&f.unitDir, "unit-dir", apply.DefaultUnitDir, "unit directory (inside --root when given)")
+	c.Flags().StringVar(&f.stateDir, "state-dir", apply.DefaultStateDir, "directory of hostprov's state and lock (inside --root when given)")
+	c.Flags().StringVar(&f.socket, "systemd-socket", "/run/systemd/private", "systemd's private D-Bus socket")
+	c.Flags().StringVarP(&f.output, "output", "o", outputText, "output format: text or json")
+	c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputText, outputJSON}, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// options checks the flags and returns apply's options.
+func (f *nodeFlags) options() (apply.Options, error) {
+	if f.output != outputText && f.output != outputJSON {
+		return apply.Options{}, invalid("unknown --output %q: use text or json", f.output)
+	}
+	o := apply.Options{UnitDir: f.unitDir, StateDir: f.stateDir}
+	if f.root != "" {
+		root, err := filepath.Abs(f.root)
+		if err != nil {
+			return o, failure("%v", err)
+		}
+		o.Root = root
+		// Inside the root, paths are as the node sees them.
+		o.UnitDir = filepath.Join("/", f.unitDir)
+		o.StateDir = filepath.Join("/", f.stateDir)
+		return o, nil
+	}
+	for _, p := range []*string{&o.UnitDir, &o.StateDir} {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return o, failure("%v", err)
+		}
+		*p = abs
+	}
+	return o, nil
+}
+
+// systemd returns the Systemd to act through: the offline one with --root,
+// the node's manager otherwise.
+func (f *nodeFlags) systemd(ctx context.Context, opts apply.Options) (apply.Systemd, func(), error) {
+	if opts.Root != "" {
+		return apply.NewOffline(opts.Root, opts.UnitDir), func() {}, nil
+	}
+	sd, closeFn, err := connectSystemd(ctx, f.socket)
+	if err != nil {
+		return nil, nil, failure("%v", err)
+	}
+	return sd, closeFn, nil
+}
+
+// changeFlags are the flags that shape a plan.
+type changeFlags struct {
+	noPrune, noStart, adopt, force bool
+}
+
+func (f *changeFlags) register(c *cobra.Command) {
+	c.Flags().BoolVar(&f.noPrune, "no-prune", false, "keep the units of earlier applies that the spec no longer has")
+	c.Flags().BoolVar(&f.noStart, "no-start", false, "do not start or restart units: files and links only")
+	c.Flags().BoolVar(&f.adopt, "adopt", false, "take over unit files hostprov did not write that the spec would overwrite")
+	c.Flags().BoolVar(&f.force, "force", false, "overwrite files hostprov wrote that were edited since")
+}
+
+func (f *changeFlags) apply(o *apply.Options) {
+	o.NoPrune, o.NoStart, o.Adopt, o.Force = f.noPrune, f.noStart, f.adopt, f.force
+}
+
+// loadSpec reads the spec and renders it as render does, and also returns
+// the hooks' names for the state. Problems are printed as diagnostics.
+func loadSpec(c *cobra.Command, sf *specFlags) ([]render.Unit, []string, error) {
+	name, data, err := readSpec(c, sf.file)
+	if err != nil {
+		return nil, nil, err
+	}
+	us, diags := render.Build(name, data)
+	printDiags(c.ErrOrStderr(), diags)
+	if diags.HasErrors(sf.strict) {
+		return nil, nil, &exitError{code: ExitInvalid, msg: summary(name, diags, sf.strict)}
+	}
+	var names []string
+	if spec, _ := hooks.Parse(name, data); spec != nil {
+		for _, h := range spec.Hooks {
+			names = append(names, h.Name)
+		}
+	}
+	return us, names, nil
+}
+
+// signalContext ends when the process is interrupted, so that a wait for
+// the lock or for a job can be given up with ^C.
+func signalContext(c *cobra.Command) (context.Context, func()) {
+	ctx := c.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+}
+
+func newPlan() *cobra.Command {
+	var (
+		sf       specFlags
+		nf       nodeFlags
+		cf       changeFlags
+		detailed bool
+	)
+	c := &cobra.Command{
+		Use:   "plan [-f FILE] [--detailed-exitcode] [-o text|json]",
+		Short: "Show what apply would change on this node, and change nothing",
+		Long: `Plan compares the spec with what hostprov installed earlier (its state) and with the
+unit directory, and prints what apply would do: a unified diff of every unit file and
+drop-in it would write or remove, the systemd actions in the order they run, and a
+summary that counts units: "Plan: 1 to add, 2 to change, 0 to remove." or "No changes."
+
+With --detailed-exitcode the exit code says the outcome: 0 no changes, 2 changes,
+1 an error (including a plan apply would refuse). Plan needs neither root nor systemd.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			err := func() error {
+				opts, err := nf.options()
+				if err != nil {
+					return err
+				}
+				cf.apply(&opts)
+				us, names, err := loadSpec(c, &sf)
+				if err != nil {
+					return err
+				}
+				opts.HookNames = names
+				return runPlan(c, us, opts, nf.output, detailed)
+			}()
+			var ee *exitError
+			if detailed && errors.As(err, &ee) && ee.code == ExitInvalid {
+				ee.code = ExitFailure // 2 means "changes" here
+			}
+			return err
+		},
+	}
+	sf.register(c)
+	nf.register(c)
+	cf.register(c)
+	c.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 for no changes, 2 for changes, 1 for an error")
+	return c
+}
+
+// runPlan prints the plan of the units. It fails when the plan has
+// conflicts, and with detailed returns exit code 2 when it has changes.
+func runPlan(c *cobra.Command, us []render.Unit, opts apply.Options, output string, detailed bool) error {
+	st, err := apply.LoadState(apply.StatePath(opts.StateDirPath()))
+	if err != nil {
+		return failure("%v", err)
+	}
+	p, err := apply.NewPlan(context.Background(), us, st, opts)
+	if err != nil {
+		return failure("%v", err)
+	}
+	if err := printPlan(c.OutOrStdout(), p, output); err != nil {
+		return failure("%v", err)
+	}
+	if len(p.Conflicts) > 0 {
+		return failure("the plan has %d conflict(s); apply would refuse it (see above)", len(p.Conflicts))
+	}
+	if detailed && p.HasChanges() {
+		return &exitError{code: 2}
+	}
+	return nil
+}
+
+func printPlan(w io.Writer, p *apply.Plan, output string) error {
+	if output == outputJSON {
+		return writeJSON(w, p.JSON())
+	}
+	return p.WriteText(w)
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// applyResult is apply's and remove's JSON output.
+type applyResult struct {
+	Plan   apply.PlanJSON `json:"plan"`
+	Events []apply.Event  `json:"events"`
+	Counts apply.Counts   `json:"counts"`
+	Error  string         `json:"error,omitempty"`
+}
+
+func newApply() *cobra.Command {
+	var (
+		sf     specFlags
+		nf     nodeFlags
+		cf     changeFlags
+		dryRun bool
+		noWait bool
+	)
+	c := &cobra.Command{
+		Use:   "apply [-f FILE] [--dry-run] [--no-prune] [--no-start] [--adopt] [--force]",
+		Short: "Install the spec's units on this node: write, reload once, enable, start",
+		Long: `Apply makes this node match the spec. It writes only the unit files and drop-ins whose
+bytes differ (atomically), reloads systemd once if anything changed, enables, disables
+and masks units as the spec says, starts new units and restarts changed ones, and
+removes the units of earlier applies that the spec no longer has (stop, disable,
+delete, reload) unless --no-prune.
+
+It never touches a file it did not write: a unit file in the way is an error unless
+--adopt, and a file edited by hand since hostprov wrote it is left alone (and
+reported) unless --force. Every action is logged to stderr and to the journal; with
+-o json the plan, the actions and their counts are printed as JSON.
+
+With --root DIR it works offline on a node's file system mounted at DIR: it writes
+the files and the enable links systemctl would make, and talks to no systemd.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			opts, err := nf.options()
+			if err != nil {
+				return err
+			}
+			cf.apply(&opts)
+			us, names, err := loadSpec(c, &sf)
+			if err != nil {
+				return err
+			}
+			opts.HookNames = names
+			if dryRun {
+				return runPlan(c, us, opts, nf.output, false)
+			}
+			return runApply(c, &nf, opts, noWait, func(ctx context.Context, st *apply.State) (*apply.Plan, error) {
+				return apply.NewPlan(ctx, us, st, opts)
+			})
+		},
+	}
+	sf.register(c)
+	nf.register(c)
+	cf.register(c)
+	c.Flags().BoolVar(&dryRun, "dry-run", false, "print the plan and change nothing (as plan does)")
+	c.Flags().BoolVar(&noWait, "no-wait", false, "fail at once when another apply is running, instead of waiting for it")
+	return c
+}
+
+func newRemove() *cobra.Command {
+	var (
+		nf     nodeFlags
+		all    bool
+		noWait bool
+		force  bool
+	)
+	c := &cobra.Command{
+		Use:   "remove NAME... | --all",
+		Short: "Stop, disable and delete units hostprov installed",
+		Long: `Remove stops, disables and deletes the units hostprov installed for the named hooks
+(or units), with their drop-ins and enable links, and reloads systemd once. With --all
+it removes every unit hostprov owns on this node. Files edited since hostprov wrote
+them are left alone unless --force.`,
+		RunE: func(c *cobra.Command, args []string) error {
+			if all == (len(args) > 0) {
+				return invalid("give the hooks to remove, or --all, not both")
+			}
+			opts, err := nf.options()
+			if err != nil {
+				return err
+			}
+			opts.Force = force
+			return runApply(c, &nf, opts, noWait, func(ctx context.Context, st *apply.State) (*apply.Plan, error) {
+				names := args
+				if all {
+					names = nil
+					for _, u := range st.Units {
+						names = append(names, u.Name)
+					}
+				}
+				return apply.NewRemovePlan(ctx, names, st, opts)
+			})
+		},
+	}
+	nf.register(c)
+	c.Flags().BoolVar(&all, "all", false, "remove every unit hostprov installed")
+	c.Flags().BoolVar(&noWait, "no-wait", false, "fail at once when another apply is running, instead of waiting for it")
+	c.Flags().BoolVar(&force, "force", false, "remove files hostprov wrote even if they were edited since")
+	return c
+}
+
+// runApply takes the lock, reads the state, makes the plan with makePlan,
+// prints it, and carries it out.
+func runApply(c *cobra.Command, nf *nodeFlags, opts apply.Options, noWait bool,
+	makePlan func(context.Context, *apply.State) (*apply.Plan, error)) error {
+	ctx, stop := signalContext(c)
+	defer stop()
+	stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
+	if err := apply.PrepareDirs(opts); err != nil {
+		return failure("%v", err)
+	}
+	unlock, err := apply.Lock(ctx, opts.StateDirPath(), noWait, func(pid int) {
+		if pid > 0 {
+			fmt.Fprintf(stderr, "hostprov: waiting for another hostprov apply (pid %d) to finish\n", pid)
+		} else {
+			fmt.Fprintln(stderr, "hostprov: waiting for another hostprov apply to finish")
+		}
+	})
+	if err != nil {
+		return failure("%v", err)
+	}
+	defer unlock()
+	st, err := apply.LoadState(apply.StatePath(opts.StateDirPath()))
+	if err != nil {
+		return failure("%v", err)
+	}
+	p, err := makePlan(ctx, st)
+	if err != nil {
+		return failure("%v", err)
+	}
+	if nf.output == outputText {
+		if err := p.WriteText(stdout); err != nil {
+			return failure("%v", err)
+		}
+	}
+	// A plan without actions needs no systemd: a re-apply of the same
+	// spec works even where systemd cannot be reached.
+	var sd apply.Systemd = noSystemd{}
+	if len(p.Actions) > 0 && len(p.Conflicts) == 0 {
+		var closeFn func()
+		if sd, closeFn, err = nf.systemd(ctx, opts); err != nil {
+			return err
+		}
+		defer closeFn()
+	}
+	var logger apply.Logger
+	if nf.output == outputText {
+		logger = apply.MultiLogger(apply.TextLogger(stderr), apply.JournalLogger())
+	} else {
+		logger = apply.MultiLogger(apply.JournalLogger())
+	}
+	res, err := apply.Execute(ctx, p, sd, logger)
+	if nf.output == outputJSON {
+		out := applyResult{Plan: p.JSON(), Events: res.Events, Counts: res.Counts}
+		if err != nil {
+			out.Error = err.Error()
+		}
+		if werr := writeJSON(stdout, out); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if err != nil {
+		return failure("%v", err)
+	}
+	if nf.output == outputText {
+		fmt.Fprintln(stdout, applied(p))
+	}
+	return nil
+}
+
+// applied is apply's last line.
+func applied(p *apply.Plan) string {
+	a, c, r := p.Counts()
+	if a+c+r == 0 {
+		return "Apply complete: no changes."
+	}
+	return fmt.Sprintf("Apply complete: %d added, %d changed, %d removed.", a, c, r)
+}
+
+// noSystemd is the Systemd of a plan without actions; it is never called.
+type noSystemd struct{}
+
+var errNoSystemd = errors.New("internal error: a plan without actions asked systemd")
+
+func (noSystemd) Reload(context.Context) error { return errNoSystemd }
+func (noSystemd) Enable(context.Context, []string) ([]apply.LinkChange, error) {
+	return nil, errNoSystemd
+}
+func (noSystemd) Disable(context.Context, []string) ([]apply.LinkChange, error) {
+	return nil, errNoSystemd
+}
+func (noSystemd) Mask(context.Context, []string) ([]apply.LinkChange, error) {
+	return nil, errNoSystemd
+}
+func (noSystemd) Unmask(context.Context, []string) ([]apply.LinkChange, error) {
+	return nil, errNoSystemd
+}
+func (noSystemd) Start(context.Context, string) error   { return errNoSystemd }
+func (noSystemd) Restart(context.Context, string) error { return errNoSystemd }
+func (noSystemd) Stop(context.Context, string) error    { return errNoSystemd }
+func (noSystemd) Status(context.Context, string) (apply.UnitStatus, error) {
+	return apply.UnitStatus{}, errNoSystemd
+}

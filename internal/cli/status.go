@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hostprov/hostprov/pkg/apply"
+)
+
+func newStatus() *cobra.Command {
+	var nf nodeFlags
+	c := &cobra.Command{
+		Use:   "status [-o text|json]",
+		Short: "Show every unit hostprov installed: its state, result and drift",
+		Long: `Status lists every unit hostprov installed on this node (from its state), with what
+systemd says of it (load, active and sub state, result, how its main process exited,
+when it last started and stopped, whether systemd needs a reload to see its file) and
+whether its files still have the bytes hostprov wrote (drift). With --root only the
+files and enablement are known.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			opts, err := nf.options()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext(c)
+			defer stop()
+			st, err := apply.LoadState(apply.StatePath(opts.StateDirPath()))
+			if err != nil {
+				return failure("%v", err)
+			}
+			var sd apply.Systemd = noSystemd{}
+			if len(st.Units) > 0 {
+				var closeFn func()
+				if sd, closeFn, err = nf.systemd(ctx, opts); err != nil {
+					return err
+				}
+				defer closeFn()
+			}
+			rs, err := apply.Report(ctx, sd, st, opts)
+			if err != nil {
+				return failure("%v", err)
+			}
+			if nf.output == outputJSON {
+				return writeJSON(c.OutOrStdout(), rs)
+			}
+			if len(rs) == 0 {
+				fmt.Fprintf(c.OutOrStdout(), "hostprov has installed no units here (state: %s)\n", apply.StatePath(opts.StateDirPath()))
+				return nil
+			}
+			writeStatus(c.OutOrStdout(), rs)
+			return nil
+		},
+	}
+	nf.register(c)
+	return c
+}
+
+// writeStatus prints the reports as a table, one unit a line.
+func writeStatus(w io.Writer, rs []apply.UnitReport) {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "UNIT\tHOOK\tLOAD\tACTIVE\tSUB\tRESULT\tEXIT\tSTARTED\tSTOPPED\tFILES\tRELOAD")
+	for _, r := range rs {
+		files := "ok"
+		if r.Drift {
+			var bad []string
+			for _, f := range r.Files {
+				if f.State != "ok" {
+					bad = append(bad, f.State+":"+f.Path)
+				}
+			}
+			files = strings.Join(bad, ",")
+		}
+		if r.Incomplete {
+			files += " (apply unfinished)"
+		}
+		reload := "no"
+		if r.NeedDaemonReload {
+			reload = "needed"
+		}
+		unit := r.Unit
+		if r.StatusOf != r.Unit {
+			unit += " (" + r.StatusOf + ")"
+		}
+		load := dash(r.LoadState)
+		if r.Error != "" {
+			load = "error: " + r.Error
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", unit, dash(r.Hook), load, dash(r.ActiveState),
+			dash(r.SubState), dash(r.Result), exitText(r), when(r.ActiveEnter), when(r.InactiveEnter), files, reload)
+	}
+	tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func exitText(r apply.UnitReport) string {
+	switch r.ExecMainCode {
+	case 0:
+		return "-"
+	case 1: // CLD_EXITED
+		return fmt.Sprint(r.ExecMainStatus)
+	}
+	return fmt.Sprintf("signal %d", r.ExecMainStatus)
+}
+
+func when(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
