@@ -1,0 +1,98 @@
+package render_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	butane "github.com/coreos/butane/config"
+	"github.com/coreos/butane/config/common"
+
+	"github.com/hostprov/hostprov/pkg/render"
+)
+
+// benchUnits builds the units of benchSpec(n) once, outside the timings.
+func benchUnits(b *testing.B, n int) ([]byte, []render.Unit) {
+	b.Helper()
+	spec := benchSpec(n)
+	us, diags := render.Build("bench.yaml", spec)
+	if diags.HasErrors(false) || len(us) != n {
+		b.Fatalf("%d units, %v", len(us), diags)
+	}
+	return spec, us
+}
+
+// BenchmarkOutput measures writing built units as each user-data format,
+// with allocations: the part of a render that differs between formats
+// (BenchmarkBuild measures the part they share).
+func BenchmarkOutput(b *testing.B) {
+	_, us := benchUnits(b, 10000)
+	outputs := []struct {
+		name string
+		out  func() ([]byte, error)
+	}{
+		{"ignition", func() ([]byte, error) { return render.Ignition(us, render.IgnitionOptions{}) }},
+		{"butane", func() ([]byte, error) { return render.Butane(us, render.ButaneOptions{}) }},
+	}
+	for _, o := range outputs {
+		b.Run(o.name+"/hooks=10000", func(b *testing.B) {
+			b.ReportAllocs()
+			var size int
+			for b.Loop() {
+				out, err := o.out()
+				if err != nil {
+					b.Fatal(err)
+				}
+				size = len(out)
+			}
+			b.ReportMetric(float64(size), "bytes/config")
+		})
+	}
+}
+
+// BenchmarkIgnitionVsButane measures, in the same run and on the same
+// units, what it costs hostprov to make an Ignition config and what it
+// costs Butane's own TranslateBytes to make the same config from the
+// equivalent Butane config. Each iteration times both and reports each
+// per config: hostprov-ns for the whole pipeline from spec bytes (parse,
+// check, generate, check units, write JSON, as TranslateBytes parses,
+// validates, translates and writes JSON), hostprov-output-ns for writing
+// the JSON from built units, butane-ns for TranslateBytes, and their ratio.
+// It asserts nothing about time: the figures are for people to read.
+func BenchmarkIgnitionVsButane(b *testing.B) {
+	for _, n := range []int{100, 10000} {
+		spec, us := benchUnits(b, n)
+		bu, err := render.Butane(us, render.ButaneOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("hooks=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			var pipeline, output, translate time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				built, _ := render.Build("bench.yaml", spec)
+				if _, err := render.Ignition(built, render.IgnitionOptions{}); err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				if _, err := render.Ignition(us, render.IgnitionOptions{}); err != nil {
+					b.Fatal(err)
+				}
+				t2 := time.Now()
+				if _, rpt, err := butane.TranslateBytes(bu, common.TranslateBytesOptions{}); err != nil || len(rpt.Entries) > 0 {
+					b.Fatalf("Butane: %v\n%s", err, rpt)
+				}
+				t3 := time.Now()
+				pipeline += t1.Sub(t0)
+				output += t2.Sub(t1)
+				translate += t3.Sub(t2)
+			}
+			runs := float64(b.N)
+			b.ReportMetric(float64(pipeline.Nanoseconds())/runs, "hostprov-ns/config")
+			b.ReportMetric(float64(output.Nanoseconds())/runs, "hostprov-output-ns/config")
+			b.ReportMetric(float64(translate.Nanoseconds())/runs, "butane-ns/config")
+			b.ReportMetric(float64(translate)/float64(pipeline), "butane/hostprov")
+		})
+	}
+}
