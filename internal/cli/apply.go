@@ -174,7 +174,7 @@ With --detailed-exitcode the exit code says the outcome: 0 no changes, 2 changes
 				return runPlan(c, us, opts, nf.output, detailed)
 			}()
 			var ee *exitError
-			if detailed && errors.As(err, &ee) && ee.code == ExitInvalid {
+			if detailed && errors.As(err, &ee) && ee != errChanges && ee.code == ExitInvalid {
 				ee.code = ExitFailure // 2 means "changes" here
 			}
 			return err
@@ -205,10 +205,14 @@ func runPlan(c *cobra.Command, us []render.Unit, opts apply.Options, output stri
 		return failure("the plan has %d conflict(s); apply would refuse it (see above)", len(p.Conflicts))
 	}
 	if detailed && p.HasChanges() {
-		return &exitError{code: 2}
+		return errChanges
 	}
 	return nil
 }
+
+// errChanges is plan's exit code 2 under --detailed-exitcode: the plan has
+// changes. It is not an error and prints nothing.
+var errChanges = &exitError{code: 2}
 
 func printPlan(w io.Writer, p *apply.Plan, output string) error {
 	if output == outputJSON {

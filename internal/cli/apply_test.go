@@ -1,0 +1,191 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hostprov/hostprov/pkg/apply"
+	"github.com/hostprov/hostprov/pkg/apply/applytest"
+)
+
+// liveNode is a node without --root: a unit dir and a state dir in temp
+// dirs, and a fake systemd behind connectSystemd.
+type liveNode struct {
+	t                 *testing.T
+	unitDir, stateDir string
+	spec              string
+	sd                *applytest.Fake
+	dials             int
+}
+
+func newLiveNode(t *testing.T) *liveNode {
+	dir := t.TempDir()
+	n := &liveNode{t: t, unitDir: filepath.Join(dir, "units"), stateDir: filepath.Join(dir, "state"), sd: applytest.New()}
+	os.Mkdir(n.unitDir, 0o755)
+	n.spec = filepath.Join(dir, "hostprov.yaml")
+	n.write("- name: hello\n  exec: [/bin/echo, hello]\n")
+	old := connectSystemd
+	connectSystemd = func(ctx context.Context, socket string) (apply.Systemd, func(), error) {
+		n.dials++
+		return n.sd, func() {}, nil
+	}
+	t.Cleanup(func() { connectSystemd = old })
+	return n
+}
+
+func (n *liveNode) write(hooks string) {
+	os.WriteFile(n.spec, []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n"+hooks), 0o644)
+}
+
+func (n *liveNode) run(args ...string) (code int, stdout, stderr string) {
+	var o, e bytes.Buffer
+	args = append(args, "--unit-dir", n.unitDir, "--state-dir", n.stateDir)
+	if args[0] != "status" && args[0] != "remove" {
+		args = append(args, "-f", n.spec)
+	}
+	code = Run(args, strings.NewReader(""), &o, &e)
+	return code, o.String(), e.String()
+}
+
+func TestPlanDetailedExitCode(t *testing.T) {
+	n := newLiveNode(t)
+	if code, _, e := n.run("plan", "--detailed-exitcode"); code != 2 {
+		t.Errorf("plan with changes: exit %d, want 2\n%s", code, e)
+	}
+	if code, _, e := n.run("plan"); code != 0 {
+		t.Errorf("plan without --detailed-exitcode: exit %d, want 0\n%s", code, e)
+	}
+	if code, _, e := n.run("apply"); code != 0 {
+		t.Fatalf("apply: exit %d\n%s", code, e)
+	}
+	if code, o, e := n.run("plan", "--detailed-exitcode"); code != 0 || !strings.Contains(o, "No changes.") {
+		t.Errorf("plan without changes: exit %d, want 0\n%s%s", code, o, e)
+	}
+	n.write("- name: a/b\n  exec: [/bin/true]\n")
+	if code, _, e := n.run("plan", "--detailed-exitcode"); code != 1 {
+		t.Errorf("plan of an invalid spec: exit %d, want 1\n%s", code, e)
+	}
+	if code, _, e := n.run("plan"); code != ExitInvalid {
+		t.Errorf("plan of an invalid spec without --detailed-exitcode: exit %d, want %d\n%s", code, ExitInvalid, e)
+	}
+	n.write("- name: hello\n  exec: [/bin/echo, hello]\n- name: x\n  exec: [/bin/true]\n")
+	os.WriteFile(filepath.Join(n.unitDir, "x.service"), []byte("[Service]\nExecStart=/bin/mine\n"), 0o644)
+	if code, _, e := n.run("plan", "--detailed-exitcode"); code != 1 || !strings.Contains(e, "apply would refuse") {
+		t.Errorf("plan with a conflict: exit %d, want 1\n%s", code, e)
+	}
+}
+
+func TestApplyLive(t *testing.T) {
+	n := newLiveNode(t)
+	code, o, e := n.run("apply", "-o", "json")
+	if code != 0 {
+		t.Fatalf("apply: exit %d\n%s", code, e)
+	}
+	var res applyResult
+	if err := json.Unmarshal([]byte(o), &res); err != nil {
+		t.Fatalf("apply -o json: %v\n%s", err, o)
+	}
+	if c := res.Counts; c.Writes != 1 || c.Reloads != 1 || c.Enables != 1 || c.Starts != 1 {
+		t.Errorf("counts %+v", c)
+	}
+	if got := strings.Join(n.sd.Log(), "; "); got != "enable hello.service; reload; start hello.service" {
+		t.Errorf("systemd calls: %s", got)
+	}
+	// A re-apply does not even connect to systemd.
+	n.dials = 0
+	code, _, e = n.run("apply")
+	if code != 0 || n.dials != 0 {
+		t.Errorf("re-apply: exit %d, %d dials\n%s", code, n.dials, e)
+	}
+	// status shows the unit and its state.
+	code, o, e = n.run("status")
+	if code != 0 || !strings.Contains(o, "hello.service") || !strings.Contains(o, "active") || !strings.Contains(o, "enabled") && !strings.Contains(o, "ok") {
+		t.Errorf("status: exit %d\n%s%s", code, o, e)
+	}
+	code, o, _ = n.run("status", "-o", "json")
+	var rs []apply.UnitReport
+	if err := json.Unmarshal([]byte(o), &rs); err != nil || code != 0 || len(rs) != 1 || rs[0].ActiveState != "active" || rs[0].Drift {
+		t.Errorf("status -o json: %v %+v", err, rs)
+	}
+	// A failing start: exit 1, the result named, the file kept.
+	n.write("- name: hello\n  exec: [/bin/echo, bonjour]\n")
+	n.sd.FailOn("restart", "hello.service", fmt.Errorf("job failed"))
+	code, _, e = n.run("apply")
+	if code != ExitFailure || !strings.Contains(e, "exit-code") || !strings.Contains(e, "run hostprov apply again") {
+		t.Errorf("failing restart: exit %d\n%s", code, e)
+	}
+	// remove
+	n.sd.FailOn("restart", "hello.service", nil)
+	if code, _, e := n.run("remove", "hello"); code != 0 {
+		t.Errorf("remove: exit %d\n%s", code, e)
+	}
+	if _, err := os.Stat(filepath.Join(n.unitDir, "hello.service")); !os.IsNotExist(err) {
+		t.Errorf("remove left the file: %v", err)
+	}
+	if code, _, e := n.run("remove", "nope"); code != ExitFailure || !strings.Contains(e, "not a unit or hook hostprov installed") && !strings.Contains(e, "owns no unit") {
+		t.Errorf("remove of an unknown hook: exit %d\n%s", code, e)
+	}
+}
+
+func TestApplyWaitsForTheLock(t *testing.T) {
+	n := newLiveNode(t)
+	os.Mkdir(n.stateDir, 0o755)
+	unlock, err := apply.Lock(context.Background(), n.stateDir, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, e := n.run("apply", "--no-wait")
+	if code != ExitFailure || !strings.Contains(e, fmt.Sprintf("another hostprov apply (pid %d) is running", os.Getpid())) {
+		t.Errorf("--no-wait: exit %d\n%s", code, e)
+	}
+	done := make(chan string)
+	go func() {
+		_, _, e := n.run("apply")
+		done <- e
+	}()
+	time.Sleep(200 * time.Millisecond)
+	unlock()
+	select {
+	case e := <-done:
+		want := fmt.Sprintf("hostprov: waiting for another hostprov apply (pid %d) to finish\n", os.Getpid())
+		if strings.Count(e, want) != 1 {
+			t.Errorf("stderr lacks the waiting message once:\n%s", e)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("apply did not go on after the lock was released")
+	}
+}
+
+func TestApplyClearFailures(t *testing.T) {
+	n := newLiveNode(t)
+	os.Remove(n.unitDir)
+	if code, _, e := n.run("apply"); code != ExitFailure || !strings.Contains(e, "unit directory") || !strings.Contains(e, "--unit-dir") {
+		t.Errorf("missing unit dir: exit %d\n%s", code, e)
+	}
+	os.Mkdir(n.unitDir, 0o755)
+	n.stateDir = filepath.Join(n.stateDir, "a", "b")
+	if code, _, e := n.run("apply"); code != ExitFailure || !strings.Contains(e, "nor does its parent") || !strings.Contains(e, "--state-dir") {
+		t.Errorf("missing state dir parent: exit %d\n%s", code, e)
+	}
+	notDir := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(notDir, nil, 0o644)
+	n.stateDir = notDir
+	if code, _, e := n.run("apply"); code != ExitFailure || !strings.Contains(e, "not a directory") {
+		t.Errorf("state dir is a file: exit %d\n%s", code, e)
+	}
+	n.stateDir = t.TempDir()
+	os.WriteFile(filepath.Join(n.stateDir, "state.json"), []byte("{"), 0o600)
+	if code, _, e := n.run("apply"); code != ExitFailure || !strings.Contains(e, "corrupt") {
+		t.Errorf("corrupt state: exit %d\n%s", code, e)
+	}
+	if code, _, e := n.run("plan", "-o", "yaml"); code != ExitInvalid || !strings.Contains(e, "unknown --output") {
+		t.Errorf("bad -o: exit %d\n%s", code, e)
+	}
+}
