@@ -125,7 +125,7 @@ func JSONLogger(w io.Writer) Logger {
 // JournalLogger sends each event to the systemd journal with structured
 // fields (HOSTPROV_ACTION, HOSTPROV_UNIT, HOSTPROV_PATH, HOSTPROV_SHA256,
 // HOSTPROV_REASON), so that `journalctl HOSTPROV_UNIT=a.service` finds what
-// hostprov did to a unit. It returns nil when there is no journal
+// hostprov did to a unit. Unchanged files are not sent. It returns nil when there is no journal
 // (journal.Enabled is false).
 func JournalLogger() Logger {
 	if !journal.Enabled() {
@@ -139,7 +139,9 @@ func JournalLogger() Logger {
 		case EvKept:
 			pri = journal.PriWarning
 		case EvUnchanged:
-			pri = journal.PriDebug
+			// Every file of every re-apply: stderr has them; the
+			// journal keeps what changed.
+			return
 		}
 		vars := map[string]string{"SYSLOG_IDENTIFIER": "hostprov", "HOSTPROV_ACTION": e.Action}
 		for k, v := range map[string]string{"HOSTPROV_UNIT": e.Unit, "HOSTPROV_PATH": e.Path,
