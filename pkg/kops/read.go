@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -241,8 +242,37 @@ func (r *reader) yamlError(err error) {
 	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
 		pos.Line, _ = strconv.Atoi(m[1])
 		msg = m[2]
+	} else {
+		pos.Line, pos.Column = r.badPlace(msg)
 	}
 	r.add(hooks.Error, pos, "", "the file is not valid YAML: "+msg, "fix the YAML syntax at this place")
+}
+
+// badPlace finds where a YAML error that yaml.v3 gives without a line
+// is: the first byte that is not text (invalid UTF-8 or a control
+// character) for an encoding error, the alias for an unknown anchor, and
+// the end of the file otherwise ("unexpected end of stream").
+func (r *reader) badPlace(msg string) (line, col int) {
+	at := len(r.src)
+	if strings.HasPrefix(msg, "unknown anchor '") {
+		name := strings.TrimSuffix(strings.TrimPrefix(msg, "unknown anchor '"), "' referenced")
+		if i := bytes.Index(r.src, []byte("*"+name)); i >= 0 {
+			at = i
+		}
+	} else {
+		for i := 0; i < len(r.src); {
+			c, size := utf8.DecodeRune(r.src[i:])
+			if c == utf8.RuneError && size <= 1 || c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0x7f || c == 0xfeff && i > 0 {
+				at = i
+				break
+			}
+			i += size
+		}
+	}
+	before := r.src[:at]
+	line = bytes.Count(before, []byte("\n")) + 1
+	col = utf8.RuneCount(before[bytes.LastIndexByte(before, '\n')+1:]) + 1
+	return line, col
 }
 
 // checkDuplicates reports every key given twice in a mapping of the
