@@ -1,10 +1,14 @@
 package apply_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hostprov/hostprov/pkg/apply"
+	"github.com/hostprov/hostprov/pkg/render"
 )
 
 // TestSymlinkAttacks plants links where hostprov writes and checks that it
@@ -94,4 +98,30 @@ func TestSymlinkAttacks(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestNamesThatLeaveTheUnitDir checks the plan's own refusal of names that
+// render refuses already: defence in depth.
+func TestNamesThatLeaveTheUnitDir(t *testing.T) {
+	n := newNode(t)
+	for _, u := range []render.Unit{
+		{Name: "../x.service", Contents: []byte("[Service]\n")},
+		{Name: "a/b.service", Contents: []byte("[Service]\n")},
+		{Name: "a.service", Dropins: []render.Dropin{{Name: "../../x.conf", Contents: []byte("[Service]\n")}}},
+		{Name: "a.service", Dropins: []render.Dropin{{Name: "..", Contents: []byte("[Service]\n")}}},
+	} {
+		if _, err := apply.NewPlan(context.Background(), []render.Unit{u}, n.state(), n.opts); err == nil {
+			t.Errorf("NewPlan accepted %q with drop-ins %v", u.Name, u.Dropins)
+		}
+	}
+}
+
+// TestMaskOverAForeignFile is a conflict: systemd would refuse the mask.
+func TestMaskOverAForeignFile(t *testing.T) {
+	n := newNode(t)
+	os.WriteFile(n.unitPath("x.service"), []byte("[Service]\nExecStart=/bin/true\n"), 0o644)
+	p := n.plan("- name: x.service\n  mask: true\n")
+	if len(p.Conflicts) != 1 || !strings.Contains(p.Conflicts[0].Message, "cannot mask") {
+		t.Errorf("conflicts: %v", p.Conflicts)
+	}
 }
