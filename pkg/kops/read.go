@@ -606,11 +606,8 @@ func (r *reader) hook(m *Manifest, h *Hook, n *yaml.Node) {
 	}
 	// A hook whose fields had problems of their own is not also
 	// reported for what they would have given it.
-	present["?"] = hasErrors(r.diags[before:])
-	r.checkHook(m, h, present)
+	r.checkHook(h, present, r.diags[before:].HasErrors(false))
 }
-
-func hasErrors(ds hooks.Diagnostics) bool { return ds.HasErrors(false) }
 
 // enablement reads disabled (v1alpha2) or enabled (v1alpha3). The other
 // version's spelling is an error rather than accepted: kops decodes it
@@ -841,7 +838,7 @@ func (r *reader) unknownField(m *Manifest, k *yaml.Node, path string, known []st
 
 // checkHook makes kops's validation of a hook (validateHookSpec) and the
 // checks kops leaves out: what nodeup would skip or ignore silently.
-func (r *reader) checkHook(m *Manifest, h *Hook, present map[string]bool) {
+func (r *reader) checkHook(h *Hook, present map[string]bool, bad bool) {
 	at := func(f string) (hooks.Position, string) { return h.Where(f), h.Path + "." + f }
 	if !h.IsEnabled() {
 		// kops validates nothing of a disabled hook and renders none
@@ -870,7 +867,7 @@ func (r *reader) checkHook(m *Manifest, h *Hook, present map[string]bool) {
 		return
 	}
 	switch {
-	case h.ExecContainer == nil && h.Manifest == "" && !present["execContainer"] && !present["?"]:
+	case h.ExecContainer == nil && h.Manifest == "" && !present["execContainer"] && !bad:
 		r.add(hooks.Error, h.Where(""), h.Path, "the hook has neither a manifest nor an execContainer; kops refuses it",
 			"give manifest: with the body of the [Service] section, or execContainer: with an image; or disable the hook to stop a unit")
 	case h.ExecContainer != nil && h.Manifest != "":
