@@ -1,5 +1,6 @@
 // Package render turns a hook spec into systemd units and the units into
-// outputs: a directory of unit files, a plain listing, or an Ignition config.
+// outputs: a directory of unit files, a plain listing, instance user data
+// (Ignition, Butane, cloud-init) or hooks for a kops cluster spec.
 //
 // The whole pipeline is Build: parse the spec (package hooks), build one unit
 // per hook, then check the units with the systemd unit model (package units),
