@@ -375,3 +375,16 @@ func TestPlanText(t *testing.T) {
 	}
 	golden.Check(t, filepath.Join("testdata", "plan.txt"), b.Bytes())
 }
+
+// TestMaskUnitNotRunning masks a unit of the image that is not running (or
+// not there): no stop, which systemd would refuse for an unknown unit.
+func TestMaskUnitNotRunning(t *testing.T) {
+	n := newNode(t)
+	res, calls := n.mustApply("- name: update-engine.service\n  mask: true\n")
+	checkCalls(t, calls, "mask update-engine.service", "reload")
+	if res.Counts.Skipped != 1 || res.Counts.Stops != 0 {
+		t.Errorf("counts %+v", res.Counts)
+	}
+	_, calls = n.mustApply("")
+	checkCalls(t, calls, "unmask update-engine.service", "reload")
+}

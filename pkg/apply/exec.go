@@ -293,7 +293,19 @@ func (e *executor) one(ctx context.Context, a Action) error {
 	case ActReload:
 		done, err = EvReloaded, e.sd.Reload(ctx)
 	case ActStop:
-		done, err = EvStopped, e.sd.Stop(ctx, a.Unit)
+		// Only a unit that runs is stopped: systemd refuses to stop a
+		// unit it does not know, such as one masked before it was ever
+		// installed.
+		st, serr := e.sd.Status(ctx, a.Unit)
+		switch {
+		case errors.Is(serr, ErrSkipped):
+			err = serr
+		case serr == nil && (st.LoadState == "not-found" || !isRunning(st.ActiveState)):
+			e.emit(Event{Action: EvSkipped, Op: string(ActStop), Unit: a.Unit, Reason: a.Reason + "; not running"})
+			return nil
+		default:
+			done, err = EvStopped, e.sd.Stop(ctx, a.Unit)
+		}
 	case ActStart:
 		done, err = EvStarted, e.sd.Start(ctx, a.Unit)
 	case ActRestart:

@@ -440,7 +440,9 @@ func (p *planner) unit(u *render.Unit) (*StateUnit, error) {
 	if u.Mask {
 		if !prevMasked || unknown {
 			up.act(ActStop, run, "masked")
-			if prevEnabled || unknown {
+			// Not on unknown alone: the unit may not exist, and
+			// systemd refuses to disable what it cannot find.
+			if prevEnabled {
 				up.act(ActDisable, u.Name, "masked")
 			}
 			up.act(ActMask, u.Name, "mask: true")
