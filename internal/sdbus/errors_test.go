@@ -110,6 +110,8 @@ func TestJobErrorMessage(t *testing.T) {
 		{&JobError{Op: "restart", Unit: "b.service", JobResult: "failed", ActiveState: "failed", Result: "signal",
 			ExecMainCode: 2, ExecMainStatus: 9, JournalErr: errors.New("journalctl: executable file not found")},
 			"restart b.service: the job failed; the unit is failed with result \"signal\", its main process was killed by signal 9 (killed) (its journal could not be read: journalctl: executable file not found; see journalctl -u b.service)"},
+		{&JobError{Op: "start", Unit: "s.swap", JobResult: "unsupported", ActiveState: "inactive", Result: "success"},
+			"start s.swap: systemd does not support this unit's type here (no swap, and only some mounts, in a container) (job result \"unsupported\"); the unit is inactive with result \"success\" (it logged nothing; see journalctl -u s.swap)"},
 		{&JobError{Op: "start", Unit: "c.service", JobResult: "dependency", ActiveState: "inactive", Result: "success"},
 			"start c.service: a unit it requires failed, so the job was not run (job result \"dependency\"); the unit is inactive with result \"success\" (it logged nothing; see journalctl -u c.service)"},
 	} {

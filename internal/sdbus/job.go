@@ -84,6 +84,14 @@ func jobResultText(result string) string {
 		return "the job was canceled before it finished (another job replaced it?)"
 	case "skipped":
 		return "the job was skipped: it did not apply to the unit's state"
+	case "unsupported":
+		return "systemd does not support this unit's type here (no swap, and only some mounts, in a container) (job result \"unsupported\")"
+	case "assert":
+		return "an Assert...= setting of the unit failed, so it was not started (job result \"assert\")"
+	case "invalid":
+		return "the job does not apply to this unit (job result \"invalid\")"
+	case "once":
+		return "the unit may run only once and has run already (job result \"once\")"
 	}
 	return fmt.Sprintf("the job ended with result %q", result)
 }
@@ -146,10 +154,11 @@ func (m *Manager) jobError(ctx context.Context, op, name, result string, asked t
 // reached journald after it.
 //
 // journalctl, not go-systemd's sdjournal: sdjournal loads libsystemd with
-// dlopen through cgo, and hostprov is a static, cgo-free binary. The journal
-// matters only when a job has already failed, so a process call there costs
-// nothing on the path that counts; where journalctl is missing or fails, the
-// error says so and points at journalctl -u. The request's time comes from
+// dlopen through cgo, and nothing else in hostprov needs cgo (CGO_ENABLED=0
+// builds it into one static binary for any node). The journal matters only
+// when a job has already failed, so a process call there costs nothing on
+// the path that counts; where journalctl is missing or fails, the error
+// says so and points at journalctl -u. The request's time comes from
 // this machine's clock, as the journal's does: the private socket is local.
 func (m *Manager) journal(ctx context.Context, unit string, since time.Time, invocation string) ([]string, error) {
 	if m.RunJournalctl == nil {

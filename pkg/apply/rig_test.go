@@ -4,10 +4,12 @@ package apply_test
 // apply uses on a node, driven against systemd booted as PID 1 in a rig.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,8 @@ import (
 	"github.com/hostprov/hostprov/internal/rig"
 	"github.com/hostprov/hostprov/internal/sdbus"
 	"github.com/hostprov/hostprov/pkg/apply"
+	"github.com/hostprov/hostprov/pkg/hooks"
+	"github.com/hostprov/hostprov/pkg/render"
 )
 
 func rigContext(t testing.TB) context.Context {
@@ -41,7 +45,7 @@ func dialRig(ctx context.Context, t testing.TB, r *rig.Rig) *sdbus.Manager {
 	return m
 }
 
-func status(ctx context.Context, t *testing.T, s apply.Systemd, name string) apply.UnitStatus {
+func rigStatus(ctx context.Context, t *testing.T, s apply.Systemd, name string) apply.UnitStatus {
 	t.Helper()
 	st, err := s.Status(ctx, name)
 	if err != nil {
@@ -50,9 +54,9 @@ func status(ctx context.Context, t *testing.T, s apply.Systemd, name string) app
 	return st
 }
 
-// runs counts the lines the lifecycle unit appended to its run log, in
+// rigRuns counts the lines the lifecycle unit appended to its run log, in
 // the rig's /var/lib.
-func runs(t *testing.T, r *rig.Rig) int {
+func rigRuns(t *testing.T, r *rig.Rig) int {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(r.Root, "var/lib/lifecycle.runs"))
 	if errors.Is(err, os.ErrNotExist) {
@@ -90,7 +94,7 @@ WantedBy=multi-user.target
 	if err := s.Reload(ctx); err != nil {
 		t.Fatalf("Reload: %v", err)
 	}
-	st := status(ctx, t, s, name)
+	st := rigStatus(ctx, t, s, name)
 	want := apply.UnitStatus{Name: name, LoadState: "loaded", ActiveState: "inactive", SubState: "dead",
 		Result: "success", UnitFileState: "disabled"}
 	if diff := cmp.Diff(want, st); diff != "" {
@@ -114,7 +118,7 @@ WantedBy=multi-user.target
 	if changes, err := s.Enable(ctx, []string{name}); err != nil || len(changes) != 0 {
 		t.Errorf("Enable again: %+v, %v; want no changes", changes, err)
 	}
-	if st := status(ctx, t, s, name); st.UnitFileState != "enabled" {
+	if st := rigStatus(ctx, t, s, name); st.UnitFileState != "enabled" {
 		t.Errorf("UnitFileState after Enable: %q, want enabled", st.UnitFileState)
 	}
 
@@ -123,7 +127,7 @@ WantedBy=multi-user.target
 	if err := s.Start(ctx, name); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	st = status(ctx, t, s, name)
+	st = rigStatus(ctx, t, s, name)
 	if st.ActiveState != "active" || st.SubState != "exited" || st.Result != "success" ||
 		st.ExecMainCode != 1 || st.ExecMainStatus != 0 {
 		t.Errorf("after Start: %+v; want active/exited, success, exited with 0", st)
@@ -131,19 +135,19 @@ WantedBy=multi-user.target
 	if st.ActiveEnter.Before(t0.Add(-time.Second)) || st.ActiveEnter.After(time.Now()) {
 		t.Errorf("ActiveEnter %v is not the time of the start (%v .. now)", st.ActiveEnter, t0)
 	}
-	if n := runs(t, r); n != 1 {
+	if n := rigRuns(t, r); n != 1 {
 		t.Errorf("runs after Start: %d, want 1", n)
 	}
 	// Starting an active unit is a no-op; restarting runs it again.
-	if err := s.Start(ctx, name); err != nil || runs(t, r) != 1 {
-		t.Errorf("Start of an active oneshot: %v, runs %d; want no new run", err, runs(t, r))
+	if err := s.Start(ctx, name); err != nil || rigRuns(t, r) != 1 {
+		t.Errorf("Start of an active oneshot: %v, runs %d; want no new run", err, rigRuns(t, r))
 	}
 	before := st.ActiveEnter
 	if err := s.Restart(ctx, name); err != nil {
 		t.Fatalf("Restart: %v", err)
 	}
-	st = status(ctx, t, s, name)
-	if n := runs(t, r); n != 2 || st.ActiveState != "active" || !st.ActiveEnter.After(before) {
+	st = rigStatus(ctx, t, s, name)
+	if n := rigRuns(t, r); n != 2 || st.ActiveState != "active" || !st.ActiveEnter.After(before) {
 		t.Errorf("after Restart: runs %d, %s since %v (was %v); want 2 runs, active since later", n, st.ActiveState, st.ActiveEnter, before)
 	}
 
@@ -153,20 +157,20 @@ WantedBy=multi-user.target
 	if err := r.WriteUnit(name, []byte(strings.Replace(unit, "records its runs", "records its runs, edited", 1))); err != nil {
 		t.Fatal(err)
 	}
-	if st := status(ctx, t, s, name); !st.NeedDaemonReload {
+	if st := rigStatus(ctx, t, s, name); !st.NeedDaemonReload {
 		t.Error("NeedDaemonReload false after the file changed")
 	}
 	if err := s.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if st := status(ctx, t, s, name); st.NeedDaemonReload {
+	if st := rigStatus(ctx, t, s, name); st.NeedDaemonReload {
 		t.Error("NeedDaemonReload true after Reload")
 	}
 
 	if err := s.Stop(ctx, name); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
-	st = status(ctx, t, s, name)
+	st = rigStatus(ctx, t, s, name)
 	if st.ActiveState != "inactive" || st.SubState != "dead" || st.InactiveEnter.Before(st.ActiveEnter) {
 		t.Errorf("after Stop: %+v; want inactive/dead, inactive since after it was active", st)
 	}
@@ -181,12 +185,12 @@ WantedBy=multi-user.target
 	if _, err := os.Lstat(link); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("enable link still there after Disable: %v", err)
 	}
-	if st := status(ctx, t, s, name); st.UnitFileState != "disabled" {
+	if st := rigStatus(ctx, t, s, name); st.UnitFileState != "disabled" {
 		t.Errorf("UnitFileState after Disable: %q, want disabled", st.UnitFileState)
 	}
 
 	// A unit apply never heard of: not an error, just not found.
-	if st := status(ctx, t, s, "never-written.service"); st.LoadState != "not-found" || st.ActiveState != "inactive" {
+	if st := rigStatus(ctx, t, s, "never-written.service"); st.LoadState != "not-found" || st.ActiveState != "inactive" {
 		t.Errorf("Status of a unit without a file: %+v; want not-found, inactive", st)
 	}
 }
@@ -224,7 +228,7 @@ func TestSystemdMask(t *testing.T) {
 	if err := s.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if st := status(ctx, t, s, name); st.LoadState != "masked" || st.UnitFileState != "masked" {
+	if st := rigStatus(ctx, t, s, name); st.LoadState != "masked" || st.UnitFileState != "masked" {
 		t.Errorf("after Mask: load %q, file %q; want masked, masked", st.LoadState, st.UnitFileState)
 	}
 	if err := s.Start(ctx, name); !errors.Is(err, sdbus.ErrMasked) {
@@ -241,7 +245,7 @@ func TestSystemdMask(t *testing.T) {
 	if err := s.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if st := status(ctx, t, s, name); st.LoadState != "loaded" || st.UnitFileState != "static" {
+	if st := rigStatus(ctx, t, s, name); st.LoadState != "loaded" || st.UnitFileState != "static" {
 		t.Errorf("after Unmask: load %q, file %q; want loaded, static", st.LoadState, st.UnitFileState)
 	}
 	if err := s.Start(ctx, name); err != nil {
@@ -249,8 +253,8 @@ func TestSystemdMask(t *testing.T) {
 	}
 }
 
-// waitJournal waits until a unit's journal has a line.
-func waitJournal(ctx context.Context, t *testing.T, r *rig.Rig, unit, line string) {
+// rigWaitJournal waits until a unit's journal has a line.
+func rigWaitJournal(ctx context.Context, t *testing.T, r *rig.Rig, unit, line string) {
 	t.Helper()
 	for {
 		out, err := r.Run(ctx, "journalctl", "--no-pager", "-o", "cat", "-u", unit)
@@ -324,7 +328,7 @@ ExecStart=/bin/true
 	if !strings.Contains(strings.Join(je.Journal, "\n"), "false.service: Failed with result 'exit-code'.") {
 		t.Errorf("false.service journal %q; want systemd's line about the failure", je.Journal)
 	}
-	st := status(ctx, t, s, "false.service")
+	st := rigStatus(ctx, t, s, "false.service")
 	if st.ActiveState != "failed" || st.Result != "exit-code" || st.ExecMainStatus != 1 || st.InactiveEnter.IsZero() {
 		t.Errorf("Status of false.service: %+v; want failed, exit-code, status 1, a time it failed", st)
 	}
@@ -335,7 +339,7 @@ ExecStart=/bin/true
 	// As between two applies: the first run's output is in the journal
 	// before the second run is asked for. (journald may receive a run's
 	// last line a moment after its job ended.)
-	waitJournal(ctx, t, r, "exit3.service", "first run is fine")
+	rigWaitJournal(ctx, t, r, "exit3.service", "first run is fine")
 	je = jobError(s.Restart(ctx, "exit3.service"), "restart", "exit3.service")
 	if je.Result != "exit-code" || je.ExecMainStatus != 3 {
 		t.Errorf("exit3.service: result %q status %d; want exit-code 3", je.Result, je.ExecMainStatus)
@@ -358,5 +362,401 @@ ExecStart=/bin/true
 	je = jobError(s.Start(ctx, "needs-false.service"), "start", "needs-false.service")
 	if je.JobResult != "dependency" || !strings.Contains(je.Error(), "a unit it requires failed") {
 		t.Errorf("needs-false.service: %v; want job result dependency", je)
+	}
+}
+
+// rigNode is a rig driven by apply as hostprov apply drives a node: the
+// rig's root as Options.Root (so paths are the node's), its systemd as the
+// Systemd.
+type rigNode struct {
+	t    testing.TB
+	r    *rig.Rig
+	m    *sdbus.Manager
+	opts apply.Options
+}
+
+func newRigNode(ctx context.Context, t testing.TB) *rigNode {
+	t.Helper()
+	r := rig.Start(t)
+	n := &rigNode{t: t, r: r, m: dialRig(ctx, t, r), opts: apply.Options{Root: r.Root}}
+	if err := apply.PrepareDirs(n.opts); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// rigRender renders a spec as the CLI does: its units and its hooks' names.
+func rigRender(t testing.TB, specYAML string) ([]render.Unit, []string) {
+	t.Helper()
+	us, diags := render.Build("hostprov.yaml", []byte(specYAML))
+	if diags.HasErrors(false) {
+		t.Fatalf("spec: %v", diags)
+	}
+	sp, _ := hooks.Parse("hostprov.yaml", []byte(specYAML))
+	var names []string
+	for _, h := range sp.Hooks {
+		names = append(names, h.Name)
+	}
+	return us, names
+}
+
+// plan plans a spec against the node's state and unit directory.
+func (n *rigNode) plan(ctx context.Context, specYAML string) *apply.Plan {
+	n.t.Helper()
+	us, names := rigRender(n.t, specYAML)
+	st, err := apply.LoadState(apply.StatePath(n.opts.StateDirPath()))
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	opts := n.opts
+	opts.HookNames = names
+	p, err := apply.NewPlan(ctx, us, st, opts)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return p
+}
+
+// apply plans and executes a spec, and returns the plan and the result;
+// an error of Execute (a failed start) is returned, not fatal.
+func (n *rigNode) apply(ctx context.Context, specYAML string) (*apply.Plan, *apply.Result, error) {
+	n.t.Helper()
+	p := n.plan(ctx, specYAML)
+	res, err := apply.Execute(ctx, p, n.m, nil)
+	if res == nil {
+		n.t.Fatalf("Execute returned no result: %v", err)
+	}
+	return p, res, err
+}
+
+// mustApply is apply for a spec whose every step must succeed.
+func (n *rigNode) mustApply(ctx context.Context, specYAML string) (*apply.Plan, *apply.Result) {
+	n.t.Helper()
+	p, res, err := n.apply(ctx, specYAML)
+	if err != nil {
+		n.t.Fatalf("apply: %v\nevents:\n%s", err, eventsText(res))
+	}
+	return p, res
+}
+
+func eventsText(res *apply.Result) string {
+	var b strings.Builder
+	for _, e := range res.Events {
+		b.WriteString("  " + e.Text())
+		if e.Error != "" {
+			b.WriteString(": " + e.Error)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// installTools puts executables into the rig's /usr/local/bin, which units
+// find first on systemd's default PATH. The rig's /usr is the host's,
+// read-only; its /usr/local is its own. They are written into the rig's
+// /tmp from here and installed from inside, where /usr/local is mounted.
+func (n *rigNode) installTools(ctx context.Context, tools map[string]string) {
+	n.t.Helper()
+	dir := filepath.Join(n.r.Root, "tmp/tools")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		n.t.Fatal(err)
+	}
+	for name, script := range tools {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
+			n.t.Fatal(err)
+		}
+	}
+	if _, err := n.r.Run(ctx, "sh", "-c", "mkdir -p /usr/local/bin && cp -p /tmp/tools/* /usr/local/bin/"); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+// readExample reads an example spec and replaces commands in it (old, new,
+// old, new, ...), each of which must be there: the units stay as the
+// example makes them, with harmless commands.
+func readExample(t testing.TB, name string, replace ...string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("../../examples", name, "hostprov.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	for i := 0; i+1 < len(replace); i += 2 {
+		if !strings.Contains(s, replace[i]) {
+			t.Fatalf("examples/%s no longer has %q: update the test's replacements", name, replace[i])
+		}
+		s = strings.ReplaceAll(s, replace[i], replace[i+1])
+	}
+	return s
+}
+
+// checkUnitsApplied checks every unit of a spec against systemd: loaded;
+// enabled when it has an [Install] section; a oneshot that remains after
+// exit active with result success; the file on disk the rendered bytes.
+func (n *rigNode) checkUnitsApplied(ctx context.Context, t *testing.T, specYAML string, except ...string) {
+	t.Helper()
+	us, _ := rigRender(t, specYAML)
+	for _, u := range us {
+		if slices.Contains(except, u.Name) {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(n.r.UnitDir, u.Name))
+		if err != nil || !bytes.Equal(data, u.Contents) {
+			t.Errorf("%s on disk is not what the spec renders (%v)", u.Name, err)
+		}
+		st := rigStatus(ctx, t, n.m, u.Name)
+		if st.LoadState != "loaded" || st.NeedDaemonReload {
+			t.Errorf("%s: load state %q, needs reload %v; want loaded, no", u.Name, st.LoadState, st.NeedDaemonReload)
+		}
+		text := string(u.Contents)
+		if strings.Contains(text, "\n[Install]\n") && st.UnitFileState != "enabled" {
+			t.Errorf("%s: unit file state %q, want enabled", u.Name, st.UnitFileState)
+		}
+		if strings.Contains(text, "\nType=oneshot\n") && strings.Contains(text, "\nRemainAfterExit=yes\n") &&
+			(st.ActiveState != "active" || st.Result != "success") {
+			t.Errorf("%s: %s, result %q; want active, success", u.Name, st.ActiveState, st.Result)
+		}
+	}
+}
+
+// TestRigApplyISCSIExample applies examples/iscsi to a real systemd, with
+// fakes of the initiator tools (so that the detection finds them
+// installed and nothing is installed from the network) and a stand-in
+// iscsid.service in the unit directory, which hostprov does not own and
+// must leave byte for byte as it was.
+func TestRigApplyISCSIExample(t *testing.T) {
+	t.Parallel()
+	ctx := rigContext(t)
+	n := newRigNode(ctx, t)
+	// The rig's /etc has no os-release, which the detection reads; the
+	// host's (its /usr is the rig's) will do.
+	if err := os.Symlink("../usr/lib/os-release", filepath.Join(n.r.Root, "etc/os-release")); err != nil {
+		t.Fatal(err)
+	}
+	n.installTools(ctx, map[string]string{
+		"iscsiadm":    "#!/bin/sh\necho 'iscsiadm (hostprov rig fake)'\n",
+		"iscsi-iname": "#!/bin/sh\necho iqn.2004-10.com.example:hostprov-rig\n",
+	})
+	iscsid := "[Unit]\nDescription=stand-in for the iSCSI daemon\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/true\n\n[Install]\nWantedBy=multi-user.target\n"
+	if err := n.r.WriteUnit("iscsid.service", []byte(iscsid)); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.m.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	spec := readExample(t, "iscsi")
+	p, res := n.mustApply(ctx, spec)
+	t.Logf("%s\nevents:\n%s", p.Summary(), eventsText(res))
+	if res.Counts.Reloads != 1 || res.Counts.Failed != 0 {
+		t.Errorf("counts %+v; want one reload, no failure", res.Counts)
+	}
+	n.checkUnitsApplied(ctx, t, spec)
+
+	name, err := os.ReadFile(filepath.Join(n.r.Root, "etc/iscsi/initiatorname.iscsi"))
+	if err != nil || string(name) != "InitiatorName=iqn.2004-10.com.example:hostprov-rig\n" {
+		t.Errorf("initiator name %q, %v; want the fake iscsi-iname's", name, err)
+	}
+	// The hook enables and starts iscsid with --no-block: wait for it.
+	for st := rigStatus(ctx, t, n.m, "iscsid.service"); st.ActiveState != "active" || st.UnitFileState != "enabled"; st = rigStatus(ctx, t, n.m, "iscsid.service") {
+		if ctx.Err() != nil {
+			t.Fatalf("iscsid.service: %+v; want enabled and active", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if data, err := os.ReadFile(filepath.Join(n.r.UnitDir, "iscsid.service")); err != nil || string(data) != iscsid {
+		t.Errorf("the foreign iscsid.service changed: %q, %v", data, err)
+	}
+
+	// Applied again: nothing to do, nothing done.
+	p, res = n.mustApply(ctx, spec)
+	if p.HasChanges() || res.Counts.Writes != 0 || res.Counts.Reloads != 0 || res.Counts.Starts+res.Counts.Restarts != 0 {
+		t.Errorf("re-apply: %s, counts %+v; want no changes, no writes, reloads, starts", p.Summary(), res.Counts)
+	}
+}
+
+// TestRigApplySwapExample applies examples/swap with harmless stand-ins
+// for fallocate and mkswap. The swap unit itself cannot be activated in a
+// rig (systemd supports no swap in a container, which also keeps the
+// host's swap safe), so its start must fail with a clear error while the
+// rest is in place: the file made, both units enabled.
+func TestRigApplySwapExample(t *testing.T) {
+	t.Parallel()
+	ctx := rigContext(t)
+	n := newRigNode(ctx, t)
+	n.installTools(ctx, map[string]string{
+		"fallocate": "#!/bin/sh\n# fallocate -l SIZE FILE: a small file instead\necho \"fake $2 swap\" > \"$3\"\n",
+		"mkswap":    "#!/bin/sh\necho \"mkswap (hostprov rig fake) $1\"\n",
+	})
+	spec := readExample(t, "swap", "/usr/bin/fallocate", "/usr/local/bin/fallocate", "/sbin/mkswap", "/usr/local/bin/mkswap")
+	p, res, err := n.apply(ctx, spec)
+	t.Logf("%s\nevents:\n%s\nerror: %v", p.Summary(), eventsText(res), err)
+	if data, err := os.ReadFile(filepath.Join(n.r.Root, "swap1")); err != nil || string(data) != "fake 1G swap\n" {
+		t.Errorf("/swap1: %q, %v; want the fake fallocate's file", data, err)
+	}
+	if _, err := os.Stat(filepath.Join(n.r.Root, "swap1.tmp")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("/swap1.tmp is left: %v", err)
+	}
+	st := rigStatus(ctx, t, n.m, "create-swapfile.service")
+	if st.Result != "success" || st.ExecMainCode != 1 || st.ExecMainStatus != 0 || st.UnitFileState != "enabled" {
+		t.Errorf("create-swapfile.service: %+v; want enabled, ran with success", st)
+	}
+	for _, link := range []string{"swap.target.wants/swap1.swap", "swap1.swap.wants/create-swapfile.service"} {
+		if _, err := os.Readlink(filepath.Join(n.r.UnitDir, link)); err != nil {
+			t.Errorf("enable link %s: %v", link, err)
+		}
+	}
+	var failed *apply.Event
+	for i, e := range res.Events {
+		if e.Action == apply.EvFailed {
+			failed = &res.Events[i]
+		}
+	}
+	if err == nil || res.Counts.Failed != 1 || failed == nil || failed.Unit != "swap1.swap" {
+		t.Fatalf("error %v, counts %+v; want exactly the start of swap1.swap to fail", err, res.Counts)
+	}
+	if !strings.Contains(failed.Error, "start swap1.swap: systemd does not support this unit's type here") {
+		t.Errorf("the failure says %q; want it to say that swap1.swap is not supported here", failed.Error)
+	}
+}
+
+// lifeSpec is a spec of two oneshots that log each run to /var/lib/runs
+// and a long-running service; version changes beta's command, and gamma
+// is left out when withGamma is false.
+func lifeSpec(version string, withGamma bool) string {
+	s := `apiVersion: hostprov/v1alpha1
+kind: Hooks
+hooks:
+- name: alpha
+  description: rig test, a oneshot that stays active
+  type: oneshot
+  remainAfterExit: true
+  exec: [/bin/sh, -c, "echo alpha >> /var/lib/runs"]
+- name: beta
+  description: rig test, a oneshot that changes
+  type: oneshot
+  remainAfterExit: true
+  exec: [/bin/sh, -c, "echo beta ` + version + ` >> /var/lib/runs"]
+`
+	if withGamma {
+		s += `- name: gamma
+  description: rig test, a service that runs until stopped
+  exec: [/bin/sleep, infinity]
+`
+	}
+	return s
+}
+
+// TestRigReapplyChangeRemove proves against a real systemd what apply
+// promises over time: a re-apply of the same spec writes, reloads and
+// restarts nothing; a change to one unit is one write, one reload and one
+// restart of that unit only; a hook taken out of the spec is stopped,
+// disabled and deleted; and a unit hostprov did not write, enabled and
+// running in the same directory, is never touched.
+func TestRigReapplyChangeRemove(t *testing.T) {
+	t.Parallel()
+	ctx := rigContext(t)
+	n := newRigNode(ctx, t)
+	runsFile := filepath.Join(n.r.Root, "var/lib/runs")
+	readRuns := func() string {
+		data, _ := os.ReadFile(runsFile)
+		return string(data)
+	}
+
+	foreign := "[Unit]\nDescription=not hostprov's\n\n[Service]\nExecStart=/bin/sleep infinity\n\n[Install]\nWantedBy=multi-user.target\n"
+	if err := n.r.WriteUnit("foreign.service", []byte(foreign)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.r.Run(ctx, "systemctl", "daemon-reload"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.r.Run(ctx, "systemctl", "enable", "--now", "foreign.service"); err != nil {
+		t.Fatal(err)
+	}
+	foreignBefore := rigStatus(ctx, t, n.m, "foreign.service")
+	checkForeign := func(when string) {
+		t.Helper()
+		if data, err := os.ReadFile(filepath.Join(n.r.UnitDir, "foreign.service")); err != nil || string(data) != foreign {
+			t.Errorf("%s: foreign.service changed: %q, %v", when, data, err)
+		}
+		if target, err := os.Readlink(filepath.Join(n.r.UnitDir, "multi-user.target.wants/foreign.service")); err != nil || target != "/etc/systemd/system/foreign.service" {
+			t.Errorf("%s: foreign.service's enable link: %q, %v", when, target, err)
+		}
+		if st := rigStatus(ctx, t, n.m, "foreign.service"); st.ActiveState != "active" || !st.ActiveEnter.Equal(foreignBefore.ActiveEnter) {
+			t.Errorf("%s: foreign.service %s since %v; want active since %v, never restarted", when, st.ActiveState, st.ActiveEnter, foreignBefore.ActiveEnter)
+		}
+	}
+
+	// First apply: three units written, one reload, three started.
+	v1 := lifeSpec("v1", true)
+	p, res := n.mustApply(ctx, v1)
+	if c := res.Counts; c.Writes != 3 || c.Reloads != 1 || c.Enables != 3 || c.Starts != 3 || c.Restarts != 0 {
+		t.Errorf("first apply: counts %+v; want 3 writes, 1 reload, 3 enables, 3 starts", c)
+	}
+	n.checkUnitsApplied(ctx, t, v1)
+	if st := rigStatus(ctx, t, n.m, "gamma.service"); st.ActiveState != "active" || st.SubState != "running" {
+		t.Errorf("gamma.service %s/%s, want active/running", st.ActiveState, st.SubState)
+	}
+	if got := readRuns(); got != "alpha\nbeta v1\n" && got != "beta v1\nalpha\n" {
+		t.Errorf("runs after the first apply: %q", got)
+	}
+	checkForeign("first apply")
+	before := map[string]apply.UnitStatus{}
+	for _, u := range []string{"alpha.service", "beta.service", "gamma.service"} {
+		before[u] = rigStatus(ctx, t, n.m, u)
+	}
+
+	// Re-apply: nothing.
+	p, res = n.mustApply(ctx, v1)
+	if c := res.Counts; p.HasChanges() || c.Writes != 0 || c.Reloads != 0 || c.Starts != 0 || c.Restarts != 0 || c.Enables != 0 || c.Stops != 0 || c.Removes != 0 {
+		t.Errorf("re-apply: %s, counts %+v; want no changes and no writes, reloads, enables, starts, restarts", p.Summary(), c)
+	}
+	if c := res.Counts; c.Unchanged != 3 {
+		t.Errorf("re-apply: %d files unchanged, want 3", c.Unchanged)
+	}
+	for u, b := range before {
+		if st := rigStatus(ctx, t, n.m, u); !st.ActiveEnter.Equal(b.ActiveEnter) {
+			t.Errorf("re-apply restarted %s (active since %v, was %v)", u, st.ActiveEnter, b.ActiveEnter)
+		}
+	}
+
+	// One unit changed: one write, one reload, one restart, of it alone.
+	v2 := lifeSpec("v2", true)
+	p, res = n.mustApply(ctx, v2)
+	if c := res.Counts; p.Summary() != "Plan: 0 to add, 1 to change, 0 to remove." || c.Writes != 1 || c.Reloads != 1 || c.Restarts != 1 || c.Starts != 0 || c.Enables != 0 {
+		t.Errorf("change: %s, counts %+v; want 1 to change, 1 write, 1 reload, 1 restart", p.Summary(), c)
+	}
+	for _, e := range res.Events {
+		if e.Action == apply.EvRestarted && e.Unit != "beta.service" {
+			t.Errorf("restarted %s, which did not change", e.Unit)
+		}
+	}
+	if got := readRuns(); !strings.HasSuffix(got, "beta v2\n") || strings.Count(got, "alpha") != 1 {
+		t.Errorf("runs after the change: %q; want beta v2 run once more, alpha not again", got)
+	}
+	n.checkUnitsApplied(ctx, t, v2)
+	for _, u := range []string{"alpha.service", "gamma.service"} {
+		if st := rigStatus(ctx, t, n.m, u); !st.ActiveEnter.Equal(before[u].ActiveEnter) {
+			t.Errorf("changing beta restarted %s", u)
+		}
+	}
+
+	// gamma taken out: stopped, disabled, deleted, one reload.
+	v3 := lifeSpec("v2", false)
+	p, res = n.mustApply(ctx, v3)
+	if c := res.Counts; p.Summary() != "Plan: 0 to add, 0 to change, 1 to remove." || c.Stops != 1 || c.Disables != 1 || c.Removes != 1 || c.Reloads != 1 || c.Writes != 0 {
+		t.Errorf("remove: %s, counts %+v; want 1 stop, 1 disable, 1 file removed, 1 reload", p.Summary(), c)
+	}
+	for _, f := range []string{"gamma.service", "multi-user.target.wants/gamma.service"} {
+		if _, err := os.Lstat(filepath.Join(n.r.UnitDir, f)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s still there after gamma left the spec: %v", f, err)
+		}
+	}
+	if st := rigStatus(ctx, t, n.m, "gamma.service"); st.LoadState != "not-found" || st.ActiveState != "inactive" {
+		t.Errorf("gamma.service after removal: %s/%s; want not-found, inactive", st.LoadState, st.ActiveState)
+	}
+	n.checkUnitsApplied(ctx, t, v3)
+	checkForeign("after all applies")
+	if p := n.plan(ctx, v3); p.HasChanges() {
+		t.Errorf("plan after the last apply: %s", p.Summary())
 	}
 }
