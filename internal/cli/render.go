@@ -106,6 +106,8 @@ type renderFlags struct {
 	ignitionVersion string
 	variant         string
 	butaneVersion   string
+	mime            bool
+	kopsAPIVersion  string
 }
 
 // outputFormat is one output of render. check looks at the flags before the
@@ -123,7 +125,7 @@ type outputFormat struct {
 // formatSpecificFlags are the flags render refuses for a format that does
 // not list them. --pretty is not among them: it has always been accepted
 // (and ignored) by the formats that are not JSON.
-var formatSpecificFlags = []string{"out", "ignition-version", "variant", "butane-version"}
+var formatSpecificFlags = []string{"out", "ignition-version", "variant", "butane-version", "mime", "kops-api-version"}
 
 // outputFormats are render's outputs, the default first.
 var outputFormats = []outputFormat{
@@ -155,6 +157,39 @@ var outputFormats = []outputFormat{
 			b, err := render.Butane(us, f.butaneOptions())
 			if err != nil {
 				return failure("building the Butane config: %v", err)
+			}
+			return write(w, b)
+		},
+	},
+	{
+		name:  "cloud-init",
+		help:  "a #cloud-config document (--mime wraps it in a MIME message) on standard output",
+		flags: []string{"mime"},
+		write: func(w io.Writer, f *renderFlags, us []render.Unit) error {
+			b, err := render.CloudInit(us, render.CloudInitOptions{MIME: f.mime})
+			if err != nil {
+				return failure("building the cloud-config: %v", err)
+			}
+			return write(w, b)
+		},
+	},
+	{
+		name:  "kops",
+		help:  "a hooks: list for a kops cluster or instance group spec (--kops-api-version) on standard output",
+		flags: []string{"kops-api-version"},
+		check: func(f *renderFlags) error {
+			switch f.kopsAPIVersion {
+			case "", render.KopsV1Alpha2, render.KopsV1Alpha3:
+				return nil
+			}
+			return invalid("unknown --kops-api-version %q: use %s or %s", f.kopsAPIVersion, render.KopsV1Alpha2, render.KopsV1Alpha3)
+		},
+		write: func(w io.Writer, f *renderFlags, us []render.Unit) error {
+			b, err := render.Kops(us, render.KopsOptions{APIVersion: f.kopsAPIVersion})
+			if err != nil {
+				// The spec asks for what kops cannot express: the
+				// input, not the machine, is at fault.
+				return invalid("%v", err)
 			}
 			return write(w, b)
 		},
@@ -275,6 +310,13 @@ Nothing is written when the spec has an error.`,
 				return invalid("unknown --format %q: use %s", format, orList(formatNames()))
 			}
 			of := outputFormats[i]
+			if c.Flags().Changed("mime") {
+				// Say why, not only that --mime is for cloud-init: a
+				// MIME envelope stops Ignition machines from booting.
+				if err := render.CheckMIME(format); err != nil {
+					return invalid("%v", err)
+				}
+			}
 			if err := checkFormatFlags(c, of); err != nil {
 				return err
 			}
@@ -298,10 +340,13 @@ Nothing is written when the spec has an error.`,
 		"Ignition spec version, for --format ignition (default "+render.DefaultIgnitionVersion+") and butane: "+strings.Join(render.IgnitionVersions(), ", "))
 	c.Flags().StringVar(&rf.variant, "variant", "", "Butane variant, for --format butane: "+orList(render.ButaneVariants())+" (default "+render.ButaneVariants()[0]+")")
 	c.Flags().StringVar(&rf.butaneVersion, "butane-version", "", "Butane spec version, for --format butane (default: the one for the Ignition version)")
+	c.Flags().BoolVar(&rf.mime, "mime", false, "wrap the cloud-config in a multipart MIME message, for --format cloud-init")
+	c.Flags().StringVar(&rf.kopsAPIVersion, "kops-api-version", "", "kops API version of the hooks, for --format kops: "+render.KopsV1Alpha2+" (disabled: true, the default) or "+render.KopsV1Alpha3+" (enabled: false)")
 	c.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(formatNames(), cobra.ShellCompDirectiveNoFileComp))
 	c.RegisterFlagCompletionFunc("ignition-version", cobra.FixedCompletions(render.IgnitionVersions(), cobra.ShellCompDirectiveNoFileComp))
 	c.RegisterFlagCompletionFunc("variant", cobra.FixedCompletions(render.ButaneVariants(), cobra.ShellCompDirectiveNoFileComp))
 	c.RegisterFlagCompletionFunc("butane-version", butaneVersionCompletion(&rf))
+	c.RegisterFlagCompletionFunc("kops-api-version", cobra.FixedCompletions([]string{render.KopsV1Alpha2, render.KopsV1Alpha3}, cobra.ShellCompDirectiveNoFileComp))
 	return c
 }
 
