@@ -15,7 +15,6 @@ import (
 
 	"github.com/hostprov/hostprov/internal/sdbus"
 	"github.com/hostprov/hostprov/pkg/apply"
-	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
 )
 
@@ -110,27 +109,6 @@ func (f *changeFlags) apply(o *apply.Options) {
 	o.NoPrune, o.NoStart, o.Adopt, o.Force = f.noPrune, f.noStart, f.adopt, f.force
 }
 
-// loadSpec reads the spec and renders it as render does, and also returns
-// the hooks' names for the state. Problems are printed as diagnostics.
-func loadSpec(c *cobra.Command, sf *specFlags) ([]render.Unit, []string, error) {
-	name, data, err := readSpec(c, sf.file)
-	if err != nil {
-		return nil, nil, err
-	}
-	us, diags := render.Build(name, data)
-	printDiags(c.ErrOrStderr(), diags)
-	if diags.HasErrors(sf.strict) {
-		return nil, nil, &exitError{code: ExitInvalid, msg: summary(name, diags, sf.strict)}
-	}
-	var names []string
-	if spec, _ := hooks.Parse(name, data); spec != nil {
-		for _, h := range spec.Hooks {
-			names = append(names, h.Name)
-		}
-	}
-	return us, names, nil
-}
-
 // signalContext ends when the process is interrupted, so that a wait for
 // the lock or for a job can be given up with ^C.
 func signalContext(c *cobra.Command) (context.Context, func()) {
@@ -166,11 +144,10 @@ With --detailed-exitcode the exit code says the outcome: 0 no changes, 2 changes
 					return err
 				}
 				cf.apply(&opts)
-				us, names, err := loadSpec(c, &sf)
+				us, err := sf.load(c)
 				if err != nil {
 					return err
 				}
-				opts.HookNames = names
 				return runPlan(c, us, opts, nf.output, detailed)
 			}()
 			var ee *exitError
@@ -267,11 +244,10 @@ the files and the enable links systemctl would make, and talks to no systemd.`,
 				return err
 			}
 			cf.apply(&opts)
-			us, names, err := loadSpec(c, &sf)
+			us, err := sf.load(c)
 			if err != nil {
 				return err
 			}
-			opts.HookNames = names
 			if dryRun {
 				return runPlan(c, us, opts, nf.output, false)
 			}

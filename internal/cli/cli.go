@@ -88,7 +88,7 @@ as instance user data (Ignition) or as a directory of unit files.
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRender(), newValidate(), newFmt(), newVersion(), newPlan(), newApply(), newRemove(), newStatus())
+	root.AddCommand(newRender(), newValidate(), newFmt(), newVersion(), newPlan(), newApply(), newRemove(), newStatus(), newKops())
 	return root
 }
 

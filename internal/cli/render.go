@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -8,36 +9,166 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
 
 	"github.com/hostprov/hostprov/pkg/hooks"
+	"github.com/hostprov/hostprov/pkg/kops"
 	"github.com/hostprov/hostprov/pkg/render"
 )
 
-// specFlags are the flags of every command that reads a hook spec.
+// specFlags are the flags of every command that reads a hook spec: a
+// hostprov spec, or kops Cluster and InstanceGroup manifests whose hooks
+// are rendered instead.
 type specFlags struct {
-	file   string
+	files  []string
 	strict bool
+	// kops manifests only.
+	role          string
+	instanceGroup string
+	compat        string
+	runtime       string
 }
 
 func (f *specFlags) register(c *cobra.Command) {
-	c.Flags().StringVarP(&f.file, "file", "f", "hostprov.yaml", `hook spec to read ("-" for standard input)`)
+	c.Flags().StringArrayVarP(&f.files, "file", "f", []string{"hostprov.yaml"},
+		`hook spec to read ("-" for standard input); repeat it for kops manifests (-f cluster.yaml -f ig.yaml)`)
 	c.Flags().BoolVar(&f.strict, "strict", false, "treat warnings as errors")
+	c.Flags().StringVar(&f.role, "role", "", "kops manifests: render the hooks of this instance group role (Node, ControlPlane, APIServer, Bastion; Master is ControlPlane)")
+	c.Flags().StringVar(&f.instanceGroup, "instance-group", "", "kops manifests: render for this instance group (needed when the files hold several)")
+	c.Flags().StringVar(&f.compat, "compat", "", `kops manifests: "kops" renders each hook byte for byte as kops nodeup does`)
+	c.Flags().StringVar(&f.runtime, "runtime", "", "kops manifests: container runtime of execContainer hooks, containerd or docker (default: the cluster's)")
+	c.RegisterFlagCompletionFunc("role", cobra.FixedCompletions([]string{"Node", "ControlPlane", "APIServer", "Bastion"}, cobra.ShellCompDirectiveNoFileComp))
+	c.RegisterFlagCompletionFunc("compat", cobra.FixedCompletions([]string{"kops"}, cobra.ShellCompDirectiveNoFileComp))
+	c.RegisterFlagCompletionFunc("runtime", cobra.FixedCompletions([]string{string(kops.Containerd), string(kops.Docker)}, cobra.ShellCompDirectiveNoFileComp))
 }
 
 // load reads the spec and runs the render pipeline, printing every
 // diagnostic to stderr. It fails with ExitInvalid when the spec has errors
-// (or warnings under --strict), so that nothing is written.
+// (or warnings under --strict), so that nothing is written. A file whose
+// apiVersion is kops's is read as kops manifests.
 func (f *specFlags) load(c *cobra.Command) ([]render.Unit, error) {
-	name, data, err := readSpec(c, f.file)
+	type input struct {
+		name string
+		data []byte
+	}
+	var in []input
+	isKops := false
+	for _, file := range f.files {
+		name, data, err := readSpec(c, file)
+		if err != nil {
+			return nil, err
+		}
+		in = append(in, input{name, data})
+		isKops = isKops || kopsManifest(data)
+	}
+	if !isKops {
+		if len(in) != 1 {
+			return nil, invalid("-f is given %d times: a hostprov spec is one file (several -f are for kops manifests)", len(in))
+		}
+		for _, flag := range []string{"role", "instance-group", "compat", "runtime"} {
+			if c.Flags().Changed(flag) {
+				return nil, invalid("--%s is for kops manifests, but %s is a hostprov spec", flag, in[0].name)
+			}
+		}
+		us, diags := render.Build(in[0].name, in[0].data)
+		return us, f.verdict(c, in[0].name, diags)
+	}
+
+	var ms []*kops.Manifests
+	var diags hooks.Diagnostics
+	var names []string
+	for _, i := range in {
+		m, d := kops.Read(i.name, i.data)
+		ms = append(ms, m)
+		diags = append(diags, d...)
+		names = append(names, i.name)
+	}
+	label := strings.Join(names, ", ")
+	if diags.HasErrors(false) {
+		return nil, f.verdict(c, label, diags)
+	}
+	m, d := kops.Merge(ms...)
+	diags = append(diags, d...)
+	var role kops.Role
+	if f.role != "" {
+		r, err := kops.ParseRole(f.role)
+		if err != nil {
+			return nil, invalid("--role: %v", err)
+		}
+		role = r
+	}
+	hs, d := m.Hooks(role, f.instanceGroup)
+	diags = append(diags, d...)
+	if diags.HasErrors(false) {
+		return nil, f.verdict(c, label, diags)
+	}
+	rt, err := f.kopsRuntime(m)
 	if err != nil {
 		return nil, err
 	}
-	us, diags := render.Build(name, data)
+	switch f.compat {
+	case "":
+		us, d := kops.Render(hs, rt)
+		diags = append(diags, d...)
+		return us, f.verdict(c, label, diags)
+	case "kops":
+		if err := f.verdict(c, label, diags); err != nil {
+			return nil, err
+		}
+		tasks, err := kops.RenderCompat(hs, rt)
+		if err != nil {
+			return nil, invalid("%v", err)
+		}
+		us := make([]render.Unit, len(tasks))
+		for i, t := range tasks {
+			us[i] = t.Unit
+			if us[i].HookName == "" {
+				us[i].HookName = hs[t.Hook].Name
+			}
+		}
+		return us, nil
+	}
+	return nil, invalid(`unknown --compat %q: the only compatibility mode is "kops"`, f.compat)
+}
+
+// verdict prints the diagnostics and turns errors (or, with --strict,
+// warnings) into the exit error that says nothing was written.
+func (f *specFlags) verdict(c *cobra.Command, label string, diags hooks.Diagnostics) error {
+	diags.Sort()
 	printDiags(c.ErrOrStderr(), diags)
 	if diags.HasErrors(f.strict) {
-		return nil, &exitError{code: ExitInvalid, msg: summary(name, diags, f.strict)}
+		return &exitError{code: ExitInvalid, msg: summary(label, diags, f.strict)}
 	}
-	return us, nil
+	return nil
+}
+
+// kopsRuntime is the container runtime execContainer hooks run with: the
+// flag's, else the cluster's (kops defaults to containerd).
+func (f *specFlags) kopsRuntime(m *kops.Manifests) (kops.Runtime, error) {
+	rt := f.runtime
+	if rt == "" && m.Cluster != nil {
+		rt = m.Cluster.ContainerRuntime
+	}
+	switch kops.Runtime(rt) {
+	case "", kops.Containerd:
+		return kops.Containerd, nil
+	case kops.Docker:
+		return kops.Docker, nil
+	}
+	return "", invalid("unknown container runtime %q: use containerd or docker", rt)
+}
+
+// kopsManifest reports whether data's first YAML document has a kops
+// apiVersion. Anything it cannot tell is left to the hostprov spec parser,
+// whose diagnostics say what is wrong.
+func kopsManifest(data []byte) bool {
+	var head struct {
+		APIVersion string `yaml:"apiVersion"`
+	}
+	if yaml.NewDecoder(bytes.NewReader(data)).Decode(&head) != nil {
+		return false
+	}
+	return strings.HasPrefix(head.APIVersion, "kops.k8s.io/") || strings.HasPrefix(head.APIVersion, "kops/")
 }
 
 func readSpec(c *cobra.Command, file string) (string, []byte, error) {
@@ -378,7 +509,11 @@ func newValidate() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.OutOrStdout(), "%s: ok, %s\n", displayName(sf.file), plural(len(us), "unit"))
+			names := make([]string, len(sf.files))
+			for i, f := range sf.files {
+				names[i] = displayName(f)
+			}
+			fmt.Fprintf(c.OutOrStdout(), "%s: ok, %s\n", strings.Join(names, ", "), plural(len(us), "unit"))
 			return nil
 		},
 	}

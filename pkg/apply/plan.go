@@ -40,7 +40,8 @@ type Options struct {
 	// on disk since; without it they are left alone and reported.
 	Force bool
 	// HookNames[i] is the name of hook i of the spec (render.Unit.Hook),
-	// recorded in the state and shown by status.
+	// recorded in the state and shown by status, for units built without
+	// render.Unit.HookName.
 	HookNames []string
 }
 
@@ -356,8 +357,8 @@ func (up *unitPlan) act(kind ActionKind, unit, reason string) {
 func (p *planner) unit(u *render.Unit) (*StateUnit, error) {
 	prev := p.state.Unit(u.Name)
 	up := &unitPlan{name: u.Name}
-	hook := ""
-	if u.Hook >= 0 && u.Hook < len(p.opts.HookNames) {
+	hook := u.HookName
+	if hook == "" && u.Hook >= 0 && u.Hook < len(p.opts.HookNames) {
 		hook = p.opts.HookNames[u.Hook]
 	}
 	next := &StateUnit{Name: u.Name, Hook: hook, Masked: u.Mask}

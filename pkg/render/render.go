@@ -33,8 +33,10 @@ type Unit struct {
 	Mask bool
 	// Dropins are the unit's drop-in files, in spec order.
 	Dropins []Dropin
-	// Hook is the index of the hook this unit comes from.
-	Hook int
+	// Hook is the index of the hook this unit comes from, and HookName
+	// that hook's name as written in the spec.
+	Hook     int
+	HookName string
 }
 
 // Dropin is a drop-in file, written as NAME.d/Name.
@@ -154,7 +156,7 @@ func (b *builder) hook(i int) (Unit, bool) {
 	}
 	b.seen[name] = i
 
-	u := Unit{Name: name, Hook: i, Mask: h.Mask}
+	u := Unit{Name: name, Hook: i, HookName: h.Name, Mask: h.Mask}
 	if b.refusedUnder(p) {
 		// What the parser could not read is missing from the hook, so a
 		// unit built from the rest would only give problems that follow
