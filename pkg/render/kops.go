@@ -197,7 +197,10 @@ func Kops(us []Unit, opts KopsOptions) ([]byte, error) {
 		case h.Manifest != nil:
 			yamlPairs(n, "useRawManifest", yamlBool(true), "manifest", yamlText(h.Manifest))
 		case version == KopsV1Alpha2:
-			yamlPairs(n, "disabled", yamlBool(true))
+			n.Content = append(n.Content, yamlStr("disabled"), yamlBool(true))
+			// kops (since 1.23) converts disabled only for Cluster hooks;
+			// in a v1alpha2 InstanceGroup it runs the hook instead.
+			n.Content[len(n.Content)-2].LineComment = "in a Cluster; a v1alpha2 InstanceGroup reads it the wrong way round (use --kops-api-version v1alpha3 there)"
 		default:
 			yamlPairs(n, "enabled", yamlBool(false))
 		}

@@ -162,8 +162,8 @@ func TestKopsDisable(t *testing.T) {
 	for _, c := range []struct {
 		version, want string
 	}{
-		{"", "- name: update-engine.service\n    disabled: true\n"},
-		{render.KopsV1Alpha2, "- name: update-engine.service\n    disabled: true\n"},
+		{"", "- name: update-engine.service\n    disabled: true # in a Cluster"},
+		{render.KopsV1Alpha2, "- name: update-engine.service\n    disabled: true # in a Cluster; a v1alpha2 InstanceGroup reads it the wrong way round"},
 		{render.KopsV1Alpha3, "- name: update-engine.service\n    enabled: false\n"},
 	} {
 		out, err := render.Kops(us, render.KopsOptions{APIVersion: c.version})
