@@ -95,6 +95,41 @@ func writeStatus(w io.Writer, rs []apply.UnitReport) {
 			dash(r.SubState), dash(r.Result), exitText(r), when(r.ActiveEnter), when(r.InactiveEnter), files, reload)
 	}
 	tw.Flush()
+	for _, r := range rs {
+		if r.Phase != "" {
+			writeSteps(w, r)
+		}
+	}
+}
+
+// writeSteps prints a command hook's phase, each step's outcome, and the
+// journal of a failed run.
+func writeSteps(w io.Writer, r apply.UnitReport) {
+	fmt.Fprintf(w, "\n%s: %s\n", r.Unit, r.Phase)
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	for i, s := range r.Steps {
+		outcome := ""
+		switch {
+		case s.ExitCode != nil:
+			outcome = fmt.Sprintf("%s with %d", s.Reason, *s.ExitCode)
+		case s.Signal != nil:
+			outcome = fmt.Sprintf("%s %d", s.Reason, *s.Signal)
+		}
+		if s.Reason == "timed out" {
+			outcome = s.Reason
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\n", i+1, s.Name, s.State, dash(outcome), when(s.Start), when(s.End))
+	}
+	tw.Flush()
+	if r.StepsNote != "" {
+		fmt.Fprintln(w, "  ("+r.StepsNote+")")
+	}
+	if len(r.Journal) > 0 {
+		fmt.Fprintln(w, "  last journal lines:")
+		for _, l := range r.Journal {
+			fmt.Fprintln(w, "    "+l)
+		}
+	}
 }
 
 func dash(s string) string {

@@ -10,6 +10,7 @@ package sdbus
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"strings"
@@ -207,13 +208,66 @@ func (m *Manager) Status(ctx context.Context, name string) (apply.UnitStatus, er
 	st.NeedDaemonReload, _ = props["NeedDaemonReload"].(bool)
 	st.ActiveEnter = usecTime(props["ActiveEnterTimestamp"])
 	st.InactiveEnter = usecTime(props["InactiveEnterTimestamp"])
+	st.ConditionResult, _ = props["ConditionResult"].(bool)
+	st.ConditionTimestamp = usecTime(props["ConditionTimestamp"])
 	if st.LoadState == "not-found" {
 		return st, nil
 	}
 	if err := m.readResult(ctx, name, &st); err != nil {
 		return st, classify("read the status of", []string{name}, m.socket, err)
 	}
+	if typeInterface(name) == "Service" {
+		if st.Exec, err = ExecStart(ctx, m.conn, name); err != nil {
+			return st, classify("read the status of", []string{name}, m.socket, err)
+		}
+	}
+	if st.ActiveState == "failed" {
+		// Why it failed, for status: the journal of its last run.
+		var invocation string
+		if id, ok := props["InvocationID"].([]byte); ok {
+			invocation = hex.EncodeToString(id)
+		}
+		st.Journal, _ = m.journal(ctx, name, usecTime(props["InactiveExitTimestamp"]), invocation)
+	}
 	return st, nil
+}
+
+// execCommand is one element of a service's ExecStart property, D-Bus type
+// (sasbttttuii): the binary's path, its argv (argv[0] included), whether
+// failure is ignored ("-" prefix), when the last run started and exited
+// (realtime and monotonic, in µs), its pid, and how it ended (a CLD_* code
+// and an exit status or signal). godbus fills the fields in this order.
+type execCommand struct {
+	Path           string
+	Argv           []string
+	IgnoreErrors   bool
+	StartRealtime  uint64
+	StartMonotonic uint64
+	ExitRealtime   uint64
+	ExitMonotonic  uint64
+	PID            uint32
+	Code           int32
+	Status         int32
+}
+
+// ExecStart reads the ExecStart property of a service: every command as
+// systemd parsed it from the unit file, with how it last ran. This is the
+// per-command status systemd keeps, which status shows per step.
+func ExecStart(ctx context.Context, conn *sddbus.Conn, unit string) ([]apply.ExecStatus, error) {
+	prop, err := conn.GetServicePropertyContext(ctx, unit, "ExecStart")
+	if err != nil {
+		return nil, fmt.Errorf("%s: ExecStart: %w", unit, err)
+	}
+	var cmds []execCommand
+	if err := prop.Value.Store(&cmds); err != nil {
+		return nil, fmt.Errorf("%s: ExecStart: decode %s: %w", unit, prop.Value.Signature(), err)
+	}
+	out := make([]apply.ExecStatus, len(cmds))
+	for i, c := range cmds {
+		out[i] = apply.ExecStatus{Argv: c.Argv, Start: usecTime(c.StartRealtime), Exit: usecTime(c.ExitRealtime),
+			PID: c.PID, Code: c.Code, Status: c.Status}
+	}
+	return out, nil
 }
 
 // readResult fills the fields that live on the unit type's own interface.

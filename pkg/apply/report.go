@@ -2,7 +2,10 @@ package apply
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	"github.com/hostprov/hostprov/pkg/render"
 )
 
 // UnitReport is what status says of one owned unit: systemd's view of it
@@ -29,6 +32,120 @@ type UnitReport struct {
 	// Incomplete is set when the last apply did not finish this unit.
 	Incomplete bool   `json:"incomplete,omitempty"`
 	Error      string `json:"error,omitempty"`
+	// Phase and Steps are set for command hooks (units made of steps):
+	// pending, running, succeeded, failed or skipped, and each step's
+	// outcome. Journal holds the last lines of a failed unit's last run.
+	Phase   string       `json:"phase,omitempty"`
+	Steps   []StepReport `json:"steps,omitempty"`
+	Journal []string     `json:"journal,omitempty"`
+	// StepsNote says why the steps' outcomes are unknown, when they are.
+	StepsNote string `json:"stepsNote,omitempty"`
+}
+
+// Phases of a command hook.
+const (
+	PhasePending   = "pending"   // not run since boot (or never: when: Never)
+	PhaseRunning   = "running"   // a step is running
+	PhaseSucceeded = "succeeded" // every step succeeded
+	PhaseFailed    = "failed"    // a step failed; the steps after it did not run
+	PhaseSkipped   = "skipped"   // its condition did not hold: it ran once already
+)
+
+// StepReport is how one step of a command hook last ran.
+type StepReport struct {
+	Name string `json:"name"`
+	// State is succeeded, failed, running or "not run".
+	State string `json:"state"`
+	// ExitCode is the step's exit status when it exited, and Signal the
+	// signal that ended it otherwise; Reason says which: "exited",
+	// "killed by signal", "dumped core" or "timed out".
+	ExitCode *int32     `json:"exitCode,omitempty"`
+	Signal   *int32     `json:"signal,omitempty"`
+	Reason   string     `json:"reason,omitempty"`
+	Start    *time.Time `json:"start,omitempty"`
+	End      *time.Time `json:"end,omitempty"`
+}
+
+// commandHook fills the phase and the steps of a command hook: steps are
+// named by the comments of its unit file and take their outcome, in order,
+// from the status systemd keeps of each ExecStart= command.
+func (r *UnitReport) commandHook(steps []string, s UnitStatus) {
+	switch {
+	case s.ActiveState == "activating" || s.ActiveState == "reloading":
+		r.Phase = PhaseRunning
+	case s.ActiveState == "failed" || s.Result != "" && s.Result != "success":
+		r.Phase = PhaseFailed
+	case s.ActiveState == "active":
+		r.Phase = PhaseSucceeded
+	case !s.ConditionResult && !s.ConditionTimestamp.IsZero():
+		r.Phase = PhaseSkipped
+	default:
+		r.Phase = PhasePending
+	}
+	r.Journal = s.Journal
+	last := -1 // the last step that started
+	for i := range steps {
+		if i < len(s.Exec) && !s.Exec[i].Start.IsZero() {
+			last = i
+		}
+	}
+	// systemd (252) keeps each command's result only until its next
+	// daemon-reload, which a package install, a step's own systemctl
+	// enable or another apply may have made since. What is lost is
+	// inferred where the order of the steps tells it: the steps before
+	// one that ran all succeeded, and so did every step of a hook that
+	// succeeded.
+	inferred := last
+	if r.Phase == PhaseSucceeded {
+		inferred = len(steps)
+	}
+	if last < 0 && r.Phase == PhaseFailed {
+		for _, name := range steps {
+			r.Steps = append(r.Steps, StepReport{Name: name, State: "unknown"})
+		}
+		r.StepsNote = fmt.Sprintf("systemd was reloaded since the hook ran and keeps no per-step results across a reload; "+
+			"the hook's result is %s, and its failing step %s", s.Result, exitPhrase(s.ExecMainCode, s.ExecMainStatus))
+		return
+	}
+	for i, name := range steps {
+		sr := StepReport{Name: name, State: "not run"}
+		if i < inferred && (i >= len(s.Exec) || s.Exec[i].Start.IsZero()) {
+			sr.State, sr.Reason = "succeeded", "inferred"
+			r.StepsNote = "systemd was reloaded while or after the hook ran and keeps no per-step results across a reload: " +
+				"steps marked inferred succeeded, since a later step ran or the hook succeeded"
+		}
+		if i < len(s.Exec) && !s.Exec[i].Start.IsZero() {
+			e := s.Exec[i]
+			start := e.Start
+			sr.Start = &start
+			switch {
+			case e.Exit.IsZero():
+				sr.State = "running"
+			case e.Code == CLDExited:
+				code := e.Status
+				sr.ExitCode, sr.Reason = &code, "exited"
+				sr.State = "succeeded"
+				if code != 0 {
+					sr.State = "failed"
+				}
+			default:
+				sig := e.Status
+				sr.Signal, sr.State, sr.Reason = &sig, "failed", "killed by signal"
+				if e.Code == CLDDumped {
+					sr.Reason = "dumped core"
+				}
+			}
+			if !e.Exit.IsZero() {
+				end := e.Exit
+				sr.End = &end
+			}
+			if i == last && s.Result == "timeout" {
+				// systemd killed it when TimeoutStartSec= ran out.
+				sr.State, sr.Reason = "failed", "timed out"
+			}
+		}
+		r.Steps = append(r.Steps, sr)
+	}
 }
 
 // FileReport is one owned file: "ok", "drift" (other bytes, or a link),
@@ -88,8 +205,24 @@ func Report(ctx context.Context, sd Systemd, st *State, opts Options) ([]UnitRep
 				t := s.InactiveEnter
 				r.InactiveEnter = &t
 			}
+			if steps := render.StepNames(content); len(steps) > 0 {
+				r.commandHook(steps, s)
+			}
 		}
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// exitPhrase says how a process ended, from its CLD_* code and status.
+func exitPhrase(code, status int32) string {
+	switch code {
+	case CLDExited:
+		return fmt.Sprintf("exited with %d", status)
+	case CLDKilled:
+		return fmt.Sprintf("was killed by signal %d", status)
+	case CLDDumped:
+		return fmt.Sprintf("dumped core on signal %d", status)
+	}
+	return "ended in an unknown way"
 }

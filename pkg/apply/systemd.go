@@ -61,4 +61,37 @@ type UnitStatus struct {
 	// and inactive; zero when it never did.
 	ActiveEnter   time.Time
 	InactiveEnter time.Time
+	// Exec is what systemd keeps of each ExecStart= command of a
+	// service's last run, in the unit's order, commands that did not run
+	// included (with zero times); nil for other units.
+	Exec []ExecStatus
+	// ConditionResult is false when the last start was skipped because
+	// a Condition*= did not hold (a command hook that ran once already);
+	// ConditionTimestamp is when that was checked, zero if never.
+	ConditionResult    bool
+	ConditionTimestamp time.Time
+	// Journal holds the last lines the unit logged in its last run, for a
+	// unit that failed; nil otherwise.
+	Journal []string
 }
+
+// ExecStatus is how one command of a service last ran.
+type ExecStatus struct {
+	Argv []string
+	// Start and Exit are zero when the command did not start or has not
+	// ended.
+	Start time.Time
+	Exit  time.Time
+	PID   uint32
+	// Code is how the process ended, as in waitid(2): CLDExited with the
+	// exit status in Status, or CLDKilled or CLDDumped with the signal.
+	Code   int32
+	Status int32
+}
+
+// Codes of ExecStatus.Code (CLD_* of waitid(2)).
+const (
+	CLDExited int32 = 1
+	CLDKilled int32 = 2
+	CLDDumped int32 = 3
+)

@@ -241,6 +241,38 @@ func (g *gen) steps() {
 	}
 }
 
+// StepNames returns the names of a command hook's steps, in order, from
+// its unit file: the "# step: NAME" comment before each ExecStart= line.
+// A unit that is not a command hook has none.
+func StepNames(contents []byte) []string {
+	f, err := units.Parse(contents)
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, s := range f.Sections {
+		if s.Name != units.SectionService {
+			continue
+		}
+		for _, e := range s.Entries {
+			if e.Key != "ExecStart" {
+				continue
+			}
+			name := ""
+			for _, c := range e.Comments {
+				if strings.HasPrefix(c, StepComment) {
+					name = strings.TrimPrefix(c, StepComment)
+				}
+			}
+			if name == "" {
+				return nil // a hand-written unit, not a command hook
+			}
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
 // StampDir is where a command hook that runs once records that it ran.
 const StampDir = "/var/lib/hostprov/stamps"
 

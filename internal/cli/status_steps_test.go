@@ -1,0 +1,38 @@
+package cli
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/hostprov/hostprov/pkg/apply"
+)
+
+// TestWriteSteps checks how status prints a command hook: its phase, one
+// line per step with its outcome, and the journal of a failed run.
+func TestWriteSteps(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.Local)
+	t1 := t0.Add(2 * time.Second)
+	zero, three := int32(0), int32(3)
+	r := apply.UnitReport{Unit: "iscsi-setup.service", Phase: apply.PhaseFailed,
+		Steps: []apply.StepReport{
+			{Name: "detect", State: "succeeded", ExitCode: &zero, Reason: "exited", Start: &t0, End: &t0},
+			{Name: "install", State: "failed", ExitCode: &three, Reason: "exited", Start: &t0, End: &t1},
+			{Name: "enable", State: "not run"},
+		},
+		Journal: []string{"E: Unable to locate package open-iscsi"},
+	}
+	var b bytes.Buffer
+	writeSteps(&b, r)
+	want := `
+iscsi-setup.service: failed
+  1  detect   succeeded  exited with 0  2026-11-30 10:00:00  2026-11-30 10:00:00
+  2  install  failed     exited with 3  2026-11-30 10:00:00  2026-11-30 10:00:02
+  3  enable   not run    -              -                    -
+  last journal lines:
+    E: Unable to locate package open-iscsi
+`
+	if b.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+}

@@ -1,0 +1,169 @@
+package apply_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hostprov/hostprov/pkg/apply"
+)
+
+// report returns status's report of one unit of the node.
+func (n *rigNode) report(t *testing.T, unit string) apply.UnitReport {
+	t.Helper()
+	st, err := apply.LoadState(apply.StatePath(n.opts.StateDirPath()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := apply.Report(rigContext(t), n.m, st, n.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.Unit == unit {
+			return r
+		}
+	}
+	t.Fatalf("status has no %s: %+v", unit, rs)
+	return apply.UnitReport{}
+}
+
+// TestRigCommandHookSteps runs a command hook of three steps whose second
+// fails in a real systemd, and reads back what status says of each step:
+// the first succeeded, the second failed with its exit code and left its
+// output in the journal, the third never ran.
+func TestRigCommandHookSteps(t *testing.T) {
+	t.Parallel()
+	ctx := rigContext(t)
+	n := newRigNode(ctx, t)
+	spec := `apiVersion: hostprov/v1alpha1
+kind: Hooks
+hooks:
+- name: three-steps
+  when: Always
+  steps:
+  - name: first
+    run: [/bin/true]
+  - name: second
+    sh: |
+      echo "second step goes wrong" >&2
+      exit 3
+  - name: third
+    run: [/bin/touch, /var/lib/third-ran]
+`
+	_, res, err := n.apply(ctx, spec)
+	if err == nil {
+		t.Fatalf("apply of a failing command hook succeeded; events:\n%s", eventsText(res))
+	}
+	r := n.report(t, "three-steps.service")
+	if r.Phase != apply.PhaseFailed {
+		t.Errorf("phase %q, want %q", r.Phase, apply.PhaseFailed)
+	}
+	if len(r.Steps) != 3 {
+		t.Fatalf("steps %+v, want 3", r.Steps)
+	}
+	first, second, third := r.Steps[0], r.Steps[1], r.Steps[2]
+	if first.Name != "first" || first.State != "succeeded" || first.ExitCode == nil || *first.ExitCode != 0 || first.Start == nil || first.End == nil {
+		t.Errorf("first step: %+v; want succeeded with exit code 0 and its times", first)
+	}
+	if second.Name != "second" || second.State != "failed" || second.Reason != "exited" || second.ExitCode == nil || *second.ExitCode != 3 {
+		t.Errorf("second step: %+v; want failed, exited with 3", second)
+	}
+	if third.Name != "third" || third.State != "not run" || third.Start != nil {
+		t.Errorf("third step: %+v; want not run", third)
+	}
+	if _, err := os.Stat(filepath.Join(n.r.Root, "var/lib/third-ran")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the third step ran after the second failed: %v", err)
+	}
+	if !strings.Contains(strings.Join(r.Journal, "\n"), "second step goes wrong") {
+		t.Errorf("status's journal lines lack the failed step's output: %q", r.Journal)
+	}
+
+	// A daemon-reload drops the per-step results in systemd 252; status
+	// says so, with what systemd still knows.
+	if err := n.m.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r = n.report(t, "three-steps.service")
+	if r.Phase != apply.PhaseFailed || r.Steps[1].State != "unknown" || !strings.Contains(r.StepsNote, "exited with 3") {
+		t.Errorf("after a reload: phase %q, steps %+v, note %q; want failed, unknown steps, a note with the exit status", r.Phase, r.Steps, r.StepsNote)
+	}
+}
+
+// TestRigISCSIOnce applies the iSCSI example in a real systemd with a fake
+// package manager on PATH: the install step really runs it and the hook
+// succeeds; applying again does not run it again; changing the hook runs it
+// again, once.
+func TestRigISCSIOnce(t *testing.T) {
+	t.Parallel()
+	ctx := rigContext(t)
+	n := newRigNode(ctx, t)
+	// The detection reads /etc/os-release: the host's, a Debian, whose
+	// package manager is apt-get.
+	if err := os.Symlink("../usr/lib/os-release", filepath.Join(n.r.Root, "etc/os-release")); err != nil {
+		t.Fatal(err)
+	}
+	n.installTools(ctx, map[string]string{
+		"apt-get":     "#!/bin/sh\necho \"apt-get $*\" >> /var/lib/apt-get.calls\n",
+		"iscsi-iname": "#!/bin/sh\necho iqn.2004-10.com.example:hostprov-rig\n",
+	})
+	iscsid := "[Unit]\nDescription=stand-in for the iSCSI daemon\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/true\n\n[Install]\nWantedBy=multi-user.target\n"
+	if err := n.r.WriteUnit("iscsid.service", []byte(iscsid)); err != nil {
+		t.Fatal(err)
+	}
+	calls := func() []string {
+		b, _ := os.ReadFile(filepath.Join(n.r.Root, "var/lib/apt-get.calls"))
+		return strings.Split(strings.TrimSpace(string(b)), "\n")
+	}
+	spec := readExample(t, "iscsi")
+	n.mustApply(ctx, spec)
+	r := n.report(t, "iscsi-setup.service")
+	if r.Phase != apply.PhaseSucceeded {
+		t.Fatalf("phase %q, want succeeded; steps %+v; journal %q", r.Phase, r.Steps, r.Journal)
+	}
+	// Its last step enables iscsid with systemctl, which reloads systemd,
+	// and systemd keeps no per-step results across a reload: the steps
+	// before the last are inferred to have succeeded, and status says so.
+	for i, s := range r.Steps {
+		want := "inferred"
+		if i == len(r.Steps)-1 {
+			want = "exited"
+		}
+		if s.State != "succeeded" || s.Reason != want {
+			t.Errorf("step %+v, want succeeded (%s)", s, want)
+		}
+	}
+	if !strings.Contains(r.StepsNote, "reloaded") {
+		t.Errorf("steps note %q, want it to say that systemd was reloaded", r.StepsNote)
+	}
+	want := []string{"apt-get update -q", "apt-get install -y -q open-iscsi"}
+	if got := calls(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("package manager calls %q, want %q", got, want)
+	}
+
+	p, res := n.mustApply(ctx, spec)
+	if p.HasChanges() || res.Counts.Restarts+res.Counts.Starts != 0 {
+		t.Errorf("re-apply: %s, counts %+v; want nothing", p.Summary(), res.Counts)
+	}
+	if got := calls(); len(got) != 2 {
+		t.Errorf("the re-apply ran the install again: %q", got)
+	}
+
+	changed := strings.Replace(spec, "description: Install and start the iSCSI initiator", "description: Install and start the iSCSI initiator (v2)", 1)
+	if changed == spec {
+		t.Fatal("the example's description moved; update this test")
+	}
+	n.mustApply(ctx, changed)
+	if got := calls(); len(got) != 4 {
+		t.Errorf("after a change the install must run once more: calls %q", got)
+	}
+	if r := n.report(t, "iscsi-setup.service"); r.Phase != apply.PhaseSucceeded {
+		t.Errorf("phase after the change %q, want succeeded", r.Phase)
+	}
+	n.mustApply(ctx, changed)
+	if got := calls(); len(got) != 4 {
+		t.Errorf("a second apply of the changed hook ran it again: calls %q", got)
+	}
+}
