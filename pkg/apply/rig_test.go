@@ -102,7 +102,8 @@ WantedBy=multi-user.target
 	}
 	st := rigStatus(ctx, t, s, name)
 	want := apply.UnitStatus{Name: name, LoadState: "loaded", ActiveState: "inactive", SubState: "dead",
-		Result: "success", UnitFileState: "disabled"}
+		Result: "success", UnitFileState: "disabled",
+		Exec: []apply.ExecStatus{{Argv: []string{"/bin/sh", "-c", "echo run >> /var/lib/lifecycle.runs"}}}}
 	if diff := cmp.Diff(want, st); diff != "" {
 		t.Errorf("Status after reload (-want +got):\n%s", diff)
 	}
