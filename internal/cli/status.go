@@ -30,6 +30,9 @@ files and enablement are known.`,
 			}
 			ctx, stop := signalContext(c)
 			defer stop()
+			for _, p := range apply.Permissions(opts) {
+				fmt.Fprintln(c.ErrOrStderr(), "hostprov: warning: "+p.String())
+			}
 			st, err := apply.LoadState(apply.StatePath(opts.StateDirPath()))
 			if err != nil {
 				return failure("%v", err)

@@ -301,8 +301,9 @@ func newPlan(_ context.Context, desired []render.Unit, st *State, opts Options, 
 			StatePath(opts.stateDir()), st.UnitDir, opts.UnitDir, st.UnitDir)
 	}
 	p := &planner{
-		Plan: &Plan{opts: opts, state: st, Files: []FileChange{}, Actions: []Action{}, Units: []UnitChange{}},
-		dir:  opts.UnitDirPath(),
+		Plan: &Plan{opts: opts, state: st, Files: []FileChange{}, Actions: []Action{}, Units: []UnitChange{},
+			Warnings: Permissions(opts)},
+		dir: opts.UnitDirPath(),
 	}
 	next := &State{Version: StateVersion, UnitDir: opts.UnitDir}
 	inSpec := map[string]bool{}
