@@ -16,6 +16,7 @@ import (
 	"github.com/hostprov/hostprov/internal/rig"
 	"github.com/hostprov/hostprov/internal/sdtool"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/units"
 )
 
 // TestVerifyGoldens runs systemd's own checker on every unit file that the
@@ -159,6 +160,23 @@ func TestRealSystemd(t *testing.T) {
 		if diff := cmp.Diff([][]string{h.Exec}, argvs); diff != "" {
 			t.Errorf("%s: systemd's argv differs from the spec (-spec +systemd):\n%s\nunit:\n%s", unit, diff, text)
 		}
+		// The splitter the fuzz tests and status use as systemd's
+		// stand-in must read the line as systemd did.
+		if f, err := units.Parse(text); err != nil {
+			t.Errorf("%s: %v", unit, err)
+		} else if !h.ExpandEnv {
+			var split [][]string
+			for _, v := range f.Values(units.SectionService, "ExecStart") {
+				argv, err := units.SplitExec(v)
+				if err != nil {
+					t.Errorf("%s: SplitExec(%q): %v", unit, v, err)
+				}
+				split = append(split, argv)
+			}
+			if diff := cmp.Diff(argvs, split); diff != "" {
+				t.Errorf("%s: units.SplitExec differs from systemd (-systemd +SplitExec):\n%s", unit, diff)
+			}
+		}
 		got, err := rig.EnvironmentOf(ctx, r.Conn, unit)
 		if err != nil {
 			t.Fatal(err)
@@ -227,4 +245,65 @@ func TestRealSystemd(t *testing.T) {
 func hasKey(m map[string]string, k string) bool {
 	_, ok := m[k]
 	return ok
+}
+
+// TestRealSystemdStepProcess runs a command hook in a real systemd and
+// checks that its steps run as the process fields say: as the hook's
+// user, in its working directory, with its environment exactly, and with
+// a state directory systemd made writable for that user.
+func TestRealSystemdStepProcess(t *testing.T) {
+	spec := `apiVersion: hostprov/v1alpha1
+kind: Hooks
+hooks:
+- name: step-process
+  when: Always
+  user: nobody
+  workingDirectory: /tmp
+  stateDirectory: step-process
+  env:
+    GREETING: say "hi" at 100% for $5 with a=b
+  steps:
+  - name: whoami
+    sh: |
+      id -un > "$STATE_DIRECTORY/user"
+      pwd > "$STATE_DIRECTORY/cwd"
+      printf '%s' "$GREETING" > "$STATE_DIRECTORY/env"
+  - name: argv
+    run: [/bin/sh, -c, 'printf "%s" "$1" > "$STATE_DIRECTORY/arg"', sh, "it's 50% of $HOME"]
+`
+	us, diags := render.Build("step.yaml", []byte(spec))
+	if diags.HasErrors(true) {
+		t.Fatal(diags)
+	}
+	r := rig.Start(t)
+	if err := render.WriteDir(r.UnitDir, us); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := r.Conn.ReloadContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan string, 1)
+	if _, err := r.Conn.StartUnitContext(ctx, "step-process.service", "replace", done); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-done; res != "done" {
+		out, _ := r.Run(ctx, "journalctl", "-u", "step-process.service", "--no-pager")
+		t.Fatalf("start: %s\n%s", res, out)
+	}
+	dir := filepath.Join(r.Root, "var/lib/step-process")
+	for file, want := range map[string]string{
+		"user": "nobody\n",
+		"cwd":  "/tmp\n",
+		"env":  `say "hi" at 100% for $5 with a=b`,
+		"arg":  "it's 50% of $HOME",
+	} {
+		got, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Errorf("%s: %v", file, err)
+		} else if string(got) != want {
+			t.Errorf("%s: got %q, want %q", file, got, want)
+		}
+	}
 }
