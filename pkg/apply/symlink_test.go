@@ -107,6 +107,9 @@ func TestNamesThatLeaveTheUnitDir(t *testing.T) {
 	for _, u := range []render.Unit{
 		{Name: "../x.service", Contents: []byte("[Service]\n")},
 		{Name: "a/b.service", Contents: []byte("[Service]\n")},
+		{Name: "/etc/passwd", Contents: []byte("[Service]\n")},
+		{Name: "a\x00.service", Contents: []byte("[Service]\n")},
+		{Name: "a.service", Dropins: []render.Dropin{{Name: "/etc/x.conf", Contents: []byte("[Service]\n")}}},
 		{Name: "a.service", Dropins: []render.Dropin{{Name: "../../x.conf", Contents: []byte("[Service]\n")}}},
 		{Name: "a.service", Dropins: []render.Dropin{{Name: "..", Contents: []byte("[Service]\n")}}},
 	} {

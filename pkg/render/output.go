@@ -84,6 +84,13 @@ func WriteDir(dir string, us []Unit) error {
 	}
 	for _, f := range Files(us) {
 		p := filepath.Join(dir, filepath.FromSlash(f.Path))
+		if d := filepath.Dir(p); d != filepath.Clean(dir) {
+			// A drop-in directory: never write through a link planted
+			// there, into wherever it points.
+			if fi, err := os.Lstat(d); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+				return fmt.Errorf("%s is a symbolic link: hostprov writes drop-ins only into a real directory; remove the link", d)
+			}
+		}
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err
 		}
