@@ -4,7 +4,7 @@ BIN ?= bin/hostprov
 # How long `make fuzz` runs each fuzz target.
 FUZZTIME ?= 30s
 
-.PHONY: build test bench lint fuzz golden clean
+.PHONY: build test bench lint fuzz golden tools clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/hostprov
@@ -32,6 +32,31 @@ fuzz:
 # Regenerate the golden files; review the diff before committing.
 golden:
 	$(GO) test ./... -update
+
+# Real tools the tests check hostprov's output with that Debian does not
+# package, built from their own sources into $(TOOLS) (under bin/, never
+# committed). Fast when they are built already: it checks the version the
+# binary reports. The tests find them there, or on PATH.
+#
+# ignition-apply is Ignition's own apply tool (the files stage of Ignition,
+# run on a directory). Its one binary picks its tool by argv[0], so it is
+# installed under that name. It links libblkid through cgo: .ci/setup
+# installs libblkid-dev and gcc.
+TOOLS ?= bin/tools
+IGNITION_VERSION ?= v2.24.0
+IGNITION_MAIN = github.com/coreos/ignition/v2/internal
+
+tools:
+	@if [ "$$($(TOOLS)/ignition-apply --version 2>/dev/null)" = "Ignition $(IGNITION_VERSION)" ]; then \
+	  echo "tools: $(TOOLS)/ignition-apply is Ignition $(IGNITION_VERSION) already"; \
+	else \
+	  echo "tools: building $(TOOLS)/ignition-apply from $(IGNITION_MAIN)@$(IGNITION_VERSION)"; \
+	  mkdir -p $(TOOLS) && tmp=$$(mktemp -d $(abspath $(TOOLS))/.build.XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
+	  CGO_ENABLED=1 GOBIN="$$tmp" $(GO) install \
+	    -ldflags "-X $(IGNITION_MAIN)/version.Raw=$(IGNITION_VERSION)" $(IGNITION_MAIN)@$(IGNITION_VERSION) && \
+	  mv -f "$$tmp/internal" $(TOOLS)/ignition-apply && \
+	  $(TOOLS)/ignition-apply --version; \
+	fi
 
 clean:
 	rm -rf bin
