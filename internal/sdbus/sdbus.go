@@ -21,6 +21,12 @@ import (
 	"github.com/hostprov/hostprov/pkg/apply"
 )
 
+// statusJournalSlack is how long before a failed run's InactiveExitTimestamp
+// Status looks for its journal lines. Lines of an earlier run in that
+// window are left out by their invocation id, unless the process exited too
+// soon for journald to learn it: a rare line too many, for a person to read.
+const statusJournalSlack = time.Second
+
 // PrivateSocket is where a systemd running as PID 1 listens for direct,
 // root-only D-Bus connections.
 const PrivateSocket = "/run/systemd/private"
@@ -227,7 +233,14 @@ func (m *Manager) Status(ctx context.Context, name string) (apply.UnitStatus, er
 		if id, ok := props["InvocationID"].([]byte); ok {
 			invocation = hex.EncodeToString(id)
 		}
-		st.Journal, _ = m.journal(ctx, name, usecTime(props["InactiveExitTimestamp"]), invocation)
+		// From a moment before the run's InactiveExitTimestamp: systemd
+		// stamps it after forking the run's first process, whose first
+		// lines can reach the journal before that (the rig shows it).
+		since := usecTime(props["InactiveExitTimestamp"])
+		if !since.IsZero() {
+			since = since.Add(-statusJournalSlack)
+		}
+		st.Journal, _ = m.journal(ctx, name, since, invocation)
 	}
 	return st, nil
 }

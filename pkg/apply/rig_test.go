@@ -339,6 +339,9 @@ ExecStart=/bin/true
 	if st.ActiveState != "failed" || st.Result != "exit-code" || st.ExecMainStatus != 1 || st.InactiveEnter.IsZero() {
 		t.Errorf("Status of false.service: %+v; want failed, exit-code, status 1, a time it failed", st)
 	}
+	if !strings.Contains(strings.Join(st.Journal, "\n"), "false.service: Failed with result 'exit-code'.") {
+		t.Errorf("Status of false.service: journal %q; want the lines of its failed run", st.Journal)
+	}
 
 	if err := s.Start(ctx, "exit3.service"); err != nil {
 		t.Fatalf("first run of exit3.service: %v", err)
