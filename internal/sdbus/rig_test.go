@@ -86,6 +86,9 @@ func TestDialUnreachable(t *testing.T) {
 				t.Errorf("Dial(%s): %q lacks %q", sock, err, want)
 			}
 		}
+		if n := strings.Count(err.Error(), "connect to systemd at"); n != 1 {
+			t.Errorf("Dial(%s): %q says \"connect to systemd at\" %d times", sock, err, n)
+		}
 	}
 }
 

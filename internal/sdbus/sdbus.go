@@ -11,6 +11,7 @@ package sdbus
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -66,6 +67,10 @@ func Dial(ctx context.Context, socketPath string) (*Manager, error) {
 // authentication that ends without an answer means "not root" for a caller
 // who is not root, and a socket with no systemd behind it for root.
 func dialError(socket string, err error) error {
+	// The operation names the socket already; DialPrivate's error does too.
+	if inner := errors.Unwrap(err); inner != nil && strings.HasPrefix(err.Error(), "connect to systemd at ") {
+		err = inner
+	}
 	e := &Error{Op: "connect to systemd at " + socket, Err: err}
 	e.Cause, e.Hint = cause(socket, err)
 	if e.Cause == nil && strings.Contains(err.Error(), "authenticate") {
