@@ -3,9 +3,7 @@ package render
 import (
 	"bytes"
 	"fmt"
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -151,7 +149,7 @@ func butaneMapping(vs []ButaneVersion) string {
 // opts' IgnitionVersion: the same decisions about contents, enabled and
 // mask (see ignitionUnits), as YAML written with yaml.v3's own encoder.
 // Unit and drop-in contents are literal block scalars ("|") where that
-// keeps every byte, and double-quoted scalars otherwise (see literalSafe).
+// keeps every byte, and double-quoted scalars otherwise (see blockSafe).
 // The error is an *OptionError for options that cannot be met.
 func Butane(us []Unit, opts ButaneOptions) ([]byte, error) {
 	opts, err := opts.Resolve()
@@ -162,113 +160,34 @@ func Butane(us []Unit, opts ButaneOptions) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	doc := mapping("variant", str(opts.Variant), "version", str(opts.Version))
+	doc := yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "variant", yamlStr(opts.Variant), "version", yamlStr(opts.Version))
 	if len(ius) > 0 {
 		list := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, u := range ius {
-			n := mapping("name", str(u.name))
+			n := yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlStr(u.name))
 			if u.enabled != nil {
-				add(n, "enabled", boolean(*u.enabled))
+				yamlPairs(n, "enabled", yamlBool(*u.enabled))
 			}
 			if u.mask != nil {
-				add(n, "mask", boolean(*u.mask))
+				yamlPairs(n, "mask", yamlBool(*u.mask))
 			}
 			if u.contents != nil {
-				add(n, "contents", text(*u.contents))
+				yamlPairs(n, "contents", yamlText([]byte(*u.contents)))
 			}
 			if len(u.dropins) > 0 {
 				ds := &yaml.Node{Kind: yaml.SequenceNode}
 				for _, d := range u.dropins {
-					ds.Content = append(ds.Content, mapping("name", str(d.name), "contents", text(*d.contents)))
+					ds.Content = append(ds.Content, yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlStr(d.name), "contents", yamlText([]byte(*d.contents))))
 				}
-				add(n, "dropins", ds)
+				yamlPairs(n, "dropins", ds)
 			}
 			list.Content = append(list.Content, n)
 		}
-		add(doc, "systemd", mapping("units", list))
+		yamlPairs(doc, "systemd", yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "units", list))
 	}
 	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(doc); err != nil {
-		return nil, fmt.Errorf("writing the Butane config: %w", err)
-	}
-	if err := enc.Close(); err != nil {
+	if err := yamlEncode(&buf, doc); err != nil {
 		return nil, fmt.Errorf("writing the Butane config: %w", err)
 	}
 	return buf.Bytes(), nil
-}
-
-// mapping returns a mapping node of key, value pairs, in order.
-func mapping(kv ...any) *yaml.Node {
-	n := &yaml.Node{Kind: yaml.MappingNode}
-	for i := 0; i < len(kv); i += 2 {
-		add(n, kv[i].(string), kv[i+1].(*yaml.Node))
-	}
-	return n
-}
-
-func add(m *yaml.Node, key string, value *yaml.Node) {
-	m.Content = append(m.Content, str(key), value)
-}
-
-// str is a string scalar; the encoder quotes it where it would otherwise
-// read as another type ("yes", "1.0").
-func str(s string) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
-}
-
-func boolean(b bool) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(b)}
-}
-
-// text is a file's contents: a literal block, readable as the file itself,
-// where that keeps the bytes, and a double-quoted scalar, where every byte
-// is written as an escape if need be, otherwise.
-func text(s string) *yaml.Node {
-	n := str(s)
-	if literalSafe(s) {
-		n.Style = yaml.LiteralStyle
-	} else {
-		n.Style = yaml.DoubleQuotedStyle
-	}
-	return n
-}
-
-// literalSafe reports whether s reads back from a literal block scalar
-// written by yaml.v3 as exactly s, and looks in it like what it is. A
-// literal block cannot hold, or yaml.v3 writes wrongly:
-//   - a leading line break or a first line starting with a space or a tab
-//     (the indentation indicator yaml.v3 writes then is wrong for tabs and
-//     for leading empty lines);
-//   - text without a final line break, or only line breaks (chomping
-//     indicators: correct, but "|-" and "|+" are easy to misread);
-//   - trailing spaces or tabs on a line (invisible, and stripped by editors;
-//     yaml.v3 itself refuses a block for trailing spaces);
-//   - carriage returns, other control characters, and the characters YAML
-//     treats as line breaks or a byte order mark (U+0085, U+2028, U+2029,
-//     U+FEFF), which a block cannot keep;
-//   - invalid UTF-8, which YAML cannot hold at all.
-//
-// yaml.v3 may still choose a quoted style for a text this accepts (it does
-// for some non-ASCII text); that keeps the bytes too.
-func literalSafe(s string) bool {
-	if !utf8.ValidString(s) || s == "" || s[0] == '\n' || s[0] == ' ' || s[0] == '\t' ||
-		!strings.HasSuffix(s, "\n") || strings.HasSuffix(s, "\n\n") {
-		return false
-	}
-	prev := rune(0)
-	for _, r := range s {
-		switch {
-		case r == '\n':
-			if prev == ' ' || prev == '\t' {
-				return false
-			}
-		case r == '\t':
-		case r < 0x20, r == 0x7f, r == 0x85, r == 0x2028, r == 0x2029, r == 0xfeff:
-			return false
-		}
-		prev = r
-	}
-	return true
 }

@@ -217,7 +217,3 @@ func Kops(us []Unit, opts KopsOptions) ([]byte, error) {
 	}
 	return b.Bytes(), nil
 }
-
-func yamlBool(v bool) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: fmt.Sprint(v)}
-}
