@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/hostprov/hostprov/internal/suggest"
 )
 
 // value is a node of the document with what is needed to report on it.
@@ -361,7 +363,7 @@ func (d *decoder) unknownField(e entry, where string) {
 	}
 	known := map[string][]string{"spec": specFields, "hook": hookFields, "drop-in": dropinFields}[where]
 	hint := "the fields of a " + where + " are " + strings.Join(known, ", ")
-	if s := suggest(e.name, known); s != "" {
+	if s := suggest.Closest(e.name, known); s != "" {
 		hint = "did you mean " + s + "?"
 	}
 	d.add(Error, pos, e.path, fmt.Sprintf("unknown field %q in a %s", e.name, where), hint)

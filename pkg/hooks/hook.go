@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/hostprov/hostprov/internal/suggest"
 )
 
 // hookFields are the fields of a hook, in the order they are documented.
@@ -341,7 +343,7 @@ func (d *decoder) oneOf(v value, s string, allowed []string, what string) {
 		return
 	}
 	hint := "use one of " + strings.Join(allowed, ", ")
-	if m := suggest(s, allowed); m != "" {
+	if m := suggest.Closest(s, allowed); m != "" {
 		hint = "did you mean " + m + "?"
 	}
 	d.add(Error, v.pos, v.path, fmt.Sprintf("%q is not a %s", s, what), hint)

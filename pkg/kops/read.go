@@ -12,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/hostprov/hostprov/internal/suggest"
 	"github.com/hostprov/hostprov/pkg/hooks"
 )
 
@@ -501,7 +502,7 @@ func (r *reader) roleName(m *Manifest, v *yaml.Node, path string) (Role, bool) {
 	}
 	names := roleNames(m.APIVersion)
 	hint := "the roles are " + strings.Join(names, ", ")
-	if sug := suggest(s, names); sug != "" {
+	if sug := suggest.Closest(s, names); sug != "" {
 		hint = "did you mean " + sug + "?"
 	}
 	r.add(hooks.Error, r.pos(v), path, fmt.Sprintf("%q is not a kops instance group role; kops compares roles exactly, so it would match no machine", s), hint)
@@ -830,7 +831,7 @@ func (r *reader) boolean(v, k *yaml.Node, path string) (bool, bool) {
 
 func (r *reader) unknownField(m *Manifest, k *yaml.Node, path string, known []string, where string) {
 	hint := fmt.Sprintf("the fields of a%s %s in %s are %s", map[bool]string{true: "n"}[where == "execContainer"], where, m.APIVersion, strings.Join(known, ", "))
-	if s := suggest(k.Value, known); s != "" {
+	if s := suggest.Closest(k.Value, known); s != "" {
 		hint = "did you mean " + s + "?"
 	}
 	r.add(hooks.Error, r.pos(k), path, fmt.Sprintf("unknown field %q in a%s %s; kops drops it without a word", k.Value, map[bool]string{true: "n"}[where == "execContainer"], where), hint)

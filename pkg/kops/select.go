@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/hostprov/hostprov/internal/suggest"
 	"github.com/hostprov/hostprov/pkg/hooks"
 )
 
@@ -50,7 +51,7 @@ func ParseRole(s string) (Role, error) {
 		}
 	}
 	names := roleNames(V1Alpha2)
-	if sug := suggest(s, names); sug != "" {
+	if sug := suggest.Closest(s, names); sug != "" {
 		return "", fmt.Errorf("%q is not a kops instance group role; did you mean %s?", s, sug)
 	}
 	return "", fmt.Errorf("%q is not a kops instance group role; the roles are %s", s, strings.Join(names, ", "))
@@ -227,59 +228,4 @@ func containsRole(list []Role, r Role) bool {
 		}
 	}
 	return false
-}
-
-// suggest returns the entry of known that s was most likely meant to be,
-// or "": one that differs only in case, "-" and "_", or, failing that, the
-// closest within a few edits.
-func suggest(s string, known []string) string {
-	norm := func(x string) string {
-		return strings.NewReplacer("-", "", "_", "").Replace(strings.ToLower(x))
-	}
-	for _, k := range known {
-		if norm(k) == norm(s) {
-			return k
-		}
-	}
-	best, bestDist := "", -1
-	for _, k := range known {
-		limit := 2
-		if len(k) <= 4 {
-			limit = 1
-		}
-		if d := editDistance(strings.ToLower(s), strings.ToLower(k)); d <= limit && (bestDist < 0 || d < bestDist) {
-			best, bestDist = k, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance of a and b, with a swap of
-// adjacent characters counted as one edit.
-func editDistance(a, b string) int {
-	x, y := []rune(a), []rune(b)
-	if len(x) > 64 || len(y) > 64 {
-		return len(x) + len(y)
-	}
-	d := make([][]int, len(x)+1)
-	for i := range d {
-		d[i] = make([]int, len(y)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(x); i++ {
-		for j := 1; j <= len(y); j++ {
-			cost := 1
-			if x[i-1] == y[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && x[i-1] == y[j-2] && x[i-2] == y[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(x)][len(y)]
 }

@@ -2,6 +2,7 @@ package units
 
 import (
 	"fmt"
+	"github.com/hostprov/hostprov/internal/suggest"
 	"sort"
 	"strings"
 )
@@ -68,7 +69,7 @@ func ClosestDirective(section, key string) string {
 	lower := strings.ToLower(key)
 	for _, k := range keys {
 		// Keys are sorted, so on a tie the bytewise-first one wins.
-		if d := editDistance(lower, strings.ToLower(k)); d < bestDist {
+		if d := suggest.Distance(lower, strings.ToLower(k)); d < bestDist {
 			best, bestDist = k, d
 		}
 	}
@@ -125,7 +126,7 @@ func SuggestSection(name string) string {
 		return ""
 	}
 	for _, s := range knownSections {
-		if strings.EqualFold(s, name) || editDistance(strings.ToLower(s), strings.ToLower(name)) <= 1 {
+		if strings.EqualFold(s, name) || suggest.Distance(strings.ToLower(s), strings.ToLower(name)) <= 1 {
 			return fmt.Sprintf("did you mean [%s]?", s)
 		}
 	}
@@ -137,25 +138,4 @@ func joinOr(items []string) string {
 		return items[0]
 	}
 	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

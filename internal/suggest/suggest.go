@@ -1,13 +1,17 @@
-package hooks
+// Package suggest finds what a mistyped name was meant to be, for the "did
+// you mean" hints of every diagnostic: spec fields, kops fields and roles,
+// systemd sections and directives.
+package suggest
 
 import "strings"
 
-// suggest returns the entry of known that s was most likely meant to be,
-// or "" when none is close. Case, "-" and "_" are ignored first, so that
-// "wanted_by" finds wantedBy and "OneShot" finds oneshot; otherwise the
-// closest entry within a few edits (a transposition counts as one) wins,
-// the earlier one on a tie.
-func suggest(s string, known []string) string {
+// Closest returns the entry of known that s was most likely meant to be,
+// or "" when none is close. Case, "-", "_" and spaces are ignored first,
+// so that "wanted_by" finds wantedBy and "OneShot" finds oneshot;
+// otherwise the closest entry within a few edits (a transposition counts
+// as one; more edits are allowed for longer names) wins, the earlier one
+// on a tie.
+func Closest(s string, known []string) string {
 	norm := func(x string) string {
 		return strings.NewReplacer("-", "", "_", "", " ", "").Replace(strings.ToLower(x))
 	}
@@ -25,16 +29,17 @@ func suggest(s string, known []string) string {
 		case len(k) >= 10:
 			limit = 3
 		}
-		if dist := editDistance(strings.ToLower(s), strings.ToLower(k)); dist <= limit && (bestDist < 0 || dist < bestDist) {
+		if dist := Distance(strings.ToLower(s), strings.ToLower(k)); dist <= limit && (bestDist < 0 || dist < bestDist) {
 			best, bestDist = k, dist
 		}
 	}
 	return best
 }
 
-// editDistance is the optimal string alignment distance between a and b:
-// insertions, deletions, substitutions and swaps of adjacent characters.
-func editDistance(a, b string) int {
+// Distance is the optimal string alignment distance between a and b, in
+// runes: insertions, deletions, substitutions and swaps of adjacent
+// characters each count as one.
+func Distance(a, b string) int {
 	x, y := []rune(a), []rune(b)
 	// Names are short; very long input is not a typo of any of them.
 	if len(x) > 64 || len(y) > 64 {
