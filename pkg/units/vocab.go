@@ -2,9 +2,10 @@ package units
 
 import (
 	"fmt"
-	"github.com/hostprov/hostprov/internal/suggest"
 	"sort"
 	"strings"
+
+	"github.com/hostprov/hostprov/internal/suggest"
 )
 
 // knownSections are the sections systemd reads in unit files; the order is
