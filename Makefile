@@ -1,8 +1,10 @@
 # hostprov: the commands a developer and CI use. `make test` is what CI runs.
 GO ?= go
 BIN ?= bin/hostprov
-# How long `make fuzz` runs each fuzz target.
+# How long `make fuzz` runs each fuzz target: a duration (30s) or a number
+# of inputs (5000x); FUZZMINIMIZE bounds the minimizing of each new input.
 FUZZTIME ?= 30s
+FUZZMINIMIZE ?= 60s
 
 .PHONY: build test bench lint fuzz golden tools clean
 
@@ -28,7 +30,7 @@ fuzz:
 	@grep -l '^func Fuzz' $$(git ls-files '*_test.go') | xargs -n1 dirname | sort -u | while read -r dir; do \
 	  for f in $$(grep -h -o '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go | sed 's/^func //'); do \
 	    echo "fuzz ./$$dir $$f ($(FUZZTIME))"; \
-	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./$$dir || exit 1; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./$$dir || exit 1; \
 	  done; \
 	done
 
