@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -82,6 +83,7 @@ func execute(ctx context.Context, p *Plan, sd Systemd, log Logger, files fileOps
 	}
 	e := &executor{p: p, sd: sd, log: log, files: files, res: &Result{Events: []Event{}},
 		dir: p.opts.UnitDirPath(), path: StatePath(p.opts.StateDirPath()), failed: map[string]bool{}}
+	e.removeTemps()
 	var err error
 	if e.saved, err = p.state.clone().marshal(); err != nil {
 		return e.res, err
@@ -90,6 +92,32 @@ func execute(ctx context.Context, p *Plan, sd Systemd, log Logger, files fileOps
 		return e.res, err
 	}
 	return e.res, e.failure()
+}
+
+// removeTemps removes the temporary files that an apply killed in the
+// middle of a write left beside the files of the units it works on
+// (".NAME.tmp-*", see fsutil.WriteFile). systemd ignores hidden files, but
+// they are litter in the unit directory; only names of units this apply
+// owns or writes are touched.
+func (e *executor) removeTemps() {
+	names := map[string]bool{}
+	for _, u := range e.p.state.Units {
+		names[u.Name] = true
+	}
+	for _, u := range e.p.Units {
+		names[u.Unit] = true
+	}
+	for name := range names {
+		for _, pattern := range []string{
+			filepath.Join(e.dir, "."+name+".tmp-*"),
+			filepath.Join(e.dir, name+".d", ".*.conf.tmp-*"),
+		} {
+			ms, _ := filepath.Glob(pattern)
+			for _, m := range ms {
+				os.Remove(m)
+			}
+		}
+	}
 }
 
 func (e *executor) emit(ev Event) {
