@@ -165,6 +165,12 @@ func TestRemoveHook(t *testing.T) {
 	if !n.exists("prep.service.d/10-x.conf") {
 		t.Fatal("drop-in not written")
 	}
+	// Modes: the drop-in directory 0755, the drop-in 0644, whatever the umask.
+	for path, mode := range map[string]os.FileMode{"prep.service.d": 0o755, "prep.service.d/10-x.conf": 0o644} {
+		if fi, err := os.Stat(n.unitPath(path)); err != nil || fi.Mode().Perm() != mode {
+			t.Errorf("%s: mode %v, %v; want %04o", path, fi.Mode(), err, mode)
+		}
+	}
 	only := "- name: hello\n  exec: [/bin/echo, hello]\n"
 	p := n.plan(only)
 	if got := p.Summary(); got != "Plan: 0 to add, 0 to change, 1 to remove." {

@@ -119,6 +119,13 @@ func ensureDropinDir(dir string) error {
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 			return fsError("creating the drop-in directory", dir, err)
+		} else if err == nil {
+			// Mkdir's mode passes through the umask, which at boot or
+			// under a hardened profile may be 077; unit directories are
+			// 0755 whatever it is.
+			if err := os.Chmod(dir, 0o755); err != nil {
+				return fsError("creating the drop-in directory", dir, err)
+			}
 		}
 		fi, err = os.Lstat(dir)
 	}
