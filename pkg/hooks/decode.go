@@ -8,6 +8,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hostprov/hostprov/internal/suggest"
+	"github.com/hostprov/hostprov/internal/yamlnode"
 )
 
 // value is a node of the document with what is needed to report on it.
@@ -63,29 +64,6 @@ func knownScalarTag(n *yaml.Node) bool {
 	return false
 }
 
-// kindName says what a node is, for messages ("not a list").
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.ScalarNode:
-		switch n.ShortTag() {
-		case "!!null":
-			return "empty"
-		case "!!bool":
-			return "a boolean (" + n.Value + ")"
-		case "!!int", "!!float":
-			return "a number (" + n.Value + ")"
-		case "!!str":
-			return "a string"
-		}
-		return "a value tagged " + n.ShortTag()
-	}
-	return "an alias"
-}
-
 // label names a value in messages: its path without the hook's prefix, so
 // "hooks[3].env.PATH" is "env.PATH". The Diagnostic's Path has the rest.
 func label(path string) string {
@@ -118,7 +96,7 @@ func (d *decoder) mapping(n *yaml.Node, path string, f func(entry)) {
 		}
 		rk := resolve(k)
 		if rk.Kind != yaml.ScalarNode {
-			d.add(Error, d.pos(k), path, fmt.Sprintf("a key must be a name, not %s", kindName(rk)), "write the key as a plain name")
+			d.add(Error, d.pos(k), path, fmt.Sprintf("a key must be a name, not %s", yamlnode.KindName(rk)), "write the key as a plain name")
 			continue
 		}
 		// Merge keys are rejected rather than supported: they make a hook's
@@ -188,7 +166,7 @@ func (d *decoder) str(v value, multiline bool) (string, bool) {
 	n := v.node
 	switch {
 	case n.Kind != yaml.ScalarNode:
-		d.add(Error, v.pos, v.path, fmt.Sprintf("%s must be a string, not %s", label(v.path), kindName(n)),
+		d.add(Error, v.pos, v.path, fmt.Sprintf("%s must be a string, not %s", label(v.path), yamlnode.KindName(n)),
 			"write "+label(v.path)+" as a single value")
 		return "", false
 	case isNull(n):
@@ -238,7 +216,7 @@ func (d *decoder) boolean(v value) (b, ok bool) {
 	name := label(v.path)
 	switch {
 	case n.Kind != yaml.ScalarNode:
-		d.add(Error, v.pos, v.path, fmt.Sprintf("%s must be true or false, not %s", name, kindName(n)), "use true or false")
+		d.add(Error, v.pos, v.path, fmt.Sprintf("%s must be true or false, not %s", name, yamlnode.KindName(n)), "use true or false")
 	case isNull(n):
 		d.noValue(v, fmt.Sprintf("write %s: true or %s: false, or remove the line", name, name))
 	case n.ShortTag() == "!!bool":
@@ -282,11 +260,11 @@ func (d *decoder) strList(v value, example string) ([]string, bool) {
 		d.noValue(v, fmt.Sprintf("write a list, such as %s: %s, or remove the line", lastKey(v.path), example))
 		return nil, false
 	case n.Kind == yaml.ScalarNode:
-		d.add(Error, v.pos, v.path, fmt.Sprintf("%s must be a list, not %s", name, kindName(n)),
+		d.add(Error, v.pos, v.path, fmt.Sprintf("%s must be a list, not %s", name, yamlnode.KindName(n)),
 			fmt.Sprintf("write %s: [%s]", lastKey(v.path), strconv.Quote(n.Value)))
 		return nil, false
 	case n.Kind != yaml.SequenceNode:
-		d.add(Error, v.pos, v.path, fmt.Sprintf("%s must be a list, not %s", name, kindName(n)),
+		d.add(Error, v.pos, v.path, fmt.Sprintf("%s must be a list, not %s", name, yamlnode.KindName(n)),
 			fmt.Sprintf("write a list, such as %s: %s", lastKey(v.path), example))
 		return nil, false
 	}
@@ -326,7 +304,7 @@ func (d *decoder) argv(v value) []string {
 		for i, w := range words {
 			quoted[i] = strconv.Quote(w)
 		}
-		d.add(Error, v.pos, v.path, fmt.Sprintf("%s must be a list of arguments, not %s", label(v.path), kindName(n)),
+		d.add(Error, v.pos, v.path, fmt.Sprintf("%s must be a list of arguments, not %s", label(v.path), yamlnode.KindName(n)),
 			fmt.Sprintf("write %s: [%s], one item per argument", lastKey(v.path), strings.Join(quoted, ", ")))
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hostprov/hostprov/internal/suggest"
+	"github.com/hostprov/hostprov/internal/yamlnode"
 )
 
 // hookFields are the fields of a hook, in the order they are documented.
@@ -368,7 +369,7 @@ func (d *decoder) pre(v value) [][]string {
 		return nil
 	}
 	if n.Kind != yaml.SequenceNode {
-		d.add(Error, v.pos, v.path, fmt.Sprintf("pre must be a list of commands, not %s", kindName(n)),
+		d.add(Error, v.pos, v.path, fmt.Sprintf("pre must be a list of commands, not %s", yamlnode.KindName(n)),
 			`write pre: [["/usr/bin/mkdir", "-p", "/x"]], one list of arguments per command`)
 		return nil
 	}
@@ -407,7 +408,7 @@ func (d *decoder) env(v value) map[string]string {
 		d.noValue(v, "write variables under env:, such as env: {NAME: value}, or remove the line")
 		return nil
 	case n.Kind != yaml.MappingNode:
-		d.add(Error, v.pos, v.path, fmt.Sprintf("env must be a mapping of names to values, not %s", kindName(n)),
+		d.add(Error, v.pos, v.path, fmt.Sprintf("env must be a mapping of names to values, not %s", yamlnode.KindName(n)),
 			"write env: {NAME: value}, one variable per key")
 		return nil
 	}
@@ -436,7 +437,7 @@ func (d *decoder) directives(v value) map[string][]string {
 		d.noValue(v, `write sections under directives:, such as directives: {Unit: ["After=network-online.target"]}, or remove the line`)
 		return nil
 	case n.Kind != yaml.MappingNode:
-		d.add(Error, v.pos, v.path, fmt.Sprintf("directives must be a mapping of sections to lists, not %s", kindName(n)),
+		d.add(Error, v.pos, v.path, fmt.Sprintf("directives must be a mapping of sections to lists, not %s", yamlnode.KindName(n)),
 			`write directives: {Unit: ["After=network-online.target"]}`)
 		return nil
 	}
@@ -493,7 +494,7 @@ func (d *decoder) dropins(v value) []Dropin {
 		d.noValue(v, "write a list of drop-ins, such as dropins: [{name: 10-limits.conf, contents: ...}], or remove the line")
 		return nil
 	case n.Kind != yaml.SequenceNode:
-		d.add(Error, v.pos, v.path, fmt.Sprintf("dropins must be a list, not %s", kindName(n)),
+		d.add(Error, v.pos, v.path, fmt.Sprintf("dropins must be a list, not %s", yamlnode.KindName(n)),
 			`write each drop-in as "- name: 10-limits.conf" with its contents: under it`)
 		return nil
 	}
@@ -505,7 +506,7 @@ func (d *decoder) dropins(v value) []Dropin {
 		}
 		item := d.item(v.path, i, c)
 		if item.node.Kind != yaml.MappingNode {
-			d.add(Error, item.pos, item.path, fmt.Sprintf("a drop-in must be a mapping of name and contents, not %s", kindName(item.node)),
+			d.add(Error, item.pos, item.path, fmt.Sprintf("a drop-in must be a mapping of name and contents, not %s", yamlnode.KindName(item.node)),
 				`write "- name: 10-limits.conf" with its contents: under it`)
 			continue
 		}
@@ -590,7 +591,7 @@ func (d *decoder) steps(v value) []Step {
 		d.noValue(v, "write a list of steps, such as steps: [{name: hello, run: [/bin/echo, hello]}], or remove the line")
 		return nil
 	case n.Kind != yaml.SequenceNode:
-		d.add(Error, v.pos, v.path, fmt.Sprintf("steps must be a list, not %s", kindName(n)),
+		d.add(Error, v.pos, v.path, fmt.Sprintf("steps must be a list, not %s", yamlnode.KindName(n)),
 			`write each step as "- name: detect" with run: [...] or sh: under it`)
 		return nil
 	case len(n.Content) == 0:
@@ -605,7 +606,7 @@ func (d *decoder) steps(v value) []Step {
 		}
 		item := d.item(v.path, i, c)
 		if item.node.Kind != yaml.MappingNode {
-			d.add(Error, item.pos, item.path, fmt.Sprintf("a step must be a mapping of name and run or sh, not %s", kindName(item.node)),
+			d.add(Error, item.pos, item.path, fmt.Sprintf("a step must be a mapping of name and run or sh, not %s", yamlnode.KindName(item.node)),
 				`write "- name: detect" with run: [...] or sh: under it`)
 			continue
 		}

@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/hostprov/hostprov/internal/yamlnode"
 )
 
 // headerHint shows the smallest valid spec; it is the hint wherever the
@@ -72,7 +74,7 @@ type decoder struct {
 func (d *decoder) parse(data []byte) *Spec {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
-	if err := decodeDocument(dec, &doc); err != nil {
+	if err := yamlnode.Decode(dec, &doc); err != nil {
 		if errors.Is(err, io.EOF) {
 			d.add(Error, Position{File: d.file}, "", "empty spec: the file has no YAML document", headerHint)
 		} else {
@@ -83,7 +85,7 @@ func (d *decoder) parse(data []byte) *Spec {
 	// One file is one spec: a second document would be silently ignored by
 	// a reader that takes the first, so it is an error, even when empty.
 	var extra yaml.Node
-	switch err := decodeDocument(dec, &extra); {
+	switch err := yamlnode.Decode(dec, &extra); {
 	case errors.Is(err, io.EOF):
 	case err != nil:
 		d.yamlError(err, data)
@@ -101,7 +103,7 @@ func (d *decoder) parse(data []byte) *Spec {
 		d.add(Error, Position{File: d.file}, "", "empty spec: the document has no content", headerHint)
 		return nil
 	case root.Kind != yaml.MappingNode:
-		d.add(Error, d.pos(root), "", fmt.Sprintf("a spec is a mapping of apiVersion, kind and hooks, not %s", kindName(root)), headerHint)
+		d.add(Error, d.pos(root), "", fmt.Sprintf("a spec is a mapping of apiVersion, kind and hooks, not %s", yamlnode.KindName(root)), headerHint)
 		return nil
 	}
 
@@ -145,19 +147,6 @@ func (d *decoder) parse(data []byte) *Spec {
 			"add hooks: with a list of hooks, or hooks: [] to have none on purpose")
 	}
 	return s
-}
-
-// decodeDocument reads the next document. yaml.v3 has panicked on hostile
-// input before (CVE-2022-28948); a spec it cannot read must be reported, not
-// crash the program, so a panic in it becomes an error. Only the YAML
-// library is guarded: a panic in this package's own code is a bug to see.
-func decodeDocument(dec *yaml.Decoder, n *yaml.Node) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("yaml: the YAML parser failed: %v", r)
-		}
-	}()
-	return dec.Decode(n)
 }
 
 var (
@@ -231,7 +220,7 @@ func (d *decoder) hooks(v value) {
 		d.add(Error, v.keyPos, v.path, "hooks has no value", "list the hooks under hooks:, or write hooks: [] to have none on purpose")
 		return
 	case n.Kind != yaml.SequenceNode:
-		d.add(Error, v.pos, v.path, fmt.Sprintf("hooks must be a list of hooks, not %s", kindName(n)),
+		d.add(Error, v.pos, v.path, fmt.Sprintf("hooks must be a list of hooks, not %s", yamlnode.KindName(n)),
 			`start each hook with "- name:", one indented line under hooks:`)
 		return
 	case len(n.Content) == 0:
@@ -246,7 +235,7 @@ func (d *decoder) hooks(v value) {
 		}
 		item := d.item(v.path, i, c)
 		if item.node.Kind != yaml.MappingNode {
-			d.add(Error, item.pos, item.path, fmt.Sprintf("a hook must be a mapping of fields, not %s", kindName(item.node)),
+			d.add(Error, item.pos, item.path, fmt.Sprintf("a hook must be a mapping of fields, not %s", yamlnode.KindName(item.node)),
 				`write a hook as "- name: my-hook" followed by its other fields`)
 			d.spec.Hooks = append(d.spec.Hooks, Hook{}) // keeps Hooks[i] at "hooks[i]"
 			continue

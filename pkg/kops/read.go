@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hostprov/hostprov/internal/suggest"
+	"github.com/hostprov/hostprov/internal/yamlnode"
 	"github.com/hostprov/hostprov/pkg/hooks"
 )
 
@@ -187,7 +188,7 @@ func (r *reader) read() *Manifests {
 	seen := 0
 	for {
 		var doc yaml.Node
-		err := decodeDocument(dec, &doc)
+		err := yamlnode.Decode(dec, &doc)
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -222,17 +223,6 @@ func (r *reader) read() *Manifests {
 			"give a kops Cluster or InstanceGroup manifest (apiVersion: kops.k8s.io/v1alpha2)")
 	}
 	return ms
-}
-
-// decodeDocument reads the next document, turning a panic of the YAML
-// library on hostile input into an error.
-func decodeDocument(dec *yaml.Decoder, n *yaml.Node) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = fmt.Errorf("yaml: the YAML parser failed: %v", v)
-		}
-	}()
-	return dec.Decode(n)
 }
 
 var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
@@ -363,7 +353,7 @@ func isString(n *yaml.Node) bool {
 func (r *reader) manifest(root *yaml.Node) *Manifest {
 	root = resolve(root)
 	if root.Kind != yaml.MappingNode {
-		r.add(hooks.Error, r.pos(root), "", fmt.Sprintf("a kops manifest is a mapping with apiVersion, kind, metadata and spec, not %s", kindName(root)),
+		r.add(hooks.Error, r.pos(root), "", fmt.Sprintf("a kops manifest is a mapping with apiVersion, kind, metadata and spec, not %s", yamlnode.KindName(root)),
 			"give a kops Cluster or InstanceGroup manifest, as kops get cluster -o yaml prints it")
 		return nil
 	}
@@ -415,7 +405,7 @@ func (r *reader) manifest(root *yaml.Node) *Manifest {
 		return m
 	}
 	if spec.Kind != yaml.MappingNode {
-		r.add(hooks.Error, r.pos(spec), "spec", fmt.Sprintf("spec must be a mapping, not %s", kindName(spec)), "")
+		r.add(hooks.Error, r.pos(spec), "spec", fmt.Sprintf("spec must be a mapping, not %s", yamlnode.KindName(spec)), "")
 		return m
 	}
 	if m.Kind == KindInstanceGroup {
@@ -474,7 +464,7 @@ func (r *reader) role(m *Manifest, spec *yaml.Node) {
 			"give it role: Node, ControlPlane, APIServer or Bastion")
 		return
 	case !isString(v):
-		r.add(hooks.Error, r.pos(k), "spec.role", fmt.Sprintf("spec.role must be a role name, not %s", kindName(v)),
+		r.add(hooks.Error, r.pos(k), "spec.role", fmt.Sprintf("spec.role must be a role name, not %s", yamlnode.KindName(v)),
 			"write role: Node, ControlPlane, APIServer or Bastion")
 		return
 	}
@@ -515,7 +505,7 @@ func (r *reader) hooks(m *Manifest, k, v *yaml.Node) {
 	case isNull(v):
 		return // "hooks:" with nothing: no hooks, as kops reads it
 	case v.Kind != yaml.SequenceNode:
-		r.add(hooks.Error, r.pos(v), "spec.hooks", fmt.Sprintf("hooks must be a list of hooks, not %s", kindName(v)),
+		r.add(hooks.Error, r.pos(v), "spec.hooks", fmt.Sprintf("hooks must be a list of hooks, not %s", yamlnode.KindName(v)),
 			`start each hook with "- name:", one indented line under hooks:`)
 		return
 	}
@@ -528,7 +518,7 @@ func (r *reader) hooks(m *Manifest, k, v *yaml.Node) {
 		h := Hook{Path: path, File: r.file, m: m, nodes: map[string]*yaml.Node{"": c}}
 		rc := resolve(c)
 		if rc.Kind != yaml.MappingNode {
-			r.add(hooks.Error, r.pos(c), path, fmt.Sprintf("a hook must be a mapping of fields, not %s", kindName(rc)),
+			r.add(hooks.Error, r.pos(c), path, fmt.Sprintf("a hook must be a mapping of fields, not %s", yamlnode.KindName(rc)),
 				`write a hook as "- name: my-hook" followed by its other fields`)
 			m.Hooks = append(m.Hooks, h)
 			continue
@@ -563,7 +553,7 @@ func (r *reader) hook(m *Manifest, h *Hook, n *yaml.Node) {
 			return
 		}
 		if k.Kind != yaml.ScalarNode {
-			r.add(hooks.Error, r.pos(k), h.Path, fmt.Sprintf("a key must be a name, not %s", kindName(k)), "write the key as a plain name")
+			r.add(hooks.Error, r.pos(k), h.Path, fmt.Sprintf("a key must be a name, not %s", yamlnode.KindName(k)), "write the key as a plain name")
 			continue
 		}
 		name := k.Value
@@ -657,7 +647,7 @@ func (r *reader) roles(m *Manifest, h *Hook, k, v *yaml.Node, path string) []Rol
 		return nil
 	}
 	if v.Kind != yaml.SequenceNode {
-		r.add(hooks.Error, r.pos(v), path, fmt.Sprintf("roles must be a list, not %s", kindName(v)), "write roles: [Node, ControlPlane]")
+		r.add(hooks.Error, r.pos(v), path, fmt.Sprintf("roles must be a list, not %s", yamlnode.KindName(v)), "write roles: [Node, ControlPlane]")
 		return nil
 	}
 	var out []Role
@@ -666,7 +656,7 @@ func (r *reader) roles(m *Manifest, h *Hook, k, v *yaml.Node, path string) []Rol
 		h.nodes[fmt.Sprintf("roles[%d]", i)] = c
 		rc := resolve(c)
 		if !isString(rc) {
-			r.add(hooks.Error, r.pos(c), p, fmt.Sprintf("a role must be a name, not %s", kindName(rc)), "write a role such as Node")
+			r.add(hooks.Error, r.pos(c), p, fmt.Sprintf("a role must be a name, not %s", yamlnode.KindName(rc)), "write a role such as Node")
 			continue
 		}
 		// A role kops does not know is kept as written, so that the
@@ -689,7 +679,7 @@ func (r *reader) strList(h *Hook, field string, k, v *yaml.Node, path string) []
 		if v.Kind == yaml.ScalarNode {
 			hint = fmt.Sprintf("write %s: [%s]", field, strconv.Quote(v.Value))
 		}
-		r.add(hooks.Error, r.pos(v), path, fmt.Sprintf("%s must be a list of unit names, not %s", field, kindName(v)), hint)
+		r.add(hooks.Error, r.pos(v), path, fmt.Sprintf("%s must be a list of unit names, not %s", field, yamlnode.KindName(v)), hint)
 		return nil
 	}
 	out := make([]string, 0, len(v.Content))
@@ -716,7 +706,7 @@ func (r *reader) execContainer(h *Hook, k, v *yaml.Node, path string) *ExecConta
 		return nil
 	}
 	if v.Kind != yaml.MappingNode {
-		r.add(hooks.Error, r.pos(v), path, fmt.Sprintf("execContainer must be a mapping of image, command and environment, not %s", kindName(v)),
+		r.add(hooks.Error, r.pos(v), path, fmt.Sprintf("execContainer must be a mapping of image, command and environment, not %s", yamlnode.KindName(v)),
 			"write execContainer: {image: busybox, command: [sh, -c, ...]}")
 		return nil
 	}
@@ -751,7 +741,7 @@ func (r *reader) execContainer(h *Hook, k, v *yaml.Node, path string) *ExecConta
 					}
 					hint = fmt.Sprintf("write command: [%s], one item per argument", strings.Join(words, ", "))
 				}
-				r.add(hooks.Error, r.pos(v.Content[i+1]), p, fmt.Sprintf("command must be a list of arguments, not %s", kindName(ev)), hint)
+				r.add(hooks.Error, r.pos(v.Content[i+1]), p, fmt.Sprintf("command must be a list of arguments, not %s", yamlnode.KindName(ev)), hint)
 				continue
 			}
 			ec.Command = make([]string, 0, len(ev.Content))
@@ -768,7 +758,7 @@ func (r *reader) execContainer(h *Hook, k, v *yaml.Node, path string) *ExecConta
 				continue
 			}
 			if ev.Kind != yaml.MappingNode {
-				r.add(hooks.Error, r.pos(v.Content[i+1]), p, fmt.Sprintf("environment must be a mapping of names to values, not %s", kindName(ev)),
+				r.add(hooks.Error, r.pos(v.Content[i+1]), p, fmt.Sprintf("environment must be a mapping of names to values, not %s", yamlnode.KindName(ev)),
 					"write environment: {NAME: value}")
 				continue
 			}
@@ -804,10 +794,10 @@ func (r *reader) str(v, k *yaml.Node, path string) (string, bool) {
 		r.add(hooks.Error, r.pos(k), path, lastKey(path)+" has no value", `give it a value, write "" for an empty string, or remove the line`)
 		return "", false
 	case v.Kind != yaml.ScalarNode:
-		r.add(hooks.Error, r.pos(v), path, fmt.Sprintf("%s must be a string, not %s", lastKey(path), kindName(v)), "write a single value")
+		r.add(hooks.Error, r.pos(v), path, fmt.Sprintf("%s must be a string, not %s", lastKey(path), yamlnode.KindName(v)), "write a single value")
 		return "", false
 	case v.ShortTag() != "!!str":
-		r.add(hooks.Error, r.pos(v), path, fmt.Sprintf("%s must be a string, not %s; kops refuses it", lastKey(path), kindName(v)),
+		r.add(hooks.Error, r.pos(v), path, fmt.Sprintf("%s must be a string, not %s; kops refuses it", lastKey(path), yamlnode.KindName(v)),
 			fmt.Sprintf("quote it: %s", strconv.Quote(v.Value)))
 		return v.Value, false
 	}
@@ -824,7 +814,7 @@ func (r *reader) boolean(v, k *yaml.Node, path string) (bool, bool) {
 	case v.Kind == yaml.ScalarNode && v.ShortTag() == "!!str":
 		r.add(hooks.Error, r.pos(v), path, fmt.Sprintf("%s must be true or false, not the string %q", name, v.Value), "use true or false, without quotes")
 	default:
-		r.add(hooks.Error, r.pos(v), path, fmt.Sprintf("%s must be true or false, not %s", name, kindName(v)), "use true or false")
+		r.add(hooks.Error, r.pos(v), path, fmt.Sprintf("%s must be true or false, not %s", name, yamlnode.KindName(v)), "use true or false")
 	}
 	return false, false
 }
@@ -879,29 +869,6 @@ func (r *reader) checkHook(h *Hook, present map[string]bool, bad bool) {
 		pos, p := at("execContainer.image")
 		r.add(hooks.Error, pos, p, "the execContainer has no image; kops skips such a hook", "give image:, such as image: busybox")
 	}
-}
-
-// kindName says what a node is, for messages.
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.ScalarNode:
-		switch n.ShortTag() {
-		case "!!null":
-			return "empty"
-		case "!!bool":
-			return "a boolean (" + n.Value + ")"
-		case "!!int", "!!float":
-			return "a number (" + n.Value + ")"
-		case "!!str":
-			return "a string"
-		}
-		return "a value tagged " + n.ShortTag()
-	}
-	return "an alias"
 }
 
 func lastKey(path string) string {

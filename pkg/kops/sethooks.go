@@ -9,6 +9,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/hostprov/hostprov/internal/yamlnode"
+
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
 )
@@ -95,7 +97,7 @@ func findTarget(manifest []byte, instanceGroup string) (*target, error) {
 	var names []string
 	for {
 		var doc yaml.Node
-		err := decodeDocument(dec, &doc)
+		err := yamlnode.Decode(dec, &doc)
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -151,7 +153,7 @@ func findTarget(manifest []byte, instanceGroup string) (*target, error) {
 				}
 			}
 		} else if !isNull(t.spec) {
-			return nil, fmt.Errorf("line %d: spec is %s; hostprov writes hooks only into a block mapping", t.spec.Line, kindName(t.spec))
+			return nil, fmt.Errorf("line %d: spec is %s; hostprov writes hooks only into a block mapping", t.spec.Line, yamlnode.KindName(t.spec))
 		} else if t.spec.Style != 0 || t.spec.Value != "" {
 			return nil, fmt.Errorf("line %d: spec is written as %q; write it as an empty line after spec: or a block mapping", t.spec.Line, t.spec.Value)
 		}
@@ -474,7 +476,7 @@ func rewriteHooks(lines []string, t *target, items []hookItem) ([]string, error)
 			keep = append(keep, hookItem{node: rc})
 		}
 	} else if !isNull(t.hooksVal) {
-		return nil, fmt.Errorf("line %d: hooks is %s, not a list", t.hooksVal.Line, kindName(t.hooksVal))
+		return nil, fmt.Errorf("line %d: hooks is %s, not a list", t.hooksVal.Line, yamlnode.KindName(t.hooksVal))
 	}
 	dash := indent + t.style.offset
 	var b bytes.Buffer
