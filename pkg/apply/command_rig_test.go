@@ -1,6 +1,7 @@
 package apply_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,6 +10,24 @@ import (
 
 	"github.com/hostprov/hostprov/pkg/apply"
 )
+
+// prepareISCSI readies a rig node for the iSCSI example: an os-release for
+// its detection (the host's: the rig's /usr is the host's), a fake
+// iscsi-iname and the given tools on PATH, and a stand-in iscsid.service
+// that hostprov does not own. It returns the stand-in's contents.
+func (n *rigNode) prepareISCSI(ctx context.Context, tools map[string]string) string {
+	n.t.Helper()
+	if err := os.Symlink("../usr/lib/os-release", filepath.Join(n.r.Root, "etc/os-release")); err != nil {
+		n.t.Fatal(err)
+	}
+	tools["iscsi-iname"] = "#!/bin/sh\necho iqn.2004-10.com.example:hostprov-rig\n"
+	n.installTools(ctx, tools)
+	iscsid := "[Unit]\nDescription=stand-in for the iSCSI daemon\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/true\n\n[Install]\nWantedBy=multi-user.target\n"
+	if err := n.r.WriteUnit("iscsid.service", []byte(iscsid)); err != nil {
+		n.t.Fatal(err)
+	}
+	return iscsid
+}
 
 // report returns status's report of one unit of the node.
 func (n *rigNode) report(t *testing.T, unit string) apply.UnitReport {
@@ -100,19 +119,10 @@ func TestRigISCSIOnce(t *testing.T) {
 	t.Parallel()
 	ctx := rigContext(t)
 	n := newRigNode(ctx, t)
-	// The detection reads /etc/os-release: the host's, a Debian, whose
-	// package manager is apt-get.
-	if err := os.Symlink("../usr/lib/os-release", filepath.Join(n.r.Root, "etc/os-release")); err != nil {
-		t.Fatal(err)
-	}
-	n.installTools(ctx, map[string]string{
-		"apt-get":     "#!/bin/sh\necho \"apt-get $*\" >> /var/lib/apt-get.calls\n",
-		"iscsi-iname": "#!/bin/sh\necho iqn.2004-10.com.example:hostprov-rig\n",
+	// The host's os-release is a Debian's, whose package manager is apt-get.
+	n.prepareISCSI(ctx, map[string]string{
+		"apt-get": "#!/bin/sh\necho \"apt-get $*\" >> /var/lib/apt-get.calls\n",
 	})
-	iscsid := "[Unit]\nDescription=stand-in for the iSCSI daemon\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/true\n\n[Install]\nWantedBy=multi-user.target\n"
-	if err := n.r.WriteUnit("iscsid.service", []byte(iscsid)); err != nil {
-		t.Fatal(err)
-	}
 	calls := func() []string {
 		b, _ := os.ReadFile(filepath.Join(n.r.Root, "var/lib/apt-get.calls"))
 		return strings.Split(strings.TrimSpace(string(b)), "\n")

@@ -547,19 +547,9 @@ func TestRigApplyISCSIExample(t *testing.T) {
 	t.Parallel()
 	ctx := rigContext(t)
 	n := newRigNode(ctx, t)
-	// The rig's /etc has no os-release, which the detection reads; the
-	// host's (its /usr is the rig's) will do.
-	if err := os.Symlink("../usr/lib/os-release", filepath.Join(n.r.Root, "etc/os-release")); err != nil {
-		t.Fatal(err)
-	}
-	n.installTools(ctx, map[string]string{
-		"iscsiadm":    "#!/bin/sh\necho 'iscsiadm (hostprov rig fake)'\n",
-		"iscsi-iname": "#!/bin/sh\necho iqn.2004-10.com.example:hostprov-rig\n",
+	iscsid := n.prepareISCSI(ctx, map[string]string{
+		"iscsiadm": "#!/bin/sh\necho 'iscsiadm (hostprov rig fake)'\n",
 	})
-	iscsid := "[Unit]\nDescription=stand-in for the iSCSI daemon\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/true\n\n[Install]\nWantedBy=multi-user.target\n"
-	if err := n.r.WriteUnit("iscsid.service", []byte(iscsid)); err != nil {
-		t.Fatal(err)
-	}
 	if err := n.m.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}
