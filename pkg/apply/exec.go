@@ -98,7 +98,8 @@ func execute(ctx context.Context, p *Plan, sd Systemd, log Logger, files fileOps
 // middle of a write left beside the files of the units it works on
 // (".NAME.tmp-*", see fsutil.WriteFile). systemd ignores hidden files, but
 // they are litter in the unit directory; only names of units this apply
-// owns or writes are touched.
+// owns or writes are touched. Each directory is listed once, so that a
+// re-apply of many units stays linear.
 func (e *executor) removeTemps() {
 	names := map[string]bool{}
 	for _, u := range e.p.state.Units {
@@ -107,14 +108,30 @@ func (e *executor) removeTemps() {
 	for _, u := range e.p.Units {
 		names[u.Unit] = true
 	}
-	for name := range names {
-		for _, pattern := range []string{
-			filepath.Join(e.dir, "."+name+".tmp-*"),
-			filepath.Join(e.dir, name+".d", ".*.conf.tmp-*"),
-		} {
-			ms, _ := filepath.Glob(pattern)
-			for _, m := range ms {
-				os.Remove(m)
+	// tempOf returns the file a temporary file stands in for, or "".
+	tempOf := func(entry string) string {
+		i := strings.LastIndex(entry, ".tmp-")
+		if !strings.HasPrefix(entry, ".") || i < 1 {
+			return ""
+		}
+		return entry[1:i]
+	}
+	entries, err := os.ReadDir(e.dir)
+	if err != nil {
+		return
+	}
+	for _, ent := range entries {
+		n := ent.Name()
+		switch {
+		case ent.Type().IsRegular() && names[tempOf(n)]:
+			os.Remove(filepath.Join(e.dir, n))
+		case ent.IsDir() && strings.HasSuffix(n, ".d") && names[strings.TrimSuffix(n, ".d")]:
+			dir := filepath.Join(e.dir, n)
+			dropins, _ := os.ReadDir(dir)
+			for _, d := range dropins {
+				if d.Type().IsRegular() && strings.HasSuffix(tempOf(d.Name()), ".conf") {
+					os.Remove(filepath.Join(dir, d.Name()))
+				}
 			}
 		}
 	}
