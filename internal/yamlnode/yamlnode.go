@@ -3,7 +3,9 @@
 package yamlnode
 
 import (
+	"bytes"
 	"fmt"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -43,4 +45,48 @@ func Decode(dec *yaml.Decoder, n *yaml.Node) (err error) {
 		}
 	}()
 	return dec.Decode(n)
+}
+
+// Text is a string scalar for text that a person should be able to
+// read in the output: a literal block where BlockSafe says the block reads
+// back as exactly the text, and a double-quoted scalar, with escapes where
+// needed, otherwise. yaml.v3 may still pick double quotes for a text
+// BlockSafe accepts (it does for characters beyond U+FFFF); that keeps the
+// bytes too. The tests of package render prove the round trip with yaml.v3
+// and with cloud-init's own YAML parser.
+func Text(b []byte) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: string(b)}
+	if BlockSafe(b) {
+		n.Style = yaml.LiteralStyle
+	} else {
+		n.Style = yaml.DoubleQuotedStyle
+	}
+	return n
+}
+
+// BlockSafe reports whether yaml.v3 writes b as a literal block that reads
+// back as b. It does not for a text that starts with a line break, a space
+// or a tab (yaml.v3 writes a wrong indentation indicator, or none), that
+// does not end in exactly one line break, that has spaces or tabs before a
+// line break, or that holds control characters or what YAML takes for a
+// line break or byte order mark (U+0085, U+2028, U+2029, U+FEFF).
+func BlockSafe(b []byte) bool {
+	if len(b) == 0 || b[0] == '\n' || b[0] == ' ' || b[0] == '\t' || !utf8.Valid(b) ||
+		!bytes.HasSuffix(b, []byte("\n")) || bytes.HasSuffix(b, []byte("\n\n")) {
+		return false
+	}
+	prev := rune(0)
+	for _, r := range string(b) {
+		switch {
+		case r == '\n':
+			if prev == ' ' || prev == '\t' {
+				return false
+			}
+		case r == '\t':
+		case r < 0x20, r == 0x7f, r == 0x85, r == 0x2028, r == 0x2029, r == 0xfeff:
+			return false
+		}
+		prev = r
+	}
+	return true
 }

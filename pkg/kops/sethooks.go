@@ -212,46 +212,31 @@ type hookItem struct {
 }
 
 func hookItems(units []render.Unit, apiVersion, kind string) ([]hookItem, error) {
+	// What kops can express is render's decision, the same as for
+	// --format kops; only where the hooks go is this package's.
+	hs, err := render.KopsHooks(units)
+	if err != nil {
+		return nil, err
+	}
 	var out []hookItem
-	seen := map[string]bool{}
-	for _, u := range units {
-		if seen[u.Name] {
-			return nil, fmt.Errorf("%s: two units of one name", u.Name)
-		}
-		seen[u.Name] = true
-		switch {
-		case u.Mask:
-			return nil, fmt.Errorf("%s is masked: a kops hook cannot mask a unit", u.Name)
-		case len(u.Dropins) > 0:
-			return nil, fmt.Errorf("%s has drop-ins: a kops hook cannot carry drop-ins; write the whole unit with useRawManifest instead", u.Name)
-		case strings.Contains(u.Name, "@.") && u.Contents != nil:
-			return nil, fmt.Errorf("%s is a template: nodeup restarts every hook's unit by its name, and a template cannot be started without an instance", u.Name)
-		}
+	for _, h := range hs {
 		m := &yaml.Node{Kind: yaml.MappingNode}
 		add := func(k string, v *yaml.Node) {
 			m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}, v)
 		}
-		add("name", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: u.Name})
-		disabled := u.Enabled != nil && !*u.Enabled
+		add("name", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: h.Name})
 		switch {
-		case u.Contents == nil && disabled:
-			if apiVersion == V1Alpha2 && kind == KindInstanceGroup {
-				return nil, fmt.Errorf("%s is to be disabled, but kops does not invert disabled: for v1alpha2 InstanceGroup hooks; write the InstanceGroup as %s, or disable the unit from the Cluster spec", u.Name, V1Alpha3)
-			}
-			if apiVersion == V1Alpha3 {
-				add("enabled", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "false"})
-			} else {
-				add("disabled", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
-			}
-		case u.Contents == nil:
-			return nil, fmt.Errorf("%s has no unit file: a kops hook can only disable an existing unit, not enable or start one", u.Name)
-		case disabled:
-			return nil, fmt.Errorf("%s is not to be enabled, but kops enables and starts the unit of every hook", u.Name)
+		case h.Manifest == nil && apiVersion == V1Alpha2 && kind == KindInstanceGroup:
+			return nil, fmt.Errorf("%s is to be disabled, but kops does not invert disabled: for v1alpha2 InstanceGroup hooks; write the InstanceGroup as %s, or disable the unit from the Cluster spec", h.Name, V1Alpha3)
+		case h.Manifest == nil && apiVersion == V1Alpha3:
+			add("enabled", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "false"})
+		case h.Manifest == nil:
+			add("disabled", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
 		default:
 			add("useRawManifest", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
-			add("manifest", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Style: yaml.LiteralStyle, Value: string(u.Contents)})
+			add("manifest", yamlnode.Text(h.Manifest))
 		}
-		out = append(out, hookItem{name: u.Name, node: m})
+		out = append(out, hookItem{name: h.Name, node: m})
 	}
 	return out, nil
 }

@@ -191,8 +191,8 @@ func TestSetHooksRefuses(t *testing.T) {
 		{"mask", cluster, "", render.Unit{Name: "a.service", Mask: true}, "cannot mask"},
 		{"template", cluster, "", render.Unit{Name: "a@.service", Contents: []byte("[Unit]\n")}, "template"},
 		{"drop-ins", cluster, "", render.Unit{Name: "a.service", Dropins: []render.Dropin{{Name: "x.conf"}}}, "drop-ins"},
-		{"not enabled", cluster, "", render.Unit{Name: "a.service", Contents: []byte("[Unit]\n"), Enabled: &no}, "kops enables"},
-		{"enable existing", cluster, "", render.Unit{Name: "a.service", Enabled: &yes}, "can only disable"},
+		{"not enabled", cluster, "", render.Unit{Name: "a.service", Contents: []byte("[Unit]\n"), Enabled: &no}, "without enabling and starting it"},
+		{"enable existing", cluster, "", render.Unit{Name: "a.service", Enabled: &yes}, "cannot enable a unit it does not write"},
 		{"a hook of the person", cluster, "", render.Unit{Name: "mine.service", Contents: []byte("[Unit]\n")}, "not hostprov's"},
 		{"no instance group", cluster, "nodes", render.Unit{Name: "a.service", Contents: []byte("[Unit]\n")}, `no an InstanceGroup named "nodes"`},
 		{"v1alpha2 instance group disabled", []byte("apiVersion: kops.k8s.io/v1alpha2\nkind: InstanceGroup\nmetadata:\n  name: nodes\nspec:\n  role: Node\n"),
@@ -221,6 +221,31 @@ func TestSetHooksDisabled(t *testing.T) {
 		ms, diags := kops.Read("c.yaml", out)
 		if len(diags) > 0 || len(ms.Cluster.Hooks) != 1 || ms.Cluster.Hooks[0].IsEnabled() {
 			t.Errorf("%s: the unit is not disabled: %v\n%s", v, diags, out)
+		}
+	}
+}
+
+// TestSetHooksKeepsBytes writes units whose text a YAML literal block
+// cannot hold as it is (trailing blanks, a tab first, no final newline)
+// and reads the manifest back: the bytes must be the unit's.
+func TestSetHooksKeepsBytes(t *testing.T) {
+	cluster := []byte("apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nmetadata:\n  name: c\nspec:\n  hooks: []\n")
+	for _, contents := range []string{
+		"[Service]\nExecStart=/bin/true   \n",
+		"\t[Service]\nExecStart=/bin/true\n",
+		"[Service]\nExecStart=/bin/true",
+		"[Service]\nExecStart=/bin/echo \"ünïcödé\"\n\n",
+	} {
+		out, err := kops.SetHooks(cluster, "", []render.Unit{{Name: "a.service", Contents: []byte(contents)}})
+		if err != nil {
+			t.Fatalf("%q: %v", contents, err)
+		}
+		m, diags := kops.Read("cluster.yaml", out)
+		if diags.HasErrors(false) || m.Cluster == nil || len(m.Cluster.Hooks) != 1 {
+			t.Fatalf("%q: reading back:\n%s\n%v", contents, out, diags)
+		}
+		if got := m.Cluster.Hooks[0].Manifest; got != contents {
+			t.Errorf("manifest read back %q, want %q; file:\n%s", got, contents, out)
 		}
 	}
 }

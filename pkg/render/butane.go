@@ -149,7 +149,7 @@ func butaneMapping(vs []ButaneVersion) string {
 // opts' IgnitionVersion: the same decisions about contents, enabled and
 // mask (see ignitionUnits), as YAML written with yaml.v3's own encoder.
 // Unit and drop-in contents are literal block scalars ("|") where that
-// keeps every byte, and double-quoted scalars otherwise (see blockSafe).
+// keeps every byte, and double-quoted scalars otherwise (see yamlnode.BlockSafe).
 // The error is an *OptionError for options that cannot be met.
 func Butane(us []Unit, opts ButaneOptions) ([]byte, error) {
 	opts, err := opts.Resolve()

@@ -3,9 +3,10 @@ package render
 import (
 	"bytes"
 	"fmt"
-	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/hostprov/hostprov/internal/yamlnode"
 )
 
 // The YAML outputs (Butane, cloud-init, kops) are built as yaml.v3 node
@@ -23,49 +24,9 @@ func yamlStr(s string) *yaml.Node {
 	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
 }
 
-// yamlText is a string scalar for text that a person should be able to
-// read in the output: a literal block where blockSafe says the block reads
-// back as exactly the text, and a double-quoted scalar, with escapes where
-// needed, otherwise. yaml.v3 may still pick double quotes for a text
-// blockSafe accepts (it does for characters beyond U+FFFF); that keeps the
-// bytes too. The tests prove the round trip with yaml.v3 and with
-// cloud-init's own YAML parser.
-func yamlText(b []byte) *yaml.Node {
-	n := yamlStr(string(b))
-	if blockSafe(b) {
-		n.Style = yaml.LiteralStyle
-	} else {
-		n.Style = yaml.DoubleQuotedStyle
-	}
-	return n
-}
-
-// blockSafe reports whether yaml.v3 writes b as a literal block that reads
-// back as b. It does not for a text that starts with a line break, a space
-// or a tab (yaml.v3 writes a wrong indentation indicator, or none), that
-// does not end in exactly one line break, that has spaces or tabs before a
-// line break, or that holds control characters or what YAML takes for a
-// line break or byte order mark (U+0085, U+2028, U+2029, U+FEFF).
-func blockSafe(b []byte) bool {
-	if len(b) == 0 || b[0] == '\n' || b[0] == ' ' || b[0] == '\t' || !utf8.Valid(b) ||
-		!bytes.HasSuffix(b, []byte("\n")) || bytes.HasSuffix(b, []byte("\n\n")) {
-		return false
-	}
-	prev := rune(0)
-	for _, r := range string(b) {
-		switch {
-		case r == '\n':
-			if prev == ' ' || prev == '\t' {
-				return false
-			}
-		case r == '\t':
-		case r < 0x20, r == 0x7f, r == 0x85, r == 0x2028, r == 0x2029, r == 0xfeff:
-			return false
-		}
-		prev = r
-	}
-	return true
-}
+// yamlText is unit text as a readable and exact scalar; see
+// yamlnode.Text.
+func yamlText(b []byte) *yaml.Node { return yamlnode.Text(b) }
 
 // yamlEncode writes n as a YAML document indented by two spaces, the
 // indentation of cloud-init's and kops's documentation.
