@@ -10,13 +10,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprov/hostprov/internal/corpus"
 	_ "github.com/hostprov/hostprov/internal/golden" // defines -update
 	"github.com/hostprov/hostprov/pkg/render"
 	"github.com/hostprov/hostprov/pkg/units"
 )
 
 // corpus is the real-world material beside the repository, when it is there.
-var corpus = filepath.Join("..", "..", "shared", "corpus")
+var corpusDir = corpus.Path()
 
 // iscsiStep returns the shell script of a step of the iSCSI example's
 // command hook, read back from the rendered unit the way systemd reads it:
@@ -65,7 +66,7 @@ func iscsiStep(t *testing.T, step string) string {
 // it leaves for the install step: the package manager and package, or that
 // the tools are present.
 func TestISCSIDetect(t *testing.T) {
-	dir := filepath.Join(corpus, "iscsi", "os-release")
+	dir := filepath.Join(corpusDir, "iscsi", "os-release")
 	files, _ := filepath.Glob(filepath.Join(dir, "*.os-release"))
 	if len(files) == 0 {
 		t.Skipf("no os-release files under %s: the real-world corpus is not beside the repository", dir)

@@ -11,13 +11,14 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/hostprov/hostprov/internal/corpus"
 	_ "github.com/hostprov/hostprov/internal/golden" // defines -update
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/kops"
 )
 
 // corpusDir is the real kops material beside the repository.
-var corpusDir = filepath.Join("..", "..", "..", "shared", "corpus", "kops")
+var corpusDir = corpus.Path("kops")
 
 func needCorpus(t testing.TB) {
 	t.Helper()
@@ -36,16 +37,10 @@ func readCorpus(t testing.TB, rel string) []byte {
 	return stripHeader(data)
 }
 
+// stripHeader removes the provenance header of a corpus file that has one.
 func stripHeader(data []byte) []byte {
-	i := bytes.Index(data, []byte("corpus-header-end"))
-	if i < 0 {
-		return data
-	}
-	j := bytes.IndexByte(data[i:], '\n')
-	if j < 0 {
-		return nil
-	}
-	return data[i+j+1:]
+	body, _ := corpus.Strip(data)
+	return body
 }
 
 // task is one task of a kops tasks file (a kops golden or an oracle).

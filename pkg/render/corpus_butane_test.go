@@ -1,7 +1,6 @@
 package render_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,12 +13,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"gopkg.in/yaml.v3"
 
+	"github.com/hostprov/hostprov/internal/corpus"
 	"github.com/hostprov/hostprov/pkg/render"
 )
 
 // butaneCorpus is real Butane configs, each with the Ignition config
 // upstream Butane made of it (../shared/corpus beside the repository).
-var butaneCorpus = filepath.Join("..", "..", "..", "shared", "corpus", "butane")
+var butaneCorpus = corpus.Path("butane")
 
 // corpusDifferences are the differences between hostprov's units and
 // Butane's that have a reason, per corpus case: "UNIT: FIELD" with why.
@@ -100,19 +100,15 @@ func hooksOf(units []butaneUnit) []hookOf {
 	return hs
 }
 
-// stripHeader removes the corpus's provenance header: every line up to and
-// including the one that says corpus-header-end.
+// stripHeader removes the corpus's provenance header, which every corpus
+// file has.
 func stripHeader(t *testing.T, data []byte) []byte {
 	t.Helper()
-	i := bytes.Index(data, []byte("corpus-header-end"))
-	if i < 0 {
+	body, ok := corpus.Strip(data)
+	if !ok {
 		t.Fatal("no corpus-header-end line")
 	}
-	nl := bytes.IndexByte(data[i:], '\n')
-	if nl < 0 {
-		return nil
-	}
-	return data[i+nl+1:]
+	return body
 }
 
 // TestCorpusButaneParity: for every real Butane config of the corpus, a

@@ -8,24 +8,21 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/hostprov/hostprov/internal/corpus"
 )
 
 // corpusDir is the shared real-world corpus beside the repository root.
-var corpusDir = filepath.Join("..", "..", "..", "shared", "corpus", "units")
+var corpusDir = corpus.Path("units")
 
-// stripProvenance removes the corpus provenance header: every line up to
-// and including the one containing "corpus-header-end".
+// stripProvenance removes the corpus provenance header, which every
+// corpus file has.
 func stripProvenance(t *testing.T, data []byte) []byte {
 	t.Helper()
-	i := bytes.Index(data, []byte("corpus-header-end"))
-	if i < 0 {
+	body, ok := corpus.Strip(data)
+	if !ok {
 		t.Fatal("no corpus-header-end line")
 	}
-	nl := bytes.IndexByte(data[i:], '\n')
-	if nl < 0 {
-		return nil
-	}
-	return data[i+nl+1:]
+	return body
 }
 
 func TestCorpus(t *testing.T) {
