@@ -106,3 +106,22 @@ func (r *Rig) WriteUnit(name string, data []byte) error {
 	}
 	return os.WriteFile(path, data, 0o644)
 }
+
+// Install copies the host file src into the rig at path (an absolute path
+// inside the rig, such as /opt/tool), executable, making its directory:
+// how a test puts a binary it built, or the test binary itself, in reach
+// of commands run with Run.
+func (r *Rig) Install(src, path string) error {
+	if !filepath.IsAbs(path) {
+		return fmt.Errorf("rig: %q is not an absolute path inside the rig", path)
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	dst := filepath.Join(r.Root, path)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(dst, data, 0o755)
+}

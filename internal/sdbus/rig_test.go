@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -105,8 +104,7 @@ func TestDialNotRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(r.Root, "opt/sdbus.test")
-	if err := copyFile(self, bin, 0o755); err != nil {
+	if err := r.Install(self, "/opt/sdbus.test"); err != nil {
 		t.Fatal(err)
 	}
 	asNobody := []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
@@ -226,21 +224,4 @@ func TestRefusals(t *testing.T) {
 			t.Errorf("enable made %s in a read-only directory", link)
 		}
 	}
-}
-
-func copyFile(src, dst string, mode os.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

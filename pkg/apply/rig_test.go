@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -867,7 +866,7 @@ func TestRigCrash(t *testing.T) {
 	ctx := rigContext(t)
 	bin := buildHostprov(t, t.TempDir())
 	n := newRigNode(ctx, t)
-	if err := rigCopyFile(bin, filepath.Join(n.r.Root, "opt/hostprov"), 0o755); err != nil {
+	if err := n.r.Install(bin, "/opt/hostprov"); err != nil {
 		t.Fatal(err)
 	}
 	// Every version of every unit file either spec renders.
@@ -984,21 +983,4 @@ func TestRigCrash(t *testing.T) {
 	if killed < wantKills || len(progress) < 3 {
 		t.Errorf("only %d kills, at %d different points: the test did not cut applies at enough places", killed, len(progress))
 	}
-}
-
-func rigCopyFile(src, dst string, mode os.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

@@ -61,7 +61,7 @@ func newIgnitionMachine(t testing.TB) *ignitionMachine {
 	tool := ignitionApplyTool(t)
 	r := rig.Start(t)
 	m := &ignitionMachine{r: r, tool: "/var/lib/hostprov-tools/ignition-apply"}
-	if err := copyFile(tool, filepath.Join(r.Root, m.tool), 0o755); err != nil {
+	if err := r.Install(tool, m.tool); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := r.Run(context.Background(), m.tool, "--version"); err != nil {
@@ -70,14 +70,6 @@ func newIgnitionMachine(t testing.TB) *ignitionMachine {
 		t.Logf("%s", strings.TrimSpace(out))
 	}
 	return m
-}
-
-func copyFile(from, to string, mode fs.FileMode) error {
-	b, err := os.ReadFile(from)
-	if err != nil {
-		return err
-	}
-	return writeFile(to, b, mode)
 }
 
 // writeFile writes a file, making its directory.
