@@ -183,3 +183,18 @@ type Dropin struct {
 func (h *Hook) IsEnabled() bool {
 	return (h.Enabled == nil || *h.Enabled) && h.When != WhenNever
 }
+
+// Generated reports whether the hook is of the generated kind: whether
+// any field that makes unit content is set, so that the hook renders to a
+// unit file of its own. A hook that is not raw and not generated only adds
+// drop-ins to, enables or masks a unit of the machine. ExpandEnv and
+// Specifiers only change how other fields are written. A field added to
+// Hook that makes unit content belongs here.
+func (h *Hook) Generated() bool {
+	return h.Manifest != "" || len(h.Exec) > 0 || len(h.Pre) > 0 || len(h.Steps) > 0 || len(h.Directives) > 0 ||
+		h.Description != "" || len(h.Requires)+len(h.Wants)+len(h.Before)+len(h.After) > 0 || h.WantedBy != nil ||
+		h.Type != "" || len(h.Env) > 0 || h.EnvironmentFile != "" || h.WorkingDirectory != "" ||
+		h.User != "" || h.Group != "" || h.Restart != "" || h.RestartSec != "" ||
+		h.TimeoutStartSec != "" || h.TimeoutStopSec != "" || h.RemainAfterExit != nil ||
+		h.StateDirectory != "" || h.LogsDirectory != "" || h.ConfigurationDirectory != ""
+}

@@ -174,7 +174,7 @@ func (b *builder) hook(i int) (Unit, bool) {
 			u.Contents = units.NormalizeRaw([]byte(h.Manifest))
 			b.checkFile(p, name, file, b.rawPos(p+".manifest"))
 		}
-	case hasBody(h):
+	case h.Generated():
 		var pos posFunc
 		file, pos = b.generate(i, name)
 		if file != nil {
@@ -205,17 +205,6 @@ func (b *builder) hook(i int) (Unit, bool) {
 		u.Dropins = append(u.Dropins, Dropin{Name: d.Name, Contents: units.NormalizeRaw([]byte(d.Contents))})
 	}
 	return u, true
-}
-
-// hasBody reports whether a hook generates a unit file of its own, as
-// opposed to only adding drop-ins to, enabling or masking an existing one.
-func hasBody(h *hooks.Hook) bool {
-	return h.Manifest != "" || len(h.Exec) > 0 || len(h.Pre) > 0 || len(h.Directives) > 0 ||
-		h.Description != "" || len(h.Requires)+len(h.Wants)+len(h.Before)+len(h.After) > 0 ||
-		h.Type != "" || len(h.Env) > 0 || h.EnvironmentFile != "" || h.WorkingDirectory != "" ||
-		h.User != "" || h.Group != "" || h.Restart != "" || h.RestartSec != "" ||
-		h.TimeoutStartSec != "" || h.TimeoutStopSec != "" || h.RemainAfterExit != nil || h.WantedBy != nil ||
-		len(h.Steps) > 0 || h.StateDirectory != "" || h.LogsDirectory != "" || h.ConfigurationDirectory != ""
 }
 
 // posFunc says where in the spec an entry of a built unit file comes from.
