@@ -47,7 +47,10 @@ type Manager struct {
 	RunJournalctl func(ctx context.Context, args ...string) ([]byte, error)
 }
 
-var _ apply.Systemd = (*Manager)(nil)
+var (
+	_ apply.Systemd = (*Manager)(nil)
+	_ apply.Queuer  = (*Manager)(nil)
+)
 
 // Dial connects to the systemd manager listening at socketPath, normally
 // PrivateSocket. ctx bounds connecting only; the connection lives until
@@ -181,26 +184,50 @@ func (m *Manager) Stop(ctx context.Context, name string) error {
 	return m.job(ctx, "stop", name, m.conn.StopUnitContext)
 }
 
-// job enqueues a job and waits for its result or for ctx to end. If ctx
-// ends first the job goes on in systemd; the error says so.
+// Queue queues a start or a restart ("replace" mode) and returns a function
+// that waits for the job's result, as Start and Restart do.
+func (m *Manager) Queue(ctx context.Context, kind apply.ActionKind, name string) (func() error, error) {
+	switch kind {
+	case apply.ActStart:
+		return m.queue(ctx, "start", name, m.conn.StartUnitContext)
+	case apply.ActRestart:
+		return m.queue(ctx, "restart", name, m.conn.RestartUnitContext)
+	}
+	return nil, fmt.Errorf("sdbus: cannot queue a %s job", kind)
+}
+
+// job enqueues a job and waits for its result.
 func (m *Manager) job(ctx context.Context, op, name string, enqueue jobFunc) error {
+	wait, err := m.queue(ctx, op, name, enqueue)
+	if err != nil {
+		return err
+	}
+	return wait()
+}
+
+// queue enqueues a job and returns a function that waits for its result or
+// for ctx to end. If ctx ends first the job goes on in systemd; the error
+// says so.
+func (m *Manager) queue(ctx context.Context, op, name string, enqueue jobFunc) (func() error, error) {
 	// Buffered: go-systemd delivers results while holding the lock every
-	// other job needs, so a result nobody reads must not block it.
+	// other job needs, so a result nobody reads yet must not block it.
 	done := make(chan string, 1)
 	asked := time.Now()
 	if _, err := enqueue(ctx, name, "replace", done); err != nil {
-		return classify(op, []string{name}, m.socket, err)
+		return nil, classify(op, []string{name}, m.socket, err)
 	}
-	select {
-	case result := <-done:
-		if result == "done" {
-			return nil
+	return func() error {
+		select {
+		case result := <-done:
+			if result == "done" {
+				return nil
+			}
+			return m.jobError(ctx, op, name, result, asked)
+		case <-ctx.Done():
+			return &Error{Op: op, Units: []string{name},
+				Err: fmt.Errorf("gave up waiting for the job (it goes on in systemd): %w", ctx.Err())}
 		}
-		return m.jobError(ctx, op, name, result, asked)
-	case <-ctx.Done():
-		return &Error{Op: op, Units: []string{name},
-			Err: fmt.Errorf("gave up waiting for the job (it goes on in systemd): %w", ctx.Err())}
-	}
+	}, nil
 }
 
 // Status reads a unit's state. The type-specific fields (Result, how the

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hostprov/hostprov/internal/fsutil"
 	"github.com/hostprov/hostprov/pkg/apply"
 	"github.com/hostprov/hostprov/pkg/render"
 )
@@ -37,6 +38,21 @@ func (c *crashFiles) WriteFile(path string, data []byte, perm os.FileMode) error
 		return err
 	}
 	return apply.OSFiles.WriteFile(path, data, perm)
+}
+
+// WriteFiles dies at the file whose turn it is to fail: the files before it
+// are in place, as if the process had died between two renames.
+func (c *crashFiles) WriteFiles(files []fsutil.File) (int, error) {
+	for i := range files {
+		if err := c.step(); err != nil {
+			n, werr := apply.OSFiles.WriteFiles(files[:i])
+			if werr != nil {
+				return n, werr
+			}
+			return n, err
+		}
+	}
+	return apply.OSFiles.WriteFiles(files)
 }
 
 func (c *crashFiles) Remove(path string) error {

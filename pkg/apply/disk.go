@@ -88,10 +88,14 @@ func kindOf(m fs.FileMode) string {
 	return "special file"
 }
 
-// fileOps are the two changes Execute makes to files; tests replace them to
-// simulate a crash at every point.
+// fileOps are the changes Execute makes to files; tests replace them to
+// simulate a crash at every step.
 type fileOps interface {
+	// WriteFile writes one file (the state) atomically.
 	WriteFile(path string, data []byte, perm os.FileMode) error
+	// WriteFiles writes many atomically, as fsutil.WriteFiles does, and
+	// returns how many, from the first, are in place.
+	WriteFiles(files []fsutil.File) (int, error)
 	Remove(path string) error
 }
 
@@ -99,6 +103,10 @@ type osFiles struct{}
 
 func (osFiles) WriteFile(path string, data []byte, perm os.FileMode) error {
 	return fsutil.WriteFile(path, data, perm)
+}
+
+func (osFiles) WriteFiles(files []fsutil.File) (int, error) {
+	return fsutil.WriteFiles(files)
 }
 
 func (osFiles) Remove(path string) error {

@@ -5,10 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/hostprov/hostprov/internal/fsutil"
 )
 
 // Result is what Execute did: every event of the action log, and their
@@ -191,8 +194,25 @@ func (e *executor) run(ctx context.Context) error {
 }
 
 // writeFiles carries out the file operations and updates intent to what is
-// on disk as it goes.
+// on disk as it goes. The files to write are written together
+// (fsutil.WriteFiles: one sync for all); events follow the plan's order.
 func (e *executor) writeFiles(intent *State) error {
+	var batch []fsutil.File
+	for i := range e.p.Files {
+		f := &e.p.Files[i]
+		if f.Op != OpAdd && f.Op != OpChange {
+			continue
+		}
+		full := filepath.Join(e.dir, filepath.FromSlash(f.rel))
+		if d := path.Dir(f.rel); d != "." {
+			if err := ensureDropinDir(filepath.Join(e.dir, d)); err != nil {
+				return err
+			}
+		}
+		batch = append(batch, fsutil.File{Path: full, Data: f.New, Perm: 0o644})
+	}
+	written, werr := e.files.WriteFiles(batch)
+	next := 0 // the file of batch that comes next in plan order
 	for i := range e.p.Files {
 		f := &e.p.Files[i]
 		full := filepath.Join(e.dir, filepath.FromSlash(f.rel))
@@ -202,14 +222,10 @@ func (e *executor) writeFiles(intent *State) error {
 		case OpKeep:
 			e.emit(Event{Action: EvKept, Unit: f.Unit, Path: f.Path, Reason: f.Reason, SHA256: f.OldSHA256})
 		case OpAdd, OpChange:
-			if d := path.Dir(f.rel); d != "." {
-				if err := ensureDropinDir(filepath.Join(e.dir, d)); err != nil {
-					return err
-				}
+			if next >= written {
+				return writeError(werr)
 			}
-			if err := e.files.WriteFile(full, f.New, 0o644); err != nil {
-				return fsError("writing", full, err)
-			}
+			next++
 			if _, sf := intent.file(f.rel); sf != nil {
 				sf.SHA256, sf.Next = f.NewSHA256, ""
 			}
@@ -229,7 +245,21 @@ func (e *executor) writeFiles(intent *State) error {
 			e.emit(Event{Action: EvRemoved, Unit: f.Unit, Path: f.Path, Reason: f.Reason, SHA256: f.OldSHA256})
 		}
 	}
+	if werr != nil {
+		// Every file is in place, but a directory could not be synced.
+		return writeError(werr)
+	}
 	return nil
+}
+
+// writeError is fsError for an error of fsutil.WriteFiles, which names the
+// file.
+func writeError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fsError("writing", pe.Path, err)
+	}
+	return fmt.Errorf("writing unit files: %w", err)
 }
 
 func (u *StateUnit) dropFile(rel string) {
@@ -254,8 +284,13 @@ func (e *executor) actions(ctx context.Context, from, to int) error {
 		batch = nil
 		return err
 	}
+	var jobs []Action
 	for _, a := range e.p.Actions {
 		if ph := a.Kind.phase(); ph < from || ph > to {
+			continue
+		}
+		if a.Kind.phase() == 4 {
+			jobs = append(jobs, a)
 			continue
 		}
 		switch a.Kind {
@@ -275,7 +310,66 @@ func (e *executor) actions(ctx context.Context, from, to int) error {
 			return err
 		}
 	}
-	return flush()
+	if err := flush(); err != nil {
+		return err
+	}
+	e.startAll(ctx, jobs)
+	return nil
+}
+
+// maxJobs is how many starts and restarts may be queued in systemd at once:
+// enough for systemd to run them in parallel, few enough that a spec of many
+// heavy hooks does not start them all at the same instant.
+const maxJobs = 64
+
+// startAll runs the starts and restarts of the last phase. Through a Queuer
+// their jobs are queued in plan order, up to maxJobs at a time, and waited
+// for in the same order, so that the log is in plan order while systemd runs
+// the jobs in parallel; otherwise one at a time.
+func (e *executor) startAll(ctx context.Context, jobs []Action) {
+	q, ok := e.sd.(Queuer)
+	if !ok {
+		for _, a := range jobs {
+			e.one(ctx, a) // returns errors for reloads and stops only
+		}
+		return
+	}
+	var pending []func()
+	for _, a := range jobs {
+		if len(pending) == maxJobs {
+			pending[0]()
+			pending = pending[1:]
+		}
+		pending = append(pending, e.queue(ctx, q, a))
+	}
+	for _, finish := range pending {
+		finish()
+	}
+}
+
+// queue queues one start, restart or try-restart and returns the function
+// that waits for it and logs the outcome, as one does for the others.
+func (e *executor) queue(ctx context.Context, q Queuer, a Action) (finish func()) {
+	kind := a.Kind
+	if kind == ActTryRestart {
+		st, err := e.sd.Status(ctx, a.Unit)
+		switch {
+		case errors.Is(err, ErrSkipped):
+			return func() { e.jobDone(ctx, a, err) }
+		case err == nil && !isRunning(st.ActiveState):
+			return func() {
+				e.emit(Event{Action: EvSkipped, Op: string(ActRestart), Unit: a.Unit, Reason: a.Reason + "; not running"})
+			}
+		}
+		kind = ActRestart
+	}
+	wait, err := q.Queue(ctx, kind, a.Unit)
+	return func() {
+		if err == nil {
+			err = wait()
+		}
+		e.jobDone(ctx, a, err)
+	}
 }
 
 // links runs one batch of enables, disables, masks or unmasks.
@@ -352,34 +446,30 @@ func (e *executor) one(ctx context.Context, a Action) error {
 			done, err = EvStopped, e.sd.Stop(ctx, a.Unit)
 		}
 	case ActStart:
-		done, err = EvStarted, e.sd.Start(ctx, a.Unit)
+		e.jobDone(ctx, a, e.sd.Start(ctx, a.Unit))
+		return nil
 	case ActRestart:
-		done, err = EvRestarted, e.sd.Restart(ctx, a.Unit)
+		e.jobDone(ctx, a, e.sd.Restart(ctx, a.Unit))
+		return nil
 	case ActTryRestart:
 		st, serr := e.sd.Status(ctx, a.Unit)
-		switch {
-		case errors.Is(serr, ErrSkipped):
-			err = serr
-		case serr == nil && !isRunning(st.ActiveState):
+		if serr == nil && !isRunning(st.ActiveState) {
 			e.emit(Event{Action: EvSkipped, Op: string(ActRestart), Unit: a.Unit, Reason: a.Reason + "; not running"})
 			return nil
-		default:
-			done, err = EvRestarted, e.sd.Restart(ctx, a.Unit)
 		}
+		if errors.Is(serr, ErrSkipped) {
+			e.jobDone(ctx, a, serr)
+		} else {
+			e.jobDone(ctx, a, e.sd.Restart(ctx, a.Unit))
+		}
+		return nil
 	}
 	if errors.Is(err, ErrSkipped) {
 		e.emit(Event{Action: EvSkipped, Op: string(a.Kind), Unit: a.Unit, Reason: a.Reason + "; " + err.Error()})
 		return nil
 	}
 	if err != nil {
-		msg := err.Error()
-		if a.Kind == ActStart || a.Kind == ActRestart || a.Kind == ActTryRestart {
-			msg += e.describe(ctx, a.Unit)
-			e.failed[e.owner(a.Unit)] = true
-			e.emit(Event{Action: EvFailed, Op: string(a.Kind), Unit: a.Unit, Reason: a.Reason, Error: msg})
-			return nil
-		}
-		e.emit(Event{Action: EvFailed, Op: string(a.Kind), Unit: a.Unit, Reason: a.Reason, Error: msg})
+		e.emit(Event{Action: EvFailed, Op: string(a.Kind), Unit: a.Unit, Reason: a.Reason, Error: err.Error()})
 		if a.Kind == ActReload {
 			return fmt.Errorf("daemon-reload: %w; the files are written and recorded; run hostprov apply again once systemd can reload", err)
 		}
@@ -387,6 +477,22 @@ func (e *executor) one(ctx context.Context, a Action) error {
 	}
 	e.emit(Event{Action: done, Unit: a.Unit, Reason: a.Reason})
 	return nil
+}
+
+// jobDone logs how a start, restart or try-restart ended. A unit that
+// failed is recorded in e.failed and the others go on.
+func (e *executor) jobDone(ctx context.Context, a Action, err error) {
+	switch {
+	case errors.Is(err, ErrSkipped):
+		e.emit(Event{Action: EvSkipped, Op: string(a.Kind), Unit: a.Unit, Reason: a.Reason + "; " + err.Error()})
+	case err != nil:
+		e.failed[e.owner(a.Unit)] = true
+		e.emit(Event{Action: EvFailed, Op: string(a.Kind), Unit: a.Unit, Reason: a.Reason, Error: err.Error() + e.describe(ctx, a.Unit)})
+	case a.Kind == ActStart:
+		e.emit(Event{Action: EvStarted, Unit: a.Unit, Reason: a.Reason})
+	default:
+		e.emit(Event{Action: EvRestarted, Unit: a.Unit, Reason: a.Reason})
+	}
 }
 
 func isRunning(active string) bool {

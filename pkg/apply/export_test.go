@@ -3,12 +3,15 @@ package apply
 import (
 	"context"
 	"os"
+
+	"github.com/hostprov/hostprov/internal/fsutil"
 )
 
 // FileOps lets tests replace the file writer, to simulate a crash at every
 // write.
 type FileOps interface {
 	WriteFile(path string, data []byte, perm os.FileMode) error
+	WriteFiles(files []fsutil.File) (int, error)
 	Remove(path string) error
 }
 

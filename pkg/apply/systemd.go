@@ -31,6 +31,18 @@ type Systemd interface {
 	Status(ctx context.Context, name string) (UnitStatus, error)
 }
 
+// Queuer is implemented by a Systemd that can queue a start or restart
+// without waiting for it. Execute then queues the starts and restarts of an
+// apply one after another and waits for them afterwards, so that systemd
+// runs them as it does at boot: in parallel, but a unit ordered After=
+// another whose job is queued waits for that one.
+type Queuer interface {
+	// Queue queues a job of kind ActStart or ActRestart for the unit and
+	// returns a function that waits for its result and returns what
+	// Start or Restart would have. wait is called once.
+	Queue(ctx context.Context, kind ActionKind, name string) (wait func() error, err error)
+}
+
 // LinkChange is a symlink that enabling, disabling or masking created or
 // removed.
 type LinkChange struct {

@@ -46,7 +46,10 @@ func New() *Fake {
 		failed: map[string]bool{}, fail: map[string]error{}}
 }
 
-var _ apply.Systemd = (*Fake)(nil)
+var (
+	_ apply.Systemd = (*Fake)(nil)
+	_ apply.Queuer  = (*Fake)(nil)
+)
 
 // FailOn makes the call method (lower case) for unit ("" for reload)
 // return err; a nil err clears it. A failing start leaves the unit failed
@@ -209,6 +212,21 @@ func (f *Fake) run(method, name string, on bool) error {
 func (f *Fake) Start(ctx context.Context, name string) error   { return f.run("start", name, true) }
 func (f *Fake) Restart(ctx context.Context, name string) error { return f.run("restart", name, true) }
 func (f *Fake) Stop(ctx context.Context, name string) error    { return f.run("stop", name, false) }
+
+// Queue records a start or restart at once, as systemd queues the job, and
+// returns its result from wait.
+func (f *Fake) Queue(ctx context.Context, kind apply.ActionKind, name string) (func() error, error) {
+	var err error
+	switch kind {
+	case apply.ActStart:
+		err = f.Start(ctx, name)
+	case apply.ActRestart:
+		err = f.Restart(ctx, name)
+	default:
+		return nil, fmt.Errorf("applytest: cannot queue a %s job", kind)
+	}
+	return func() error { return err }, nil
+}
 
 // Status reports the model; it is not recorded as a call.
 func (f *Fake) Status(ctx context.Context, name string) (apply.UnitStatus, error) {
