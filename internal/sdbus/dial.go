@@ -26,9 +26,20 @@ import (
 // closes its connection when the dial context ends: a caller that dials with
 // a timeout would otherwise get a connection that dies under it later.
 func DialPrivate(ctx context.Context, socketPath string) (*sddbus.Conn, error) {
-	// go-systemd dials twice: one connection for calls, one for signals.
+	// go-systemd asks for two connections, one for calls and one for
+	// signals; it gets the same one twice. systemd sends every signal
+	// (every unit's every state change) to every connection on its private
+	// socket, subscribed or not, so a second connection doubles the work
+	// of an apply that starts many units, in systemd and here. One
+	// connection carries calls and signals alike.
+	var shared *godbus.Conn
 	conn, err := sddbus.NewConnection(func() (*godbus.Conn, error) {
-		return dialAuthenticated(ctx, socketPath)
+		if shared != nil {
+			return shared, nil
+		}
+		c, err := dialAuthenticated(ctx, socketPath)
+		shared = c
+		return c, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connect to systemd at %s: %w", socketPath, err)
