@@ -3,7 +3,6 @@ package apply
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -43,6 +42,16 @@ func readDisk(dir, rel string) (diskFile, error) {
 		}
 	}
 	p := filepath.Join(dir, filepath.FromSlash(rel))
+	data, err := readNoFollow(p)
+	switch {
+	case err == nil:
+		return diskFile{exists: true, data: data, hash: hashOf(data)}, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return diskFile{}, nil
+	case !errors.Is(err, errNotRegular):
+		return diskFile{}, fsError("reading", p, err)
+	}
+	// A link or something else than a file: say what it is.
 	fi, err := os.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return diskFile{}, nil
@@ -50,28 +59,70 @@ func readDisk(dir, rel string) (diskFile, error) {
 	if err != nil {
 		return diskFile{}, fsError("reading", p, err)
 	}
-	switch {
-	case fi.Mode()&fs.ModeSymlink != 0:
+	if fi.Mode()&fs.ModeSymlink != 0 {
 		target, err := os.Readlink(p)
 		if err != nil {
 			return diskFile{}, fsError("reading", p, err)
 		}
 		return diskFile{exists: true, isLink: true, link: target}, nil
-	case !fi.Mode().IsRegular():
-		return diskFile{exists: true, bad: fmt.Sprintf("%s is a %s, not a unit file; move it away", rel, kindOf(fi.Mode()))}, nil
 	}
-	// O_NOFOLLOW: should the file have become a link since Lstat, fail
-	// rather than read through it.
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return diskFile{}, fsError("reading", p, err)
+	return diskFile{exists: true, bad: fmt.Sprintf("%s is a %s, not a unit file; move it away", rel, kindOf(fi.Mode()))}, nil
+}
+
+// errNotRegular is readNoFollow's error for a path that is not a regular
+// file: a symbolic link, a directory, a device, a pipe, a socket.
+var errNotRegular = errors.New("not a regular file")
+
+// readNoFollow reads the regular file at p, without following a symbolic
+// link there (O_NOFOLLOW) and without blocking on a pipe (O_NONBLOCK, then
+// refused as not regular). It uses the system calls directly: a planned
+// re-apply reads every unit file hostprov owns, and os.ReadFile's file
+// object costs more system calls than the read itself (poller
+// registration, mode changes).
+func readNoFollow(p string) ([]byte, error) {
+	fd, err := openNoFollow(p)
+	switch {
+	case errors.Is(err, syscall.ELOOP), errors.Is(err, syscall.ENXIO):
+		// A symbolic link; a socket.
+		return nil, errNotRegular
+	case err != nil:
+		return nil, &fs.PathError{Op: "open", Path: p, Err: err}
 	}
-	defer f.Close()
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return diskFile{}, fsError("reading", p, err)
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: p, Err: err}
 	}
-	return diskFile{exists: true, data: data, hash: hashOf(data)}, nil
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return nil, errNotRegular
+	}
+	// One byte more than the size, to see the end in one read.
+	buf := make([]byte, 0, st.Size+1)
+	for {
+		n, err := syscall.Read(fd, buf[len(buf):cap(buf)])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: p, Err: err}
+		}
+		if n == 0 {
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)] // grown while read
+		}
+	}
+}
+
+func openNoFollow(p string) (int, error) {
+	for {
+		fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+		if err != syscall.EINTR {
+			return fd, err
+		}
+	}
 }
 
 func kindOf(m fs.FileMode) string {

@@ -2,9 +2,11 @@ package apply_test
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/hostprov/hostprov/pkg/apply"
@@ -81,6 +83,36 @@ func TestSymlinkAttacks(t *testing.T) {
 		n.mustApply("", force)
 		if _, err := os.Stat(secret); err != nil {
 			t.Errorf("the link's target was removed: %v", err)
+		}
+	})
+
+	// Not files: a directory, a named pipe (which a plain open would
+	// block on forever) and a socket are described, never read, and
+	// neither written over nor removed.
+	t.Run("special files at a unit path", func(t *testing.T) {
+		n := newNode(t)
+		const three = "- name: d\n  exec: [/bin/true]\n- name: f\n  exec: [/bin/true]\n- name: s\n  exec: [/bin/true]\n"
+		if err := os.Mkdir(n.unitPath("d.service"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mkfifo(n.unitPath("f.service"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		l, err := net.ListenUnix("unix", &net.UnixAddr{Name: n.unitPath("s.service"), Net: "unix"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		p := n.plan(three, adopt, force)
+		var got []string
+		for _, c := range p.Conflicts {
+			got = append(got, c.Message)
+		}
+		want := []string{"d.service is a directory, not a unit file; move it away",
+			"f.service is a named pipe, not a unit file; move it away",
+			"s.service is a socket, not a unit file; move it away"}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("conflicts:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 	})
 
