@@ -1,7 +1,6 @@
 package apply
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -67,7 +66,7 @@ type executor struct {
 	files  fileOps
 	res    *Result
 	dir    string // the unit dir on this machine
-	saved  []byte // the state file's bytes as last written (or read)
+	saved  *State // the state as last written (or read)
 	path   string // the state file
 	failed map[string]bool
 }
@@ -87,10 +86,7 @@ func execute(ctx context.Context, p *Plan, sd Systemd, log Logger, files fileOps
 	e := &executor{p: p, sd: sd, log: log, files: files, res: &Result{Events: []Event{}},
 		dir: p.opts.UnitDirPath(), path: StatePath(p.opts.StateDirPath()), failed: map[string]bool{}}
 	e.removeTemps()
-	var err error
-	if e.saved, err = p.state.clone().marshal(); err != nil {
-		return e.res, err
-	}
+	e.saved = p.state.clone()
 	if err := e.run(ctx); err != nil {
 		return e.res, err
 	}
@@ -148,19 +144,20 @@ func (e *executor) emit(ev Event) {
 	}
 }
 
-// save writes the state when it differs from what is on disk.
+// save writes the state when it differs from what is on disk. Compared
+// as data, not encoded: a re-apply that changes nothing encodes nothing.
 func (e *executor) save(st *State) error {
+	if st.equal(e.saved) {
+		return nil
+	}
 	data, err := st.marshal()
 	if err != nil {
 		return err
 	}
-	if bytes.Equal(data, e.saved) {
-		return nil
-	}
 	if err := e.files.WriteFile(e.path, data, 0o600); err != nil {
 		return fsError("writing the state file", e.path, err)
 	}
-	e.saved = data
+	e.saved = st.clone()
 	e.res.Counts.StateSaves++
 	return nil
 }
@@ -570,6 +567,10 @@ func (e *executor) failure() error {
 func (p *Plan) intent() *State {
 	s := p.state.clone()
 	s.UnitDir = p.opts.unitDir()
+	if len(p.Actions) > 0 || p.changesFiles() {
+		// Until the apply finishes, the units are no inputs' own.
+		s.Inputs = ""
+	}
 	unitOf := func(name string) *StateUnit {
 		if u := s.Unit(name); u != nil {
 			return u

@@ -43,6 +43,12 @@ type Options struct {
 	// recorded in the state and shown by status, for units built without
 	// render.Unit.HookName.
 	HookNames []string
+	// Inputs, when set, is a fingerprint of everything the desired units
+	// are made from: the spec's bytes, the flags that shape rendering, the
+	// build of the renderer. An apply that finishes records it in the
+	// state, and NewPlanFromState plans a re-apply of the same inputs
+	// without the units. It must change whenever the units could.
+	Inputs string
 }
 
 func (o *Options) defaults() {
@@ -216,6 +222,16 @@ func (p *Plan) Counts() (add, change, remove int) {
 	return
 }
 
+// changesFiles reports whether the plan writes or removes a file.
+func (p *Plan) changesFiles() bool {
+	for i := range p.Files {
+		if p.Files[i].changes() {
+			return true
+		}
+	}
+	return false
+}
+
 // HasChanges reports whether applying the plan would change anything.
 func (p *Plan) HasChanges() bool {
 	a, c, r := p.Counts()
@@ -315,12 +331,18 @@ func newPlan(_ context.Context, desired []render.Unit, st *State, opts Options, 
 		}
 		next.Units = append(next.Units, su)
 	}
+	// The state's units are the inputs' only when none of another spec
+	// stays; a remove plan (no desired units) leaves none recorded.
+	if desired != nil {
+		next.Inputs = opts.Inputs
+	}
 	for _, prev := range st.Units {
 		if inSpec[prev.Name] {
 			continue
 		}
 		if !prune(prev) {
 			next.Units = append(next.Units, prev.clone1())
+			next.Inputs = ""
 			continue
 		}
 		su, err := p.remove(prev)

@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,7 +11,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/hostprov/hostprov/internal/fsutil"
@@ -37,8 +37,14 @@ type State struct {
 	// UnitDir is the unit directory the files are in, as seen on the node
 	// (without --root). A state is only used with the unit directory it
 	// was written for.
-	UnitDir string       `json:"unitDir"`
-	Units   []*StateUnit `json:"units"`
+	UnitDir string `json:"unitDir"`
+	// Inputs is Options.Inputs of the last apply, recorded when it
+	// finished what it planned and left no unit of an earlier spec in
+	// place (--no-prune): then the units of the state are those of the
+	// inputs, and NewPlanFromState may stand in for rendering them again.
+	// Empty otherwise.
+	Inputs string       `json:"inputs,omitempty"`
+	Units  []*StateUnit `json:"units"`
 }
 
 // StateUnit is one owned unit.
@@ -123,6 +129,44 @@ func LoadState(path string) (*State, error) {
 	return st, nil
 }
 
+// RecordedInputs returns the inputs the state file at path records, or ""
+// when it records none or cannot be read. It reads the file only up to
+// them, which come before the units: it is for deciding, before the lock is
+// taken, whether rendering may wait for NewPlanFromState, which checks
+// again under the lock.
+func RecordedInputs(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	dec := json.NewDecoder(bufio.NewReader(f))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return ""
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		switch key {
+		case "inputs":
+			var in string
+			if dec.Decode(&in) != nil {
+				return ""
+			}
+			return in
+		case "units":
+			return ""
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return ""
+		}
+	}
+	return ""
+}
+
 // ParseState decodes and checks a state file. Every path must be a unit
 // file or drop-in of its own unit, so that a tampered state cannot make
 // hostprov remove a file elsewhere.
@@ -181,14 +225,12 @@ func (s *State) Save(path string) error {
 	return nil
 }
 
-// marshal encodes the state canonically: units and files sorted, so that
-// equal states have equal bytes.
+// marshal encodes the state. Units and files keep their order, which after
+// an apply is the spec's (units in the order of their hooks, then the units
+// of earlier specs that stay; a unit file before its drop-ins), so that a
+// plan made from the state lists them as a plan made from the spec does.
 func (s *State) marshal() ([]byte, error) {
 	s.Version = StateVersion
-	sort.Slice(s.Units, func(i, j int) bool { return s.Units[i].Name < s.Units[j].Name })
-	for _, u := range s.Units {
-		sort.Slice(u.Files, func(i, j int) bool { return u.Files[i].Path < u.Files[j].Path })
-	}
 	if s.Units == nil {
 		s.Units = []*StateUnit{}
 	}
@@ -199,9 +241,31 @@ func (s *State) marshal() ([]byte, error) {
 	return append(data, '\n'), nil
 }
 
+// equal reports whether two states encode the same: nil and empty lists
+// are alike, as they are in the file.
+func (s *State) equal(o *State) bool {
+	if s.UnitDir != o.UnitDir || s.Inputs != o.Inputs || len(s.Units) != len(o.Units) {
+		return false
+	}
+	for i, u := range s.Units {
+		v := o.Units[i]
+		if u.Name != v.Name || u.Hook != v.Hook || u.Masked != v.Masked || u.Incomplete != v.Incomplete ||
+			(u.Enabled == nil) != (v.Enabled == nil) || u.Enabled != nil && *u.Enabled != *v.Enabled ||
+			len(u.Files) != len(v.Files) {
+			return false
+		}
+		for j := range u.Files {
+			if u.Files[j] != v.Files[j] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // clone returns a deep copy of the state.
 func (s *State) clone() *State {
-	c := &State{Version: s.Version, UnitDir: s.UnitDir}
+	c := &State{Version: s.Version, UnitDir: s.UnitDir, Inputs: s.Inputs}
 	for _, u := range s.Units {
 		cu := *u
 		cu.Files = append([]StateFile(nil), u.Files...)
