@@ -244,14 +244,49 @@ the files and the enable links systemctl would make, and talks to no systemd.`,
 				return err
 			}
 			cf.apply(&opts)
-			us, err := sf.load(c)
+			in, err := sf.read(c)
 			if err != nil {
 				return err
 			}
+			var us []render.Unit
+			rendered := false
+			build := func() error {
+				us, err = sf.build(c, in)
+				rendered = true
+				if sf.diagnosed {
+					// Rendered again every time, so that every
+					// apply prints its warnings.
+					opts.Inputs = ""
+				}
+				return err
+			}
 			if dryRun {
+				if err := build(); err != nil {
+					return err
+				}
 				return runPlan(c, us, opts, nf.output, false)
 			}
+			// A re-apply of the inputs of the last apply renders
+			// nothing: the state and the unit files say all there is
+			// to know. Others are rendered before the lock is taken,
+			// so that an invalid spec is refused before anything is
+			// created on the node.
+			opts.Inputs = sf.fingerprint(in)
+			if opts.Inputs == "" || apply.RecordedInputs(apply.StatePath(opts.StateDirPath())) != opts.Inputs {
+				if err := build(); err != nil {
+					return err
+				}
+			}
 			return runApply(c, &nf, opts, noWait, func(ctx context.Context, st *apply.State) (*apply.Plan, error) {
+				if !rendered {
+					p, ok, err := apply.NewPlanFromState(ctx, st, opts)
+					if err != nil || ok {
+						return p, err
+					}
+					if err := build(); err != nil {
+						return nil, err
+					}
+				}
 				return apply.NewPlan(ctx, us, st, opts)
 			})
 		},
@@ -332,6 +367,10 @@ func runApply(c *cobra.Command, nf *nodeFlags, opts apply.Options, noWait bool,
 		return failure("%v", err)
 	}
 	p, err := makePlan(ctx, st)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err // an invalid spec, already reported
+	}
 	if err != nil {
 		return failure("%v", err)
 	}

@@ -189,3 +189,56 @@ func TestApplyClearFailures(t *testing.T) {
 		t.Errorf("bad -o: exit %d\n%s", code, e)
 	}
 }
+
+// TestReapplyRendersNothing: a re-apply of the inputs of the last apply
+// plans from the state and the unit files, without rendering; anything that
+// may make the units differ (the spec, drift on disk) or a spec
+// with warnings (printed by every apply) renders again.
+func TestReapplyRendersNothing(t *testing.T) {
+	n := newLiveNode(t)
+	apply := func(want int64, args ...string) string {
+		t.Helper()
+		before := renders.Load()
+		code, o, e := n.run(append([]string{"apply"}, args...)...)
+		if code != 0 {
+			t.Fatalf("apply: exit %d\n%s%s", code, o, e)
+		}
+		if got := renders.Load() - before; got != want {
+			t.Errorf("apply %v rendered %d times, want %d\n%s%s", args, got, want, o, e)
+		}
+		return o + e
+	}
+	apply(1)
+	state, _ := os.ReadFile(filepath.Join(n.stateDir, "state.json"))
+	if !bytes.Contains(state, []byte(`"inputs": "sha256:`)) {
+		t.Fatalf("the state records no inputs:\n%s", state)
+	}
+	if out := apply(0); !strings.Contains(out, "No changes.") || !strings.Contains(out, "unchanged "+filepath.Join(n.unitDir, "hello.service")) {
+		t.Errorf("re-apply:\n%s", out)
+	}
+
+	// Drift: rendered, reported, kept; --force renders and overwrites;
+	// then nothing again.
+	unit := filepath.Join(n.unitDir, "hello.service")
+	os.WriteFile(unit, []byte("[Service]\nExecStart=/bin/edited\n"), 0o644)
+	if out := apply(1); !strings.Contains(out, "drift") {
+		t.Errorf("drift not reported:\n%s", out)
+	}
+	apply(1, "--force")
+	apply(0)
+
+	// Another spec: rendered. --strict does not count: only a spec
+	// without warnings is skipped, and for it --strict changes nothing.
+	n.write("- name: hello\n  exec: [/bin/echo, bonjour]\n")
+	apply(1)
+	apply(0)
+	apply(0, "--strict")
+
+	// A warning is printed by every apply.
+	n.write("- name: hello\n  exec: [/bin/echo, bonjour]\n  directives:\n    Service: [ExecStrat=/bin/false]\n")
+	for range 2 {
+		if out := apply(1); !strings.Contains(out, "warning") {
+			t.Errorf("no warning:\n%s", out)
+		}
+	}
+}

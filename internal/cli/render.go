@@ -7,10 +7,12 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
+	"github.com/hostprov/hostprov/internal/inputs"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/kops"
 	"github.com/hostprov/hostprov/pkg/render"
@@ -27,6 +29,9 @@ type specFlags struct {
 	instanceGroup string
 	compat        string
 	runtime       string
+
+	// diagnosed is set once rendering printed a diagnostic.
+	diagnosed bool
 }
 
 func (f *specFlags) register(c *cobra.Command) {
@@ -47,19 +52,43 @@ func (f *specFlags) register(c *cobra.Command) {
 // (or warnings under --strict), so that nothing is written. A file whose
 // apiVersion is kops's is read as kops manifests.
 func (f *specFlags) load(c *cobra.Command) ([]render.Unit, error) {
-	type input struct {
-		name string
-		data []byte
+	in, err := f.read(c)
+	if err != nil {
+		return nil, err
 	}
-	var in []input
-	isKops := false
+	return f.build(c, in)
+}
+
+// read reads the input files.
+func (f *specFlags) read(c *cobra.Command) ([]inputs.File, error) {
+	var in []inputs.File
 	for _, file := range f.files {
 		name, data, err := readSpec(c, file)
 		if err != nil {
 			return nil, err
 		}
-		in = append(in, input{name, data})
-		isKops = isKops || kopsManifest(data)
+		in = append(in, inputs.File{Name: name, Data: data})
+	}
+	return in, nil
+}
+
+// fingerprint is the inputs' fingerprint (see apply.Options.Inputs): the
+// files, the flags that shape rendering, and this build.
+func (f *specFlags) fingerprint(in []inputs.File) string {
+	return inputs.Fingerprint([]string{"--role=" + f.role, "--instance-group=" + f.instanceGroup,
+		"--compat=" + f.compat, "--runtime=" + f.runtime}, in...)
+}
+
+// renders counts builds, for the test that a re-apply of the inputs of the
+// last apply renders nothing.
+var renders atomic.Int64
+
+// build runs the render pipeline on the inputs.
+func (f *specFlags) build(c *cobra.Command, in []inputs.File) ([]render.Unit, error) {
+	renders.Add(1)
+	isKops := false
+	for _, i := range in {
+		isKops = isKops || kopsManifest(i.Data)
 	}
 	if !isKops {
 		if len(in) != 1 {
@@ -67,21 +96,21 @@ func (f *specFlags) load(c *cobra.Command) ([]render.Unit, error) {
 		}
 		for _, flag := range []string{"role", "instance-group", "compat", "runtime"} {
 			if c.Flags().Changed(flag) {
-				return nil, invalid("--%s is for kops manifests, but %s is a hostprov spec", flag, in[0].name)
+				return nil, invalid("--%s is for kops manifests, but %s is a hostprov spec", flag, in[0].Name)
 			}
 		}
-		us, diags := render.Build(in[0].name, in[0].data)
-		return us, f.verdict(c, in[0].name, diags)
+		us, diags := render.Build(in[0].Name, in[0].Data)
+		return us, f.verdict(c, in[0].Name, diags)
 	}
 
 	var ms []*kops.Manifests
 	var diags hooks.Diagnostics
 	var names []string
 	for _, i := range in {
-		m, d := kops.Read(i.name, i.data)
+		m, d := kops.Read(i.Name, i.Data)
 		ms = append(ms, m)
 		diags = append(diags, d...)
-		names = append(names, i.name)
+		names = append(names, i.Name)
 	}
 	label := strings.Join(names, ", ")
 	if diags.HasErrors(false) {
@@ -134,6 +163,7 @@ func (f *specFlags) load(c *cobra.Command) ([]render.Unit, error) {
 // verdict prints the diagnostics and turns errors (or, with --strict,
 // warnings) into the exit error that says nothing was written.
 func (f *specFlags) verdict(c *cobra.Command, label string, diags hooks.Diagnostics) error {
+	f.diagnosed = f.diagnosed || len(diags) > 0
 	diags.Sort()
 	printDiags(c.ErrOrStderr(), diags)
 	if diags.HasErrors(f.strict) {
