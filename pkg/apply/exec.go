@@ -269,8 +269,9 @@ func (u *StateUnit) dropFile(rel string) {
 }
 
 // actions runs the plan's actions of phases from to to. Enables, disables,
-// masks and unmasks of a phase go to systemd in one call per kind; starts,
-// stops and restarts one unit at a time, each waiting for its job.
+// masks and unmasks of a phase go to systemd in one call per kind; stops
+// one unit at a time, each waiting for its job; starts and restarts, the
+// last phase, through startAll.
 func (e *executor) actions(ctx context.Context, from, to int) error {
 	var batch []Action
 	flush := func() error {
@@ -286,7 +287,7 @@ func (e *executor) actions(ctx context.Context, from, to int) error {
 		if ph := a.Kind.phase(); ph < from || ph > to {
 			continue
 		}
-		if a.Kind.phase() == 4 {
+		if a.Kind.phase() == ActStart.phase() {
 			jobs = append(jobs, a)
 			continue
 		}
