@@ -6,29 +6,27 @@ package apply_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hostprov/hostprov/internal/inputs"
 	"github.com/hostprov/hostprov/pkg/apply"
+	"github.com/hostprov/hostprov/pkg/render"
 )
 
 // benchUnits is how many units the benchmarks install.
 const benchUnits = 1000
 
-// shellSample is how many units the shell loop installs from an empty unit
-// directory. A loop over all 1,000 (two daemon-reloads a unit, as systemctl
-// enable reloads too, each slower than the last as units accumulate) takes
-// many minutes; 100 from empty, scaled by 10, is a lower bound of its time,
-// and the rate on top of 1,000 an upper one.
-const shellSample = 100
-
-// lateSample is how many the loop installs on top of the 1,000: at about
-// two seconds a unit there, enough to know the rate.
-const lateSample = 25
+// sameRuns is how many times the unchanged re-apply and the read of the
+// files it is compared with run, alternately; their medians are compared,
+// as single runs on a shared machine are not.
+const sameRuns = 15
 
 // benchSpec is a spec of n oneshot hooks bench-0000, ...; the hook numbered
 // changed (if any) runs another command, version.
@@ -50,29 +48,29 @@ func benchSpec(n, changed int, version string) string {
 
 // BenchmarkApplyRig measures, in a rig:
 //
-//   - shell-loop-100: the kops/cloud-init way for 100 units, each written,
-//     then daemon-reload, then systemctl enable --now, from an empty unit
-//     directory; reported also as an estimate for 1,000 (×10, a lower
-//     bound: every reload is slower than the one before);
-//   - new-1000: hostprov applying 1,000 new units (render, plan, write,
-//     one reload, enable, start each), and its speed-up over the loop;
-//   - unchanged-1000: the same spec again: no writes, no reload;
-//   - change-one-of-1000: one unit changed: one write, one reload, one
-//     restart;
-//   - read-1000-files: reading the 1,000 unit files, the floor an
-//     unchanged re-apply is compared with;
-//   - shell-loop-25-over-1000: the loop for 25 more units with the 1,000
-//     in place, the upper end of the loop's cost per unit, and from both
-//     ends an estimate of the whole loop and of hostprov's speed-up.
+//   - shell-loop-1000: the kops/cloud-init way for 1,000 units, each
+//     written, then daemon-reload, then systemctl enable --now (which
+//     reloads again), from an empty unit directory. It takes many minutes:
+//     every reload re-reads all units loaded so far;
+//   - cli-new-1000: hostprov apply (the binary, run in the rig as the loop
+//     is) installing the same 1,000 units: render, plan, write, one
+//     reload, enable, start; and its speed-up over the loop;
+//   - cli-unchanged-1000: hostprov apply of the same spec again, against
+//     cat reading the 1,000 unit files, the median of sameRuns runs of
+//     each, run alternately;
+//   - new-1000, unchanged-1000, change-one-of-1000: apply in this process,
+//     as hostprov apply does without process start and dial, to show where
+//     the time goes; through the rig's relay socket, one more hop per
+//     D-Bus call than on a node. unchanged-1000 compares the re-apply with
+//     reading the files in this process; change-one-of-1000 changes one
+//     unit: one write, one reload, one restart.
 //
-// apply runs in this process, as hostprov apply would without process
-// start and dial, through the rig's relay socket (one more hop per D-Bus
-// call than on a node); the loop runs inside the rig, with no connection
-// of this process open.
+// While the loop and the binary run, no D-Bus connection of this process
+// is open.
 func BenchmarkApplyRig(b *testing.B) {
 	// Ended by a cleanup, not a defer: the cleanups below need it, and
 	// run after this function returns. Registered first, it ends last.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	b.Cleanup(cancel)
 	n := newRigNode(ctx, b)
 	// No D-Bus connection of this process may be open while the loop runs,
@@ -100,14 +98,10 @@ func BenchmarkApplyRig(b *testing.B) {
 			}
 		}
 	}
-	shellLoop := func(prefix string, count int) time.Duration {
+	// timedInRig runs a command in the rig and times it, with the
+	// Manager of this process closed meanwhile (see above).
+	timedInRig := func(what string, argv ...string) (string, time.Duration) {
 		b.Helper()
-		script := fmt.Sprintf(`for i in $(seq -f %%04g 0 %d); do
-	u=%s-$i.service
-	cp /tmp/shell/$u /etc/systemd/system/$u
-	systemctl daemon-reload
-	systemctl enable --now $u
-done`, count-1, prefix)
 		n.m.Close()
 		defer func() {
 			var err error
@@ -116,10 +110,23 @@ done`, count-1, prefix)
 			}
 		}()
 		t0 := time.Now()
-		if out, err := n.r.Run(ctx, "sh", "-ec", script); err != nil {
-			b.Fatalf("shell loop: %v\n%s", err, out)
+		out, err := n.r.Run(ctx, argv...)
+		d := time.Since(t0)
+		if err != nil {
+			b.Fatalf("%s: %v\n%s", what, err, out)
 		}
-		return time.Since(t0)
+		return out, d
+	}
+	shellLoop := func(prefix string, count int) time.Duration {
+		b.Helper()
+		script := fmt.Sprintf(`for i in $(seq -f %%04g 0 %d); do
+	u=%s-$i.service
+	cp /tmp/shell/$u /etc/systemd/system/$u
+	systemctl daemon-reload
+	systemctl enable --now $u
+done`, count-1, prefix)
+		_, d := timedInRig("shell loop", "sh", "-ec", script)
+		return d
 	}
 	removeShellUnits := func(prefix string) {
 		b.Helper()
@@ -129,6 +136,27 @@ systemctl daemon-reload`, prefix)
 		if out, err := n.r.Run(ctx, "sh", "-ec", script); err != nil {
 			b.Fatalf("removing the loop's units: %v\n%s", err, out)
 		}
+	}
+	// hostprov itself, as on a node: the binary inside the rig, on
+	// systemd's private socket there.
+	cliReady := false
+	cli := func(spec string) (apply.Counts, time.Duration) {
+		b.Helper()
+		if !cliReady {
+			if err := n.r.Install(buildHostprov(b, b.TempDir()), "/opt/hostprov"); err != nil {
+				b.Fatal(err)
+			}
+			cliReady = true
+		}
+		if err := os.WriteFile(filepath.Join(n.r.Root, "root/bench.yaml"), []byte(spec), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		out, d := timedInRig("hostprov apply", "/opt/hostprov", "apply", "-f", "/root/bench.yaml", "-o", "json")
+		var res struct{ Counts apply.Counts }
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			b.Fatalf("hostprov apply -o json: %v\n%s", err, out)
+		}
+		return res.Counts, d
 	}
 	applySpec := func(spec string) time.Duration {
 		b.Helper()
@@ -141,22 +169,61 @@ systemctl daemon-reload`, prefix)
 	b.Cleanup(func() {
 		applySpec(benchSpec(0, -1, ""))
 		removeShellUnits("shell")
-		removeShellUnits("late")
 		n.m.Close() // a Manager of shellLoop's, or the first one again
 	})
 
-	var shellPerUnit time.Duration
-	b.Run("shell-loop-100", func(b *testing.B) {
-		writeShellUnits("shell", shellSample)
+	var shellDur time.Duration
+	b.Run("shell-loop-1000", func(b *testing.B) {
+		writeShellUnits("shell", benchUnits)
 		var total time.Duration
 		for range b.N {
-			total += shellLoop("shell", shellSample)
+			total += shellLoop("shell", benchUnits)
 			b.StopTimer()
 			removeShellUnits("shell")
 			b.StartTimer()
 		}
-		shellPerUnit = total / time.Duration(b.N*shellSample)
-		b.ReportMetric((shellPerUnit * benchUnits).Seconds(), "s/1000-est")
+		shellDur = total / time.Duration(b.N)
+	})
+
+	b.Run("cli-new-1000", func(b *testing.B) {
+		var total time.Duration
+		for range b.N {
+			b.StopTimer()
+			cli(benchSpec(0, -1, "")) // prune what an earlier round made
+			b.StartTimer()
+			c, d := cli(full)
+			if c.Writes != benchUnits || c.Reloads != 1 || c.Starts != benchUnits {
+				b.Fatalf("counts %+v; want %d writes and starts, 1 reload", c, benchUnits)
+			}
+			total += d
+		}
+		if shellDur > 0 {
+			b.ReportMetric(shellDur.Seconds(), "s-shell-loop")
+			b.ReportMetric(float64(shellDur)/float64(total/time.Duration(b.N)), "x-faster-than-loop")
+		}
+	})
+
+	b.Run("cli-unchanged-1000", func(b *testing.B) {
+		var applies, reads []time.Duration
+		for range b.N {
+			for range sameRuns {
+				c, d := cli(full)
+				if c.Writes+c.Reloads+c.Starts+c.Restarts+c.StateSaves != 0 || c.Unchanged != benchUnits {
+					b.Fatalf("re-apply: counts %+v; want nothing done", c)
+				}
+				applies = append(applies, d)
+				t0 := time.Now()
+				if out, err := n.r.Run(ctx, "sh", "-c", "cat /etc/systemd/system/bench-*.service >/dev/null"); err != nil {
+					b.Fatalf("cat: %v\n%s", err, out)
+				}
+				reads = append(reads, time.Since(t0))
+			}
+		}
+		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+		apply, read := median(applies), median(reads)
+		b.ReportMetric(ms(apply), "ms-median-apply")
+		b.ReportMetric(ms(read), "ms-median-cat")
+		b.ReportMetric(float64(apply)/float64(read), "apply/cat")
 	})
 
 	var newDur time.Duration
@@ -177,31 +244,43 @@ systemctl daemon-reload`, prefix)
 			}
 		}
 		newDur = total / time.Duration(b.N)
-		// Where the time goes: writing (atomically, each file synced),
-		// enabling, the one reload, starting (a job each, waited for).
+		// Where the time goes: writing (atomically, synced together),
+		// enabling, the one reload, starting (queued together, each
+		// waited for).
 		for _, ev := range []string{apply.EvWrote, apply.EvEnabled, apply.EvReloaded, apply.EvStarted} {
 			b.ReportMetric(byEvent[ev].Seconds()/float64(b.N), "s-"+ev)
 		}
-		if shellPerUnit > 0 {
-			b.ReportMetric(float64(shellPerUnit*benchUnits)/float64(newDur), "x-faster-than-loop")
+		if shellDur > 0 {
+			b.ReportMetric(shellDur.Seconds(), "s-shell-loop")
+			b.ReportMetric(float64(shellDur)/float64(newDur), "x-faster-than-loop")
 		}
 	})
 
-	var unchanged, unchangedPlanExec time.Duration
 	b.Run("unchanged-1000", func(b *testing.B) {
-		var total, render, planExec time.Duration
+		var applies, plans, reads []time.Duration
 		for range b.N {
-			ph := n.timedApply(ctx, full)
-			total += ph.total()
-			render += ph.render
-			planExec += ph.plan + ph.execute
-			if c := ph.res.Counts; ph.plan0.HasChanges() || c.Writes+c.Reloads+c.Starts+c.Restarts+c.StateSaves != 0 {
-				b.Fatalf("re-apply: %s, counts %+v; want nothing done", ph.plan0.Summary(), c)
+			for range sameRuns {
+				ph := n.timedApply(ctx, full)
+				if c := ph.res.Counts; ph.plan0.HasChanges() || ph.rendered || c.Writes+c.Reloads+c.Starts+c.Restarts+c.StateSaves != 0 {
+					b.Fatalf("re-apply: %s, rendered %v, counts %+v; want nothing done", ph.plan0.Summary(), ph.rendered, c)
+				}
+				applies = append(applies, ph.total())
+				plans = append(plans, ph.plan+ph.execute)
+				t0 := time.Now()
+				for _, u := range units {
+					if _, err := os.ReadFile(filepath.Join(n.r.UnitDir, u.Name)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				reads = append(reads, time.Since(t0))
 			}
 		}
-		unchanged, unchangedPlanExec = total/time.Duration(b.N), planExec/time.Duration(b.N)
-		b.ReportMetric(float64(render.Milliseconds())/float64(b.N), "ms-render")
-		b.ReportMetric(float64(unchangedPlanExec.Microseconds())/1000, "ms-plan+execute")
+		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+		apply, read := median(applies), median(reads)
+		b.ReportMetric(ms(apply), "ms-median-apply")
+		b.ReportMetric(ms(median(plans)), "ms-median-plan+execute")
+		b.ReportMetric(ms(read), "ms-median-read")
+		b.ReportMetric(float64(apply)/float64(read), "apply/read")
 	})
 
 	b.Run("change-one-of-1000", func(b *testing.B) {
@@ -226,51 +305,21 @@ systemctl daemon-reload`, prefix)
 		b.ReportMetric(perOp(byEvent[apply.EvReloaded]), "ms-reload")
 		b.ReportMetric(perOp(byEvent[apply.EvRestarted]), "ms-restart")
 	})
+}
 
-	b.Run("read-1000-files", func(b *testing.B) {
-		var total time.Duration
-		for range b.N {
-			t0 := time.Now()
-			for _, u := range units {
-				if _, err := os.ReadFile(filepath.Join(n.r.UnitDir, u.Name)); err != nil {
-					b.Fatal(err)
-				}
-			}
-			total += time.Since(t0)
-		}
-		read := total / time.Duration(b.N)
-		if unchanged > 0 {
-			b.ReportMetric(float64(unchanged)/float64(read), "unchanged-apply/read")
-			b.ReportMetric(float64(unchangedPlanExec)/float64(read), "unchanged-plan+execute/read")
-		}
-	})
-
-	b.Run("shell-loop-25-over-1000", func(b *testing.B) {
-		writeShellUnits("late", lateSample)
-		var total time.Duration
-		for range b.N {
-			total += shellLoop("late", lateSample)
-			b.StopTimer()
-			removeShellUnits("late")
-			b.StartTimer()
-		}
-		per := total / time.Duration(b.N*lateSample)
-		b.ReportMetric((per * benchUnits).Seconds(), "s/1000-at-this-rate")
-		if newDur > 0 && shellPerUnit > 0 {
-			// Reload cost grows about linearly with the units loaded, so
-			// a loop over 1,000 costs about the mean of both ends.
-			est := (shellPerUnit + per) / 2 * benchUnits
-			b.ReportMetric(est.Seconds(), "s/1000-loop-est")
-			b.ReportMetric(float64(est)/float64(newDur), "x-faster-than-loop-est")
-		}
-	})
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // applyPhases is how long each step of one apply took.
 type applyPhases struct {
 	render, plan, execute time.Duration
-	plan0                 *apply.Plan
-	res                   *apply.Result
+	// rendered is false when the plan was made from the state.
+	rendered bool
+	plan0    *apply.Plan
+	res      *apply.Result
 	// byEvent is the time spent before each kind of event of the action
 	// log (wrote, enabled, reloaded, started, ...), summed.
 	byEvent map[string]time.Duration
@@ -278,22 +327,39 @@ type applyPhases struct {
 
 func (p applyPhases) total() time.Duration { return p.render + p.plan + p.execute }
 
-// timedApply applies a spec as apply does, timing rendering (parse and
-// build the units), planning (state, unit directory, diff) and executing.
+// timedApply applies a spec as hostprov apply does, timing rendering (the
+// inputs' fingerprint, and unless the state records it, parse and build the
+// units), planning (state, unit directory, diff) and executing.
 func (n *rigNode) timedApply(ctx context.Context, specYAML string) applyPhases {
 	n.t.Helper()
 	var ph applyPhases
 	t0 := time.Now()
-	us, names := rigRender(n.t, specYAML)
+	opts := n.opts
+	opts.Inputs = inputs.Fingerprint(nil, inputs.File{Name: "hostprov.yaml", Data: []byte(specYAML)})
+	statePath := apply.StatePath(n.opts.StateDirPath())
+	var us []render.Unit
+	if apply.RecordedInputs(statePath) != opts.Inputs {
+		us, opts.HookNames = rigRender(n.t, specYAML)
+		ph.rendered = true
+	}
 	t1 := time.Now()
-	st, err := apply.LoadState(apply.StatePath(n.opts.StateDirPath()))
+	st, err := apply.LoadState(statePath)
 	if err != nil {
 		n.t.Fatal(err)
 	}
-	opts := n.opts
-	opts.HookNames = names
-	if ph.plan0, err = apply.NewPlan(ctx, us, st, opts); err != nil {
-		n.t.Fatal(err)
+	ok := false
+	if !ph.rendered {
+		if ph.plan0, ok, err = apply.NewPlanFromState(ctx, st, opts); err != nil {
+			n.t.Fatal(err)
+		}
+	}
+	if !ok {
+		if !ph.rendered {
+			n.t.Fatal("the state records the inputs, but the plan cannot be made from it")
+		}
+		if ph.plan0, err = apply.NewPlan(ctx, us, st, opts); err != nil {
+			n.t.Fatal(err)
+		}
 	}
 	t2 := time.Now()
 	ph.byEvent = map[string]time.Duration{}
