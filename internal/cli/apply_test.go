@@ -234,6 +234,17 @@ func TestReapplyRendersNothing(t *testing.T) {
 	apply(0)
 	apply(0, "--strict")
 
+	// kops manifests: the instance group chosen is part of the inputs.
+	kopsSpec, err := os.ReadFile(filepath.Join("..", "..", "examples", "kops", "cluster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(n.spec, kopsSpec, 0o644)
+	for _, ig := range []string{"nodes-eu-west-1a", "control-plane-eu-west-1a"} {
+		apply(1, "--instance-group", ig)
+		apply(0, "--instance-group", ig)
+	}
+
 	// A warning is printed by every apply.
 	n.write("- name: hello\n  exec: [/bin/echo, bonjour]\n  directives:\n    Service: [ExecStrat=/bin/false]\n")
 	for range 2 {
