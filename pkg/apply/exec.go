@@ -320,21 +320,20 @@ func (e *executor) actions(ctx context.Context, from, to int) error {
 // heavy hooks does not start them all at the same instant.
 const maxJobs = 64
 
-// startAll runs the starts and restarts of the last phase. Through a Queuer
-// their jobs are queued in plan order, up to maxJobs at a time, and waited
-// for in the same order, so that the log is in plan order while systemd runs
-// the jobs in parallel; otherwise one at a time.
+// startAll runs the starts, restarts and try-restarts of the last phase.
+// Through a Queuer their jobs are queued in plan order, up to maxJobs at a
+// time, and waited for in the same order, so that the log is in plan order
+// while systemd runs the jobs in parallel; otherwise one at a time. A unit
+// that fails is recorded in e.failed and the others go on.
 func (e *executor) startAll(ctx context.Context, jobs []Action) {
 	q, ok := e.sd.(Queuer)
+	window := maxJobs
 	if !ok {
-		for _, a := range jobs {
-			e.one(ctx, a) // returns errors for reloads and stops only
-		}
-		return
+		q, window = waitingQueuer{e.sd}, 1
 	}
 	var pending []func()
 	for _, a := range jobs {
-		if len(pending) == maxJobs {
+		if len(pending) == window {
 			pending[0]()
 			pending = pending[1:]
 		}
@@ -345,8 +344,20 @@ func (e *executor) startAll(ctx context.Context, jobs []Action) {
 	}
 }
 
-// queue queues one start, restart or try-restart and returns the function
-// that waits for it and logs the outcome, as one does for the others.
+// waitingQueuer is the Queuer of a Systemd that has none: its jobs run
+// when they are waited for.
+type waitingQueuer struct{ sd Systemd }
+
+func (w waitingQueuer) Queue(ctx context.Context, kind ActionKind, name string) (func() error, error) {
+	if kind == ActStart {
+		return func() error { return w.sd.Start(ctx, name) }, nil
+	}
+	return func() error { return w.sd.Restart(ctx, name) }, nil
+}
+
+// queue queues one start, restart or try-restart (a restart only if the
+// unit runs) and returns the function that waits for it and logs how it
+// ended.
 func (e *executor) queue(ctx context.Context, q Queuer, a Action) (finish func()) {
 	kind := a.Kind
 	if kind == ActTryRestart {
@@ -420,9 +431,8 @@ func (e *executor) links(ctx context.Context, batch []Action) error {
 	return nil
 }
 
-// one runs a reload, start, stop, restart or try-restart. Only a failing
-// reload or stop is returned: a unit that fails to start is recorded in
-// e.failed and the others go on.
+// one runs a reload or a stop; a failure is returned, as nothing after it
+// may run.
 func (e *executor) one(ctx context.Context, a Action) error {
 	var err error
 	done := ""
@@ -443,24 +453,6 @@ func (e *executor) one(ctx context.Context, a Action) error {
 		default:
 			done, err = EvStopped, e.sd.Stop(ctx, a.Unit)
 		}
-	case ActStart:
-		e.jobDone(ctx, a, e.sd.Start(ctx, a.Unit))
-		return nil
-	case ActRestart:
-		e.jobDone(ctx, a, e.sd.Restart(ctx, a.Unit))
-		return nil
-	case ActTryRestart:
-		st, serr := e.sd.Status(ctx, a.Unit)
-		if serr == nil && !isRunning(st.ActiveState) {
-			e.emit(Event{Action: EvSkipped, Op: string(ActRestart), Unit: a.Unit, Reason: a.Reason + "; not running"})
-			return nil
-		}
-		if errors.Is(serr, ErrSkipped) {
-			e.jobDone(ctx, a, serr)
-		} else {
-			e.jobDone(ctx, a, e.sd.Restart(ctx, a.Unit))
-		}
-		return nil
 	}
 	if errors.Is(err, ErrSkipped) {
 		e.emit(Event{Action: EvSkipped, Op: string(a.Kind), Unit: a.Unit, Reason: a.Reason + "; " + err.Error()})
