@@ -73,23 +73,33 @@ func readDisk(dir, rel string) (diskFile, error) {
 // file: a symbolic link, a directory, a device, a pipe, a socket.
 var errNotRegular = errors.New("not a regular file")
 
-// readNoFollow reads the regular file at p, without following a symbolic
-// link there (O_NOFOLLOW) and without blocking on a pipe (O_NONBLOCK, then
-// refused as not regular). It uses the system calls directly: a planned
-// re-apply reads every unit file hostprov owns, and os.ReadFile's file
-// object costs more system calls than the read itself (poller
-// registration, mode changes).
+// readNoFollow reads the regular file at p. What is not a regular file is
+// never opened: not a symbolic link (it would be followed), not a device
+// (opening some has effects: a watchdog starts counting), not a pipe (an
+// open may wait for a writer). Should the path change between the check
+// and the open, O_NOFOLLOW and O_NONBLOCK keep the open from following a
+// link or blocking, and fstat from reading anything but a regular file.
+//
+// It uses the system calls directly: a planned re-apply reads every unit
+// file hostprov owns, and os.ReadFile's file object costs more system calls
+// than the read itself (poller registration, mode changes).
 func readNoFollow(p string) ([]byte, error) {
+	var st syscall.Stat_t
+	if err := syscall.Lstat(p, &st); err != nil {
+		return nil, &fs.PathError{Op: "lstat", Path: p, Err: err}
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return nil, errNotRegular
+	}
 	fd, err := openNoFollow(p)
 	switch {
 	case errors.Is(err, syscall.ELOOP), errors.Is(err, syscall.ENXIO):
-		// A symbolic link; a socket.
+		// Replaced by a symbolic link, or a socket, since.
 		return nil, errNotRegular
 	case err != nil:
 		return nil, &fs.PathError{Op: "open", Path: p, Err: err}
 	}
 	defer syscall.Close(fd)
-	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
 		return nil, &fs.PathError{Op: "stat", Path: p, Err: err}
 	}
