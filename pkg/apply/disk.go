@@ -106,9 +106,12 @@ func readNoFollow(p string) ([]byte, error) {
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		return nil, errNotRegular
 	}
-	// One byte more than the size, to see the end in one read.
+	// One byte more than the size: a read of a regular file returns less
+	// than asked for only at its end, so one read sees the whole file and
+	// its end, unless it grew meanwhile.
 	buf := make([]byte, 0, st.Size+1)
 	for {
+		want := cap(buf) - len(buf)
 		n, err := syscall.Read(fd, buf[len(buf):cap(buf)])
 		if err == syscall.EINTR {
 			continue
@@ -116,13 +119,11 @@ func readNoFollow(p string) ([]byte, error) {
 		if err != nil {
 			return nil, &fs.PathError{Op: "read", Path: p, Err: err}
 		}
-		if n == 0 {
+		buf = buf[:len(buf)+n]
+		if n < want {
 			return buf, nil
 		}
-		buf = buf[:len(buf)+n]
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)] // grown while read
-		}
+		buf = append(buf, 0)[:len(buf)] // grown while read
 	}
 }
 

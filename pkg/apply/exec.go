@@ -85,7 +85,9 @@ func execute(ctx context.Context, p *Plan, sd Systemd, log Logger, files fileOps
 	}
 	e := &executor{p: p, sd: sd, log: log, files: files, res: &Result{Events: []Event{}},
 		dir: p.opts.UnitDirPath(), path: StatePath(p.opts.StateDirPath()), failed: map[string]bool{}}
-	e.removeTemps()
+	if p.state.interrupted() {
+		e.removeTemps()
+	}
 	e.saved = p.state.clone()
 	if err := e.run(ctx); err != nil {
 		return e.res, err
@@ -95,10 +97,11 @@ func execute(ctx context.Context, p *Plan, sd Systemd, log Logger, files fileOps
 
 // removeTemps removes the temporary files that an apply killed in the
 // middle of a write left beside the files of the units it works on
-// (".NAME.tmp-*", see fsutil.WriteFile). systemd ignores hidden files, but
+// (".NAME.tmp-*", see fsutil.WriteFiles). systemd ignores hidden files, but
 // they are litter in the unit directory; only names of units this apply
 // owns or writes are touched. Each directory is listed once, so that a
-// re-apply of many units stays linear.
+// re-apply of many units stays linear. It is called only after an
+// interrupted apply (State.interrupted), the only one that leaves any.
 func (e *executor) removeTemps() {
 	names := map[string]bool{}
 	for _, u := range e.p.state.Units {

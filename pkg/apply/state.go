@@ -241,6 +241,25 @@ func (s *State) marshal() ([]byte, error) {
 	return append(data, '\n'), nil
 }
 
+// interrupted reports whether the apply that wrote the state stopped
+// before it finished: a unit is still marked incomplete, or a file still has
+// the hash it was about to get. Files are written only while the units they
+// belong to are so marked, so only such an apply can have left temporary
+// files.
+func (s *State) interrupted() bool {
+	for _, u := range s.Units {
+		if u.Incomplete {
+			return true
+		}
+		for _, f := range u.Files {
+			if f.Next != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // equal reports whether two states encode the same: nil and empty lists
 // are alike, as they are in the file.
 func (s *State) equal(o *State) bool {
