@@ -110,6 +110,29 @@ func TestHugeSpec(t *testing.T) {
 	}
 }
 
+// TestHugeKopsManifest: kops manifests over the limit are refused as a
+// spec is, not cut at the limit and parsed: a manifest of many documents
+// could otherwise lose the last ones without a word. The first 17 MiB of
+// this one hold a whole Cluster document, and the hooks of an
+// InstanceGroup follow.
+func TestHugeKopsManifest(t *testing.T) {
+	var b bytes.Buffer
+	b.WriteString("apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nmetadata:\n  name: c.example.com\nspec:\n  kubernetesVersion: 1.30.0\n")
+	for b.Len() < 17<<20 {
+		b.WriteString("# " + strings.Repeat("x", 1000) + "\n")
+	}
+	b.WriteString("---\napiVersion: kops.k8s.io/v1alpha2\nkind: InstanceGroup\nmetadata:\n  name: nodes\nspec:\n  role: Node\n  hooks:\n  - name: late.service\n    manifest: |\n      Type=oneshot\n      ExecStart=/bin/true\n")
+	p := filepath.Join(t.TempDir(), "cluster.yaml")
+	if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := Run([]string{"render", "-f", p, "--format", "kops"}, strings.NewReader(""), &stdout, &stderr)
+	if code != ExitInvalid || !strings.Contains(stderr.String(), p+":1:1: error: the spec is") {
+		t.Errorf("exit %d, want %d and the size error:\n%s%s", code, ExitInvalid, stdout.String(), stderr.String())
+	}
+}
+
 // BenchmarkHugeSpec measures refusing a 50 MB spec: time and memory must
 // stay bounded (the read stops one byte past the limit).
 func BenchmarkHugeSpec(b *testing.B) {

@@ -88,6 +88,13 @@ func (f *specFlags) build(c *cobra.Command, in []inputs.File) ([]render.Unit, er
 	renders.Add(1)
 	isKops := false
 	for _, i := range in {
+		if len(i.Data) > hooks.MaxSize {
+			// Read only up to one byte past the limit: refused before
+			// anything parses it, a hostprov spec or kops manifests
+			// (which would be cut short).
+			_, diags := hooks.Parse(i.Name, i.Data)
+			return nil, f.verdict(c, i.Name, diags)
+		}
 		isKops = isKops || kopsManifest(i.Data)
 	}
 	if !isKops {
