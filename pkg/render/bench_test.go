@@ -82,18 +82,32 @@ func BenchmarkParse(b *testing.B) {
 	}
 }
 
-// BenchmarkIgnition measures the whole render to an Ignition config.
-func BenchmarkIgnition(b *testing.B) {
-	for _, n := range []int{10, 1000, 10000} {
-		spec := benchSpec(n)
-		b.Run(fmt.Sprintf("hooks=%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				us, _ := render.Build("bench.yaml", spec)
-				if _, err := render.Ignition(us, render.IgnitionOptions{}); err != nil {
-					b.Fatal(err)
+// outputs are the formats of a render, each written from built units.
+var outputs = []struct {
+	name string
+	out  func([]render.Unit) ([]byte, error)
+}{
+	{"ignition", func(us []render.Unit) ([]byte, error) { return render.Ignition(us, render.IgnitionOptions{}) }},
+	{"butane", func(us []render.Unit) ([]byte, error) { return render.Butane(us, render.ButaneOptions{}) }},
+	{"cloud-init", func(us []render.Unit) ([]byte, error) { return render.CloudInit(us, render.CloudInitOptions{}) }},
+	{"kops", func(us []render.Unit) ([]byte, error) { return render.Kops(us, render.KopsOptions{}) }},
+}
+
+// BenchmarkRender measures the whole render of a spec to each format: the
+// pipeline BenchmarkBuild measures, then the output BenchmarkOutput does.
+func BenchmarkRender(b *testing.B) {
+	for _, o := range outputs {
+		for _, n := range []int{10, 1000, 10000} {
+			spec := benchSpec(n)
+			b.Run(fmt.Sprintf("%s/hooks=%d", o.name, n), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					us, _ := render.Build("bench.yaml", spec)
+					if _, err := o.out(us); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }

@@ -576,29 +576,3 @@ func TestCheckMIME(t *testing.T) {
 		}
 	}
 }
-
-// BenchmarkCloudInit measures the whole render of a spec to cloud-init,
-// and the cloud-init output step alone.
-func BenchmarkCloudInit(b *testing.B) {
-	for _, n := range []int{10, 1000, 10000} {
-		spec := benchSpec(n)
-		b.Run(fmt.Sprintf("hooks=%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				us, _ := render.Build("bench.yaml", spec)
-				if _, err := render.CloudInit(us, render.CloudInitOptions{}); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-	us, _ := render.Build("bench.yaml", benchSpec(10000))
-	b.Run("output-only/hooks=10000", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := render.CloudInit(us, render.CloudInitOptions{}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-}

@@ -210,29 +210,3 @@ func TestKopsNotUTF8(t *testing.T) {
 		t.Errorf("got %v; want an error that the unit is not UTF-8", err)
 	}
 }
-
-// BenchmarkKops measures the whole render of a spec to kops hooks, and the
-// kops output step alone.
-func BenchmarkKops(b *testing.B) {
-	for _, n := range []int{10, 1000, 10000} {
-		spec := benchSpec(n)
-		b.Run(fmt.Sprintf("hooks=%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				us, _ := render.Build("bench.yaml", spec)
-				if _, err := render.Kops(us, render.KopsOptions{}); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-	us, _ := render.Build("bench.yaml", benchSpec(10000))
-	b.Run("output-only/hooks=10000", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := render.Kops(us, render.KopsOptions{}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-}
