@@ -29,12 +29,18 @@ type specFlags struct {
 	instanceGroup string
 	compat        string
 	runtime       string
+	// kopsFlags is set when the command has the kops-only flags above
+	// (register adds them). A command that reads a spec but gives a flag
+	// of the same name its own meaning (kops set-hooks --instance-group)
+	// does not, and its flag is none of build's business.
+	kopsFlags bool
 
 	// diagnosed is set once rendering printed a diagnostic.
 	diagnosed bool
 }
 
 func (f *specFlags) register(c *cobra.Command) {
+	f.kopsFlags = true
 	c.Flags().StringArrayVarP(&f.files, "file", "f", []string{"hostprov.yaml"},
 		`hook spec to read ("-" for standard input); repeat it for kops manifests (-f cluster.yaml -f ig.yaml)`)
 	c.Flags().BoolVar(&f.strict, "strict", false, "treat warnings as errors")
@@ -102,7 +108,7 @@ func (f *specFlags) build(c *cobra.Command, in []inputs.File) ([]render.Unit, er
 			return nil, invalid("-f is given %d times: a hostprov spec is one file (several -f are for kops manifests)", len(in))
 		}
 		for _, flag := range []string{"role", "instance-group", "compat", "runtime"} {
-			if c.Flags().Changed(flag) {
+			if f.kopsFlags && c.Flags().Changed(flag) {
 				return nil, invalid("--%s is for kops manifests, but %s is a hostprov spec", flag, in[0].Name)
 			}
 		}
