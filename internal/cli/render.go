@@ -297,16 +297,16 @@ type outputFormat struct {
 }
 
 // formatSpecificFlags are the flags render refuses for a format that does
-// not list them. --pretty is not among them: it has always been accepted
-// (and ignored) by the formats that are not JSON.
-var formatSpecificFlags = []string{"out", "ignition-version", "variant", "butane-version", "mime", "kops-api-version"}
+// not list them: a flag that would be silently ignored lets a user believe
+// the output is what they asked for.
+var formatSpecificFlags = []string{"out", "pretty", "ignition-version", "variant", "butane-version", "mime", "kops-api-version"}
 
 // outputFormats are render's outputs, the default first.
 var outputFormats = []outputFormat{
 	{
 		name:  "ignition",
-		help:  "an Ignition config (--ignition-version, default " + render.DefaultIgnitionVersion + ") on standard output",
-		flags: []string{"ignition-version"},
+		help:  "an Ignition config (--ignition-version, default " + render.DefaultIgnitionVersion + "; --pretty indents it) on standard output",
+		flags: []string{"ignition-version", "pretty"},
 		check: func(f *renderFlags) error {
 			_, err := f.ignitionOptions().Resolve()
 			return optionError(err)
@@ -509,7 +509,7 @@ Nothing is written when the spec has an error.`,
 	sf.register(c)
 	c.Flags().StringVar(&format, "format", outputFormats[0].name, "output format: "+orList(formatNames()))
 	c.Flags().StringVarP(&rf.out, "out", "o", "", "directory to write to, for --format dir")
-	c.Flags().BoolVar(&rf.pretty, "pretty", false, "indent the Ignition JSON")
+	c.Flags().BoolVar(&rf.pretty, "pretty", false, "indent the Ignition JSON, for --format ignition")
 	c.Flags().StringVar(&rf.ignitionVersion, "ignition-version", "",
 		"Ignition spec version, for --format ignition (default "+render.DefaultIgnitionVersion+") and butane: "+strings.Join(render.IgnitionVersions(), ", "))
 	c.Flags().StringVar(&rf.variant, "variant", "", "Butane variant, for --format butane: "+orList(render.ButaneVariants())+" (default "+render.ButaneVariants()[0]+")")
