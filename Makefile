@@ -9,7 +9,7 @@ FUZZMINIMIZE ?= 60s
 .PHONY: build test bench lint fuzz golden tools clean
 
 build:
-	$(GO) build -o $(BIN) ./cmd/hostprov
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/hostprov
 
 # The whole suite. Tests that need root or a real tool skip on a laptop
 # and must run (and fail if they cannot) when CI=true.

@@ -78,16 +78,30 @@ func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "hostprov",
 		Short: "Turn a YAML hook spec into systemd units for boot-time provisioning",
-		Long: `hostprov turns a short YAML hook spec into canonical systemd units and emits them
-as instance user data (Ignition) or as a directory of unit files.
+		Long: `hostprov turns a short YAML hook spec into canonical systemd units. It renders them
+as instance user data (Ignition, Butane, cloud-init), as hooks for a kops cluster spec
+or as a directory of unit files, or installs them on the node it runs on.
 
-  hostprov render -f hooks.yaml > ignition.json    # Ignition config for user data
-  hostprov render -f hooks.yaml --format units     # the units, to read
-  hostprov validate -f hooks.yaml --strict         # check a spec
-  hostprov fmt -w my.service                       # canonicalise unit files`,
+Render and check (no root, no systemd):
+  hostprov render -f hooks.yaml > ignition.json              # Ignition config
+  hostprov render -f hooks.yaml --format butane > node.bu    # Butane config
+  hostprov render -f hooks.yaml --format cloud-init          # #cloud-config
+  hostprov render -f hooks.yaml --format kops                # hooks: for a kops spec
+  hostprov render -f hooks.yaml --format dir --out DIR       # unit files
+  hostprov validate -f hooks.yaml --strict                   # check a spec
+  hostprov fmt -w my.service                                 # canonicalise unit files
+
+On a node:
+  hostprov plan -f hooks.yaml      # what apply would change, as a diff
+  hostprov apply -f hooks.yaml     # write, reload once, enable, start
+  hostprov status                  # each unit's state, result and drift
+  hostprov remove NAME             # stop, disable and delete a hook's units`,
+		// The version line (hostprov --version) is version's.
+		Version:       versionLine(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.AddCommand(newRender(), newValidate(), newFmt(), newVersion(), newPlan(), newApply(), newRemove(), newStatus(), newKops())
 	return root
 }
@@ -95,21 +109,61 @@ as instance user data (Ignition) or as a directory of unit files.
 func newVersion() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print hostprov's version",
+		Short: "Print hostprov's version and the revision it was built from",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			fmt.Fprintln(c.OutOrStdout(), "hostprov", version())
+			fmt.Fprintln(c.OutOrStdout(), versionLine())
 			return nil
 		},
 	}
 }
 
-func version() string {
-	if Version != "" {
-		return Version
+// versionLine is what hostprov version and hostprov --version print.
+func versionLine() string {
+	bi, _ := debug.ReadBuildInfo()
+	return "hostprov " + versionOf(Version, bi)
+}
+
+// versionOf says which hostprov this is: the version stamped at build time
+// (-X .../internal/cli.Version=v1.2.3), else the main module's version from
+// the build information (a tag, or the pseudo-version Go derives from the
+// commit), and the revision it was built from with its commit time and
+// whether the work tree had changes. A build without version control
+// information (go run, or -buildvcs=false) says so, and how to get one.
+func versionOf(stamped string, bi *debug.BuildInfo) string {
+	v := stamped
+	if v == "" && bi != nil && bi.Main.Version != "" {
+		v = bi.Main.Version
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
+	if v == "" {
+		v = "(devel)"
 	}
-	return "(devel)"
+	var rev, at string
+	modified := false
+	if bi != nil {
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.time":
+				at = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
+	}
+	if rev == "" {
+		return v + " (no revision recorded: build with make build, or go build -buildvcs=auto, in a git clone)"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	details := "revision " + rev
+	if modified {
+		details += " with uncommitted changes"
+	}
+	if at != "" {
+		details += ", committed " + at
+	}
+	return v + " (" + details + ")"
 }
