@@ -508,7 +508,15 @@ Nothing is written when the spec has an error.`,
 	}
 	sf.register(c)
 	c.Flags().StringVar(&format, "format", outputFormats[0].name, "output format: "+orList(formatNames()))
-	c.Flags().StringVarP(&rf.out, "out", "o", "", "directory to write to, for --format dir")
+	// No -o: across hostprov's commands -o is --output (text or json), as
+	// kubectl and terraform users read it; render's choice is --format.
+	c.Flags().StringVar(&rf.out, "out", "", "directory to write to, for --format dir")
+	c.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if strings.Contains(err.Error(), "shorthand flag: 'o'") {
+			return invalid("%v: render chooses its output with --format (%s), and --format dir writes to --out DIR", err, strings.Join(formatNames(), ", "))
+		}
+		return err
+	})
 	c.Flags().BoolVar(&rf.pretty, "pretty", false, "indent the Ignition JSON, for --format ignition")
 	c.Flags().StringVar(&rf.ignitionVersion, "ignition-version", "",
 		"Ignition spec version, for --format ignition (default "+render.DefaultIgnitionVersion+") and butane: "+strings.Join(render.IgnitionVersions(), ", "))
