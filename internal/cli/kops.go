@@ -61,6 +61,11 @@ paste by hand, use hostprov render --format kops.`,
 			}
 			after, err := kops.SetHooks(before, instanceGroup, us)
 			if err != nil {
+				// A hook kops cannot carry is the spec's problem, at
+				// the hook; anything else is the manifest's.
+				if e := sf.kopsRefusal(c, err); e != nil {
+					return e
+				}
 				return invalid("%s: %v", cluster, err)
 			}
 			if showDiff {

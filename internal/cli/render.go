@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -185,6 +186,22 @@ func (f *specFlags) verdict(c *cobra.Command, label string, diags hooks.Diagnost
 	return nil
 }
 
+// kopsRefusal reports the units kops cannot carry (a *render.KopsError in
+// err) as errors at their hooks in the spec, like the spec's own problems,
+// and returns the exit error that says nothing was written. It returns nil
+// for any other error.
+func (f *specFlags) kopsRefusal(c *cobra.Command, err error) error {
+	var ke *render.KopsError
+	if !errors.As(err, &ke) {
+		return nil
+	}
+	names := make([]string, len(f.files))
+	for i, file := range f.files {
+		names[i] = displayName(file)
+	}
+	return f.verdict(c, strings.Join(names, ", "), ke.Diagnostics())
+}
+
 // kopsRuntime is the container runtime execContainer hooks run with: the
 // flag's, else the cluster's (kops defaults to containerd).
 func (f *specFlags) kopsRuntime(m *kops.Manifests) (kops.Runtime, error) {
@@ -362,7 +379,12 @@ var outputFormats = []outputFormat{
 			b, err := render.Kops(us, render.KopsOptions{APIVersion: f.kopsAPIVersion})
 			if err != nil {
 				// The spec asks for what kops cannot express: the
-				// input, not the machine, is at fault.
+				// input, not the machine, is at fault. A *KopsError
+				// is reported at its hooks by render's RunE.
+				var ke *render.KopsError
+				if errors.As(err, &ke) {
+					return err
+				}
 				return invalid("%v", err)
 			}
 			return write(w, b)
@@ -503,7 +525,11 @@ Nothing is written when the spec has an error.`,
 			if err != nil {
 				return err
 			}
-			return of.write(c.OutOrStdout(), &rf, us)
+			err = of.write(c.OutOrStdout(), &rf, us)
+			if e := sf.kopsRefusal(c, err); e != nil {
+				return e
+			}
+			return err
 		},
 	}
 	sf.register(c)

@@ -219,6 +219,7 @@ func hookItems(units []render.Unit, apiVersion, kind string) ([]hookItem, error)
 		return nil, err
 	}
 	var out []hookItem
+	var probs []render.KopsProblem
 	for _, h := range hs {
 		m := &yaml.Node{Kind: yaml.MappingNode}
 		add := func(k string, v *yaml.Node) {
@@ -227,7 +228,9 @@ func hookItems(units []render.Unit, apiVersion, kind string) ([]hookItem, error)
 		add("name", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: h.Name})
 		switch {
 		case h.Manifest == nil && apiVersion == V1Alpha2 && kind == KindInstanceGroup:
-			return nil, fmt.Errorf("%s is to be disabled, but kops does not invert disabled: for v1alpha2 InstanceGroup hooks; write the InstanceGroup as %s, or disable the unit from the Cluster spec", h.Name, V1Alpha3)
+			probs = append(probs, render.KopsProblem{Unit: h.Name, Hook: h.Hook, Pos: h.Pos, Err: ErrV1Alpha2Disabled,
+				Hint: fmt.Sprintf("write the InstanceGroup as %s, or disable the unit from the Cluster spec", V1Alpha3)})
+			continue
 		case h.Manifest == nil && apiVersion == V1Alpha3:
 			add("enabled", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "false"})
 		case h.Manifest == nil:
@@ -238,8 +241,16 @@ func hookItems(units []render.Unit, apiVersion, kind string) ([]hookItem, error)
 		}
 		out = append(out, hookItem{name: h.Name, node: m})
 	}
+	if len(probs) > 0 {
+		return nil, &render.KopsError{Problems: probs}
+	}
 	return out, nil
 }
+
+// ErrV1Alpha2Disabled: since kops 1.23 a v1alpha2 InstanceGroup reads a
+// hook's disabled: true the wrong way round (it runs the hook), so SetHooks
+// writes no disabled hook there.
+var ErrV1Alpha2Disabled = errors.New("the unit is to be disabled, but kops reads disabled: the wrong way round in a v1alpha2 InstanceGroup (disabled: true runs the hook)")
 
 // writeItem writes a hook as a list item: Marker at column dash, "- " and
 // the hook's fields, indented by step beyond the dash.

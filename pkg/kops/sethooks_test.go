@@ -2,12 +2,15 @@ package kops_test
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hostprov/hostprov/internal/golden"
+	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/kops"
 	"github.com/hostprov/hostprov/pkg/render"
 )
@@ -196,7 +199,7 @@ func TestSetHooksRefuses(t *testing.T) {
 		{"a hook of the person", cluster, "", render.Unit{Name: "mine.service", Contents: []byte("[Unit]\n")}, "not hostprov's"},
 		{"no instance group", cluster, "nodes", render.Unit{Name: "a.service", Contents: []byte("[Unit]\n")}, `no an InstanceGroup named "nodes"`},
 		{"v1alpha2 instance group disabled", []byte("apiVersion: kops.k8s.io/v1alpha2\nkind: InstanceGroup\nmetadata:\n  name: nodes\nspec:\n  role: Node\n"),
-			"nodes", render.Unit{Name: "a.service", Enabled: &no}, "does not invert disabled"},
+			"nodes", render.Unit{Name: "a.service", Enabled: &no}, "reads disabled: the wrong way round"},
 		{"two hooks keys", []byte("apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nspec:\n  hooks: []\n  hooks: []\n"), "",
 			render.Unit{Name: "a.service", Contents: []byte("[Unit]\n")}, "hooks: a second time"},
 	} {
@@ -206,6 +209,31 @@ func TestSetHooksRefuses(t *testing.T) {
 				t.Errorf("got %v, want an error saying %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestSetHooksRefusesAtTheHooks: every unit that cannot be written is
+// refused at once, each at the place of its hook in the spec.
+func TestSetHooksRefusesAtTheHooks(t *testing.T) {
+	ig := []byte("apiVersion: kops.k8s.io/v1alpha2\nkind: InstanceGroup\nmetadata:\n  name: nodes\nspec:\n  role: Node\n")
+	no := false
+	us := []render.Unit{
+		{Name: "a.service", Enabled: &no, Hook: 0, Pos: hooks.Position{File: "hooks.yaml", Line: 4, Column: 3}},
+		{Name: "b.service", Contents: []byte("[Unit]\n"), Hook: 1, Pos: hooks.Position{File: "hooks.yaml", Line: 6, Column: 3}},
+		{Name: "c.service", Enabled: &no, Hook: 2, Pos: hooks.Position{File: "hooks.yaml", Line: 9, Column: 3}},
+	}
+	_, err := kops.SetHooks(ig, "nodes", us)
+	var ke *render.KopsError
+	if !errors.As(err, &ke) || !errors.Is(err, kops.ErrV1Alpha2Disabled) {
+		t.Fatalf("got %v, want a *render.KopsError with ErrV1Alpha2Disabled", err)
+	}
+	var got []string
+	for _, d := range ke.Diagnostics() {
+		got = append(got, d.Pos.String()+" "+d.Path+" "+strings.SplitN(d.Message, ":", 2)[0])
+	}
+	want := []string{"hooks.yaml:4:3 hooks[0] a.service", "hooks.yaml:9:3 hooks[2] c.service"}
+	if !slices.Equal(got, want) {
+		t.Errorf("diagnostics at %q, want %q", got, want)
 	}
 }
 

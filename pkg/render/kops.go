@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/hostprov/hostprov/pkg/hooks"
 )
 
 // KopsOptions are the choices of the kops output.
@@ -56,10 +58,11 @@ type KopsError struct {
 
 // KopsProblem is one unit that kops cannot express.
 type KopsProblem struct {
-	Unit string // the unit's name
-	Hook int    // the index of the hook it comes from
-	Err  error  // one of the ErrKops reasons
-	Hint string // what to do instead
+	Unit string         // the unit's name
+	Hook int            // the index of the hook it comes from
+	Pos  hooks.Position // where that hook is written (Unit.Pos)
+	Err  error          // one of the ErrKops reasons
+	Hint string         // what to do instead
 }
 
 func (e *KopsError) Error() string {
@@ -74,6 +77,19 @@ func (e *KopsError) Error() string {
 		}
 	}
 	return b.String()
+}
+
+// Diagnostics gives the problems as errors at the hooks the units come
+// from, so that they are reported like the spec's own problems: in the
+// spec's file, at the hook's line and column.
+func (e *KopsError) Diagnostics() hooks.Diagnostics {
+	var diags hooks.Diagnostics
+	for _, p := range e.Problems {
+		diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: p.Pos, Path: fmt.Sprintf("hooks[%d]", p.Hook),
+			Message: p.Unit + ": " + p.Err.Error(), Hint: p.Hint})
+	}
+	diags.Sort()
+	return diags
 }
 
 // Unwrap gives the reasons, for errors.Is.
@@ -98,6 +114,10 @@ type KopsHook struct {
 	// hook that stops and disables a unit of the image (disabled: true in
 	// v1alpha2, enabled: false in v1alpha3).
 	Manifest []byte
+	// Hook and Pos are the unit's (Unit.Hook, Unit.Pos): the hook it
+	// comes from, for callers that refuse a hook for reasons of their own.
+	Hook int
+	Pos  hooks.Position
 }
 
 // KopsHooks decides the kops hooks of the units, one per unit in spec
@@ -119,9 +139,9 @@ type KopsHook struct {
 func KopsHooks(us []Unit) ([]KopsHook, error) {
 	var probs []KopsProblem
 	refuse := func(u Unit, err error, hint string) {
-		probs = append(probs, KopsProblem{Unit: u.Name, Hook: u.Hook, Err: err, Hint: hint})
+		probs = append(probs, KopsProblem{Unit: u.Name, Hook: u.Hook, Pos: u.Pos, Err: err, Hint: hint})
 	}
-	var hooks []KopsHook
+	var out []KopsHook
 	for _, u := range us {
 		if u.Mask {
 			refuse(u, ErrKopsMask, "remove the hook, or render it with --format ignition or cloud-init")
@@ -157,17 +177,17 @@ func KopsHooks(us []Unit) ([]KopsHook, error) {
 			ok = false
 		case !utf8.Valid(u.Contents):
 			// YAML, and so a kops manifest, holds only Unicode text.
-			probs = append(probs, KopsProblem{Unit: u.Name, Hook: u.Hook, Err: errors.New("the unit file is not UTF-8 text, which a kops manifest must be")})
+			refuse(u, errors.New("the unit file is not UTF-8 text, which a kops manifest must be"), "")
 			ok = false
 		}
 		if ok {
-			hooks = append(hooks, KopsHook{Name: u.Name, Manifest: u.Contents})
+			out = append(out, KopsHook{Name: u.Name, Manifest: u.Contents, Hook: u.Hook, Pos: u.Pos})
 		}
 	}
 	if len(probs) > 0 {
 		return nil, &KopsError{Problems: probs}
 	}
-	return hooks, nil
+	return out, nil
 }
 
 // Kops returns the hooks: list of a kops cluster or instance-group spec

@@ -37,6 +37,10 @@ type Unit struct {
 	// that hook's name as written in the spec.
 	Hook     int
 	HookName string
+	// Pos is where that hook is written (the start of its list item), for
+	// messages about the unit that arise after rendering, such as what an
+	// output cannot carry; zero when it is not known.
+	Pos hooks.Position
 }
 
 // Dropin is a drop-in file, written as NAME.d/Name.
@@ -156,7 +160,7 @@ func (b *builder) hook(i int) (Unit, bool) {
 	}
 	b.seen[name] = i
 
-	u := Unit{Name: name, Hook: i, HookName: h.Name, Mask: h.Mask}
+	u := Unit{Name: name, Hook: i, HookName: h.Name, Mask: h.Mask, Pos: b.spec.Where(p)}
 	if b.refusedUnder(p) {
 		// What the parser could not read is missing from the hook, so a
 		// unit built from the rest would only give problems that follow
