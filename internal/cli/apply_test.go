@@ -129,7 +129,7 @@ func TestApplyLive(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(n.unitDir, "hello.service")); !os.IsNotExist(err) {
 		t.Errorf("remove left the file: %v", err)
 	}
-	if code, _, e := n.run("remove", "nope"); code != ExitFailure || !strings.Contains(e, "not a unit or hook hostprov installed") && !strings.Contains(e, "owns no unit") {
+	if code, _, e := n.run("remove", "nope"); code != ExitInvalid || !strings.Contains(e, "no hook or unit named nope is installed here") {
 		t.Errorf("remove of an unknown hook: exit %d\n%s", code, e)
 	}
 }

@@ -271,7 +271,12 @@ func NewPlan(ctx context.Context, desired []render.Unit, st *State, opts Options
 			}
 		}
 	}
-	return newPlan(ctx, desired, st, opts, func(su *StateUnit) bool { return !opts.NoPrune && !seen[su.Name] })
+	return newPlan(ctx, desired, st, opts, func(su *StateUnit) string {
+		if opts.NoPrune || seen[su.Name] {
+			return ""
+		}
+		return "removed from the spec"
+	})
 }
 
 // NewRemovePlan plans removing the owned units with the given unit or hook
@@ -298,7 +303,12 @@ func NewRemovePlan(ctx context.Context, names []string, st *State, opts Options)
 			return nil, fmt.Errorf("%s: not a unit or hook hostprov installed; it owns %s", n, strings.Join(owned, ", "))
 		}
 	}
-	return newPlan(ctx, nil, st, opts, func(su *StateUnit) bool { return want[su.Name] })
+	return newPlan(ctx, nil, st, opts, func(su *StateUnit) string {
+		if !want[su.Name] {
+			return ""
+		}
+		return "removed by hostprov remove"
+	})
 }
 
 // planner carries a plan being made.
@@ -307,7 +317,10 @@ type planner struct {
 	dir string // the unit dir on this machine
 }
 
-func newPlan(_ context.Context, desired []render.Unit, st *State, opts Options, prune func(*StateUnit) bool) (*Plan, error) {
+// newPlan plans the desired units and, of the state's other units, removes
+// those for which prune gives a reason (the action log's "why"), keeping
+// the others as they are.
+func newPlan(_ context.Context, desired []render.Unit, st *State, opts Options, prune func(*StateUnit) string) (*Plan, error) {
 	opts.defaults()
 	if st == nil {
 		st = &State{Version: StateVersion}
@@ -340,12 +353,13 @@ func newPlan(_ context.Context, desired []render.Unit, st *State, opts Options, 
 		if inSpec[prev.Name] {
 			continue
 		}
-		if !prune(prev) {
+		why := prune(prev)
+		if why == "" {
 			next.Units = append(next.Units, prev.clone1())
 			next.Inputs = ""
 			continue
 		}
-		su, err := p.remove(prev)
+		su, err := p.remove(prev, why)
 		if err != nil {
 			return nil, err
 		}
@@ -549,9 +563,10 @@ func isYes(s string) bool {
 	return false
 }
 
-// remove plans pruning an owned unit that is no longer wanted, and returns
-// what remains of it in the state (files left alone), or nil.
-func (p *planner) remove(prev *StateUnit) (*StateUnit, error) {
+// remove plans pruning an owned unit that is no longer wanted, for the
+// reason why, and returns what remains of it in the state (files left
+// alone), or nil.
+func (p *planner) remove(prev *StateUnit, why string) (*StateUnit, error) {
 	up := &unitPlan{name: prev.Name}
 	rest := &StateUnit{Name: prev.Name, Hook: prev.Hook}
 	ownsUnitFile := false
@@ -568,16 +583,16 @@ func (p *planner) remove(prev *StateUnit) (*StateUnit, error) {
 		// gone, an earlier apply did both before deleting it, and
 		// systemd would refuse to disable a unit without a file.
 		if cur := p.current(prev.Name); cur != nil {
-			up.act(ActStop, runName(prev.Name, cur), "removed from the spec")
-			up.act(ActDisable, prev.Name, "removed from the spec")
+			up.act(ActStop, runName(prev.Name, cur), why)
+			up.act(ActDisable, prev.Name, why)
 		}
 	}
 	if prev.Masked {
-		up.act(ActUnmask, prev.Name, "removed from the spec")
+		up.act(ActUnmask, prev.Name, why)
 	}
 	changedDropins := false
 	for _, f := range prev.Files {
-		fc, keep, err := p.delete(prev.Name, f, "removed from the spec")
+		fc, keep, err := p.delete(prev.Name, f, why)
 		if err != nil {
 			return nil, err
 		}
