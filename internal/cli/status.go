@@ -111,17 +111,22 @@ func writeSteps(w io.Writer, r apply.UnitReport) {
 	fmt.Fprintf(w, "\n%s: %s\n", r.Unit, r.Phase)
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	for i, s := range r.Steps {
-		outcome := ""
+		state, outcome := s.State, ""
 		switch {
+		case s.Reason == "timed out":
+			outcome = s.Reason
 		case s.ExitCode != nil:
 			outcome = fmt.Sprintf("%s with %d", s.Reason, *s.ExitCode)
 		case s.Signal != nil:
 			outcome = fmt.Sprintf("%s %d", s.Reason, *s.Signal)
+		case s.Reason != "":
+			// A state known without a process to show for it (inferred
+			// from the order of the steps, say) carries its reason
+			// beside it, as -o json does, so that the note under the
+			// table can name the mark.
+			state += " (" + s.Reason + ")"
 		}
-		if s.Reason == "timed out" {
-			outcome = s.Reason
-		}
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\n", i+1, s.Name, s.State, dash(outcome), when(s.Start), when(s.End))
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\n", i+1, s.Name, state, dash(outcome), when(s.Start), when(s.End))
 	}
 	tw.Flush()
 	if r.StepsNote != "" {

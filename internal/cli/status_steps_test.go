@@ -36,3 +36,29 @@ iscsi-setup.service: failed
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
+
+// TestWriteStepsInferred: a step whose outcome was inferred (systemd kept
+// no result for it across a reload) is marked so in the text table, as the
+// note under the table and -o json say.
+func TestWriteStepsInferred(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.Local)
+	seven := int32(7)
+	r := apply.UnitReport{Unit: "iscsi-setup.service", Phase: apply.PhaseFailed,
+		Steps: []apply.StepReport{
+			{Name: "detect", State: "succeeded", Reason: "inferred"},
+			{Name: "install", State: "failed", ExitCode: &seven, Reason: "exited", Start: &t0, End: &t0},
+		},
+		StepsNote: "steps marked inferred succeeded, since a later step ran or the hook succeeded",
+	}
+	var b bytes.Buffer
+	writeSteps(&b, r)
+	want := `
+iscsi-setup.service: failed
+  1  detect   succeeded (inferred)  -              -                    -
+  2  install  failed                exited with 7  2026-11-30 10:00:00  2026-11-30 10:00:00
+  (steps marked inferred succeeded, since a later step ran or the hook succeeded)
+`
+	if b.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
