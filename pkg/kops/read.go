@@ -600,6 +600,37 @@ func (r *reader) hook(m *Manifest, h *Hook, n *yaml.Node) {
 	r.checkHook(h, present, r.diags[before:].HasErrors(false))
 }
 
+// disableHint says how to disable a hook of m, in the field names of m's
+// apiVersion and kind: kops reads disabled: the wrong way round in a
+// v1alpha2 InstanceGroup, so there the way is another apiVersion or the
+// Cluster.
+func disableHint(m *Manifest) string {
+	switch {
+	case m == nil:
+		return "disable the hook"
+	case m.APIVersion == V1Alpha3:
+		return "write enabled: false (kops then stops and disables the unit)"
+	case m.Kind == KindCluster:
+		return "write disabled: true (kops then stops and disables the unit)"
+	}
+	return "write the InstanceGroup as " + V1Alpha3 + " with enabled: false, or disable the hook in the Cluster spec (a " +
+		V1Alpha2 + " InstanceGroup reads disabled: true as enabled)"
+}
+
+// enableHint says how to enable a hook of m, in the field names of m's
+// apiVersion and kind (see disableHint).
+func enableHint(m *Manifest) string {
+	switch {
+	case m == nil:
+		return "enable the hook"
+	case m.APIVersion == V1Alpha3:
+		return "write enabled: true"
+	case m.Kind == KindCluster:
+		return "remove disabled: true"
+	}
+	return "remove disabled: false (a " + V1Alpha2 + " InstanceGroup reads disabled: false as disabled)"
+}
+
 // enablement reads disabled (v1alpha2) or enabled (v1alpha3). The other
 // version's spelling is an error rather than accepted: kops decodes it
 // into nothing, so a hook written "enabled: false" in a v1alpha2 manifest
@@ -610,11 +641,7 @@ func (r *reader) enablement(m *Manifest, h *Hook, name string, k, v *yaml.Node, 
 		want = "enabled"
 	}
 	if name != want {
-		hint := "write disabled: true to disable the hook in " + V1Alpha2
-		if want == "enabled" {
-			hint = "write enabled: false to disable the hook in " + V1Alpha3
-		}
-		r.add(hooks.Error, r.pos(k), path, fmt.Sprintf("%s is not a hook field in %s, and kops ignores it there: the hook stays enabled", name, m.APIVersion), hint)
+		r.add(hooks.Error, r.pos(k), path, fmt.Sprintf("%s is not a hook field in %s, and kops ignores it there: the hook stays enabled", name, m.APIVersion), disableHint(m))
 		return
 	}
 	b, ok := r.boolean(v, k, path)
@@ -838,7 +865,7 @@ func (r *reader) checkHook(h *Hook, present map[string]bool, bad bool) {
 			if present[f] {
 				pos, p := at(f)
 				r.add(hooks.Warning, pos, p, fmt.Sprintf("the hook is disabled, so kops ignores its %s: it only stops and disables the unit", f),
-					"remove "+f+", or enable the hook")
+					"remove "+f+", or "+enableHint(h.m))
 			}
 		}
 		return
@@ -860,7 +887,7 @@ func (r *reader) checkHook(h *Hook, present map[string]bool, bad bool) {
 	switch {
 	case h.ExecContainer == nil && h.Manifest == "" && !present["execContainer"] && !bad:
 		r.add(hooks.Error, h.Where(""), h.Path, "the hook has neither a manifest nor an execContainer; kops refuses it",
-			"give manifest: with the body of the [Service] section, or execContainer: with an image; or disable the hook to stop a unit")
+			"give manifest: with the body of the [Service] section, or execContainer: with an image; or, to stop a unit of the image, "+disableHint(h.m))
 	case h.ExecContainer != nil && h.Manifest != "":
 		pos, p := at("manifest")
 		r.add(hooks.Error, pos, p, "with execContainer, kops ignores the manifest without a word", "remove one of them")

@@ -58,6 +58,56 @@ spec:
 		want: "6:5 error spec.hooks[0].disabled: disabled is not a hook field in kops.k8s.io/v1alpha3",
 		hint: "write enabled: false",
 	}, {
+		name: "v1alpha3 spelling in a v1alpha2 InstanceGroup: disabled: true would run it",
+		src: `apiVersion: kops.k8s.io/v1alpha2
+kind: InstanceGroup
+metadata:
+  name: nodes
+spec:
+  role: Node
+  hooks:
+  - name: update-engine.service
+    enabled: false
+`,
+		want: "9:5 error spec.hooks[0].enabled: enabled is not a hook field in kops.k8s.io/v1alpha2",
+		hint: "write the InstanceGroup as kops.k8s.io/v1alpha3 with enabled: false, or disable the hook in the Cluster spec",
+	}, {
+		name: "no manifest in a v1alpha2 InstanceGroup with disabled: true",
+		src: `apiVersion: kops.k8s.io/v1alpha2
+kind: InstanceGroup
+metadata:
+  name: nodes
+spec:
+  role: Node
+  hooks:
+  - name: update-engine.service
+    disabled: true
+`,
+		want: "8:5 error spec.hooks[0]: the hook has neither a manifest nor an execContainer\n9:5 warning spec.hooks[0].disabled: disabled: true in a v1alpha2 InstanceGroup",
+		hint: "or, to stop a unit of the image, write the InstanceGroup as kops.k8s.io/v1alpha3 with enabled: false",
+	}, {
+		name: "no manifest in a v1alpha3 Cluster",
+		src: `apiVersion: kops.k8s.io/v1alpha3
+kind: Cluster
+spec:
+  hooks:
+  - name: update-engine.service
+`,
+		want: "5:5 error spec.hooks[0]: the hook has neither a manifest nor an execContainer",
+		hint: "or, to stop a unit of the image, write enabled: false",
+	}, {
+		name: "a disabled v1alpha2 Cluster hook with a manifest",
+		src: `apiVersion: kops.k8s.io/v1alpha2
+kind: Cluster
+spec:
+  hooks:
+  - name: update-engine.service
+    disabled: true
+    manifest: ExecStart=/bin/true
+`,
+		want: "7:15 warning spec.hooks[0].manifest: the hook is disabled, so kops ignores its manifest",
+		hint: "remove manifest, or remove disabled: true",
+	}, {
 		name: "duplicate hooks keys",
 		src: `apiVersion: kops.k8s.io/v1alpha2
 kind: Cluster
