@@ -180,3 +180,96 @@ spec:
 		t.Errorf("any role:\n got %s\nwant %s", got, want)
 	}
 }
+
+// TestRoleChoosesTheInstanceGroup: with several InstanceGroups, --role
+// says which machine when the groups of that role leave no doubt.
+func TestRoleChoosesTheInstanceGroup(t *testing.T) {
+	src := `apiVersion: kops.k8s.io/v1alpha2
+kind: Cluster
+metadata:
+  name: c
+spec:
+  hooks:
+  - name: everywhere.service
+    manifest: ExecStart=/bin/true
+  - name: masters-only.service
+    roles: [Master]
+    manifest: ExecStart=/bin/true
+---
+apiVersion: kops.k8s.io/v1alpha2
+kind: InstanceGroup
+metadata:
+  name: masters
+spec:
+  role: Master
+  hooks:
+  - name: ig-master.service
+    manifest: ExecStart=/bin/true
+---
+apiVersion: kops.k8s.io/v1alpha2
+kind: InstanceGroup
+metadata:
+  name: nodes-a
+spec:
+  role: Node
+  hooks:
+  - name: ig-node.service
+    manifest: ExecStart=/bin/true
+---
+apiVersion: kops.k8s.io/v1alpha2
+kind: InstanceGroup
+metadata:
+  name: nodes-b
+spec:
+  role: Node
+---
+apiVersion: kops.k8s.io/v1alpha2
+kind: InstanceGroup
+metadata:
+  name: bastions-a
+spec:
+  role: Bastion
+---
+apiVersion: kops.k8s.io/v1alpha2
+kind: InstanceGroup
+metadata:
+  name: bastions-b
+spec:
+  role: Bastion
+`
+	m, diags := kops.Read("c.yaml", []byte(src))
+	if diags.HasErrors(false) {
+		t.Fatalf("Read: %s", diagLines(diags))
+	}
+	for _, c := range []struct {
+		role kops.Role
+		want string // unit names, or the error
+	}{
+		// The only ControlPlane group (Master in v1alpha2): its hooks first.
+		{kops.ControlPlane, "ig-master.service everywhere.service masters-only.service"},
+		// Two Bastion groups, neither with hooks: the same hooks for both.
+		{kops.Bastion, "everywhere.service"},
+		// No group of the role: the cluster's hooks for that role.
+		{kops.APIServer, "everywhere.service"},
+		// Two Node groups, one with hooks: which machine is meant?
+		{kops.Node, "the manifests hold 2 InstanceGroups of role Node with hooks of their own; say which machine's hooks to render " +
+			"(give --instance-group: the instance groups of role Node are nodes-a, nodes-b)"},
+		// No role: ambiguous as before.
+		{"", "the manifests hold 5 InstanceGroups; say which machine's hooks to render " +
+			"(the instance groups are bastions-a, bastions-b, masters, nodes-a, nodes-b; give --instance-group, or --role when the groups of that role have no hooks of their own)"},
+	} {
+		t.Run(string(c.role), func(t *testing.T) {
+			hs, diags := m.Hooks(c.role, "")
+			var got []string
+			for _, d := range diags {
+				got = append(got, d.Message+" ("+d.Hint+")")
+			}
+			for _, h := range hs {
+				got = append(got, h.UnitName())
+			}
+			if diff := cmp.Diff(c.want, strings.Join(got, " ")); diff != "" {
+				t.Errorf("Hooks(%q) (-want +got):\n%s", c.role, diff)
+			}
+		})
+	}
+}

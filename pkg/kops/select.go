@@ -134,8 +134,10 @@ func ensureSystemdSuffix(name string) string {
 // instanceGroup names the InstanceGroup by metadata.name; its spec.role is
 // the role, and role must be empty or the same. With instanceGroup empty,
 // the only InstanceGroup of the manifests is used when there is exactly
-// one; with none, only the cluster's hooks are rendered. role empty then
-// means every role: no hook is left out for its roles.
+// one, or else the only one of the given role; with none (or several of
+// the role, none with hooks of its own), only the cluster's hooks are
+// rendered. role empty then means every role: no hook is left out for its
+// roles.
 //
 // Hooks reports as errors an unknown or ambiguous instance group, a role
 // that is not the instance group's, and two hooks whose units would have
@@ -159,8 +161,37 @@ func (m *Manifests) Hooks(role Role, instanceGroup string) ([]NodeHook, hooks.Di
 		}
 	case len(m.InstanceGroups) == 1:
 		ig = m.InstanceGroups[0]
+	case len(m.InstanceGroups) > 1 && role != "":
+		// The role says which machine: the InstanceGroup of that role,
+		// when there is one; none when no group has it (the cluster's
+		// hooks alone), and none either when every group of the role
+		// has no hooks, since each such machine gets the same hooks.
+		var of []*Manifest
+		withHooks := 0
+		for _, g := range m.InstanceGroups {
+			if g.Role == role {
+				of = append(of, g)
+				if len(g.Hooks) > 0 {
+					withHooks++
+				}
+			}
+		}
+		switch {
+		case len(of) == 1:
+			ig = of[0]
+		case withHooks > 0:
+			var names []string
+			for _, g := range of {
+				names = append(names, g.Name)
+			}
+			sort.Strings(names)
+			errorf(of[1].Pos, "", "give --instance-group: the instance groups of role "+string(role)+" are "+strings.Join(names, ", "),
+				"the manifests hold %d InstanceGroups of role %s with hooks of their own; say which machine's hooks to render", len(of), role)
+			return nil, diags
+		}
 	case len(m.InstanceGroups) > 1:
-		errorf(m.InstanceGroups[1].Pos, "", igHint(m), "the manifests hold %d InstanceGroups; say which machine's hooks to render", len(m.InstanceGroups))
+		errorf(m.InstanceGroups[1].Pos, "", igHint(m)+"; give --instance-group, or --role when the groups of that role have no hooks of their own",
+			"the manifests hold %d InstanceGroups; say which machine's hooks to render", len(m.InstanceGroups))
 		return nil, diags
 	}
 	if ig != nil {
