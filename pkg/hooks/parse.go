@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -149,11 +147,6 @@ func (d *decoder) parse(data []byte) *Spec {
 	return s
 }
 
-var (
-	yamlLineRE   = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-	yamlAnchorRE = regexp.MustCompile(`^yaml: unknown anchor '(.*)' referenced$`)
-)
-
 // invalidUTF8 reports the first byte of data that is not UTF-8, at its
 // line and column: a spec is text, and a binary file or one in another
 // encoding cannot be one.
@@ -172,44 +165,12 @@ func (d *decoder) invalidUTF8(data []byte) {
 		"a spec is UTF-8 text: convert the file (iconv -t UTF-8), or check that this is the spec and not a binary file")
 }
 
-// yamlError turns a syntax error of yaml.v3, which carries its line only in
-// the message text, into a diagnostic with a position.
+// yamlError turns a syntax error of yaml.v3 into a diagnostic placed where
+// the construct that is not closed starts, or where the parser gave up;
+// see yamlnode.Syntax for how.
 func (d *decoder) yamlError(err error, data []byte) {
-	msg := err.Error()
-	pos := Position{File: d.file}
-	hint := "fix the YAML syntax at this place"
-	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		pos.Line, _ = strconv.Atoi(m[1])
-		msg = m[2]
-		// yaml.v3 reports a tab in the indentation at the line before it
-		// at times; point at the tab itself.
-		for l := max(pos.Line, 1); l <= min(pos.Line+1, len(d.lines)); l++ {
-			line := d.lines[l-1]
-			indent := line[:len(line)-len(strings.TrimLeft(line, " \t"))]
-			if i := strings.IndexByte(indent, '\t'); i >= 0 {
-				pos.Line, pos.Column = l, i+1
-				hint = "YAML indents with spaces: replace the tabs on this line with spaces"
-				break
-			}
-		}
-		if pos.Column == 0 && pos.Line >= 1 && pos.Line <= len(d.lines) {
-			// yaml.v3 says only which line; point at where its text
-			// starts, so that editors can jump to it.
-			line := d.lines[pos.Line-1]
-			pos.Column = len([]rune(line)) - len([]rune(strings.TrimLeft(line, " "))) + 1
-		}
-	} else {
-		msg = strings.TrimPrefix(msg, "yaml: ")
-		if m := yamlAnchorRE.FindStringSubmatch(err.Error()); m != nil {
-			// yaml.v3 does not say where the alias is; find its first use.
-			if i := bytes.Index(data, []byte("*"+m[1])); i >= 0 {
-				pos.Line = bytes.Count(data[:i], []byte("\n")) + 1
-				pos.Column = len([]rune(string(data[bytes.LastIndexByte(data[:i], '\n')+1:i]))) + 1
-			}
-			hint = fmt.Sprintf("define the anchor &%s on a value before this alias uses it", m[1])
-		}
-	}
-	d.add(Error, pos, "", "the file is not valid YAML: "+msg, hint)
+	se := yamlnode.Syntax(err, data)
+	d.add(Error, Position{File: d.file, Line: se.Line, Column: se.Column}, "", "the file is not valid YAML: "+se.Message, se.Hint)
 }
 
 // hooks decodes the hooks list.

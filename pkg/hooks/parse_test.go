@@ -34,7 +34,13 @@ func TestParseDiagnostics(t *testing.T) {
 		{"top level is a list", "- name: a\n", []want{{"1:1", "", "not a list", "apiVersion: hostprov/v1alpha1", Error}}},
 		{"second document", header + "- name: a\n  exec: [/bin/true]\n---\nkind: Hooks\n",
 			[]want{{"6:1", "", "second document", "put every hook in the one hooks: list", Error}}},
-		{"syntax error", "apiVersion: x\n kind: y\n", []want{{"2:2", "", "not valid YAML: mapping values are not allowed", "fix the YAML syntax", Error}}},
+		{"syntax error", "apiVersion: x\n kind: y\n", []want{{"2:2", "", "not valid YAML: this line is indented more than line 1", "indent this key by 0 spaces", Error}}},
+		// yaml.v3 says "line 4" for this list: the line of the "[",
+		// counted from 0 (see yamlnode.Syntax for more cases).
+		{"unclosed flow list", header + "- name: a\n  exec: [/bin/true\n  user: root\n", []want{{"5:9", "",
+			`not valid YAML: the list that starts here with "[" is not closed: yaml.v3 gave up on line 6`, `end the list with "]"`, Error}}},
+		{"unclosed quote", header + "- name: a\n  exec: [/bin/echo]\n  env: {A: \"x}\n", []want{{"6:12", "",
+			`not valid YAML: the string that starts here with " is not closed`, `end the string with "`, Error}}},
 		{"tab indentation", header + "- name: a\n\texec: [/bin/true]\n", []want{{"5:1", "", "not valid YAML", "replace the tabs", Error}}},
 		{"unknown anchor", header + "- name: a\n  exec: *cmd\n", []want{{"5:9", "", "unknown anchor 'cmd'", "define the anchor &cmd", Error}}},
 		{"no apiVersion", "kind: Hooks\nhooks: []\n", []want{
