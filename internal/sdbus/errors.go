@@ -1,9 +1,12 @@
 package sdbus
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"strings"
 	"syscall"
 
@@ -190,7 +193,7 @@ func cause(socket string, err error) (error, string) {
 		errors.Is(err, syscall.ENOTSOCK), errors.Is(err, syscall.ECONNRESET),
 		errors.Is(err, syscall.EPIPE), errors.Is(err, io.EOF),
 		errors.Is(err, godbus.ErrClosed):
-		return ErrUnreachable, unreachableHint(socket)
+		return ErrUnreachable, unreachableHint(socket, err)
 	}
 	return nil, ""
 }
@@ -206,7 +209,38 @@ func isLinkPath(msg string) bool {
 	return false
 }
 
-func unreachableHint(socket string) string {
-	return "Nothing answers at " + socket + ": is systemd running as PID 1? " +
-		"In early boot use the private socket " + PrivateSocket + "; set --systemd-socket"
+// unreachableHint says what to check when no systemd answers at socket,
+// by how it failed: no file there, a file that is no socket, a socket that
+// nobody listens on, a peer that hung up or never answered. It looks at
+// the path only to tell the first three apart.
+func unreachableHint(socket string, err error) string {
+	pid1 := "Is systemd PID 1 here (ps -p 1 -o comm= prints systemd)? In a container, hostprov needs the " +
+		"host's systemd: mount the host's /run/systemd into the container (-v /run/systemd:/run/systemd) and run it " +
+		"as root, or run hostprov on the host"
+	path := "; if systemd's private socket is elsewhere, give its path with --systemd-socket"
+	if socket != PrivateSocket {
+		path = "; is --systemd-socket " + socket + " right? systemd running as PID 1 listens at " + PrivateSocket
+	}
+	fi, serr := os.Stat(socket)
+	switch {
+	case errors.Is(err, syscall.ENOENT) || errors.Is(serr, fs.ErrNotExist):
+		return "There is no socket at " + socket + ". " + pid1 + path
+	case serr == nil && fi.Mode().Type() != fs.ModeSocket, errors.Is(err, syscall.ENOTSOCK):
+		return socket + " is not a socket" + path
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "The socket " + socket + " is there, but nothing listens on it: the systemd that made it has " +
+			"exited or is re-executing (systemctl daemon-reexec), or the socket belongs to another machine's " +
+			"/run (a container with a copied or stale /run/systemd). " + pid1 + path
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return "Something at " + socket + " took the connection but did not answer as systemd does: " +
+			"systemd may be hung or busy (does systemctl is-system-running answer?), or the socket is not systemd's" + path
+	case strings.Contains(err.Error(), "authenticate"):
+		// systemd hangs up only on a caller that is not root, which
+		// dialError tells apart; for root, what listens is not systemd.
+		return "Something at " + socket + " took the connection but hung up before it was authenticated: " +
+			"it is not systemd's private socket, or systemd is shutting down" + path
+	}
+	// The peer hung up during a call.
+	return "The connection to " + socket + " was closed: systemd may be re-executing, restarting or shutting down " +
+		"(does systemctl is-system-running answer?); run hostprov again once it runs" + path
 }

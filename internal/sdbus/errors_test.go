@@ -47,7 +47,7 @@ func TestClassify(t *testing.T) {
 		{"read-only by text", godbus.Error{Name: "org.freedesktop.DBus.Error.Failed", Body: []any{"Failed to enable: Read-only file system"}},
 			ErrReadOnly, []string{"read-only"}},
 		{"refused", dialErr(syscall.ECONNREFUSED),
-			ErrUnreachable, []string{"systemd is not reachable. Nothing answers at " + sock + ": is systemd running as PID 1? In early boot use the private socket /run/systemd/private; set --systemd-socket"}},
+			ErrUnreachable, []string{"systemd is not reachable. There is no socket at " + sock + ". Is systemd PID 1 here"}},
 		{"no socket", dialErr(syscall.ENOENT), ErrUnreachable, []string{sock}},
 		{"closed", godbus.ErrClosed, ErrUnreachable, []string{sock}},
 		{"socket is root's", dialErr(syscall.EACCES), ErrNotAuthorized, []string{"Only root may use systemd's private socket " + sock}},

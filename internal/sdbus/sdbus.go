@@ -77,7 +77,7 @@ func dialError(socket string, err error) error {
 	e := &Error{Op: "connect to systemd at " + socket, Err: err}
 	e.Cause, e.Hint = cause(socket, err)
 	if e.Cause == nil && strings.Contains(err.Error(), "authenticate") {
-		e.Cause, e.Hint = ErrUnreachable, unreachableHint(socket)
+		e.Cause, e.Hint = ErrUnreachable, unreachableHint(socket, err)
 	}
 	if (e.Cause == ErrUnreachable || e.Cause == ErrAccessDenied) && os.Geteuid() != 0 &&
 		strings.Contains(err.Error(), "authenticate") {
