@@ -335,15 +335,62 @@ func TestFailedStart(t *testing.T) {
 		t.Fatalf("failed start: %v", err)
 	}
 	checkCalls(t, calls, "enable hello.service prep.service", "reload", "start hello.service", "start prep.service")
-	if !n.exists("prep.service") || !n.state().Unit("prep.service").Incomplete || n.state().Unit("hello.service").Incomplete {
+	// A failed start is a result of an apply that finished, not an
+	// interrupted apply.
+	prep := n.state().Unit("prep.service")
+	if !n.exists("prep.service") || prep.Incomplete || !prep.Failed || n.state().Unit("hello.service").Failed {
 		t.Errorf("after a failed start: files or state wrong: %+v", n.state().Units)
 	}
-	// The next apply tries again, and then there is nothing left to do.
+	// The next apply tries the start again, and only that: no link
+	// changes, no reload, no restart of an "unfinished" apply.
+	var acts []string
+	for _, a := range n.plan(twoHooks).Actions {
+		acts = append(acts, string(a.Kind)+" "+a.Unit+" ("+a.Reason+")")
+	}
+	if want := "start prep.service (retry: it failed to start at the last apply)"; join(acts) != want {
+		t.Errorf("re-apply after a failed start plans %q, want %q", join(acts), want)
+	}
+	// It fails again: still failed, and retried again.
+	_, calls, err = n.apply(twoHooks)
+	checkCalls(t, calls, "start prep.service")
+	if err == nil || !n.state().Unit("prep.service").Failed {
+		t.Errorf("a second failed start: %v, state %+v", err, n.state().Unit("prep.service"))
+	}
+	// With --no-start nothing is started and the failure stays recorded.
+	_, calls = n.mustApply(twoHooks, func(o *apply.Options) { o.NoStart = true })
+	checkCalls(t, calls)
+	if !n.state().Unit("prep.service").Failed {
+		t.Error("--no-start forgot the failed start")
+	}
 	n.sd.FailOn("start", "prep.service", nil)
 	_, calls = n.mustApply(twoHooks)
-	checkCalls(t, calls, "disable prep.service", "enable prep.service", "reload", "restart prep.service")
+	checkCalls(t, calls, "start prep.service")
+	if n.state().Unit("prep.service").Failed {
+		t.Error("still marked failed after a successful start")
+	}
 	if n.plan(twoHooks).HasChanges() {
 		t.Error("not converged")
+	}
+}
+
+// TestFailedStartThenChanged: a unit that failed to start and whose hook
+// then changed is restarted for the change, once; its failure is not
+// retried on top.
+func TestFailedStartThenChanged(t *testing.T) {
+	n := newNode(t)
+	n.sd.FailOn("start", "prep.service", errors.New("job failed"))
+	if _, _, err := n.apply(twoHooks); err == nil {
+		t.Fatal("the start did not fail")
+	}
+	n.sd.FailOn("start", "prep.service", nil)
+	changed := strings.Replace(twoHooks, "exec: [/bin/true]", "exec: [/bin/true, again]", 1)
+	if changed == twoHooks {
+		t.Fatal("twoHooks changed; update this test")
+	}
+	_, calls := n.mustApply(changed)
+	checkCalls(t, calls, "reload", "restart prep.service")
+	if n.state().Unit("prep.service").Failed {
+		t.Error("still marked failed")
 	}
 }
 
@@ -474,7 +521,7 @@ func TestStartsQueuedTogether(t *testing.T) {
 }
 
 // TestQueuedStartFails: a queued start that fails is logged with the
-// unit's result, the others are started, and the unit stays incomplete.
+// unit's result, the others are started, and the unit is marked failed.
 func TestQueuedStartFails(t *testing.T) {
 	n := newNode(t)
 	n.sd.FailOn("start", "prep.service", errors.New("job failed"))
@@ -486,8 +533,8 @@ func TestQueuedStartFails(t *testing.T) {
 		t.Errorf("counts %+v; want 2 starts, 1 failed", c)
 	}
 	for _, u := range n.state().Units {
-		if u.Incomplete != (u.Name == "prep.service") {
-			t.Errorf("%s: incomplete %v", u.Name, u.Incomplete)
+		if u.Failed != (u.Name == "prep.service") || u.Incomplete {
+			t.Errorf("%s: failed %v, incomplete %v", u.Name, u.Failed, u.Incomplete)
 		}
 	}
 }

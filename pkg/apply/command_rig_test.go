@@ -177,3 +177,51 @@ func TestRigISCSIOnce(t *testing.T) {
 		t.Errorf("a second apply of the changed hook ran it again: calls %q", got)
 	}
 }
+
+// TestRigRetryFailedHook: a command hook whose step fails leaves an apply
+// that finished, not an unfinished one; re-applying the unchanged spec
+// starts the hook again, and does nothing else: no link changes, no
+// reload, no restart labelled as the repair of an interrupted apply.
+func TestRigRetryFailedHook(t *testing.T) {
+	t.Parallel()
+	ctx := rigContext(t)
+	n := newRigNode(ctx, t)
+	spec := `apiVersion: hostprov/v1alpha1
+kind: Hooks
+hooks:
+- name: needs-ready
+  when: Always
+  steps:
+  - name: check
+    run: [/bin/test, -e, /var/lib/ready]
+`
+	if _, res, err := n.apply(ctx, spec); err == nil {
+		t.Fatalf("apply of a failing hook succeeded; events:\n%s", eventsText(res))
+	}
+	r := n.report(t, "needs-ready.service")
+	if r.Incomplete || !r.Retry || r.Phase != apply.PhaseFailed {
+		t.Errorf("after the failed start: incomplete %v, retry %v, phase %q; want not incomplete, retry, failed", r.Incomplete, r.Retry, r.Phase)
+	}
+
+	if err := os.WriteFile(filepath.Join(n.r.Root, "var/lib/ready"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, res := n.mustApply(ctx, spec)
+	var acts []string
+	for _, a := range p.Actions {
+		acts = append(acts, string(a.Kind)+" "+a.Unit+" ("+a.Reason+")")
+	}
+	if want := "start needs-ready.service (retry: it failed to start at the last apply)"; strings.Join(acts, "; ") != want {
+		t.Errorf("re-apply plans %q, want %q", acts, want)
+	}
+	if c := res.Counts; c.Starts != 1 || c.Reloads+c.Enables+c.Disables+c.Restarts != 0 {
+		t.Errorf("re-apply counts %+v; want one start and nothing else\nevents:\n%s", c, eventsText(res))
+	}
+	r = n.report(t, "needs-ready.service")
+	if r.Incomplete || r.Retry || r.Phase != apply.PhaseSucceeded {
+		t.Errorf("after the retry: incomplete %v, retry %v, phase %q; want succeeded", r.Incomplete, r.Retry, r.Phase)
+	}
+	if p, res := n.mustApply(ctx, spec); p.HasChanges() || len(p.Actions) != 0 {
+		t.Errorf("a third apply: %s\nevents:\n%s", p.Summary(), eventsText(res))
+	}
+}

@@ -53,8 +53,8 @@ func PrepareDirs(opts Options) error {
 // converges.
 //
 // A unit that fails to start or restart does not stop the others and is
-// not rolled back: its files stay, it stays marked incomplete (the next
-// apply tries again), and the error names its result.
+// not rolled back: its files stay, it is marked failed (the next apply
+// starts it again, and only that), and the error names its result.
 func Execute(ctx context.Context, p *Plan, sd Systemd, log Logger) (*Result, error) {
 	return execute(ctx, p, sd, log, osFiles{})
 }
@@ -184,10 +184,13 @@ func (e *executor) run(ctx context.Context) error {
 		return err
 	}
 	e.actions(ctx, 4, 4) // failures are collected in e.failed
+	// A unit that failed to start is a result of an apply that finished,
+	// not an interrupted one: marked failed, its start is retried next
+	// time, and nothing else is redone for it.
 	final := p.next.clone()
 	for _, u := range final.Units {
 		if e.failed[u.Name] {
-			u.Incomplete = true
+			u.Failed = true
 		}
 	}
 	return e.save(final)
@@ -411,7 +414,7 @@ func (e *executor) links(ctx context.Context, batch []Action) error {
 	}
 	if err != nil {
 		for _, a := range batch {
-			e.emit(Event{Action: EvFailed, Op: string(a.Kind), Unit: a.Unit, Reason: a.Reason, Error: err.Error()})
+			e.emit(Event{Action: EvFailed, Op: string(a.Kind), Unit: a.Unit, Reason: a.Reason, Error: err.Error(), Err: err})
 		}
 		return fmt.Errorf("%s %s: %w", batch[0].Kind, strings.Join(names, " "), err)
 	}
@@ -462,7 +465,7 @@ func (e *executor) one(ctx context.Context, a Action) error {
 		return nil
 	}
 	if err != nil {
-		e.emit(Event{Action: EvFailed, Op: string(a.Kind), Unit: a.Unit, Reason: a.Reason, Error: err.Error()})
+		e.emit(Event{Action: EvFailed, Op: string(a.Kind), Unit: a.Unit, Reason: a.Reason, Error: err.Error(), Err: err})
 		if a.Kind == ActReload {
 			return fmt.Errorf("daemon-reload: %w; the files are written and recorded; run hostprov apply again once systemd can reload", err)
 		}
@@ -480,7 +483,7 @@ func (e *executor) jobDone(ctx context.Context, a Action, err error) {
 		e.emit(Event{Action: EvSkipped, Op: string(a.Kind), Unit: a.Unit, Reason: a.Reason + "; " + err.Error()})
 	case err != nil:
 		e.failed[e.owner(a.Unit)] = true
-		e.emit(Event{Action: EvFailed, Op: string(a.Kind), Unit: a.Unit, Reason: a.Reason, Error: err.Error() + e.describe(ctx, a.Unit)})
+		e.emit(Event{Action: EvFailed, Op: string(a.Kind), Unit: a.Unit, Reason: a.Reason, Error: err.Error() + e.describe(ctx, a.Unit), Err: err})
 	case a.Kind == ActStart:
 		e.emit(Event{Action: EvStarted, Unit: a.Unit, Reason: a.Reason})
 	default:

@@ -471,6 +471,9 @@ func (p *planner) unit(u *render.Unit) (*StateUnit, error) {
 
 	isNew := prev == nil
 	unknown := prev != nil && prev.Incomplete
+	// A unit that failed to start at an apply that finished: its files
+	// and links are right, so only the start is tried again.
+	retry := prev != nil && prev.Failed && !unknown
 	prevMasked := prev != nil && prev.Masked
 	prevEnabled := prev != nil && prev.Enabled != nil && *prev.Enabled
 	content := u.Contents
@@ -519,13 +522,37 @@ func (p *planner) unit(u *render.Unit) (*StateUnit, error) {
 				up.act(ActStop, run, "enabled: false")
 			}
 		}
+		if retry && !up.starts() {
+			switch {
+			case u.Enabled == nil:
+				up.act(ActTryRestart, run, retryReason)
+			case *u.Enabled:
+				up.act(ActStart, run, retryReason)
+			}
+		}
 	}
+	// Without starts (--no-start) the failure stays to be retried.
+	next.Failed = retry && p.opts.NoStart && !u.Mask && (u.Enabled == nil || *u.Enabled)
 	change := "change"
 	if isNew {
 		change = "add"
 	}
 	p.add(up, change, hook)
 	return next, nil
+}
+
+// retryReason labels the start of a unit that failed to start at the last
+// apply, which finished: a result, not an interrupted apply.
+const retryReason = "retry: it failed to start at the last apply"
+
+// starts reports whether the unit's plan starts or restarts it.
+func (up *unitPlan) starts() bool {
+	for _, a := range up.actions {
+		if a.Kind == ActStart || a.Kind == ActRestart || a.Kind == ActTryRestart {
+			return true
+		}
+	}
+	return false
 }
 
 func orReason(unknown bool, r string) string {

@@ -30,8 +30,11 @@ type UnitReport struct {
 	// Drift is set when a file is not what hostprov wrote.
 	Drift bool `json:"drift"`
 	// Incomplete is set when the last apply did not finish this unit.
-	Incomplete bool   `json:"incomplete,omitempty"`
-	Error      string `json:"error,omitempty"`
+	Incomplete bool `json:"incomplete,omitempty"`
+	// Retry is set when the unit failed to start at the last apply, which
+	// finished: the next apply starts it again.
+	Retry bool   `json:"retry,omitempty"`
+	Error string `json:"error,omitempty"`
 	// Phase and Steps are set for command hooks (units made of steps):
 	// pending, running, succeeded, failed or skipped, and each step's
 	// outcome. Journal holds the last lines of a failed unit's last run.
@@ -165,7 +168,8 @@ func Report(ctx context.Context, sd Systemd, st *State, opts Options) ([]UnitRep
 	dir := opts.UnitDirPath()
 	out := []UnitReport{}
 	for _, u := range st.Units {
-		r := UnitReport{Unit: u.Name, Hook: u.Hook, StatusOf: u.Name, Files: []FileReport{}, Incomplete: u.Incomplete}
+		r := UnitReport{Unit: u.Name, Hook: u.Hook, StatusOf: u.Name, Files: []FileReport{}, Incomplete: u.Incomplete,
+			Retry: u.Failed}
 		var content []byte
 		for _, f := range u.Files {
 			cur, err := readDisk(dir, f.Path)

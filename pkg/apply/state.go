@@ -61,10 +61,16 @@ type StateUnit struct {
 	Enabled *bool `json:"enabled,omitempty"`
 	Masked  bool  `json:"masked,omitempty"`
 	// Incomplete marks a unit an apply was working on when it stopped (a
-	// crash, a failed start): its links and running state are unknown, so
-	// the next apply redoes every idempotent step for it (enable, start or
-	// restart, reload).
+	// crash, a failed reload or link change): its links and running state
+	// are unknown, so the next apply redoes every idempotent step for it
+	// (enable, start or restart, reload).
 	Incomplete bool `json:"incomplete,omitempty"`
+	// Failed marks a unit whose start (or restart) failed at an apply
+	// that otherwise finished: its files, links and systemd's view of
+	// them are as recorded, and the unit is a result to report, not an
+	// interrupted apply. The next apply starts it again, and does nothing
+	// else for it that nothing else calls for.
+	Failed bool `json:"failed,omitempty"`
 }
 
 // StateFile is one file hostprov wrote.
@@ -268,7 +274,7 @@ func (s *State) equal(o *State) bool {
 	}
 	for i, u := range s.Units {
 		v := o.Units[i]
-		if u.Name != v.Name || u.Hook != v.Hook || u.Masked != v.Masked || u.Incomplete != v.Incomplete ||
+		if u.Name != v.Name || u.Hook != v.Hook || u.Masked != v.Masked || u.Incomplete != v.Incomplete || u.Failed != v.Failed ||
 			(u.Enabled == nil) != (v.Enabled == nil) || u.Enabled != nil && *u.Enabled != *v.Enabled ||
 			len(u.Files) != len(v.Files) {
 			return false

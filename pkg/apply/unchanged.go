@@ -9,7 +9,7 @@ import "context"
 //
 // It holds only when the last apply recorded those inputs (it finished what
 // it planned and kept no unit of another spec), no unit is marked
-// incomplete, no drop-in directory is in doubt, every file the state
+// incomplete or failed (whose start NewPlan retries), no drop-in directory is in doubt, every file the state
 // records is on disk with the bytes hostprov wrote, and nothing has taken
 // the place of a masked unit. The units the inputs make are then the
 // state's, file for file, and the plan is NewPlan's: no changes and no
@@ -25,7 +25,7 @@ func NewPlanFromState(_ context.Context, st *State, opts Options) (p *Plan, ok b
 		Units: make([]UnitChange, 0, len(st.Units)), Warnings: Permissions(opts)}
 	dir := opts.UnitDirPath()
 	for _, u := range st.Units {
-		if u.Incomplete {
+		if u.Incomplete || u.Failed {
 			return nil, false, nil
 		}
 		for _, f := range u.Files {
