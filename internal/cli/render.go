@@ -127,11 +127,6 @@ func (f *specFlags) build(c *cobra.Command, in []inputs.File) ([]render.Unit, er
 		names = append(names, i.Name)
 	}
 	label := strings.Join(names, ", ")
-	if diags.HasErrors(false) {
-		return nil, f.verdict(c, label, diags)
-	}
-	m, d := kops.Merge(ms...)
-	diags = append(diags, d...)
 	var role kops.Role
 	if f.role != "" {
 		r, err := kops.ParseRole(f.role)
@@ -140,10 +135,23 @@ func (f *specFlags) build(c *cobra.Command, in []inputs.File) ([]render.Unit, er
 		}
 		role = r
 	}
+	m, d := kops.Merge(ms...)
+	diags = append(diags, d...)
+	// Every problem at once: when the manifests have errors, or which
+	// machine's hooks to render is not settled, the hooks of every
+	// document are still checked, so the next run is not a new round.
+	refuse := func() error {
+		rt, err := f.kopsRuntime(m)
+		if err != nil {
+			rt = kops.Containerd
+		}
+		diags = append(diags, kops.CheckAll(m, rt, diags)...)
+		return f.verdict(c, label, diags)
+	}
 	hs, d := m.Hooks(role, f.instanceGroup)
 	diags = append(diags, d...)
 	if diags.HasErrors(false) {
-		return nil, f.verdict(c, label, diags)
+		return nil, refuse()
 	}
 	rt, err := f.kopsRuntime(m)
 	if err != nil {
