@@ -494,19 +494,117 @@ func runApply(c *cobra.Command, nf *nodeFlags, opts apply.Options, noWait bool,
 	if nf.output == outputJSON {
 		out := applyResult{Plan: p.JSON(), Events: res.Events, Counts: res.Counts}
 		if err != nil {
-			out.Error = err.Error()
+			out.Error = applyFailed(err, res.Events, false)
 		}
 		if werr := writeJSON(stdout, out); werr != nil && err == nil {
 			err = werr
 		}
 	}
 	if err != nil {
-		return failure("%v", err)
+		return failure("%s", applyFailed(err, res.Events, nf.output == outputText))
 	}
 	if nf.output == outputText {
 		fmt.Fprintln(stdout, applied(p))
 	}
 	return nil
+}
+
+// applyFailed is the last message of an apply that failed: what happened
+// as a whole and what to do, by cause. Each failed action is in the action
+// log with its error; when that went to stderr (logged), the errors are
+// not repeated. Systemd refusing a call, or failing a reload or a link, is
+// a matter of the machine, whose fix the error's hint names; a unit that
+// ran and failed is one of the hook, or of what it needs, which status and
+// the unit's journal tell.
+func applyFailed(err error, events []apply.Event, logged bool) string {
+	var ran, refused, stopped []apply.Event
+	for _, ev := range events {
+		if ev.Action != apply.EvFailed {
+			continue
+		}
+		switch apply.ActionKind(ev.Op) {
+		case apply.ActStart, apply.ActRestart, apply.ActTryRestart:
+			if errors.Is(ev.Err, sdbus.ErrJobFailed) {
+				ran = append(ran, ev)
+			} else {
+				refused = append(refused, ev)
+			}
+		default:
+			stopped = append(stopped, ev)
+		}
+	}
+	if len(ran)+len(refused)+len(stopped) == 0 {
+		// Nothing in the log says it (files, the state, a conflict):
+		// the error is the whole message.
+		return err.Error()
+	}
+	var msgs []string
+	say := func(evs []apply.Event, format string, args ...any) {
+		var b strings.Builder
+		fmt.Fprintf(&b, format, args...)
+		if !logged {
+			for _, ev := range evs {
+				fmt.Fprintf(&b, "\n\t%s %s: %s", ev.Op, ev.Unit, ev.Error)
+			}
+		}
+		msgs = append(msgs, b.String())
+	}
+	if len(stopped) > 0 {
+		// Reloads, links and stops come before anything is started:
+		// the apply stopped at the first that failed.
+		ev := stopped[0]
+		what := string(ev.Op) + " " + strings.Join(unitsOf(stopped), ", ")
+		if apply.ActionKind(ev.Op) == apply.ActReload {
+			what = "reload"
+		}
+		say(stopped, "apply stopped: systemd could not %s%s; what was done before is recorded. %s, then run hostprov apply again: it goes on from there",
+			what, seeAbove(logged), machineAdvice(stopped))
+	}
+	if len(refused) > 0 {
+		say(refused, "systemd refused to %s %s%s. %s, then run hostprov apply again: it retries the units that failed",
+			refused[0].Op, strings.Join(unitsOf(refused), ", "), seeAbove(logged), machineAdvice(refused))
+	}
+	if len(ran) > 0 {
+		units := unitsOf(ran)
+		say(ran, "%s failed to start: %s%s; the files and links are in place and recorded. "+
+			"See why with hostprov status and journalctl -u %s, fix the hook or what it needs on this machine, "+
+			"then run hostprov apply again: it retries the units that failed",
+			plural(len(units), "unit"), strings.Join(units, ", "), seeAbove(logged), units[0])
+	}
+	return strings.Join(msgs, "\n")
+}
+
+// machineAdvice says what to do about a call systemd refused or could not
+// do: what the error's hint says when it has one; otherwise where systemd
+// says why.
+func machineAdvice(evs []apply.Event) string {
+	for _, ev := range evs {
+		var se *sdbus.Error
+		if errors.As(ev.Err, &se) && se.Hint != "" {
+			return "That is a matter of this machine, not of the hooks: do what the error says"
+		}
+	}
+	return "That is a matter of this machine or of systemd, not of the hooks: systemd's own log says why (journalctl -b _PID=1)"
+}
+
+func seeAbove(logged bool) string {
+	if logged {
+		return " (see above)"
+	}
+	return ""
+}
+
+// unitsOf names the units of events once each, in order.
+func unitsOf(evs []apply.Event) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, ev := range evs {
+		if !seen[ev.Unit] {
+			seen[ev.Unit] = true
+			out = append(out, ev.Unit)
+		}
+	}
+	return out
 }
 
 // applied is apply's last line.

@@ -29,7 +29,11 @@ type Event struct {
 	// Links are the symlinks an enable, disable, mask or unmask made or
 	// removed.
 	Links []LinkChange `json:"links,omitempty"`
-	Error string       `json:"error,omitempty"`
+	// Error is what went wrong, as a person reads it; Err is the error
+	// itself, for a caller that tells causes apart with errors.Is (a
+	// unit that ran and failed, or systemd refusing the call).
+	Error string `json:"error,omitempty"`
+	Err   error  `json:"-"`
 }
 
 // Event actions.
@@ -101,13 +105,29 @@ type LoggerFunc func(Event)
 
 func (f LoggerFunc) Log(e Event) { f(e) }
 
-// TextLogger writes each event as a line "hostprov: EVENT" to w.
+// TextLogger writes each event as a line "hostprov: EVENT" to w. A call
+// that fails for several units (an enable of a batch) is one event per
+// unit with the same error; the error is written with the first, and the
+// others say "the same error as above".
 func TextLogger(w io.Writer) Logger {
-	var mu sync.Mutex
+	var (
+		mu      sync.Mutex
+		lastErr string
+	)
 	return LoggerFunc(func(e Event) {
 		mu.Lock()
 		defer mu.Unlock()
-		fmt.Fprintln(w, "hostprov: "+e.Text())
+		line := e.Text()
+		switch {
+		case e.Action != EvFailed:
+			lastErr = ""
+		case e.Error != "" && e.Error == lastErr:
+			e.Error = ""
+			line = e.Text() + ": the same error as above"
+		default:
+			lastErr = e.Error
+		}
+		fmt.Fprintln(w, "hostprov: "+line)
 	})
 }
 

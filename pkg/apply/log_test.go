@@ -39,6 +39,31 @@ func TestLoggers(t *testing.T) {
 	}
 }
 
+// TestTextLoggerSameError: a call that failed for a batch of units is one
+// event per unit with the same error; the text log writes the error once,
+// and the JSON log (for tools) every time.
+func TestTextLoggerSameError(t *testing.T) {
+	var text, js bytes.Buffer
+	l := apply.MultiLogger(apply.TextLogger(&text), apply.JSONLogger(&js))
+	for _, u := range []string{"a.service", "b.service", "c.service"} {
+		l.Log(apply.Event{Action: apply.EvFailed, Op: "enable", Unit: u, Reason: "new", Error: "read-only"})
+	}
+	l.Log(apply.Event{Action: apply.EvStarted, Unit: "d.service", Reason: "new"})
+	l.Log(apply.Event{Action: apply.EvFailed, Op: "start", Unit: "e.service", Reason: "new", Error: "read-only"})
+	want := `hostprov: failed enable a.service (new): read-only
+hostprov: failed enable b.service (new): the same error as above
+hostprov: failed enable c.service (new): the same error as above
+hostprov: started d.service (new)
+hostprov: failed start e.service (new): read-only
+`
+	if text.String() != want {
+		t.Errorf("text log:\n%s\nwant:\n%s", text.String(), want)
+	}
+	if n := strings.Count(js.String(), `"error":"read-only"`); n != 4 {
+		t.Errorf("JSON log has the error %d times, want 4:\n%s", n, js.String())
+	}
+}
+
 // TestPlanJSON checks the shape tools read: unit counts, files without the
 // unchanged ones, actions in order.
 func TestPlanJSON(t *testing.T) {
