@@ -160,3 +160,29 @@ func TestNothingWhenInvalid(t *testing.T) {
 		t.Errorf("want exactly one error, got:\n%s", diags.Error())
 	}
 }
+
+// TestPathUnitNameHint checks the whole hint for a swap or mount unit
+// named after another path: the name it gives ends in the unit type, so
+// it is kept as written, and useRawName is not needed.
+func TestPathUnitNameHint(t *testing.T) {
+	for spec, want := range map[string]string{
+		"- name: swap.swap\n  useRawManifest: true\n  manifest: |\n    [Swap]\n    What=/swap1\n    [Install]\n    WantedBy=swap.target\n": `name the hook "swap1.swap" (systemd-escape --path --suffix=swap '/swap1')`,
+		"- name: data.mount\n  directives:\n    Mount: [What=/dev/vdb, Where=/srv/my data]\n":                                              `name the hook "srv-my\x20data.mount" (systemd-escape --path --suffix=mount '/srv/my data')`,
+	} {
+		_, diags := render.Build("t.yaml", []byte(header+spec))
+		var hints []string
+		for _, d := range diags {
+			if d.Path == "hooks[0].name" {
+				hints = append(hints, d.Hint)
+			}
+		}
+		if len(hints) != 1 || hints[0] != want {
+			t.Errorf("hints of hooks[0].name = %q, want [%q]\n%v", hints, want, diags)
+		}
+		// The hinted name renders without a name problem.
+		fixed := strings.Replace(spec, spec[len("- name: "):strings.IndexByte(spec, '\n')], want[len(`name the hook "`):strings.Index(want, `" (`)], 1)
+		if _, diags := render.Build("t.yaml", []byte(header+fixed)); diags.HasErrors(false) {
+			t.Errorf("with the hinted name:\n%s\n%v", fixed, diags)
+		}
+	}
+}

@@ -285,7 +285,9 @@ func (b *builder) checkFile(p, name string, f *units.File, pos posFunc) {
 	if want != name && !strings.Contains(name, "@") {
 		// Not %q: unit names hold backslashes (\x2d) that must be
 		// shown as they are to be copied.
-		b.errorf(p+".name", fmt.Sprintf("name the hook \"%s\" (systemd-escape --path --suffix=%s '%s'), with useRawName: true", want, typ, path),
+		// want ends in the unit type, so the name is kept as written
+		// without useRawName: the hint asks for nothing more.
+		b.errorf(p+".name", fmt.Sprintf("name the hook \"%s\" (systemd-escape --path --suffix=%s '%s')", want, typ, path),
 			"systemd requires %s %s unit to be named after its %s= path %s, but it is named %s", article(typ), typ, key, path, name)
 	}
 }
