@@ -307,3 +307,108 @@ hooks:
 		}
 	}
 }
+
+// TestRealSystemdExpandEnv runs hooks with expandEnv: true in a real
+// systemd and checks the argv the process received: "$VAR" as a whole
+// word becomes the split value of VAR, or nothing when VAR is unset, as
+// systemd documents; "${VAR}" its value; "$$" a '$'; and every other word,
+// including those systemd would take for a reference to a variable that
+// cannot exist ("$", "$-", "$FOO-bar"), arrives exactly as written. The
+// splitter that stands in for systemd must agree with what ran.
+func TestRealSystemdExpandEnv(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"expand-dollar", []string{"$", "x", "$"}, []string{"$", "x", "$"}},
+		{"expand-nonames", []string{"$-", "$FOO-bar", "$1", "$ x", "$/"}, []string{"$-", "$FOO-bar", "$1", "$ x", "$/"}},
+		{"expand-literal", []string{"a$", "a$X", "$$", "$$X", "${X"}, []string{"a$", "a$X", "$", "$X", "${X"}},
+		{"expand-braces", []string{"${X}", "<${X}>", "${UNSET}", "<${UNSET}>"}, []string{"one  two", "<one  two>", "", "<>"}},
+		{"expand-whole", []string{"$X", "$UNSET", "end"}, []string{"one", "two", "end"}},
+	}
+	type hook struct {
+		Name      string            `yaml:"name"`
+		Type      string            `yaml:"type"`
+		Exec      []string          `yaml:"exec"`
+		Env       map[string]string `yaml:"env"`
+		ExpandEnv bool              `yaml:"expandEnv"`
+	}
+	var hs []hook
+	for _, tt := range tests {
+		// dumpArgv holds '$' only inside words and without braces, which
+		// systemd leaves alone.
+		exec := append([]string{"/bin/sh", "-c", dumpArgv, "sh"}, tt.args...)
+		hs = append(hs, hook{Name: tt.name, Type: "oneshot", Exec: exec, ExpandEnv: true,
+			Env: map[string]string{"HOSTPROV_HOOK": tt.name, "X": "one  two"}})
+	}
+	spec, err := yaml.Marshal(map[string]any{"apiVersion": "hostprov/v1alpha1", "kind": "Hooks", "hooks": hs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	us, diags := render.Build("expand.yaml", spec)
+	if diags.HasErrors(false) {
+		t.Fatalf("%v\n%s", diags, spec)
+	}
+
+	r := rig.Start(t)
+	if err := render.WriteDir(r.UnitDir, us); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := r.Conn.ReloadContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		unit := tt.name + ".service"
+		text, _ := os.ReadFile(filepath.Join(r.UnitDir, unit))
+		done := make(chan string, 1)
+		if _, err := r.Conn.StartUnitContext(ctx, unit, "replace", done); err != nil {
+			t.Fatal(err)
+		}
+		if res := <-done; res != "done" {
+			t.Errorf("%s: start job %s\n%s", unit, res, text)
+			continue
+		}
+		out, err := os.ReadFile(filepath.Join(r.Root, "var/lib/out-"+tt.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fields := strings.Split(string(out), "\x00")
+		fields = fields[1 : len(fields)-1] // $0 is "sh"; every field ends in NUL
+		if diff := cmp.Diff(tt.want, fields); diff != "" {
+			t.Errorf("%s: the process's argv differs (-want +process):\n%s\nunit:\n%s", unit, diff, text)
+		}
+
+		// SplitExec keeps references to set variables as written; once
+		// their values are put in, it must give what the process got.
+		f, err := units.Parse(text)
+		if err != nil {
+			t.Fatalf("%s: %v", unit, err)
+		}
+		split, err := units.SplitExec(f.Values(units.SectionService, "ExecStart")[0])
+		if err != nil {
+			t.Fatalf("%s: %v", unit, err)
+		}
+		resolved := split[4:]
+		if strings.HasSuffix(tt.name, "-braces") || strings.HasSuffix(tt.name, "-whole") {
+			// Only these hooks hold references; elsewhere a "$X" that
+			// SplitExec gives is the literal text.
+			resolved = nil
+			for _, w := range split[4:] {
+				switch w {
+				case "$X":
+					resolved = append(resolved, "one", "two")
+				case "$UNSET":
+				default:
+					w = strings.ReplaceAll(w, "${X}", "one  two")
+					resolved = append(resolved, strings.ReplaceAll(w, "${UNSET}", ""))
+				}
+			}
+		}
+		if diff := cmp.Diff(fields, resolved); diff != "" {
+			t.Errorf("%s: units.SplitExec differs from the process (-process +SplitExec):\n%s", unit, diff)
+		}
+	}
+}

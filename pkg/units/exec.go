@@ -33,7 +33,12 @@ func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' 
 // environment expansion at exec time gives it back; with expandEnv the
 // caller's "$VAR" and "${VAR}" references are left for systemd to expand
 // (note that systemd replaces a word that is exactly "$VAR" by the
-// whitespace-split value of VAR, and drops it when VAR is unset).
+// whitespace-split value of VAR, and drops it when VAR is unset), and "$$"
+// is the caller's own escape for a '$'. A word that starts with '$' but
+// whose rest is no variable name ("$", "$-", "$FOO-bar", "$1") is what
+// systemd 252 would take for a whole-word reference to a variable that can
+// never be set, and drop: its leading '$' is written as "$$", so that the
+// word arrives as written (see ExpandDropped).
 //
 // The result never starts with a prefix character, so a caller may prepend
 // systemd's prefixes ("-", "+", ...) itself.
@@ -66,12 +71,28 @@ func QuoteExec(argv []string, expandEnv bool) (string, error) {
 			b.WriteByte(' ')
 		}
 		s := EscapeSpecifiers(a)
-		if !expandEnv {
+		switch {
+		case !expandEnv:
 			s = strings.ReplaceAll(s, "$", "$$")
+		case ExpandDropped(a):
+			s = "$" + s
 		}
 		quoteWord(&b, s)
 	}
 	return b.String(), nil
+}
+
+// ExpandDropped reports whether systemd 252, expanding the environment in
+// a command line, would drop the word w whatever the environment holds.
+// replace_env_argv (src/basic/env-util.c) takes a word that starts with
+// '$', but not with "${" or "$$", for a whole-word reference: it replaces
+// it by the split value of the variable named by the rest of the word, and
+// drops it when that variable is unset. A rest that is not a valid variable
+// name (empty, "-", "FOO-bar", "1") names a variable systemd never sets (it
+// refuses such names in Environment=, EnvironmentFile= and its own
+// environment), so the word is always lost.
+func ExpandDropped(w string) bool {
+	return strings.HasPrefix(w, "$") && !strings.HasPrefix(w, "${") && !strings.HasPrefix(w, "$$") && !ValidEnvName(w[1:])
 }
 
 // checkProgram applies the checks systemd's config_parse_exec makes on the
@@ -192,9 +213,11 @@ func cEscape(b *strings.Builder, s string, quote byte) {
 //     unit and are kept as written);
 //   - "$$" becomes "$", as systemd's exec-time expansion does; variable
 //     references ("$VAR" as a whole word, "${VAR}") are kept as written,
-//     since their values are only known when the command runs. When the
-//     command carries the ':' prefix systemd expands nothing, so neither
-//     does SplitExec.
+//     since their values are only known when the command runs. An
+//     argument that systemd takes for a whole-word reference to a name no
+//     variable can have ("$", "$-", "$FOO-bar"; see ExpandDropped) is left
+//     out, as systemd always drops it. When the command carries the ':'
+//     prefix systemd expands nothing, so neither does SplitExec.
 //
 // SplitExec only splits: prefix characters ("-", "@", ":", "+", "!") stay
 // part of the first word. It returns an error for a value systemd would
@@ -256,6 +279,9 @@ func SplitExecCommands(value string) ([][]string, error) {
 			p = rest
 			if !found {
 				break
+			}
+			if expand && ExpandDropped(unescapeSpecifiers(w)) {
+				continue
 			}
 			argv = append(argv, execWord(w, expand))
 		}

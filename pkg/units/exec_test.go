@@ -102,6 +102,10 @@ func TestQuoteExecForms(t *testing.T) {
 		{[]string{"/bin/echo", "50%"}, false, "50%%"},
 		{[]string{"/bin/echo", "$HOME", "${X}"}, false, "$$HOME $${X}"},
 		{[]string{"/bin/echo", "$HOME", "${X}"}, true, "$HOME ${X}"},
+		// systemd would drop these as references to variables that
+		// cannot exist; "$$" keeps them.
+		{[]string{"/bin/echo", "$", "$-", "$FOO-bar", "$1", "$ x"}, true, `$$ $$- $$FOO-bar $$1 "$$ x"`},
+		{[]string{"/bin/echo", "a$", "$$", "$$-", "${X}-y", "$_"}, true, "a$ $$ $$- ${X}-y $_"},
 		{[]string{"/bin/echo", `a\b`}, false, `"a\\b"`},
 		{[]string{"/bin/echo", "x\ty\x01"}, false, `"x\ty\x01"`},
 		{[]string{"/bin/echo", "é"}, false, "é"},
@@ -119,6 +123,24 @@ func TestQuoteExecForms(t *testing.T) {
 		if got != want {
 			t.Errorf("QuoteExec(%q, %v) = %q, want %q", tt.argv, tt.expand, got, want)
 		}
+	}
+}
+
+// TestQuoteExecExpandKeepsArguments checks that with expandEnv every
+// argument that is not a reference to a variable arrives as written:
+// "$" and the like must not be dropped by systemd.
+func TestQuoteExecExpandKeepsArguments(t *testing.T) {
+	argv := []string{"/bin/echo", "$", "$-", "a$", "$FOO-bar", "$1", "cost: $5", "$ x", "100%", "-", ""}
+	v, err := QuoteExec(argv, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := SplitExec(v)
+	if err != nil {
+		t.Fatalf("SplitExec(%q): %v", v, err)
+	}
+	if diff := cmp.Diff(argv, got); diff != "" {
+		t.Errorf("round trip via %q (-want +got):\n%s", v, diff)
 	}
 }
 
@@ -149,6 +171,10 @@ func TestSplitExecSystemd(t *testing.T) {
 		{`/bin/echo a"b c"d`, [][]string{{"/bin/echo", "ab cd"}}},
 		{`-/bin/true`, [][]string{{"-/bin/true"}}},
 		{`:/bin/echo $$x`, [][]string{{":/bin/echo", "$$x"}}},
+		// A whole word "$" + something that is no variable name is a
+		// reference to a variable that is never set: systemd drops it.
+		{`/bin/echo $ $- "$" $FOO-bar $1 a$ $$- $X ${X} $$ %%`, [][]string{{"/bin/echo", "a$", "$-", "$X", "${X}", "$", "%"}}},
+		{`:/bin/echo $ $-`, [][]string{{":/bin/echo", "$", "$-"}}},
 		{`/bin/echo trailing\`, [][]string{{"/bin/echo", `trailing\`}}},
 		{`; /bin/a ;`, [][]string{{"/bin/a"}}},
 		{``, nil},
