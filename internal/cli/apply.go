@@ -137,8 +137,15 @@ unit directory, and prints what apply would do: a unified diff of every unit fil
 drop-in it would write or remove, the systemd actions in the order they run, and a
 summary that counts units: "Plan: 1 to add, 2 to change, 0 to remove." or "No changes."
 
-With --detailed-exitcode the exit code says the outcome: 0 no changes, 2 changes,
-1 an error (including a plan apply would refuse). Plan needs neither root nor systemd.`,
+With --detailed-exitcode the exit code says the outcome, as Terraform's does:
+
+  0  no changes
+  1  an error (including a plan apply would refuse)
+  2  changes: apply would change the node
+  3  no changes, but drift: files hostprov wrote were edited since, and apply
+     leaves them alone (apply --force overwrites them)
+
+3 is the code status gives for drift as well. Plan needs neither root nor systemd.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			err := func() error {
@@ -154,7 +161,7 @@ With --detailed-exitcode the exit code says the outcome: 0 no changes, 2 changes
 				return runPlan(c, us, opts, nf.output, detailed)
 			}()
 			var ee *exitError
-			if detailed && errors.As(err, &ee) && ee != errChanges && ee.code == ExitInvalid {
+			if detailed && errors.As(err, &ee) && ee != errChanges && ee != errDrift && ee.code == ExitInvalid {
 				ee.code = ExitFailure // 2 means "changes" here
 			}
 			return err
@@ -163,12 +170,13 @@ With --detailed-exitcode the exit code says the outcome: 0 no changes, 2 changes
 	sf.register(c)
 	nf.register(c)
 	cf.register(c)
-	c.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 for no changes, 2 for changes, 1 for an error")
+	c.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 for no changes, 2 for changes, 3 for drift only, 1 for an error")
 	return c
 }
 
 // runPlan prints the plan of the units. It fails when the plan has
-// conflicts, and with detailed returns exit code 2 when it has changes.
+// conflicts, and with detailed returns exit code 2 when it has changes and
+// 3 when it has none but drift.
 func runPlan(c *cobra.Command, us []render.Unit, opts apply.Options, output string, detailed bool) error {
 	return showPlan(c, opts, output, detailed, func(ctx context.Context, st *apply.State) (*apply.Plan, error) {
 		return apply.NewPlan(ctx, us, st, opts)
@@ -178,7 +186,7 @@ func runPlan(c *cobra.Command, us []render.Unit, opts apply.Options, output stri
 // showPlan makes a plan from the state with makePlan and prints it,
 // changing nothing and taking no lock (plan, apply --dry-run, remove
 // --dry-run). It fails when the plan has conflicts, and with detailed
-// returns exit code 2 when it has changes.
+// returns exit code 2 when it has changes and 3 when it has none but drift.
 func showPlan(c *cobra.Command, opts apply.Options, output string, detailed bool,
 	makePlan func(context.Context, *apply.State) (*apply.Plan, error)) error {
 	st, err := apply.LoadState(apply.StatePath(opts.StateDirPath()))
@@ -199,15 +207,37 @@ func showPlan(c *cobra.Command, opts apply.Options, output string, detailed bool
 	if len(p.Conflicts) > 0 {
 		return failure("the plan has %d conflict(s); apply would refuse it (see above)", len(p.Conflicts))
 	}
-	if detailed && p.HasChanges() {
+	switch {
+	case !detailed:
+	case p.HasChanges():
 		return errChanges
+	case hasDrift(p):
+		return errDrift
 	}
 	return nil
 }
 
+// hasDrift reports whether the plan leaves alone files that were edited
+// since hostprov wrote them.
+func hasDrift(p *apply.Plan) bool {
+	for _, f := range p.Files {
+		if f.Drift {
+			return true
+		}
+	}
+	return false
+}
+
 // errChanges is plan's exit code 2 under --detailed-exitcode: the plan has
 // changes. It is not an error and prints nothing.
-var errChanges = &exitError{code: 2}
+var errChanges = &exitError{code: ExitChanges}
+
+// errDrift is plan's exit code 3 under --detailed-exitcode: no changes, but
+// files edited since hostprov wrote them, which apply leaves alone. A
+// script that runs plan to decide whether to apply can tell "nothing to
+// do" from "someone edited a unit by hand", which needs a person (or
+// --force), and which a plain 0 would hide.
+var errDrift = &exitError{code: ExitDrift}
 
 func printPlan(w io.Writer, p *apply.Plan, output string) error {
 	if output == outputJSON {

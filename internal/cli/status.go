@@ -21,7 +21,21 @@ func newStatus() *cobra.Command {
 systemd says of it (load, active and sub state, result, how its main process exited,
 when it last started and stopped, whether systemd needs a reload to see its file) and
 whether its files still have the bytes hostprov wrote (drift). With --root only the
-files and enablement are known.`,
+files and enablement are known.
+
+The exit code says how the node is, for scripts and health checks:
+
+  0  every unit is as hostprov left it, and none has failed
+  1  an error: the state could not be read, systemd could not be reached, or it
+     could not tell about a unit (the table says which)
+  2  invalid usage
+  3  drift: a file was edited since hostprov wrote it or is missing, or an apply
+     did not finish; apply puts it right (with --force for edited files)
+  4  a unit failed: its last run or start failed (a command hook: a step failed),
+     or systemd could not load it; see the table and journalctl -u UNIT
+
+When several hold, the first of 4, 1 and 3 wins: a failed unit needs a person
+first. 3 is the code plan --detailed-exitcode gives for drift as well.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts, err := nf.options()
@@ -50,18 +64,65 @@ files and enablement are known.`,
 				return failure("%v", err)
 			}
 			if nf.output == outputJSON {
-				return writeJSON(c.OutOrStdout(), rs)
+				if err := writeJSON(c.OutOrStdout(), rs); err != nil {
+					return failure("%v", err)
+				}
+				return statusExit(rs)
 			}
 			if len(rs) == 0 {
 				fmt.Fprintf(c.OutOrStdout(), "hostprov has installed no units here (state: %s)\n", apply.StatePath(opts.StateDirPath()))
 				return nil
 			}
 			writeStatus(c.OutOrStdout(), rs)
-			return nil
+			return statusExit(rs)
 		},
 	}
 	nf.register(c)
 	return c
+}
+
+// Exit codes of status and plan --detailed-exitcode, besides ExitOK,
+// ExitFailure and ExitInvalid (see their --help). Drift has the same code
+// in both, so that a script can treat it the same way; a failed unit,
+// which only status sees, has its own, because it needs a person to look
+// at the unit where drift needs an apply.
+const (
+	ExitChanges    = 2 // plan: apply would change the node
+	ExitDrift      = 3 // files not as hostprov wrote them (status: or an apply unfinished)
+	ExitUnitFailed = 4 // status: a unit failed
+)
+
+// statusExit is status's exit code for the reports: nil when all is well.
+// The table (or the JSON) has said everything, so the error prints nothing.
+func statusExit(rs []apply.UnitReport) error {
+	var failed, unknown, drift bool
+	for _, r := range rs {
+		failed = failed || unitFailed(r)
+		unknown = unknown || r.Error != ""
+		drift = drift || r.Drift || r.Incomplete
+	}
+	switch {
+	case failed:
+		return &exitError{code: ExitUnitFailed}
+	case unknown:
+		return &exitError{code: ExitFailure}
+	case drift:
+		return &exitError{code: ExitDrift}
+	}
+	return nil
+}
+
+// unitFailed tells whether a report shows a unit that failed: systemd says
+// so, a step of a command hook failed, systemd could not load the unit, or,
+// where systemd cannot be asked (--root), the last apply could not start it.
+func unitFailed(r apply.UnitReport) bool {
+	switch {
+	case r.ActiveState == "failed", r.Phase == apply.PhaseFailed:
+		return true
+	case r.LoadState == "error", r.LoadState == "bad-setting":
+		return true
+	}
+	return r.ActiveState == "" && r.Retry
 }
 
 // writeStatus prints the reports as a table, one unit a line.
