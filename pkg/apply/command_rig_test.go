@@ -225,3 +225,99 @@ hooks:
 		t.Errorf("a third apply: %s\nevents:\n%s", p.Summary(), eventsText(res))
 	}
 }
+
+// onceSpec is a when: Once hook that counts its runs in /var/lib/once.runs.
+func onceSpec(version string) string {
+	return `apiVersion: hostprov/v1alpha1
+kind: Hooks
+hooks:
+- name: once
+  when: Once
+  steps:
+  - name: count
+    sh: echo ` + version + ` >> /var/lib/once.runs
+`
+}
+
+// onceRuns reads the versions the once hook ran as, in order.
+func (n *rigNode) onceRuns(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(n.r.Root, "var/lib/once.runs"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(data))
+}
+
+// rigStamps lists the rig's stamp directory.
+func (n *rigNode) rigStamps(t *testing.T) []string {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(n.r.Root, "var/lib/hostprov/stamps"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// TestRigOnceRemoveAndAddBack: a when: Once hook that ran, removed with
+// hostprov remove and added back, runs again (its stamp went with it); a
+// change of the hook runs it once more and leaves only the current
+// version's stamp.
+func TestRigOnceRemoveAndAddBack(t *testing.T) {
+	t.Parallel()
+	ctx := rigContext(t)
+	n := newRigNode(ctx, t)
+	n.mustApply(ctx, onceSpec("v1"))
+	if got := n.onceRuns(t); strings.Join(got, " ") != "v1" {
+		t.Fatalf("runs after the first apply: %q", got)
+	}
+	if s := n.rigStamps(t); len(s) != 1 {
+		t.Fatalf("stamps after the first run: %q, want one", s)
+	}
+
+	st, err := apply.LoadState(apply.StatePath(n.opts.StateDirPath()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp, err := apply.NewRemovePlan(ctx, []string{"once"}, st, n.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := apply.Execute(ctx, rp, n.m, nil)
+	if err != nil {
+		t.Fatalf("remove: %v\nevents:\n%s", err, eventsText(res))
+	}
+	if !strings.Contains(eventsText(res), "removed /var/lib/hostprov/stamps/once.service.") {
+		t.Errorf("the remove's action log does not show the stamp removed:\n%s", eventsText(res))
+	}
+	if s := n.rigStamps(t); len(s) != 0 {
+		t.Errorf("stamps after remove: %q", s)
+	}
+
+	n.mustApply(ctx, onceSpec("v1"))
+	if got := n.onceRuns(t); strings.Join(got, " ") != "v1 v1" {
+		t.Errorf("runs after adding the hook back: %q, want it to run again", got)
+	}
+
+	n.mustApply(ctx, onceSpec("v2"))
+	if got := n.onceRuns(t); strings.Join(got, " ") != "v1 v1 v2" {
+		t.Errorf("runs after the change: %q", got)
+	}
+	us, _ := rigRender(t, onceSpec("v2"))
+	want := ""
+	for _, l := range strings.Split(string(us[0].Contents), "\n") {
+		if s, ok := strings.CutPrefix(l, "ConditionPathExists=!/var/lib/hostprov/stamps/"); ok {
+			want = s
+		}
+	}
+	if s := n.rigStamps(t); len(s) != 1 || s[0] != want {
+		t.Errorf("stamps after the change ran: %q, want only the current one, %s", s, want)
+	}
+}

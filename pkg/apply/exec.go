@@ -183,6 +183,9 @@ func (e *executor) run(ctx context.Context) error {
 	if err := e.actions(ctx, 2, 3); err != nil {
 		return err
 	}
+	if err := e.removeStamps(); err != nil {
+		return err
+	}
 	e.actions(ctx, 4, 4) // failures are collected in e.failed
 	// A unit that failed to start is a result of an apply that finished,
 	// not an interrupted one: marked failed, its start is retried next
@@ -218,6 +221,9 @@ func (e *executor) writeFiles(intent *State) error {
 	next := 0 // the file of batch that comes next in plan order
 	for i := range e.p.Files {
 		f := &e.p.Files[i]
+		if f.Stamp {
+			continue // removeStamps, after systemd reloaded
+		}
 		full := filepath.Join(e.dir, filepath.FromSlash(f.rel))
 		switch f.Op {
 		case OpUnchanged:
@@ -263,6 +269,27 @@ func writeError(err error) error {
 		return fsError("writing", pe.Path, err)
 	}
 	return fmt.Errorf("writing unit files: %w", err)
+}
+
+// removeStamps removes the stamps the plan removes. It runs once the unit
+// files are written or removed and systemd has reloaded them, so that no
+// unit on disk or loaded names a stamp as it goes: removed before, a crash
+// could leave the unit of a removed hook, or the earlier version of a
+// changed one, to run again at the next boot. A crash after it leaves
+// stamps that the next apply, redoing the unit, removes.
+func (e *executor) removeStamps() error {
+	for i := range e.p.Files {
+		f := &e.p.Files[i]
+		if !f.Stamp || f.Op != OpRemove {
+			continue
+		}
+		if err := e.removeStamp(f); err != nil {
+			e.emit(Event{Action: EvFailed, Op: "remove", Unit: f.Unit, Path: f.Path, Reason: f.Reason, Error: err.Error()})
+			return fmt.Errorf("%w; the unit files are in place and recorded: run hostprov apply again", err)
+		}
+		e.emit(Event{Action: EvRemoved, Unit: f.Unit, Path: f.Path, Reason: f.Reason})
+	}
+	return nil
 }
 
 func (u *StateUnit) dropFile(rel string) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/hostprov/hostprov/pkg/render"
@@ -108,6 +109,10 @@ type FileChange struct {
 	OldLink string `json:"oldLink,omitempty"`
 	// Drift is set when the file on disk is not what hostprov wrote.
 	Drift bool `json:"drift,omitempty"`
+	// Stamp marks the stamp of a command hook that runs once (in
+	// /var/lib/hostprov/stamps; see stamps.go), which the plan removes:
+	// not a unit file, so no reload or restart follows from it.
+	Stamp bool `json:"stamp,omitempty"`
 	// Old and New are the bytes, for the diff.
 	Old []byte `json:"-"`
 	New []byte `json:"-"`
@@ -119,6 +124,10 @@ type FileChange struct {
 func (f *FileChange) changes() bool {
 	return f.Op == OpAdd || f.Op == OpChange || f.Op == OpRemove
 }
+
+// changesUnit reports whether the operation changes a file systemd reads:
+// a unit file or drop-in, not a stamp.
+func (f *FileChange) changesUnit() bool { return f.changes() && !f.Stamp }
 
 // ActionKind is a systemd action.
 type ActionKind string
@@ -315,6 +324,10 @@ func NewRemovePlan(ctx context.Context, names []string, st *State, opts Options)
 type planner struct {
 	*Plan
 	dir string // the unit dir on this machine
+	// keepStamps are the stamps that the node's unit files name after
+	// the apply (node paths); stamps is the stamp directory, read once.
+	keepStamps map[string]bool
+	stamps     *stampDir
 }
 
 // newPlan plans the desired units and, of the state's other units, removes
@@ -338,6 +351,24 @@ func newPlan(_ context.Context, desired []render.Unit, st *State, opts Options, 
 	inSpec := map[string]bool{}
 	for i := range desired {
 		inSpec[desired[i].Name] = true
+	}
+	// No stamp that a unit file names after the apply is removed, even
+	// one whose name another unit's stamps share (stamp names keep only
+	// the plain characters of a unit name).
+	p.keepStamps = map[string]bool{}
+	for i := range desired {
+		if s := stampOf(desired[i].Contents); s != "" && !desired[i].Mask {
+			p.keepStamps[s] = true
+		}
+	}
+	for _, prev := range st.Units {
+		if !inSpec[prev.Name] && prune(prev) == "" {
+			if s := stampOf(p.current(prev.Name)); s != "" {
+				p.keepStamps[s] = true
+			}
+		}
+	}
+	for i := range desired {
 		su, err := p.unit(&desired[i])
 		if err != nil {
 			return nil, err
@@ -467,6 +498,18 @@ func (p *planner) unit(u *render.Unit) (*StateUnit, error) {
 		b, in := compareUnit(f.Old, f.New, f.Op == OpAdd || f.OldLink != "")
 		bodyChanged = bodyChanged || b
 		installChanged = installChanged || in
+	}
+
+	// The stamps of the hook's earlier contents: only the current one
+	// can matter. Left alone while the unit file stays as it was (drift),
+	// as it may name one of them.
+	prevOwned := prev != nil && slices.ContainsFunc(prev.Files, func(f StateFile) bool { return f.Path == u.Name })
+	if (u.Contents != nil && !u.Mask || prevOwned) && (unitFile == nil || unitFile.Op != OpKeep) {
+		stamps, err := p.removeStamps(u.Name, "stamp of an earlier version of the hook")
+		if err != nil {
+			return nil, err
+		}
+		up.files = append(up.files, stamps...)
 	}
 
 	isNew := prev == nil
@@ -630,6 +673,15 @@ func (p *planner) remove(prev *StateUnit, why string) (*StateUnit, error) {
 		if keep {
 			rest.Files = append(rest.Files, f)
 		}
+	}
+	// Its stamps go with it, so that the hook runs again when it is added
+	// back; not while its unit file stays (drift), which names one.
+	if !slices.ContainsFunc(rest.Files, func(f StateFile) bool { return f.Path == prev.Name }) {
+		stamps, err := p.removeStamps(prev.Name, "stamp of the hook, "+why)
+		if err != nil {
+			return nil, err
+		}
+		up.files = append(up.files, stamps...)
 	}
 	if !ownsUnitFile && !prev.Masked && dropins && changedDropins {
 		up.act(ActTryRestart, prev.Name, "drop-ins removed")
@@ -809,7 +861,7 @@ func (p *planner) finish() {
 	reload := false
 	nfiles := 0
 	for _, f := range p.Files {
-		if f.changes() {
+		if f.changesUnit() {
 			nfiles++
 		}
 	}

@@ -19,6 +19,11 @@ func (p *Plan) WriteText(w io.Writer) error {
 		if !f.changes() {
 			continue
 		}
+		if f.Stamp {
+			// An empty file, whose diff would say nothing.
+			fmt.Fprintf(&b, "remove %s (%s)\n\n", f.Path, f.Reason)
+			continue
+		}
 		if f.OldLink != "" {
 			fmt.Fprintf(&b, "# %s is a symbolic link to %s\n", f.Path, f.OldLink)
 		}

@@ -93,6 +93,8 @@ func (b *builder) generate(i int, name string) (*units.File, posFunc) {
 	if len(h.Steps) > 0 && h.When != hooks.WhenAlways && h.When != hooks.WhenNever && g.ok {
 		g.once()
 	}
+	g.checkSpecifiers(name)
+	g.checkExpandWords()
 	if !g.ok {
 		return nil, nil
 	}
@@ -296,6 +298,22 @@ func (g *gen) once() {
 		}
 		g.add(units.SectionService, "ExecStartPost", "+"+v, path)
 	}
+}
+
+// IsStamp reports whether name, a file name in StampDir, is one of the
+// stamps the command hook of unit writes (for this or another content of
+// the hook): the unit's stamp name, a dot and 16 lower-case hex digits.
+func IsStamp(unit, name string) bool {
+	rest, ok := strings.CutPrefix(name, stampName(unit)+".")
+	if !ok || len(rest) != 16 {
+		return false
+	}
+	for _, r := range rest {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // stampName keeps the characters of a unit name that are plain in a path.
