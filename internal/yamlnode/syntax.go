@@ -360,7 +360,7 @@ func (s *source) tab(se *SyntaxError) {
 // at.
 func (s *source) block(se *SyntaxError, problem string, same func(int) bool) {
 	start := se.Line
-	startCol := firstNonSpace(s.lines[start-1])
+	startCol := keyColumn(s.lines[start-1])
 	// Find the first line at which a prefix made of whole lines fails
 	// the same way: lines before it read well.
 	lo, hi := start-1, len(s.lines) // same fails at lo, holds at hi
@@ -398,6 +398,19 @@ func (s *source) block(se *SyntaxError, problem string, same func(int) bool) {
 	default:
 		se.Message = fmt.Sprintf("this line is not a key of the mapping that starts on line %d: its indentation fits no mapping above", start)
 		se.Hint = fmt.Sprintf("indent it by %d spaces, like the keys of that mapping, or by more, under a key that has no value, to nest it", startCol-1)
+		// yaml.v3 names the outermost mapping the line could still
+		// close; a line indented a little less than the keys just
+		// above it most often belongs with them.
+		for l := s.previousLine(hi); l > 0; l = s.previousLine(l) {
+			if k := keyColumn(s.lines[l-1]); k > first {
+				if k != startCol {
+					se.Hint = fmt.Sprintf("indent it by %d spaces, like the key on line %d, or by %d, like the keys of the mapping that starts on line %d", k-1, l, startCol-1, start)
+				}
+				break
+			} else if k < first {
+				break
+			}
+		}
 	}
 }
 
@@ -442,11 +455,11 @@ func (s *source) token(se *SyntaxError, problem string) {
 	case "mapping values are not allowed in this context":
 		prev := s.previousLine(se.Line)
 		first := firstNonSpace(text)
-		if prev > 0 && first > firstNonSpace(s.lines[prev-1]) && strings.Index(text, ":") == at {
+		if prev > 0 && first > keyColumn(s.lines[prev-1]) && strings.Index(text, ":") == at {
 			// "a: 1\n  b: 2": the deeper line continues the value above.
 			se.Column = first
-			se.Message = fmt.Sprintf("this line is indented more than line %d, so it continues the value there, and a value cannot hold a key", prev)
-			se.Hint = fmt.Sprintf("indent this key by %d spaces, like line %d, or by more only under a key that has no value", firstNonSpace(s.lines[prev-1])-1, prev)
+			se.Message = fmt.Sprintf("this line is indented more than the key on line %d, so it continues the value there, and a value cannot hold a key", prev)
+			se.Hint = fmt.Sprintf("indent this key by %d spaces, like the key on line %d, or by more only under a key that has no value", keyColumn(s.lines[prev-1])-1, prev)
 		} else {
 			se.Message = `": " in a value that is not quoted`
 			se.Hint = `quote the value ("a: b"), or put the key on a line of its own`
@@ -526,6 +539,19 @@ func lineCol(b []byte, i int) (int, int) {
 // text that is not a space (1 for a blank line).
 func firstNonSpace(text string) int {
 	return utf8.RuneCountInString(text) - utf8.RuneCountInString(strings.TrimLeft(text, " ")) + 1
+}
+
+// keyColumn is the column, counted from 1, at which the key of a line
+// starts: after its indentation and any "- " that start list items.
+func keyColumn(text string) int {
+	col := firstNonSpace(text)
+	rest := strings.TrimLeft(text, " ")
+	for strings.HasPrefix(rest, "- ") {
+		trimmed := strings.TrimLeft(rest[1:], " ")
+		col += utf8.RuneCountInString(rest) - utf8.RuneCountInString(trimmed)
+		rest = trimmed
+	}
+	return col
 }
 
 // columnOffset is the byte offset in text of column col (counted from 1).

@@ -34,7 +34,7 @@ func TestParseDiagnostics(t *testing.T) {
 		{"top level is a list", "- name: a\n", []want{{"1:1", "", "not a list", "apiVersion: hostprov/v1alpha1", Error}}},
 		{"second document", header + "- name: a\n  exec: [/bin/true]\n---\nkind: Hooks\n",
 			[]want{{"6:1", "", "second document", "put every hook in the one hooks: list", Error}}},
-		{"syntax error", "apiVersion: x\n kind: y\n", []want{{"2:2", "", "not valid YAML: this line is indented more than line 1", "indent this key by 0 spaces", Error}}},
+		{"syntax error", "apiVersion: x\n kind: y\n", []want{{"2:2", "", "not valid YAML: this line is indented more than the key on line 1", "indent this key by 0 spaces", Error}}},
 		// yaml.v3 says "line 4" for this list: the line of the "[",
 		// counted from 0 (see yamlnode.Syntax for more cases).
 		{"unclosed flow list", header + "- name: a\n  exec: [/bin/true\n  user: root\n", []want{{"5:9", "",
