@@ -59,6 +59,35 @@ func (s *Spec) WhereInScalar(path string, n int) Position {
 	return s.Where(path)
 }
 
+// Has reports whether the value at path was written in the spec, as
+// opposed to left out (for a Spec parsed from a file).
+func (s *Spec) Has(path string) bool {
+	if s == nil {
+		return false
+	}
+	_, ok := s.pos[path]
+	return ok
+}
+
+// PosInValue returns the position of the character at line and col
+// (counted from 1) of the string value at path: exact for a value on one
+// line written plain or quoted without escapes before that character, and
+// for a literal block scalar; for other values it is where the value's
+// line starts, or Where(path) when that is not known.
+func (s *Spec) PosInValue(path string, line, col int) Position {
+	if s == nil {
+		return Position{}
+	}
+	if _, ok := s.scalars[path]; !ok && line > 1 {
+		return s.Where(path)
+	}
+	p := s.WhereInScalar(path, line)
+	if p.Line > 0 && p.Column > 0 {
+		p.Column += col - 1
+	}
+	return p
+}
+
 // recordScalar records where the lines of a string value start, for
 // WhereInScalar.
 func (d *decoder) recordScalar(path string, n *yaml.Node) {
