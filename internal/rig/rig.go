@@ -47,6 +47,7 @@ type Rig struct {
 	ConsoleLog string
 
 	nsenter string
+	boot    *boot // nil where rigs cannot boot
 }
 
 // Run runs a command inside the rig, in all of its namespaces, its root

@@ -348,3 +348,46 @@ func TestWriteUnitStaysInUnitDir(t *testing.T) {
 		t.Errorf("drop-in not written: %v", entries)
 	}
 }
+
+// TestReboot reboots a rig: a new systemd on the same root, which keeps
+// /etc and /var, starts with an empty /run, and starts the units enabled in
+// multi-user.target, as a node's boot does.
+func TestReboot(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	r := Start(t)
+	unit := "[Unit]\nDescription=counts boots\n\n[Service]\nType=oneshot\nExecStart=/bin/sh -c 'echo boot >> /var/lib/boots'\n\n[Install]\nWantedBy=multi-user.target\n"
+	if err := r.WriteUnit("count-boots.service", []byte(unit)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(r.UnitDir, "multi-user.target.wants"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/systemd/system/count-boots.service", filepath.Join(r.UnitDir, "multi-user.target.wants/count-boots.service")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(r.Root, "run/forgotten"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	oldPID := r.PID
+	if err := r.Reboot(); err != nil {
+		t.Fatal(err)
+	}
+	if r.PID == oldPID || r.Conn == nil {
+		t.Errorf("after the reboot: PID %d (was %d), conn %v", r.PID, oldPID, r.Conn)
+	}
+	data, err := os.ReadFile(filepath.Join(r.Root, "var/lib/boots"))
+	if err != nil || string(data) != "boot\n" {
+		t.Errorf("the enabled unit ran at the reboot: %q, %v; want once", data, err)
+	}
+	if _, err := os.Stat(filepath.Join(r.Root, "run/forgotten")); !os.IsNotExist(err) {
+		t.Errorf("/run kept a file across the reboot: %v", err)
+	}
+	if active, _, result := unitState(ctx, t, r.Conn, "count-boots.service", "Service"); active != "inactive" || result != "success" {
+		t.Errorf("count-boots.service after the reboot: %s, %s; want inactive, success", active, result)
+	}
+	out, err := r.Run(ctx, "cat", "/etc/hostname")
+	if err != nil || out != "hostprov-rig\n" {
+		t.Errorf("Run after the reboot: %q, %v", out, err)
+	}
+}

@@ -129,9 +129,9 @@ func Start(t testing.TB) *Rig {
 	if err != nil {
 		t.Fatalf("rig: %v", err)
 	}
-	b := &boot{t: t, dir: dir, cgroot: h.cgroot}
+	b := &boot{t: t, dir: dir, host: h}
 	t.Cleanup(b.cleanup)
-	r, err := b.start(h)
+	r, err := b.start()
 	if errors.Is(err, errUnavailable) {
 		sdtool.Unavailable(t, "rig: cannot boot systemd here: %v", err)
 	}
@@ -213,7 +213,7 @@ func checkHost() host {
 type boot struct {
 	t      testing.TB
 	dir    string // everything of the rig on the host: root/, units/, ...
-	cgroot string
+	host   host
 	cgroup string        // the rig's cgroup directory, once made
 	cmd    *exec.Cmd     // PID 1, once started
 	exited chan struct{} // closed when PID 1 has been reaped
@@ -222,14 +222,15 @@ type boot struct {
 	rig    *Rig
 }
 
-func (b *boot) start(h host) (*Rig, error) {
+func (b *boot) start() (*Rig, error) {
 	root := filepath.Join(b.dir, "root")
 	r := &Rig{
 		Root:       root,
 		UnitDir:    filepath.Join(root, "etc/systemd/system"),
 		Socket:     filepath.Join(root, relaySocket),
 		ConsoleLog: filepath.Join(b.dir, "console.log"),
-		nsenter:    h.nsenter,
+		nsenter:    b.host.nsenter,
+		boot:       b,
 	}
 	b.rig = r
 	if err := makeRoot(root); err != nil {
@@ -243,28 +244,38 @@ func (b *boot) start(h host) (*Rig, error) {
 			return nil, err
 		}
 	}
+	removeStale(b.host.cgroot)
+	if err := b.boot(os.O_TRUNC); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
 
-	removeStale(b.cgroot)
-	b.cgroup = filepath.Join(b.cgroot, fmt.Sprintf("%s%d-%d", rigPrefix, os.Getpid(), rigSeq.Add(1)))
+// boot starts systemd on the rig's root, prepared by start, and waits
+// until it has booted. logMode is os.O_TRUNC for the first boot and
+// os.O_APPEND for a reboot, which adds to the console log.
+func (b *boot) boot(logMode int) error {
+	r := b.rig
+	b.cgroup = filepath.Join(b.host.cgroot, fmt.Sprintf("%s%d-%d", rigPrefix, os.Getpid(), rigSeq.Add(1)))
 	if err := os.Mkdir(b.cgroup, 0o755); err != nil {
 		b.cgroup = ""
 		// A container typically mounts the cgroup file system read-only.
-		return nil, fmt.Errorf("%w: make a cgroup: %w", errUnavailable, err)
+		return fmt.Errorf("%w: make a cgroup: %w", errUnavailable, err)
 	}
 	cg, err := os.Open(b.cgroup)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer cg.Close()
 
-	logFile, err := os.Create(r.ConsoleLog)
+	logFile, err := os.OpenFile(r.ConsoleLog, os.O_WRONLY|os.O_CREATE|logMode, 0o644)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	pty, console, err := openPty()
 	if err != nil {
 		logFile.Close()
-		return nil, fmt.Errorf("console: %w", err)
+		return fmt.Errorf("console: %w", err)
 	}
 	defer console.Close()
 	b.pty = pty
@@ -279,7 +290,7 @@ func (b *boot) start(h host) (*Rig, error) {
 	cmd := exec.Command("/bin/sh", "-c", bootScript)
 	cmd.Env = []string{
 		"PATH=/usr/sbin:/usr/bin:/sbin:/bin",
-		"RIG_ROOT=" + root,
+		"RIG_ROOT=" + r.Root,
 		"RIG_UNITS=" + filepath.Join(b.dir, "units"),
 		"RIG_EMPTY=" + filepath.Join(b.dir, "empty"),
 		"RIG_USRLOCAL=" + filepath.Join(b.dir, "usr-local"),
@@ -305,7 +316,7 @@ func (b *boot) start(h host) (*Rig, error) {
 		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOSYS) {
 			err = fmt.Errorf("%w: %w", errUnavailable, err)
 		}
-		return nil, fmt.Errorf("start systemd in new namespaces: %w", err)
+		return fmt.Errorf("start systemd in new namespaces: %w", err)
 	}
 	b.cmd = cmd
 	r.PID = cmd.Process.Pid
@@ -315,10 +326,87 @@ func (b *boot) start(h host) (*Rig, error) {
 		close(b.exited)
 	}()
 
-	if err := b.waitBooted(r); err != nil {
-		return nil, err
+	return b.waitBooted(r)
+}
+
+// Reboot powers the rig off and boots a new systemd on the same root, as a
+// machine reboots: /etc and /var, and so the unit files, their links and
+// whatever the units wrote there, stay; /run starts empty, as the tmpfs it
+// is on a machine; systemd forgets every unit's state. A rebooted rig's
+// default target also pulls in multi-user.target, as a node's boot does,
+// so that the units enabled in UnitDir start as they would on a node (the
+// first boot starts nothing but the relay).
+//
+// Conn and PID are then the new systemd's, and every other connection to
+// the old one is dead: dial again. On an error the rig is unusable; the
+// test's cleanup still removes it.
+func (r *Rig) Reboot() error {
+	b := r.boot
+	if b == nil {
+		return errors.New("rig: Reboot of a rig that Start did not boot")
 	}
-	return r, nil
+	if r.Conn != nil {
+		r.Conn.Close()
+		r.Conn = nil
+	}
+	if err := b.poweroff(); err != nil {
+		return fmt.Errorf("rig: reboot: %w", err)
+	}
+	if b.cgroup != "" {
+		if err := removeCgroup(b.cgroup); err != nil {
+			return fmt.Errorf("rig: reboot: %w", err)
+		}
+		b.cgroup = ""
+	}
+	// The old mount namespace died with its last process; what it had
+	// mounted over /run is gone, and below it is the rig's own directory.
+	if m := mountsUnder(b.dir); len(m) > 0 {
+		return fmt.Errorf("rig: reboot: mounts below %s are visible on the host: %v", b.dir, m)
+	}
+	run := filepath.Join(r.Root, "run")
+	entries, err := os.ReadDir(run)
+	if err != nil {
+		return fmt.Errorf("rig: reboot: %w", err)
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(run, e.Name())); err != nil {
+			return fmt.Errorf("rig: reboot: empty /run: %w", err)
+		}
+	}
+	wants := filepath.Join(b.dir, "units", "hostprov-rig.target.wants", "multi-user.target")
+	if err := os.Symlink("../multi-user.target", wants); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("rig: reboot: %w", err)
+	}
+	t0 := time.Now()
+	if err := b.boot(os.O_APPEND); err != nil {
+		return fmt.Errorf("rig: reboot: %w", err)
+	}
+	b.t.Logf("rig: rebooted: systemd PID %d booted in %v", r.PID, time.Since(t0).Round(time.Millisecond))
+	return nil
+}
+
+// poweroff stops a booted systemd, gracefully (so that the units' stop
+// paths run as on a real machine), then by force, and closes its console.
+// It reports a systemd that did not power off in time (and was killed).
+func (b *boot) poweroff() error {
+	var err error
+	if b.cmd != nil {
+		b.cmd.Process.Signal(sigPoweroff)
+		select {
+		case <-b.exited:
+		case <-time.After(poweroffTimeout):
+			err = fmt.Errorf("systemd did not power off within %v; killed it", poweroffTimeout)
+			b.cmd.Process.Kill()
+			<-b.exited
+		}
+		b.cmd = nil
+	}
+	if b.pty != nil {
+		b.pty.Close()
+		<-b.copied
+		b.pty = nil
+	}
+	return err
 }
 
 // waitBooted waits for the relay socket, connects, and waits until systemd
@@ -381,21 +469,8 @@ func (b *boot) cleanup() {
 	if b.rig != nil && b.rig.Conn != nil {
 		b.rig.Conn.Close()
 	}
-	if b.cmd != nil {
-		// Graceful first, so that the units' stop paths run as on a real
-		// machine; then SIGKILL, which takes the whole PID namespace along.
-		b.cmd.Process.Signal(sigPoweroff)
-		select {
-		case <-b.exited:
-		case <-time.After(poweroffTimeout):
-			t.Errorf("rig: systemd did not power off within %v; killing it", poweroffTimeout)
-			b.cmd.Process.Kill()
-			<-b.exited
-		}
-	}
-	if b.pty != nil {
-		b.pty.Close()
-		<-b.copied
+	if err := b.poweroff(); err != nil {
+		t.Errorf("rig: %v", err)
 	}
 	if t.Failed() && b.rig != nil {
 		if log, err := os.ReadFile(b.rig.ConsoleLog); err == nil {

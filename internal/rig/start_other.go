@@ -3,6 +3,7 @@
 package rig
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/hostprov/hostprov/internal/sdtool"
@@ -15,3 +16,9 @@ func Start(t testing.TB) *Rig {
 	sdtool.Unavailable(t, "rig: booting systemd needs Linux")
 	return nil
 }
+
+// boot is the booted systemd of a rig, on Linux.
+type boot struct{}
+
+// Reboot needs a rig, which needs Linux.
+func (r *Rig) Reboot() error { return errors.New("rig: booting systemd needs Linux") }
