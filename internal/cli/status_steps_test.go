@@ -62,3 +62,28 @@ iscsi-setup.service: failed
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
+
+// TestWriteStepsFromStamp: a when: Once hook skipped after a reboot shows
+// as skipped, its steps as succeeded and marked as known from the stamp,
+// as -o json marks them.
+func TestWriteStepsFromStamp(t *testing.T) {
+	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	r := apply.UnitReport{Unit: "once.service", Phase: apply.PhaseSkipped, Stamp: "/var/lib/hostprov/stamps/x", SucceededAt: &at,
+		Steps: []apply.StepReport{
+			{Name: "detect", State: "succeeded", Reason: "stamp"},
+			{Name: "install", State: "succeeded", Reason: "stamp"},
+		},
+		StepsNote: "steps marked stamp are known from the stamp",
+	}
+	var b bytes.Buffer
+	writeSteps(&b, r)
+	want := `
+once.service: skipped
+  1  detect   succeeded (stamp)  -  -  -
+  2  install  succeeded (stamp)  -  -  -
+  (steps marked stamp are known from the stamp)
+`
+	if b.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+}

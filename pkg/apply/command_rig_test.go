@@ -2,6 +2,7 @@ package apply_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -320,4 +321,82 @@ func TestRigOnceRemoveAndAddBack(t *testing.T) {
 	if s := n.rigStamps(t); len(s) != 1 || s[0] != want {
 		t.Errorf("stamps after the change ran: %q, want only the current one, %s", s, want)
 	}
+}
+
+// reboot reboots the node's rig and connects to its new systemd.
+func (n *rigNode) reboot(ctx context.Context, t *testing.T) {
+	t.Helper()
+	if err := n.r.Reboot(); err != nil {
+		t.Fatal(err)
+	}
+	n.m = dialRig(ctx, t, n.r)
+}
+
+// checkSkippedFromStamp checks status's report of the once hook, which ran
+// as version v1 and is now skipped by its condition: phase skipped, its
+// steps succeeded as its stamp says, at the stamp's time, in JSON too.
+func (n *rigNode) checkSkippedFromStamp(t *testing.T, when string) {
+	t.Helper()
+	r := n.report(t, "once.service")
+	if r.Phase != apply.PhaseSkipped {
+		t.Errorf("%s: phase %q, want %q; steps %+v", when, r.Phase, apply.PhaseSkipped, r.Steps)
+	}
+	fi, err := os.Stat(filepath.Join(n.r.Root, r.Stamp))
+	if err != nil {
+		t.Fatalf("%s: stamp %q: %v", when, r.Stamp, err)
+	}
+	if r.SucceededAt == nil || !r.SucceededAt.Equal(fi.ModTime()) {
+		t.Errorf("%s: succeeded at %v, want the stamp's time %v", when, r.SucceededAt, fi.ModTime())
+	}
+	if len(r.Steps) != 1 || r.Steps[0].State != "succeeded" || r.Steps[0].Reason != "stamp" {
+		t.Errorf("%s: steps %+v, want succeeded (stamp)", when, r.Steps)
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"phase":"skipped"`, `"succeededAt":"`, `"reason":"stamp"`} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("%s: JSON lacks %s: %s", when, want, data)
+		}
+	}
+	if got := n.onceRuns(t); strings.Join(got, " ") != "v1" {
+		t.Errorf("%s: the hook ran again: runs %q", when, got)
+	}
+}
+
+// TestRigOnceSkippedAfterReboot: a when: Once hook that ran is skipped by
+// its condition when started by hand and at the next boot, where systemd
+// 252 reports only ConditionResult=no, with no timestamp and no per-step
+// results. status says it is skipped and that its steps succeeded, when,
+// from its stamp, and a re-apply after the reboot has nothing to do.
+func TestRigOnceSkippedAfterReboot(t *testing.T) {
+	t.Parallel()
+	ctx := rigContext(t)
+	n := newRigNode(ctx, t)
+	n.mustApply(ctx, onceSpec("v1"))
+	if r := n.report(t, "once.service"); r.Phase != apply.PhaseSucceeded || r.SucceededAt == nil {
+		t.Errorf("after the apply: phase %q, succeeded at %v; want succeeded, with the stamp's time", r.Phase, r.SucceededAt)
+	}
+
+	// Started by hand: stop it (it remains after exit), start it.
+	if err := n.m.Stop(ctx, "once.service"); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.m.Start(ctx, "once.service"); err != nil {
+		t.Fatal(err)
+	}
+	n.checkSkippedFromStamp(t, "started by hand")
+
+	n.reboot(ctx, t)
+	st := rigStatus(ctx, t, n.m, "once.service")
+	if st.ConditionResult || st.ActiveState != "inactive" {
+		t.Errorf("after the reboot systemd says condition %v, %s; want the boot to have skipped it", st.ConditionResult, st.ActiveState)
+	}
+	n.checkSkippedFromStamp(t, "after a reboot")
+
+	if p, res := n.mustApply(ctx, onceSpec("v1")); p.HasChanges() || len(p.Actions) != 0 {
+		t.Errorf("re-apply after the reboot: %s\nevents:\n%s", p.Summary(), eventsText(res))
+	}
+	n.checkSkippedFromStamp(t, "re-applied after a reboot")
 }

@@ -43,6 +43,12 @@ type UnitReport struct {
 	Journal []string     `json:"journal,omitempty"`
 	// StepsNote says why the steps' outcomes are unknown, when they are.
 	StepsNote string `json:"stepsNote,omitempty"`
+	// Stamp is the stamp of a command hook that runs once (when: Once),
+	// as the node sees it, and SucceededAt when it was written: when the
+	// hook's steps last succeeded. SucceededAt is nil while there is no
+	// stamp.
+	Stamp       string     `json:"stamp,omitempty"`
+	SucceededAt *time.Time `json:"succeededAt,omitempty"`
 }
 
 // Phases of a command hook.
@@ -51,7 +57,7 @@ const (
 	PhaseRunning   = "running"   // a step is running
 	PhaseSucceeded = "succeeded" // every step succeeded
 	PhaseFailed    = "failed"    // a step failed; the steps after it did not run
-	PhaseSkipped   = "skipped"   // its condition did not hold: it ran once already
+	PhaseSkipped   = "skipped"   // its condition does not hold: it ran once already (see SucceededAt)
 )
 
 // StepReport is how one step of a command hook last ran.
@@ -71,7 +77,8 @@ type StepReport struct {
 
 // commandHook fills the phase and the steps of a command hook: steps are
 // named by the comments of its unit file and take their outcome, in order,
-// from the status systemd keeps of each ExecStart= command.
+// from the status systemd keeps of each ExecStart= command, or, for a hook
+// that runs once and has run, from its stamp (r.SucceededAt).
 func (r *UnitReport) commandHook(steps []string, s UnitStatus) {
 	switch {
 	case s.ActiveState == "activating" || s.ActiveState == "reloading":
@@ -80,11 +87,18 @@ func (r *UnitReport) commandHook(steps []string, s UnitStatus) {
 		r.Phase = PhaseFailed
 	case s.ActiveState == "active":
 		r.Phase = PhaseSucceeded
+	case r.SucceededAt != nil:
+		// Its stamp is there, so systemd skips it: at boot, or when
+		// started by hand. systemd 252 then reports ConditionResult=no
+		// with no ConditionTimestamp, as for a unit never started, and
+		// drops what it knew of the run that wrote the stamp.
+		r.Phase = PhaseSkipped
 	case !s.ConditionResult && !s.ConditionTimestamp.IsZero():
 		r.Phase = PhaseSkipped
 	default:
 		r.Phase = PhasePending
 	}
+	fromStamp := r.Phase == PhaseSkipped && r.SucceededAt != nil
 	r.Journal = s.Journal
 	last := -1 // the last step that started
 	for i := range steps {
@@ -112,7 +126,13 @@ func (r *UnitReport) commandHook(steps []string, s UnitStatus) {
 	}
 	for i, name := range steps {
 		sr := StepReport{Name: name, State: "not run"}
-		if i < inferred && (i >= len(s.Exec) || s.Exec[i].Start.IsZero()) {
+		switch noRun := i >= len(s.Exec) || s.Exec[i].Start.IsZero(); {
+		case fromStamp && noRun:
+			sr.State, sr.Reason = "succeeded", "stamp"
+			r.StepsNote = fmt.Sprintf("the hook runs once: its steps all succeeded at %s, when it wrote its stamp %s, "+
+				"and systemd skips it while the stamp exists; systemd keeps no per-step results of that run: "+
+				"steps marked stamp are known from the stamp", r.SucceededAt.Local().Format("2006-01-02 15:04:05 MST"), r.Stamp)
+		case i < inferred && noRun:
 			sr.State, sr.Reason = "succeeded", "inferred"
 			r.StepsNote = "systemd was reloaded while or after the hook ran and keeps no per-step results across a reload: " +
 				"steps marked inferred succeeded, since a later step ran or the hook succeeded"
@@ -210,6 +230,7 @@ func Report(ctx context.Context, sd Systemd, st *State, opts Options) ([]UnitRep
 				r.InactiveEnter = &t
 			}
 			if steps := render.StepNames(content); len(steps) > 0 {
+				r.Stamp, r.SucceededAt = opts.stampTime(content)
 				r.commandHook(steps, s)
 			}
 		}
