@@ -2,7 +2,9 @@ package sdbus
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 
@@ -21,30 +23,56 @@ import (
 // against a test rig (whose manager is reachable only through another path)
 // dials with this function instead.
 //
-// ctx bounds connecting and authenticating only. The connection then lives
-// until the caller closes it. This differs on purpose from go-systemd, which
-// closes its connection when the dial context ends: a caller that dials with
-// a timeout would otherwise get a connection that dies under it later.
+// ctx bounds connecting, authenticating and the first call that go-systemd
+// makes on a new connection. The connection then lives until the caller
+// closes it. This differs on purpose from go-systemd, which closes its
+// connection when the dial context ends: a caller that dials with a timeout
+// would otherwise get a connection that dies under it later.
 func DialPrivate(ctx context.Context, socketPath string) (*sddbus.Conn, error) {
+	conn, _, err := dialPrivate(ctx, socketPath)
+	if err != nil {
+		return nil, fmt.Errorf("connect to systemd at %s: %w", socketPath, err)
+	}
+	return conn, nil
+}
+
+// errFirstCall marks a dial that authenticated but got no answer to
+// go-systemd's first call before ctx ended.
+var errFirstCall = errors.New("no answer to the first call")
+
+// dialPrivate is DialPrivate that returns the godbus connection too, whose
+// context ends when the connection does, and errors that do not name the
+// socket.
+func dialPrivate(ctx context.Context, socketPath string) (*sddbus.Conn, *godbus.Conn, error) {
+	bus, err := dialAuthenticated(ctx, socketPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	// NewConnection sends AddMatch (to receive JobRemoved) and waits for
+	// its answer with no context at all: a peer that authenticates and
+	// then answers nothing would hold it for ever. Closing the connection
+	// ends that wait.
+	stop := context.AfterFunc(ctx, func() { bus.Close() })
 	// go-systemd asks for two connections, one for calls and one for
 	// signals; it gets the same one twice. systemd sends every signal
 	// (every unit's every state change) to every connection on its private
 	// socket, subscribed or not, so a second connection doubles the work
 	// of an apply that starts many units, in systemd and here. One
 	// connection carries calls and signals alike.
-	var shared *godbus.Conn
-	conn, err := sddbus.NewConnection(func() (*godbus.Conn, error) {
-		if shared != nil {
-			return shared, nil
-		}
-		c, err := dialAuthenticated(ctx, socketPath)
-		shared = c
-		return c, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("connect to systemd at %s: %w", socketPath, err)
+	conn, err := sddbus.NewConnection(func() (*godbus.Conn, error) { return bus, nil })
+	if !stop() {
+		return nil, nil, fmt.Errorf("%w: %w", errFirstCall, ctx.Err())
 	}
-	return conn, nil
+	if err != nil {
+		bus.Close()
+		return nil, nil, err
+	}
+	// go-systemd does not look at AddMatch's answer: a peer that hung up
+	// instead shows only in the connection.
+	if !bus.Connected() {
+		return nil, nil, fmt.Errorf("%w: the connection was closed (%w)", errFirstCall, io.EOF)
+	}
+	return conn, bus, nil
 }
 
 // dialAuthenticated opens one D-Bus connection on socketPath and completes

@@ -37,7 +37,29 @@ var (
 	// ErrJobFailed: a start, restart or stop job ended with a result
 	// other than "done". The error is a *JobError.
 	ErrJobFailed = errors.New("job failed")
+	// ErrNoAnswer: systemd, or whatever listens on the socket, did not
+	// answer a call, or the handshake of a new connection, within its
+	// deadline. Once a call went unanswered, a Manager fails every later
+	// call at once with this cause.
+	ErrNoAnswer = errors.New("systemd did not answer in time")
+	// ErrJobTimeout: a start, restart or stop job did not end within the
+	// Manager's JobTimeout. The job goes on in systemd.
+	ErrJobTimeout = errors.New("the job did not finish in time")
+	// ErrConnectionLost: the connection to systemd ended while a job was
+	// waited for, as when systemd re-executes, restarts or dies. What
+	// became of the job is not known.
+	ErrConnectionLost = errors.New("the connection to systemd was lost")
 )
+
+// causeText is a cause in the words of one case (with the socket, the
+// deadline, the job) that matches its Err* value under errors.Is.
+type causeText struct {
+	err  error
+	text string
+}
+
+func (c *causeText) Error() string { return c.text }
+func (c *causeText) Unwrap() error { return c.err }
 
 // D-Bus error names that systemd, polkit and the bus send.
 const (
@@ -144,6 +166,22 @@ const (
 		"configuration layer (or render the units into the image with --root)"
 )
 
+// socketHint is what a hint adds about the socket: where systemd's is when
+// hostprov was not told, whether it was told right otherwise.
+func socketHint(socket string) string {
+	if socket != PrivateSocket {
+		return "; is --systemd-socket " + socket + " right? systemd running as PID 1 listens at " + PrivateSocket
+	}
+	return "; if systemd's private socket is elsewhere, give its path with --systemd-socket"
+}
+
+// noAnswerHint says what to check when systemd took a call and did not
+// answer it.
+func noAnswerHint(socket string) string {
+	return "It may be hung, or too busy to answer: does systemctl is-system-running answer? " +
+		"systemd's own log may say why (journalctl -b _PID=1)" + socketHint(socket)
+}
+
 // classify turns what a D-Bus call returned into an *Error that says what
 // to do; socket is where the Manager dialled, for the unreachable hint.
 // A nil error stays nil.
@@ -217,10 +255,7 @@ func unreachableHint(socket string, err error) string {
 	pid1 := "Is systemd PID 1 here (ps -p 1 -o comm= prints systemd)? In a container, hostprov needs the " +
 		"host's systemd: mount the host's /run/systemd into the container (-v /run/systemd:/run/systemd) and run it " +
 		"as root, or run hostprov on the host"
-	path := "; if systemd's private socket is elsewhere, give its path with --systemd-socket"
-	if socket != PrivateSocket {
-		path = "; is --systemd-socket " + socket + " right? systemd running as PID 1 listens at " + PrivateSocket
-	}
+	path := socketHint(socket)
 	fi, serr := os.Stat(socket)
 	switch {
 	case errors.Is(err, syscall.ENOENT) || errors.Is(serr, fs.ErrNotExist):

@@ -87,7 +87,7 @@ func TestClassify(t *testing.T) {
 // ends without an answer reads "not root" to a caller that is not root.
 func TestDialErrorNotRoot(t *testing.T) {
 	authErr := fmt.Errorf("authenticate: %w", errors.New("dbus: authentication failed"))
-	err := dialError("/run/systemd/private", authErr)
+	err := dialError("/run/systemd/private", 0, authErr)
 	want := ErrUnreachable
 	if os.Geteuid() != 0 {
 		want = ErrNotAuthorized

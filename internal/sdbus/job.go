@@ -111,30 +111,34 @@ func mainProcessText(code, status int32) string {
 }
 
 // jobError gathers what systemd knows about a unit whose job, asked for at
-// the time asked, did not end "done". Reading is best effort: the job's result is the error; what
-// cannot be read is left out.
+// the time asked, did not end "done". Reading is best effort, within one
+// call deadline: the job's result is the error; what cannot be read is left
+// out.
 func (m *Manager) jobError(ctx context.Context, op, name, result string, asked time.Time) error {
 	e := &JobError{Op: op, Unit: name, JobResult: result}
 	var invocation string
-	if props, err := m.conn.GetUnitPropertiesContext(ctx, name); err == nil {
-		e.ActiveState, _ = props["ActiveState"].(string)
-		if id, ok := props["InvocationID"].([]byte); ok {
-			invocation = hex.EncodeToString(id)
-		}
-	}
-	if iface := typeInterface(name); iface != "" {
-		if p, err := m.conn.GetUnitTypePropertyContext(ctx, name, iface, "Result"); err == nil {
-			e.Result, _ = p.Value.Value().(string)
-		}
-		if iface == "Service" {
-			if p, err := m.conn.GetServicePropertyContext(ctx, name, "ExecMainCode"); err == nil {
-				e.ExecMainCode, _ = p.Value.Value().(int32)
-			}
-			if p, err := m.conn.GetServicePropertyContext(ctx, name, "ExecMainStatus"); err == nil {
-				e.ExecMainStatus, _ = p.Value.Value().(int32)
+	_ = m.call(ctx, "read the status of", []string{name}, m.CallTimeout, func(ctx context.Context) error {
+		if props, err := m.conn.GetUnitPropertiesContext(ctx, name); err == nil {
+			e.ActiveState, _ = props["ActiveState"].(string)
+			if id, ok := props["InvocationID"].([]byte); ok {
+				invocation = hex.EncodeToString(id)
 			}
 		}
-	}
+		if iface := typeInterface(name); iface != "" {
+			if p, err := m.conn.GetUnitTypePropertyContext(ctx, name, iface, "Result"); err == nil {
+				e.Result, _ = p.Value.Value().(string)
+			}
+			if iface == "Service" {
+				if p, err := m.conn.GetServicePropertyContext(ctx, name, "ExecMainCode"); err == nil {
+					e.ExecMainCode, _ = p.Value.Value().(int32)
+				}
+				if p, err := m.conn.GetServicePropertyContext(ctx, name, "ExecMainStatus"); err == nil {
+					e.ExecMainStatus, _ = p.Value.Value().(int32)
+				}
+			}
+		}
+		return nil
+	})
 	e.Journal, e.JournalErr = m.journal(ctx, name, asked, invocation)
 	return e
 }

@@ -15,9 +15,11 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
+	godbus "github.com/godbus/dbus/v5"
 
 	"github.com/hostprov/hostprov/pkg/apply"
 )
@@ -32,12 +34,43 @@ const statusJournalSlack = time.Second
 // root-only D-Bus connections.
 const PrivateSocket = "/run/systemd/private"
 
+// Deadlines of a Manager's waits, unless the caller sets others.
+const (
+	// DefaultCallTimeout bounds connecting and each call that systemd
+	// answers at once (enable, read a unit's state, queue a job): it
+	// answers those within milliseconds, unless it is hung.
+	DefaultCallTimeout = 30 * time.Second
+	// DefaultJobTimeout bounds each job wait and daemon-reload. A
+	// Type=oneshot hook may run for minutes (systemd gives one no start
+	// timeout of its own), so it is long; a systemd that dies or
+	// re-executes during a wait is noticed at once, without it.
+	DefaultJobTimeout = 10 * time.Minute
+)
+
 // Manager is a connection to a systemd manager. It implements apply.Systemd.
-// Its methods may be called from several goroutines; set RunJournalctl before
-// the first call.
+// Its methods may be called from several goroutines; set the exported
+// fields before the first call.
+//
+// Every call and every wait has a deadline: a call that systemd does not
+// answer within CallTimeout fails with ErrNoAnswer, and so does every call
+// after it, at once; a job that does not end within JobTimeout fails with
+// ErrJobTimeout; a job whose connection is lost while it is waited for
+// fails with ErrConnectionLost. A ctx that ends ends every wait too.
 type Manager struct {
 	conn   *sddbus.Conn
+	bus    *godbus.Conn // conn's one connection; its context ends with it
 	socket string
+
+	// noAnswer is the first call that systemd left unanswered, or nil.
+	noAnswer atomic.Pointer[Error]
+
+	// CallTimeout bounds each call; 0 means none. DialTimeout sets it to
+	// the timeout it connected with.
+	CallTimeout time.Duration
+	// JobTimeout bounds each wait for a job (counted from when the job
+	// was queued) and each daemon-reload; 0 means none. Dial sets it to
+	// DefaultJobTimeout.
+	JobTimeout time.Duration
 
 	// RunJournalctl runs journalctl with args and returns its standard
 	// output. A failed job's error quotes the unit's last journal lines
@@ -53,30 +86,54 @@ var (
 )
 
 // Dial connects to the systemd manager listening at socketPath, normally
-// PrivateSocket. ctx bounds connecting only; the connection lives until
-// Close. A failure is an *Error whose cause is ErrUnreachable (nothing
-// answers there) or ErrNotAuthorized (the socket is root's and the caller is
-// not root).
+// PrivateSocket, and waits for it at most DefaultCallTimeout, or until ctx
+// ends. ctx bounds connecting only; the connection lives until Close. A
+// failure is an *Error whose cause is ErrUnreachable (nothing answers
+// there), ErrNoAnswer (something took the connection and did not answer in
+// time) or ErrNotAuthorized (the socket is root's and the caller is not
+// root).
 func Dial(ctx context.Context, socketPath string) (*Manager, error) {
-	conn, err := DialPrivate(ctx, socketPath)
-	if err != nil {
-		return nil, dialError(socketPath, err)
-	}
-	return &Manager{conn: conn, socket: socketPath, RunJournalctl: runJournalctl}, nil
+	return DialTimeout(ctx, socketPath, DefaultCallTimeout)
 }
 
-// dialError classifies a failed dial. systemd hangs up on a private-socket
+// DialTimeout is Dial with timeout in place of DefaultCallTimeout, for
+// connecting and as the Manager's CallTimeout; it must be more than 0.
+func DialTimeout(ctx context.Context, socketPath string, timeout time.Duration) (*Manager, error) {
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn, bus, err := dialPrivate(dctx, socketPath)
+	if err != nil {
+		if ctx.Err() != nil {
+			// The caller's deadline, or the caller gave up.
+			timeout = 0
+		}
+		return nil, dialError(socketPath, timeout, err)
+	}
+	return &Manager{conn: conn, bus: bus, socket: socketPath, CallTimeout: timeout, JobTimeout: DefaultJobTimeout,
+		RunJournalctl: runJournalctl}, nil
+}
+
+// dialError classifies a failed dial; timeout is the deadline that ended
+// it, 0 when it was not Dial's own. systemd hangs up on a private-socket
 // client that is not root once it has read its credentials, so an
 // authentication that ends without an answer means "not root" for a caller
 // who is not root, and a socket with no systemd behind it for root.
-func dialError(socket string, err error) error {
-	// The operation names the socket already; DialPrivate's error does too.
-	if inner := errors.Unwrap(err); inner != nil && strings.HasPrefix(err.Error(), "connect to systemd at ") {
-		err = inner
-	}
+func dialError(socket string, timeout time.Duration, err error) error {
 	e := &Error{Op: "connect to systemd at " + socket, Err: err}
+	switch {
+	case errors.Is(err, context.Canceled):
+		// The caller gave up: nothing to advise about systemd.
+		return e
+	case errors.Is(err, context.DeadlineExceeded):
+		text := "systemd did not answer before the deadline"
+		if timeout > 0 {
+			text = fmt.Sprintf("systemd did not answer within %v", timeout)
+		}
+		e.Cause, e.Hint = &causeText{ErrNoAnswer, text}, unreachableHint(socket, err)
+		return e
+	}
 	e.Cause, e.Hint = cause(socket, err)
-	if e.Cause == nil && strings.Contains(err.Error(), "authenticate") {
+	if e.Cause == nil && (strings.Contains(err.Error(), "authenticate") || errors.Is(err, errFirstCall)) {
 		e.Cause, e.Hint = ErrUnreachable, unreachableHint(socket, err)
 	}
 	if (e.Cause == ErrUnreachable || e.Cause == ErrAccessDenied) && os.Geteuid() != 0 &&
@@ -94,15 +151,62 @@ func (m *Manager) Close() {
 }
 
 // Conn returns the underlying go-systemd connection, for reads that
-// apply.Systemd does not offer.
+// apply.Systemd does not offer. Calls through it have only the deadlines
+// their caller gives them.
 func (m *Manager) Conn() *sddbus.Conn {
 	return m.conn
 }
 
+// call runs fn, one exchange with systemd about op on units, under the
+// deadline timeout (0: none), and classifies its error.
+//
+// A call that systemd leaves unanswered until its deadline marks the
+// Manager: later calls fail at once with the same cause instead of asking.
+// A systemd that did not answer for that long is hung, and asking again
+// would make an apply of many units wait as long again for each of them.
+func (m *Manager) call(ctx context.Context, op string, units []string, timeout time.Duration, fn func(context.Context) error) error {
+	if first := m.noAnswer.Load(); first != nil {
+		return &Error{Op: op, Units: units, Cause: first.Cause, Hint: first.Hint,
+			Err: fmt.Errorf("not asked: systemd left an earlier call (%s) unanswered", first.Op)}
+	}
+	cctx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	err := fn(cctx)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		e := &Error{Op: op, Units: units, Err: err,
+			Cause: &causeText{ErrNoAnswer, fmt.Sprintf("systemd did not answer at %s within %v", m.socket, timeout)},
+			Hint:  noAnswerHint(m.socket)}
+		m.noAnswer.CompareAndSwap(nil, e)
+		return e
+	}
+	return classify(op, units, m.socket, err)
+}
+
 // Reload makes systemd re-read all unit files (daemon-reload) and returns
-// once it has.
+// once it has. It may take as long as a job: systemd reloads every unit,
+// and on a large machine that takes a while (systemctl allows it minutes).
 func (m *Manager) Reload(ctx context.Context) error {
-	return classify("reload systemd", nil, m.socket, m.conn.ReloadContext(ctx))
+	return m.call(ctx, "reload systemd", nil, m.JobTimeout, m.conn.ReloadContext)
+}
+
+// fileChange is the shape of go-systemd's four ...UnitFileChange types.
+type fileChange = struct{ Type, Filename, Destination string }
+
+// linkChanges converts go-systemd's report of changed links.
+func linkChanges[C ~fileChange](changes []C) []apply.LinkChange {
+	out := make([]apply.LinkChange, len(changes))
+	for i, c := range changes {
+		f := fileChange(c)
+		out[i] = apply.LinkChange{Type: f.Type, Path: f.Filename, Destination: f.Destination}
+	}
+	return out
 }
 
 // Enable enables units persistently (links under /etc), as their [Install]
@@ -111,56 +215,56 @@ func (m *Manager) Reload(ctx context.Context) error {
 // afterwards for the links to count, but does for a unit file written since
 // the last one.
 func (m *Manager) Enable(ctx context.Context, names []string) ([]apply.LinkChange, error) {
-	_, changes, err := m.conn.EnableUnitFilesContext(ctx, names, false, true)
+	var changes []sddbus.EnableUnitFileChange
+	err := m.call(ctx, "enable", names, m.CallTimeout, func(ctx context.Context) (err error) {
+		_, changes, err = m.conn.EnableUnitFilesContext(ctx, names, false, true)
+		return err
+	})
 	if err != nil {
-		return nil, classify("enable", names, m.socket, err)
+		return nil, err
 	}
-	out := make([]apply.LinkChange, len(changes))
-	for i, c := range changes {
-		out[i] = apply.LinkChange{Type: c.Type, Path: c.Filename, Destination: c.Destination}
-	}
-	return out, nil
+	return linkChanges(changes), nil
 }
 
 // Disable removes the persistent links that enabling made.
 func (m *Manager) Disable(ctx context.Context, names []string) ([]apply.LinkChange, error) {
-	changes, err := m.conn.DisableUnitFilesContext(ctx, names, false)
+	var changes []sddbus.DisableUnitFileChange
+	err := m.call(ctx, "disable", names, m.CallTimeout, func(ctx context.Context) (err error) {
+		changes, err = m.conn.DisableUnitFilesContext(ctx, names, false)
+		return err
+	})
 	if err != nil {
-		return nil, classify("disable", names, m.socket, err)
+		return nil, err
 	}
-	out := make([]apply.LinkChange, len(changes))
-	for i, c := range changes {
-		out[i] = apply.LinkChange{Type: c.Type, Path: c.Filename, Destination: c.Destination}
-	}
-	return out, nil
+	return linkChanges(changes), nil
 }
 
 // Mask links units to /dev/null under /etc. Without force: a unit file of
 // that name in /etc is never replaced (systemd refuses with ErrUnitExists),
 // nor is a link that points elsewhere, which someone else may own.
 func (m *Manager) Mask(ctx context.Context, names []string) ([]apply.LinkChange, error) {
-	changes, err := m.conn.MaskUnitFilesContext(ctx, names, false, false)
+	var changes []sddbus.MaskUnitFileChange
+	err := m.call(ctx, "mask", names, m.CallTimeout, func(ctx context.Context) (err error) {
+		changes, err = m.conn.MaskUnitFilesContext(ctx, names, false, false)
+		return err
+	})
 	if err != nil {
-		return nil, classify("mask", names, m.socket, err)
+		return nil, err
 	}
-	out := make([]apply.LinkChange, len(changes))
-	for i, c := range changes {
-		out[i] = apply.LinkChange{Type: c.Type, Path: c.Filename, Destination: c.Destination}
-	}
-	return out, nil
+	return linkChanges(changes), nil
 }
 
 // Unmask removes the /dev/null links of masked units.
 func (m *Manager) Unmask(ctx context.Context, names []string) ([]apply.LinkChange, error) {
-	changes, err := m.conn.UnmaskUnitFilesContext(ctx, names, false)
+	var changes []sddbus.UnmaskUnitFileChange
+	err := m.call(ctx, "unmask", names, m.CallTimeout, func(ctx context.Context) (err error) {
+		changes, err = m.conn.UnmaskUnitFilesContext(ctx, names, false)
+		return err
+	})
 	if err != nil {
-		return nil, classify("unmask", names, m.socket, err)
+		return nil, err
 	}
-	out := make([]apply.LinkChange, len(changes))
-	for i, c := range changes {
-		out[i] = apply.LinkChange{Type: c.Type, Path: c.Filename, Destination: c.Destination}
-	}
-	return out, nil
+	return linkChanges(changes), nil
 }
 
 // jobFunc is the shape of go-systemd's Start/Restart/StopUnitContext.
@@ -205,29 +309,70 @@ func (m *Manager) job(ctx context.Context, op, name string, enqueue jobFunc) err
 	return wait()
 }
 
-// queue enqueues a job and returns a function that waits for its result or
-// for ctx to end. If ctx ends first the job goes on in systemd; the error
-// says so.
+// queue enqueues a job and returns a function that waits for its result,
+// until JobTimeout has passed since it was queued, the connection is lost,
+// or ctx ends. In each of those cases the job may go on in systemd; the
+// error says so.
 func (m *Manager) queue(ctx context.Context, op, name string, enqueue jobFunc) (func() error, error) {
 	// Buffered: go-systemd delivers results while holding the lock every
 	// other job needs, so a result nobody reads yet must not block it.
 	done := make(chan string, 1)
 	asked := time.Now()
-	if _, err := enqueue(ctx, name, "replace", done); err != nil {
-		return nil, classify(op, []string{name}, m.socket, err)
+	var id int
+	err := m.call(ctx, op, []string{name}, m.CallTimeout, func(ctx context.Context) (err error) {
+		id, err = enqueue(ctx, name, "replace", done)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return func() error {
-		select {
-		case result := <-done:
-			if result == "done" {
-				return nil
-			}
-			return m.jobError(ctx, op, name, result, asked)
-		case <-ctx.Done():
-			return &Error{Op: op, Units: []string{name},
-				Err: fmt.Errorf("gave up waiting for the job (it goes on in systemd): %w", ctx.Err())}
+	return func() error { return m.wait(ctx, op, name, id, asked, done) }, nil
+}
+
+// wait waits for the result of job id, a job of kind op for unit name
+// queued at the time asked, on done.
+func (m *Manager) wait(ctx context.Context, op, name string, id int, asked time.Time, done <-chan string) error {
+	result := func(r string) error {
+		if r == "done" {
+			return nil
 		}
-	}, nil
+		return m.jobError(ctx, op, name, r, asked)
+	}
+	var deadline <-chan time.Time
+	if m.JobTimeout > 0 {
+		t := time.NewTimer(time.Until(asked.Add(m.JobTimeout)))
+		defer t.Stop()
+		deadline = t.C
+	}
+	waited := func() error {
+		return fmt.Errorf("waited %v for job %d", time.Since(asked).Round(time.Millisecond), id)
+	}
+	select {
+	case r := <-done:
+		return result(r)
+	case <-m.bus.Context().Done():
+		// When the connection closes, godbus closes the channel that
+		// go-systemd reads signals from, and go-systemd stops reading:
+		// a result that has not arrived by then never does.
+		select {
+		case r := <-done:
+			return result(r)
+		default:
+		}
+		return &Error{Op: op, Units: []string{name}, Err: waited(),
+			Cause: &causeText{ErrConnectionLost, fmt.Sprintf("the connection to systemd at %s was lost while waiting for the %s job", m.socket, op)},
+			Hint: "systemd may have been re-executed (systemctl daemon-reexec), restarted or killed, or be shutting down; " +
+				"the job may go on or be gone: check systemctl status " + name + ", then run hostprov again"}
+	case <-deadline:
+		return &Error{Op: op, Units: []string{name}, Err: waited(),
+			Cause: &causeText{ErrJobTimeout, fmt.Sprintf("the %s job did not finish within %v", op, m.JobTimeout)},
+			Hint: "It goes on in systemd, unless systemd was restarted meanwhile: check systemctl status " + name +
+				" and systemctl list-jobs. If the unit needs longer, give hostprov a longer --timeout"}
+	case <-ctx.Done():
+		return &Error{Op: op, Units: []string{name},
+			Err: fmt.Errorf("gave up waiting for the %s job %d, which goes on in systemd (check systemctl status %s): %w",
+				op, id, name, ctx.Err())}
+	}
 }
 
 // Status reads a unit's state. The type-specific fields (Result, how the
@@ -235,29 +380,33 @@ func (m *Manager) queue(ctx context.Context, op, name string, enqueue jobFunc) (
 // that systemd does not know has LoadState "not-found" and no error.
 func (m *Manager) Status(ctx context.Context, name string) (apply.UnitStatus, error) {
 	st := apply.UnitStatus{Name: name}
-	props, err := m.conn.GetUnitPropertiesContext(ctx, name)
-	if err != nil {
-		return st, classify("read the status of", []string{name}, m.socket, err)
-	}
-	st.LoadState, _ = props["LoadState"].(string)
-	st.ActiveState, _ = props["ActiveState"].(string)
-	st.SubState, _ = props["SubState"].(string)
-	st.UnitFileState, _ = props["UnitFileState"].(string)
-	st.NeedDaemonReload, _ = props["NeedDaemonReload"].(bool)
-	st.ActiveEnter = usecTime(props["ActiveEnterTimestamp"])
-	st.InactiveEnter = usecTime(props["InactiveEnterTimestamp"])
-	st.ConditionResult, _ = props["ConditionResult"].(bool)
-	st.ConditionTimestamp = usecTime(props["ConditionTimestamp"])
-	if st.LoadState == "not-found" {
-		return st, nil
-	}
-	if err := m.readResult(ctx, name, &st); err != nil {
-		return st, classify("read the status of", []string{name}, m.socket, err)
-	}
-	if typeInterface(name) == "Service" {
-		if st.Exec, err = ExecStart(ctx, m.conn, name); err != nil {
-			return st, classify("read the status of", []string{name}, m.socket, err)
+	var props map[string]any
+	err := m.call(ctx, "read the status of", []string{name}, m.CallTimeout, func(ctx context.Context) (err error) {
+		if props, err = m.conn.GetUnitPropertiesContext(ctx, name); err != nil {
+			return err
 		}
+		st.LoadState, _ = props["LoadState"].(string)
+		st.ActiveState, _ = props["ActiveState"].(string)
+		st.SubState, _ = props["SubState"].(string)
+		st.UnitFileState, _ = props["UnitFileState"].(string)
+		st.NeedDaemonReload, _ = props["NeedDaemonReload"].(bool)
+		st.ActiveEnter = usecTime(props["ActiveEnterTimestamp"])
+		st.InactiveEnter = usecTime(props["InactiveEnterTimestamp"])
+		st.ConditionResult, _ = props["ConditionResult"].(bool)
+		st.ConditionTimestamp = usecTime(props["ConditionTimestamp"])
+		if st.LoadState == "not-found" {
+			return nil
+		}
+		if err := m.readResult(ctx, name, &st); err != nil {
+			return err
+		}
+		if typeInterface(name) == "Service" {
+			st.Exec, err = ExecStart(ctx, m.conn, name)
+		}
+		return err
+	})
+	if err != nil || st.LoadState == "not-found" {
+		return st, err
 	}
 	if st.ActiveState == "failed" {
 		// Why it failed, for status: the journal of its last run.

@@ -57,23 +57,22 @@ func TestDialUnreachable(t *testing.T) {
 		}},
 		{"not a socket", regular, 0, []string{regular + " is not a socket; is --systemd-socket " + regular + " right?"}},
 		{"never answers", mute, 200 * time.Millisecond, []string{
+			"connect to systemd at " + mute + ": systemd did not answer within 200ms.",
 			"Something at " + mute + " took the connection but did not answer as systemd does",
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ctx := context.Background()
-			if c.timeout > 0 {
-				var cancel func()
-				ctx, cancel = context.WithTimeout(ctx, c.timeout)
-				defer cancel()
+			timeout, want := c.timeout, ErrNoAnswer
+			if timeout == 0 {
+				timeout, want = DefaultCallTimeout, ErrUnreachable
 			}
-			m, err := Dial(ctx, c.socket)
+			m, err := DialTimeout(context.Background(), c.socket, timeout)
 			if err == nil {
 				m.Close()
 				t.Fatal("Dial succeeded")
 			}
-			if os.Geteuid() == 0 && !errors.Is(err, ErrUnreachable) {
-				t.Errorf("cause: %v, want ErrUnreachable", err)
+			if os.Geteuid() == 0 && !errors.Is(err, want) {
+				t.Errorf("cause: %v, want %v", err, want)
 			}
 			msg := err.Error()
 			for _, w := range c.want {

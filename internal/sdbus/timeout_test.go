@@ -1,0 +1,171 @@
+package sdbus
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	godbus "github.com/godbus/dbus/v5"
+
+	"github.com/hostprov/hostprov/pkg/apply"
+)
+
+// hangBound is how long a test lets a call run that must end by a deadline
+// of a few hundred milliseconds. It is generous, for loaded machines: what
+// it tells apart is a deadline that works from a wait without end.
+const hangBound = 20 * time.Second
+
+// within runs fn and returns its error, failing the test if fn has not
+// returned after hangBound.
+func within(t *testing.T, what string, fn func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(hangBound):
+		t.Fatalf("%s did not return within %v: it would have waited for ever", what, hangBound)
+		return nil
+	}
+}
+
+// wantMessage checks that err has cause and says every one of want.
+func wantMessage(t *testing.T, what string, err, cause error, want ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("%s succeeded", what)
+	}
+	if !errors.Is(err, cause) {
+		t.Errorf("%s: %v\nwant cause %v", what, err, cause)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%s: %q\nlacks %q", what, err, w)
+		}
+	}
+}
+
+// TestDialNoAnswerAfterAuth: a peer that authenticates as systemd does and
+// then answers nothing. go-systemd's first call on a new connection takes no
+// context; connecting must end at its deadline all the same.
+func TestDialNoAnswerAfterAuth(t *testing.T) {
+	p := newFakePeer(t, func(*fakePeer, *godbus.Message) ([]any, bool) { return nil, false })
+	err := within(t, "DialTimeout", func() error {
+		m, err := DialTimeout(context.Background(), p.socket, 300*time.Millisecond)
+		if err == nil {
+			m.Close()
+		}
+		return err
+	})
+	wantMessage(t, "dial a peer that answers no call", err, ErrNoAnswer,
+		"connect to systemd at "+p.socket+": systemd did not answer within 300ms",
+		"is-system-running")
+	// And a context that ends first ends it too.
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	err = within(t, "Dial", func() error {
+		m, err := Dial(ctx, p.socket)
+		if err == nil {
+			m.Close()
+		}
+		return err
+	})
+	if err == nil {
+		t.Error("Dial of a peer that answers no call succeeded")
+	}
+}
+
+// TestCallNoAnswer: a systemd that takes calls and does not answer them.
+// Each call ends at its deadline (CallTimeout; JobTimeout for a reload,
+// which may take long) with an error that names the socket and the
+// deadline; once one went unanswered, later calls fail without asking, so
+// that an apply of many units does not wait as long for each.
+func TestCallNoAnswer(t *testing.T) {
+	p := newFakePeer(t, answerAddMatch)
+	m, err := DialTimeout(context.Background(), p.socket, 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	err = within(t, "Enable", func() error {
+		_, err := m.Enable(context.Background(), []string{"a.service"})
+		return err
+	})
+	wantMessage(t, "enable", err, ErrNoAnswer,
+		"enable a.service: systemd did not answer at "+p.socket+" within 300ms.",
+		"does systemctl is-system-running answer?")
+
+	err = within(t, "Status", func() error {
+		_, err := m.Status(context.Background(), "a.service")
+		return err
+	})
+	wantMessage(t, "status after a call went unanswered", err, ErrNoAnswer,
+		"read the status of a.service: systemd did not answer at "+p.socket, "not asked")
+	if slices.Contains(p.called(), "GetAll") {
+		t.Errorf("systemd was asked again after a call went unanswered: %v", p.called())
+	}
+
+	m2, err := DialTimeout(context.Background(), p.socket, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	m2.JobTimeout = 300 * time.Millisecond
+	err = within(t, "Reload", func() error { return m2.Reload(context.Background()) })
+	wantMessage(t, "reload", err, ErrNoAnswer,
+		"reload systemd: systemd did not answer at "+p.socket+" within 300ms.")
+}
+
+// slowJobs answers StartUnit with a job that never ends: systemd sends no
+// JobRemoved for it.
+func slowJobs(p *fakePeer, call *godbus.Message) ([]any, bool) {
+	switch member(call) {
+	case "AddMatch":
+		return nil, true
+	case "StartUnit":
+		return []any{godbus.ObjectPath("/org/freedesktop/systemd1/job/7")}, true
+	}
+	return nil, false
+}
+
+// TestJobTimeout: a job that does not end within the Manager's JobTimeout
+// is given up, with what to check.
+func TestJobTimeout(t *testing.T) {
+	p := newFakePeer(t, slowJobs)
+	m, err := DialTimeout(context.Background(), p.socket, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	m.JobTimeout = 300 * time.Millisecond
+	err = within(t, "Start", func() error { return m.Start(context.Background(), "slow.service") })
+	wantMessage(t, "a start that does not end", err, ErrJobTimeout,
+		"start slow.service: the start job did not finish within 300ms",
+		"systemctl status slow.service", "--timeout", "job 7")
+}
+
+// TestJobConnectionLost: the connection ends while a job is waited for, as
+// when systemd re-executes or dies. go-systemd then never delivers the
+// job's result; the wait must end at once all the same, and say so.
+func TestJobConnectionLost(t *testing.T) {
+	p := newFakePeer(t, slowJobs)
+	m, err := DialTimeout(context.Background(), p.socket, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	m.JobTimeout = time.Hour
+	wait, err := m.Queue(context.Background(), apply.ActStart, "slow.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.hangUp()
+	err = within(t, "the wait for a job whose connection was lost", wait)
+	wantMessage(t, "a start whose connection was lost", err, ErrConnectionLost,
+		"start slow.service: the connection to systemd at "+p.socket+" was lost while waiting for the start job",
+		"daemon-reexec", "systemctl status slow.service")
+}
