@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hostprov/hostprov/internal/rig"
 	"github.com/hostprov/hostprov/internal/sdbus"
+	"github.com/hostprov/hostprov/pkg/apply"
 )
 
 // dialEnv makes the test binary, started inside a rig, dial the socket it
@@ -192,5 +194,78 @@ func TestRefusals(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(r.UnitDir, link)); err == nil {
 			t.Errorf("enable made %s in a read-only directory", link)
 		}
+	}
+}
+
+// TestJobWaitSystemdGone starts a slow oneshot in a rig and, while its
+// start job is waited for, re-executes systemd or kills it. Either way the
+// connection ends and go-systemd never delivers the job's result: the wait
+// must end at once (not at the job deadline, here an hour) and say what
+// happened and what to check.
+func TestJobWaitSystemdGone(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		gone func(ctx context.Context, r *rig.Rig) error
+	}{
+		{"daemon-reexec", func(ctx context.Context, r *rig.Rig) error {
+			_, err := r.Run(ctx, "systemctl", "daemon-reexec")
+			return err
+		}},
+		{"systemd killed", func(ctx context.Context, r *rig.Rig) error {
+			return syscall.Kill(r.PID, syscall.SIGKILL)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := testContext(t)
+			r := rig.Start(t)
+			m := dial(ctx, t, r)
+			m.JobTimeout = time.Hour
+			if err := r.WriteUnit("slow.service", []byte("[Service]\nType=oneshot\nExecStart=/bin/sleep 30\n")); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Reload(ctx); err != nil {
+				t.Fatal(err)
+			}
+			wait, err := m.Queue(ctx, apply.ActStart, "slow.service")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for {
+				st, err := m.Status(ctx, "slow.service")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st.ActiveState == "activating" {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if err := c.gone(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+			// Generous: the point is an end at all, against an hour.
+			const bound = 20 * time.Second
+			done := make(chan error, 1)
+			go func() { done <- wait() }()
+			select {
+			case err = <-done:
+			case <-time.After(bound):
+				t.Fatalf("the start job's wait did not end within %v of systemd going away", bound)
+			}
+			t.Logf("start: %v", err)
+			if !errors.Is(err, sdbus.ErrConnectionLost) {
+				t.Errorf("start: %v; want ErrConnectionLost", err)
+			}
+			for _, want := range []string{
+				"start slow.service: the connection to systemd at " + r.Socket + " was lost while waiting for the start job",
+				"daemon-reexec", "check systemctl status slow.service",
+			} {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("start: %v\nlacks %q", err, want)
+				}
+			}
+		})
 	}
 }
