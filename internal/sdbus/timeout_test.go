@@ -8,8 +8,7 @@ import (
 	"testing"
 	"time"
 
-	godbus "github.com/godbus/dbus/v5"
-
+	"github.com/hostprov/hostprov/internal/sdbus/sdbustest"
 	"github.com/hostprov/hostprov/pkg/apply"
 )
 
@@ -53,22 +52,22 @@ func wantMessage(t *testing.T, what string, err, cause error, want ...string) {
 // then answers nothing. go-systemd's first call on a new connection takes no
 // context; connecting must end at its deadline all the same.
 func TestDialNoAnswerAfterAuth(t *testing.T) {
-	p := newFakePeer(t, func(*fakePeer, *godbus.Message) ([]any, bool) { return nil, false })
+	p := sdbustest.New(t, sdbustest.Mute)
 	err := within(t, "DialTimeout", func() error {
-		m, err := DialTimeout(context.Background(), p.socket, 300*time.Millisecond)
+		m, err := DialTimeout(context.Background(), p.Socket, 300*time.Millisecond)
 		if err == nil {
 			m.Close()
 		}
 		return err
 	})
 	wantMessage(t, "dial a peer that answers no call", err, ErrNoAnswer,
-		"connect to systemd at "+p.socket+": systemd did not answer within 300ms",
+		"connect to systemd at "+p.Socket+": systemd did not answer within 300ms",
 		"is-system-running")
 	// And a context that ends first ends it too.
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	err = within(t, "Dial", func() error {
-		m, err := Dial(ctx, p.socket)
+		m, err := Dial(ctx, p.Socket)
 		if err == nil {
 			m.Close()
 		}
@@ -85,8 +84,8 @@ func TestDialNoAnswerAfterAuth(t *testing.T) {
 // deadline; once one went unanswered, later calls fail without asking, so
 // that an apply of many units does not wait as long for each.
 func TestCallNoAnswer(t *testing.T) {
-	p := newFakePeer(t, answerAddMatch)
-	m, err := DialTimeout(context.Background(), p.socket, 300*time.Millisecond)
+	p := sdbustest.New(t, sdbustest.AddMatchOnly)
+	m, err := DialTimeout(context.Background(), p.Socket, 300*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +95,7 @@ func TestCallNoAnswer(t *testing.T) {
 		return err
 	})
 	wantMessage(t, "enable", err, ErrNoAnswer,
-		"enable a.service: systemd did not answer at "+p.socket+" within 300ms.",
+		"enable a.service: systemd did not answer at "+p.Socket+" within 300ms.",
 		"does systemctl is-system-running answer?")
 
 	err = within(t, "Status", func() error {
@@ -104,12 +103,12 @@ func TestCallNoAnswer(t *testing.T) {
 		return err
 	})
 	wantMessage(t, "status after a call went unanswered", err, ErrNoAnswer,
-		"read the status of a.service: systemd did not answer at "+p.socket, "not asked")
-	if slices.Contains(p.called(), "GetAll") {
-		t.Errorf("systemd was asked again after a call went unanswered: %v", p.called())
+		"read the status of a.service: systemd did not answer at "+p.Socket, "not asked")
+	if slices.Contains(p.Called(), "GetAll") {
+		t.Errorf("systemd was asked again after a call went unanswered: %v", p.Called())
 	}
 
-	m2, err := DialTimeout(context.Background(), p.socket, 5*time.Second)
+	m2, err := DialTimeout(context.Background(), p.Socket, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,26 +116,14 @@ func TestCallNoAnswer(t *testing.T) {
 	m2.JobTimeout = 300 * time.Millisecond
 	err = within(t, "Reload", func() error { return m2.Reload(context.Background()) })
 	wantMessage(t, "reload", err, ErrNoAnswer,
-		"reload systemd: systemd did not answer at "+p.socket+" within 300ms.")
-}
-
-// slowJobs answers StartUnit with a job that never ends: systemd sends no
-// JobRemoved for it.
-func slowJobs(p *fakePeer, call *godbus.Message) ([]any, bool) {
-	switch member(call) {
-	case "AddMatch":
-		return nil, true
-	case "StartUnit":
-		return []any{godbus.ObjectPath("/org/freedesktop/systemd1/job/7")}, true
-	}
-	return nil, false
+		"reload systemd: systemd did not answer at "+p.Socket+" within 300ms.")
 }
 
 // TestJobTimeout: a job that does not end within the Manager's JobTimeout
 // is given up, with what to check.
 func TestJobTimeout(t *testing.T) {
-	p := newFakePeer(t, slowJobs)
-	m, err := DialTimeout(context.Background(), p.socket, 5*time.Second)
+	p := sdbustest.New(t, sdbustest.SlowJobs)
+	m, err := DialTimeout(context.Background(), p.Socket, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,8 +139,8 @@ func TestJobTimeout(t *testing.T) {
 // when systemd re-executes or dies. go-systemd then never delivers the
 // job's result; the wait must end at once all the same, and say so.
 func TestJobConnectionLost(t *testing.T) {
-	p := newFakePeer(t, slowJobs)
-	m, err := DialTimeout(context.Background(), p.socket, 5*time.Second)
+	p := sdbustest.New(t, sdbustest.SlowJobs)
+	m, err := DialTimeout(context.Background(), p.Socket, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,9 +150,9 @@ func TestJobConnectionLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.hangUp()
+	p.HangUp()
 	err = within(t, "the wait for a job whose connection was lost", wait)
 	wantMessage(t, "a start whose connection was lost", err, ErrConnectionLost,
-		"start slow.service: the connection to systemd at "+p.socket+" was lost while waiting for the start job",
+		"start slow.service: the connection to systemd at "+p.Socket+" was lost while waiting for the start job",
 		"daemon-reexec", "systemctl status slow.service")
 }

@@ -1,4 +1,7 @@
-package sdbus
+// Package sdbustest has a fake of systemd's private D-Bus socket, for tests
+// of what hostprov does when systemd answers late, never, or hangs up: in
+// sdbus itself, and in the command line that drives it.
+package sdbustest
 
 import (
 	"bufio"
@@ -14,15 +17,16 @@ import (
 	godbus "github.com/godbus/dbus/v5"
 )
 
-// fakePeer listens on a unix socket and plays systemd's side of the private
+// Peer listens on a unix socket and plays systemd's side of the private
 // socket as far as a test needs: it completes the EXTERNAL authentication
-// as systemd does, then hands every method call to answer, which returns
-// the reply's body (nil for an empty reply) or ok false to leave the call
-// unanswered, as a hung systemd does. answer may also call hangUp.
-type fakePeer struct {
-	t      *testing.T
-	socket string
-	answer func(p *fakePeer, call *godbus.Message) (body []any, ok bool)
+// as systemd does, then hands every method call to its Answer function.
+// It is safe for concurrent use.
+type Peer struct {
+	// Socket is the path it listens on.
+	Socket string
+
+	t      testing.TB
+	answer Answer
 
 	mu     sync.Mutex
 	conns  []net.Conn
@@ -30,18 +34,22 @@ type fakePeer struct {
 	serial uint32
 }
 
-// newFakePeer starts a fakePeer in a temporary directory; it stops when the
-// test ends.
-func newFakePeer(t *testing.T, answer func(p *fakePeer, call *godbus.Message) ([]any, bool)) *fakePeer {
+// Answer returns the body of the reply to a method call (nil for an empty
+// reply), or ok false to leave the call unanswered, as a hung systemd does.
+type Answer func(call *godbus.Message) (body []any, ok bool)
+
+// New starts a Peer on a socket in a temporary directory; it hangs up and
+// stops listening when the test ends.
+func New(t testing.TB, answer Answer) *Peer {
 	t.Helper()
-	p := &fakePeer{t: t, socket: filepath.Join(t.TempDir(), "private"), answer: answer}
-	l, err := net.Listen("unix", p.socket)
+	p := &Peer{t: t, Socket: filepath.Join(t.TempDir(), "private"), answer: answer}
+	l, err := net.Listen("unix", p.Socket)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		l.Close()
-		p.hangUp()
+		p.HangUp()
 	})
 	go func() {
 		for {
@@ -58,15 +66,31 @@ func newFakePeer(t *testing.T, answer func(p *fakePeer, call *godbus.Message) ([
 	return p
 }
 
-// answerAddMatch answers the AddMatch call that go-systemd makes on every
-// new connection, and nothing else.
-func answerAddMatch(_ *fakePeer, call *godbus.Message) ([]any, bool) {
-	return nil, member(call) == "AddMatch"
+// Mute answers nothing: a peer that authenticates as systemd does and is
+// hung from then on.
+func Mute(*godbus.Message) ([]any, bool) { return nil, false }
+
+// AddMatchOnly answers the AddMatch call that go-systemd makes on every new
+// connection, and nothing else: a systemd that hangs after connecting.
+func AddMatchOnly(call *godbus.Message) ([]any, bool) {
+	return nil, Member(call) == "AddMatch"
 }
 
-// hangUp closes every connection, as a systemd that exits or re-executes
+// SlowJobs answers AddMatch, and StartUnit with the path of job 7, which
+// never ends: no JobRemoved is ever sent for it. It answers nothing else.
+func SlowJobs(call *godbus.Message) ([]any, bool) {
+	switch Member(call) {
+	case "AddMatch":
+		return nil, true
+	case "StartUnit":
+		return []any{godbus.ObjectPath("/org/freedesktop/systemd1/job/7")}, true
+	}
+	return nil, false
+}
+
+// HangUp closes every connection, as a systemd that exits or re-executes
 // does.
-func (p *fakePeer) hangUp() {
+func (p *Peer) HangUp() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, c := range p.conns {
@@ -75,19 +99,20 @@ func (p *fakePeer) hangUp() {
 	p.conns = nil
 }
 
-// called returns the members called so far.
-func (p *fakePeer) called() []string {
+// Called returns the members called so far, in order.
+func (p *Peer) Called() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]string(nil), p.calls...)
 }
 
-func member(m *godbus.Message) string {
+// Member returns the name of the method a call calls.
+func Member(m *godbus.Message) string {
 	s, _ := m.Headers[godbus.FieldMember].Value().(string)
 	return s
 }
 
-func (p *fakePeer) serve(c net.Conn) {
+func (p *Peer) serve(c net.Conn) {
 	in := bufio.NewReader(c)
 	if !p.authenticate(c, in) {
 		return
@@ -101,9 +126,9 @@ func (p *fakePeer) serve(c net.Conn) {
 			continue
 		}
 		p.mu.Lock()
-		p.calls = append(p.calls, member(call))
+		p.calls = append(p.calls, Member(call))
 		p.mu.Unlock()
-		body, ok := p.answer(p, call)
+		body, ok := p.answer(call)
 		if !ok {
 			continue
 		}
@@ -120,7 +145,7 @@ func (p *fakePeer) serve(c net.Conn) {
 // send writes a message with the next serial of this peer. godbus leaves
 // a message's serial to the connection that sends it, and keeps it
 // unexported, so it is written into the encoded header (bytes 8 to 11).
-func (p *fakePeer) send(c net.Conn, m *godbus.Message) {
+func (p *Peer) send(c net.Conn, m *godbus.Message) {
 	var b bytes.Buffer
 	if err := m.EncodeTo(&b, binary.LittleEndian); err != nil {
 		p.t.Errorf("fake peer: encode %v: %v", m, err)
@@ -136,7 +161,7 @@ func (p *fakePeer) send(c net.Conn, m *godbus.Message) {
 // authenticate plays the server's side of the authentication that godbus
 // (and systemd) speak: NUL, AUTH, REJECTED with the mechanisms, AUTH
 // EXTERNAL with the uid, OK, NEGOTIATE_UNIX_FD, AGREE_UNIX_FD, BEGIN.
-func (p *fakePeer) authenticate(c net.Conn, in *bufio.Reader) bool {
+func (p *Peer) authenticate(c net.Conn, in *bufio.Reader) bool {
 	if b, err := in.ReadByte(); err != nil || b != 0 {
 		return false
 	}
