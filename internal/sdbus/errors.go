@@ -49,6 +49,9 @@ var (
 	// waited for, as when systemd re-executes, restarts or dies. What
 	// became of the job is not known.
 	ErrConnectionLost = errors.New("the connection to systemd was lost")
+	// ErrGaveUp: the caller's context ended while a job was waited for
+	// (hostprov was interrupted). The job goes on in systemd.
+	ErrGaveUp = errors.New("gave up waiting for the job")
 )
 
 // causeText is a cause in the words of one case (with the socket, the

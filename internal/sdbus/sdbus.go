@@ -369,9 +369,9 @@ func (m *Manager) wait(ctx context.Context, op, name string, id int, asked time.
 			Hint: "It goes on in systemd, unless systemd was restarted meanwhile: check systemctl status " + name +
 				" and systemctl list-jobs. If the unit needs longer, give hostprov a longer --timeout"}
 	case <-ctx.Done():
-		return &Error{Op: op, Units: []string{name},
-			Err: fmt.Errorf("gave up waiting for the %s job %d, which goes on in systemd (check systemctl status %s): %w",
-				op, id, name, ctx.Err())}
+		return &Error{Op: op, Units: []string{name}, Err: fmt.Errorf("%w: %w", waited(), ctx.Err()),
+			Cause: &causeText{ErrGaveUp, fmt.Sprintf("hostprov gave up waiting for the %s job", op)},
+			Hint:  "It goes on in systemd: check systemctl status " + name}
 	}
 }
 

@@ -156,3 +156,26 @@ func TestJobConnectionLost(t *testing.T) {
 		"start slow.service: the connection to systemd at "+p.Socket+" was lost while waiting for the start job",
 		"daemon-reexec", "systemctl status slow.service")
 }
+
+// TestJobGaveUp: a wait that the caller ends (hostprov interrupted) says
+// that the job goes on, and keeps ctx's error for errors.Is.
+func TestJobGaveUp(t *testing.T) {
+	p := sdbustest.New(t, sdbustest.SlowJobs)
+	m, err := DialTimeout(context.Background(), p.Socket, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	wait, err := m.Queue(ctx, apply.ActStart, "slow.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	err = within(t, "the wait for a job whose context ended", wait)
+	wantMessage(t, "a start given up", err, ErrGaveUp,
+		"start slow.service: hostprov gave up waiting for the start job. It goes on in systemd: check systemctl status slow.service")
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("%v does not match context.Canceled", err)
+	}
+}
