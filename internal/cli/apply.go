@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -21,13 +22,19 @@ import (
 	"github.com/hostprov/hostprov/pkg/render"
 )
 
-// connectSystemd reaches the node's systemd over its private D-Bus socket.
-// Tests replace it with a fake.
-var connectSystemd = func(ctx context.Context, socket string) (apply.Systemd, func(), error) {
-	m, err := sdbus.Dial(ctx, socket)
+// callTimeout bounds connecting to systemd and each call that it answers
+// at once. Tests shorten it.
+var callTimeout = sdbus.DefaultCallTimeout
+
+// connectSystemd reaches the node's systemd over its private D-Bus socket;
+// jobTimeout bounds each job wait and daemon-reload (0: none). Tests
+// replace it with a fake.
+var connectSystemd = func(ctx context.Context, socket string, jobTimeout time.Duration) (apply.Systemd, func(), error) {
+	m, err := sdbus.DialTimeout(ctx, socket, callTimeout)
 	if err != nil {
 		return nil, nil, err
 	}
+	m.JobTimeout = jobTimeout
 	return m, m.Close, nil
 }
 
@@ -38,13 +45,15 @@ const (
 )
 
 // nodeFlags are the flags of the commands that work on a node: where its
-// units and state are, how to reach its systemd, how to print.
+// units and state are, how to reach its systemd and how long to wait for
+// it, how to print.
 type nodeFlags struct {
-	root     string
-	unitDir  string
-	stateDir string
-	socket   string
-	output   string
+	root       string
+	unitDir    string
+	stateDir   string
+	socket     string
+	output     string
+	jobTimeout time.Duration // apply and remove only: --timeout
 }
 
 func (f *nodeFlags) register(c *cobra.Command) {
@@ -56,10 +65,19 @@ func (f *nodeFlags) register(c *cobra.Command) {
 	c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputText, outputJSON}, cobra.ShellCompDirectiveNoFileComp))
 }
 
+// registerTimeout adds --timeout, for the commands that run jobs.
+func (f *nodeFlags) registerTimeout(c *cobra.Command) {
+	c.Flags().DurationVar(&f.jobTimeout, "timeout", sdbus.DefaultJobTimeout,
+		"how long to wait for each start, restart or stop job and for a daemon-reload (0: as long as systemd works on it)")
+}
+
 // options checks the flags and returns apply's options.
 func (f *nodeFlags) options() (apply.Options, error) {
 	if f.output != outputText && f.output != outputJSON {
 		return apply.Options{}, invalid("unknown --output %q: use text or json", f.output)
+	}
+	if f.jobTimeout < 0 {
+		return apply.Options{}, invalid("--timeout %v: give a duration of 0 or more, such as 30m (0 waits as long as systemd works on a job)", f.jobTimeout)
 	}
 	o := apply.Options{UnitDir: f.unitDir, StateDir: f.stateDir}
 	if f.root != "" {
@@ -89,7 +107,7 @@ func (f *nodeFlags) systemd(ctx context.Context, opts apply.Options) (apply.Syst
 	if opts.Root != "" {
 		return apply.NewOffline(opts.Root, opts.UnitDir), func() {}, nil
 	}
-	sd, closeFn, err := connectSystemd(ctx, f.socket)
+	sd, closeFn, err := connectSystemd(ctx, f.socket, f.jobTimeout)
 	if err != nil {
 		return nil, nil, failure("%v", err)
 	}
@@ -270,7 +288,7 @@ func newApply() *cobra.Command {
 		noWait bool
 	)
 	c := &cobra.Command{
-		Use:   "apply [-f FILE] [--dry-run] [--no-prune] [--no-start] [--adopt] [--force]",
+		Use:   "apply [-f FILE] [--dry-run] [--no-prune] [--no-start] [--adopt] [--force] [--timeout DURATION]",
 		Short: "Install the spec's units on this node: write, reload once, enable, start",
 		Long: `Apply makes this node match the spec. It writes only the unit files and drop-ins whose
 bytes differ (atomically), reloads systemd once if anything changed, enables, disables
@@ -284,7 +302,13 @@ reported) unless --force. Every action is logged to stderr and to the journal; w
 -o json the plan, the actions and their counts are printed as JSON.
 
 With --root DIR it works offline on a node's file system mounted at DIR: it writes
-the files and the enable links systemctl would make, and talks to no systemd.`,
+the files and the enable links systemctl would make, and talks to no systemd.
+
+It waits for systemd, but never for ever: connecting and each call have 30s, and each
+start, restart and stop job, and the daemon-reload, has --timeout (10m; 0 waits as long
+as systemd works on it). A start of a hook that legitimately takes longer needs a longer
+--timeout. When systemd does not answer, or is re-executed or dies during a wait, apply
+stops waiting at once and says what to check; a job it stopped waiting for may go on.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts, err := nf.options()
@@ -341,6 +365,7 @@ the files and the enable links systemctl would make, and talks to no systemd.`,
 	}
 	sf.register(c)
 	nf.register(c)
+	nf.registerTimeout(c)
 	cf.register(c)
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "print the plan and change nothing (as plan does)")
 	c.Flags().BoolVar(&noWait, "no-wait", false, "fail at once when another apply is running, instead of waiting for it")
@@ -356,7 +381,7 @@ func newRemove() *cobra.Command {
 		force  bool
 	)
 	c := &cobra.Command{
-		Use:   "remove NAME... | --all [--dry-run] [--force] [--no-wait]",
+		Use:   "remove NAME... | --all [--dry-run] [--force] [--no-wait] [--timeout DURATION]",
 		Short: "Stop, disable and delete units hostprov installed",
 		Long: `Remove stops, disables and deletes the units hostprov installed for the named hooks
 (or units), with their drop-ins and enable links, and reloads systemd once. With --all
@@ -364,7 +389,10 @@ it removes every unit hostprov owns on this node. Files edited since hostprov wr
 them are left alone unless --force. hostprov status lists the hooks installed.
 
 A name hostprov did not install is invalid input (exit code 2), and then nothing is
-removed. With --dry-run it prints the remove plan and changes nothing.`,
+removed. With --dry-run it prints the remove plan and changes nothing.
+
+Each stop job and the daemon-reload may take --timeout (10m; 0: as long as systemd
+works on it), each other call to systemd 30s.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			switch {
 			case all && len(args) > 0:
@@ -396,6 +424,7 @@ removed. With --dry-run it prints the remove plan and changes nothing.`,
 		},
 	}
 	nf.register(c)
+	nf.registerTimeout(c)
 	c.Flags().BoolVar(&all, "all", false, "remove every unit hostprov installed")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "print the remove plan and change nothing")
 	c.Flags().BoolVar(&noWait, "no-wait", false, "fail at once when another apply is running, instead of waiting for it")
@@ -547,23 +576,26 @@ func runApply(c *cobra.Command, nf *nodeFlags, opts apply.Options, noWait bool,
 // ran and failed is one of the hook, or of what it needs, which status and
 // the unit's journal tell.
 func applyFailed(err error, events []apply.Event, logged bool) string {
-	var ran, refused, stopped []apply.Event
+	var ran, unfinished, refused, stopped []apply.Event
 	for _, ev := range events {
 		if ev.Action != apply.EvFailed {
 			continue
 		}
 		switch apply.ActionKind(ev.Op) {
 		case apply.ActStart, apply.ActRestart, apply.ActTryRestart:
-			if errors.Is(ev.Err, sdbus.ErrJobFailed) {
+			switch {
+			case errors.Is(ev.Err, sdbus.ErrJobFailed):
 				ran = append(ran, ev)
-			} else {
+			case unanswered(ev.Err):
+				unfinished = append(unfinished, ev)
+			default:
 				refused = append(refused, ev)
 			}
 		default:
 			stopped = append(stopped, ev)
 		}
 	}
-	if len(ran)+len(refused)+len(stopped) == 0 {
+	if len(ran)+len(unfinished)+len(refused)+len(stopped) == 0 {
 		// Nothing in the log says it (files, the state, a conflict):
 		// the error is the whole message.
 		return err.Error()
@@ -590,6 +622,12 @@ func applyFailed(err error, events []apply.Event, logged bool) string {
 		say(stopped, "apply stopped: systemd could not %s%s; what was done before is recorded. %s, then run hostprov apply again: it goes on from there",
 			what, seeAbove(logged), machineAdvice(stopped))
 	}
+	if len(unfinished) > 0 {
+		units := unitsOf(unfinished)
+		say(unfinished, "stopped waiting for systemd to %s %s%s; the files and links are in place and recorded. "+
+			"Check systemctl status %s, then run hostprov apply again: it retries the units that failed",
+			unfinished[0].Op, strings.Join(units, ", "), seeAbove(logged), strings.Join(units, " "))
+	}
 	if len(refused) > 0 {
 		say(refused, "systemd refused to %s %s%s. %s, then run hostprov apply again: it retries the units that failed",
 			refused[0].Op, strings.Join(unitsOf(refused), ", "), seeAbove(logged), machineAdvice(refused))
@@ -602,6 +640,18 @@ func applyFailed(err error, events []apply.Event, logged bool) string {
 			plural(len(units), "unit"), strings.Join(units, ", "), seeAbove(logged), units[0])
 	}
 	return strings.Join(msgs, "\n")
+}
+
+// unanswered tells whether err is a wait for systemd that ended without
+// systemd's answer: the deadline passed, the connection was lost, or
+// hostprov gave up.
+func unanswered(err error) bool {
+	for _, e := range []error{sdbus.ErrNoAnswer, sdbus.ErrJobTimeout, sdbus.ErrConnectionLost, sdbus.ErrGaveUp} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // machineAdvice says what to do about a call systemd refused or could not

@@ -32,7 +32,7 @@ func newLiveNode(t *testing.T) *liveNode {
 	n.spec = filepath.Join(dir, "hostprov.yaml")
 	n.write("- name: hello\n  exec: [/bin/echo, hello]\n")
 	old := connectSystemd
-	connectSystemd = func(ctx context.Context, socket string) (apply.Systemd, func(), error) {
+	connectSystemd = func(ctx context.Context, socket string, _ time.Duration) (apply.Systemd, func(), error) {
 		n.dials++
 		return n.sd, func() {}, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/hostprov/hostprov/internal/sdbus"
 	"github.com/hostprov/hostprov/pkg/apply"
@@ -52,7 +53,7 @@ func TestNodeExitCodes(t *testing.T) {
 	// systemd cannot be reached: an error.
 	n.sd.FailOn("start", "b.service", nil)
 	old := connectSystemd
-	connectSystemd = func(ctx context.Context, socket string) (apply.Systemd, func(), error) {
+	connectSystemd = func(ctx context.Context, socket string, _ time.Duration) (apply.Systemd, func(), error) {
 		return nil, nil, errors.New("connect to systemd at " + socket + ": systemd is not reachable")
 	}
 	defer func() { connectSystemd = old }()
