@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -130,14 +131,92 @@ func (f *changeFlags) apply(o *apply.Options) {
 	o.NoPrune, o.NoStart, o.Adopt, o.Force = f.noPrune, f.noStart, f.adopt, f.force
 }
 
-// signalContext ends when the process is interrupted, so that a wait for
-// the lock or for a job can be given up with ^C.
-func signalContext(c *cobra.Command) (context.Context, func()) {
-	ctx := c.Context()
-	if ctx == nil {
-		ctx = context.Background()
+// interrupt is the cause of a context that a signal ended.
+type interrupt struct{ sig syscall.Signal }
+
+func (i interrupt) Error() string {
+	switch i.sig {
+	case syscall.SIGINT:
+		return "interrupted by SIGINT"
+	case syscall.SIGTERM:
+		return "interrupted by SIGTERM"
 	}
-	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	return "interrupted by " + i.sig.String()
+}
+
+// signalContext ends when the process gets SIGINT (^C) or SIGTERM (systemd
+// stopping the unit that runs hostprov, a shutdown, a fleet tool's
+// timeout), with an interrupt as its cause, so that every wait (for the
+// lock, for systemd, for a job) ends and the command can say what it left
+// behind. A second signal ends the process at once, as if hostprov had no
+// handler: no wait can keep it then, and every file it writes is replaced
+// by rename, so even that leaves each file old or new.
+func signalContext(c *cobra.Command) (context.Context, func()) {
+	parent := c.Context()
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	stopped := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			signal.Stop(sigs)
+			cancel(interrupt{s.(syscall.Signal)})
+		case <-stopped:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(stopped)
+		cancel(nil)
+	}
+}
+
+// interrupted returns the error of a command that a signal ended, saying
+// what it left behind, or nil if no signal ended ctx. Its exit code is
+// 128 plus the signal's number, as a shell reports a command that the
+// signal killed: 130 for SIGINT, 143 for SIGTERM.
+func interrupted(ctx context.Context, left string) error {
+	var i interrupt
+	if !errors.As(context.Cause(ctx), &i) {
+		return nil
+	}
+	return &exitError{code: 128 + int(i.sig), msg: i.Error() + ": " + left}
+}
+
+// nothingChanged is what an apply interrupted before it changed anything
+// left behind.
+const nothingChanged = "nothing was changed"
+
+// interruptedApply says what an apply or remove (the command named cmd)
+// that a signal ended while it carried out its plan left behind, from its
+// events.
+func interruptedApply(cmd string, events []apply.Event) string {
+	var ops, units []string
+	for _, ev := range events {
+		if ev.Action == apply.EvFailed && errors.Is(ev.Err, sdbus.ErrGaveUp) {
+			ops = append(ops, ev.Op)
+			units = append(units, ev.Unit)
+		}
+	}
+	msg := "hostprov " + cmd + " stopped where it was: each file it touched is whole, in its old or its new " +
+		"version, and its state says which"
+	if len(units) > 0 {
+		what := "job"
+		if slices.Equal(ops, slices.Repeat(ops[:1], len(ops))) {
+			what = ops[0]
+		}
+		verb := "goes"
+		if len(units) > 1 {
+			what, verb = what+"s", "go"
+		}
+		msg += fmt.Sprintf("; the %s of %s %s on in systemd: check systemctl status %s",
+			what, strings.Join(units, ", "), verb, strings.Join(units, " "))
+	}
+	return msg + ". Run hostprov " + cmd + " again to finish: it goes on from there"
 }
 
 func newPlan() *cobra.Command {
@@ -308,7 +387,12 @@ It waits for systemd, but never for ever: connecting and each call have 30s, and
 start, restart and stop job, and the daemon-reload, has --timeout (10m; 0 waits as long
 as systemd works on it). A start of a hook that legitimately takes longer needs a longer
 --timeout. When systemd does not answer, or is re-executed or dies during a wait, apply
-stops waiting at once and says what to check; a job it stopped waiting for may go on.`,
+stops waiting at once and says what to check; a job it stopped waiting for may go on.
+
+SIGTERM or SIGINT (^C) stops an apply where it is: a file being written is written
+whole (or not at all), jobs already queued go on in systemd, the lock is released,
+and it exits with 143 (SIGTERM) or 130 (SIGINT) saying what it left. Run apply again
+to finish. A second signal ends hostprov at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts, err := nf.options()
@@ -392,7 +476,8 @@ A name hostprov did not install is invalid input (exit code 2), and then nothing
 removed. With --dry-run it prints the remove plan and changes nothing.
 
 Each stop job and the daemon-reload may take --timeout (10m; 0: as long as systemd
-works on it), each other call to systemd 30s.`,
+works on it), each other call to systemd 30s. SIGTERM or SIGINT stops a remove where it
+is, as it stops an apply (see hostprov apply --help), with exit code 143 or 130.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			switch {
 			case all && len(args) > 0:
@@ -513,6 +598,9 @@ func runApply(c *cobra.Command, nf *nodeFlags, opts apply.Options, noWait bool,
 		}
 	})
 	if err != nil {
+		if ierr := interrupted(ctx, "it was waiting for the lock; "+nothingChanged); ierr != nil {
+			return ierr
+		}
 		return failure("%v", err)
 	}
 	defer unlock()
@@ -521,6 +609,9 @@ func runApply(c *cobra.Command, nf *nodeFlags, opts apply.Options, noWait bool,
 		return failure("%v", err)
 	}
 	p, err := makePlan(ctx, st)
+	if ierr := interrupted(ctx, nothingChanged); err != nil && ierr != nil {
+		return ierr
+	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return err // an invalid spec, already reported
@@ -539,6 +630,9 @@ func runApply(c *cobra.Command, nf *nodeFlags, opts apply.Options, noWait bool,
 	if len(p.Actions) > 0 && len(p.Conflicts) == 0 {
 		var closeFn func()
 		if sd, closeFn, err = nf.systemd(ctx, opts); err != nil {
+			if ierr := interrupted(ctx, "it was connecting to systemd; "+nothingChanged); ierr != nil {
+				return ierr
+			}
 			return err
 		}
 		defer closeFn()
@@ -550,14 +644,25 @@ func runApply(c *cobra.Command, nf *nodeFlags, opts apply.Options, noWait bool,
 		logger = apply.MultiLogger(apply.JournalLogger())
 	}
 	res, err := apply.Execute(ctx, p, sd, logger)
+	// A signal during the apply: what it left is all there is to say.
+	var ierr error
+	if err != nil {
+		ierr = interrupted(ctx, interruptedApply(c.Name(), res.Events))
+	}
 	if nf.output == outputJSON {
 		out := applyResult{Plan: p.JSON(), Events: res.Events, Counts: res.Counts}
-		if err != nil {
+		switch {
+		case ierr != nil:
+			out.Error = ierr.Error()
+		case err != nil:
 			out.Error = applyFailed(err, res.Events, false)
 		}
 		if werr := writeJSON(stdout, out); werr != nil && err == nil {
 			err = werr
 		}
+	}
+	if ierr != nil {
+		return ierr
 	}
 	if err != nil {
 		return failure("%s", applyFailed(err, res.Events, nf.output == outputText))

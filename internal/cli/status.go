@@ -35,7 +35,9 @@ The exit code says how the node is, for scripts and health checks:
      or systemd could not load it; see the table and journalctl -u UNIT
 
 When several hold, the first of 4, 1 and 3 wins: a failed unit needs a person
-first. 3 is the code plan --detailed-exitcode gives for drift as well.`,
+first. 3 is the code plan --detailed-exitcode gives for drift as well. Interrupted
+by SIGINT or SIGTERM, status exits with 130 or 143 and prints no table; each call
+to systemd has 30s to be answered.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts, err := nf.options()
@@ -55,11 +57,19 @@ first. 3 is the code plan --detailed-exitcode gives for drift as well.`,
 			if len(st.Units) > 0 {
 				var closeFn func()
 				if sd, closeFn, err = nf.systemd(ctx, opts); err != nil {
+					if ierr := interrupted(ctx, "it was connecting to systemd"); ierr != nil {
+						return ierr
+					}
 					return err
 				}
 				defer closeFn()
 			}
 			rs, err := apply.Report(ctx, sd, st, opts)
+			// What systemd did not say before the signal would show
+			// as errors of the units: say the one thing that happened.
+			if ierr := interrupted(ctx, "systemd was not asked about every unit"); ierr != nil {
+				return ierr
+			}
 			if err != nil {
 				return failure("%v", err)
 			}

@@ -2,18 +2,23 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	godbus "github.com/godbus/dbus/v5"
 
 	"github.com/hostprov/hostprov/internal/sdbus/sdbustest"
+	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/pkg/apply"
 )
 
 // hangBound is how long a test lets hostprov run that must end by a
@@ -164,4 +169,76 @@ func TestApplyTimeoutFlag(t *testing.T) {
 	if code, _ := runWithin(t, append(args, "--timeout", "-1s")...); code != ExitInvalid {
 		t.Errorf("--timeout -1s: exit %d, want %d", code, ExitInvalid)
 	}
+}
+
+// buildHostprov builds cmd/hostprov as it is installed on a node, one
+// static binary, into a temporary directory and returns its path.
+func buildHostprov(t *testing.T) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		sdtool.Unavailable(t, "the go command is needed to build hostprov for this test: %v", err)
+	}
+	out := filepath.Join(t.TempDir(), "hostprov")
+	cmd := exec.Command(goTool, "build", "-o", out, "./cmd/hostprov")
+	cmd.Dir = filepath.Join("..", "..") // the module root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/hostprov: %v\n%s", err, msg)
+	}
+	return out
+}
+
+// TestApplySIGTERMWhileConnecting sends SIGTERM to hostprov apply (the
+// built binary) while it waits for the first answer of a systemd that took
+// the connection, authenticated it and hung: a wait that no context
+// reaches inside go-systemd. hostprov must end all the same, say so, leave
+// the lock free and change nothing.
+func TestApplySIGTERMWhileConnecting(t *testing.T) {
+	bin := buildHostprov(t)
+	p := sdbustest.New(t, sdbustest.Mute)
+	args, unitDir, stateDir := applyArgs(t, p.Socket)
+	cmd := exec.Command(bin, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// AddMatch is go-systemd's first call: hostprov has connected, holds
+	// the lock and handles signals.
+	for !slices.Contains(p.Called(), "AddMatch") {
+		select {
+		case err := <-done:
+			t.Fatalf("hostprov ended before it connected: %v\n%s", err, stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(hangBound):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("hostprov did not end within %v of SIGTERM\n%s", hangBound, stderr.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGTERM) {
+		t.Errorf("exit code %d (%v), want %d", code, cmd.ProcessState, 128+int(syscall.SIGTERM))
+	}
+	for _, want := range []string{"hostprov: interrupted by SIGTERM", "nothing was changed"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(unitDir, "hello.service")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an interrupted apply wrote hello.service: %v", err)
+	}
+	unlock, err := apply.Lock(context.Background(), stateDir, true, nil)
+	if err != nil {
+		t.Fatalf("the lock is not free after hostprov ended: %v", err)
+	}
+	unlock()
 }
