@@ -1,7 +1,9 @@
 package render_test
 
 import (
+	"bytes"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -110,4 +112,85 @@ func BenchmarkRender(b *testing.B) {
 			})
 		}
 	}
+}
+
+// errorSpec is a spec of n hooks that each have an error the parser
+// reports (exec written as a string, not a list), with fields around it of
+// the kinds people write.
+func errorSpec(n int) []byte {
+	var b strings.Builder
+	b.WriteString("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, `- name: hook-%d
+  description: Hook number %d
+  type: oneshot
+  exec: /usr/local/bin/prepare --id %d
+  env: {HOOK_ID: "%d"}
+  after: [network-online.target]
+`, i, i, i, i)
+	}
+	return []byte(b.String())
+}
+
+// BenchmarkBuildErrors measures the pipeline on specs in which every hook
+// has an error: the diagnostics of one hook must cost the same however
+// many hooks the spec has.
+func BenchmarkBuildErrors(b *testing.B) {
+	for _, n := range []int{1000, 10000, 40000} {
+		spec := errorSpec(n)
+		b.Run(fmt.Sprintf("hooks=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(spec)))
+			for b.Loop() {
+				if _, diags := render.Build("bench.yaml", spec); len(diags) != n {
+					b.Fatalf("%d diagnostics, want %d", len(diags), n)
+				}
+			}
+		})
+	}
+}
+
+// maxSpec is the largest valid spec Parse takes (hooks.MaxSize bytes, or
+// just under), made of the smallest hooks, so that it has as many as a
+// spec can: the worst case for every cost that grows with the hooks.
+func maxSpec() ([]byte, int) {
+	var b bytes.Buffer
+	b.WriteString("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n")
+	n := 0
+	for ; ; n++ {
+		hook := fmt.Sprintf("- name: h%d\n  exec: [/bin/true]\n", n)
+		if b.Len()+len(hook) > hooks.MaxSize {
+			break
+		}
+		b.WriteString(hook)
+	}
+	return b.Bytes(), n
+}
+
+// BenchmarkBuildMaxSize measures the pipeline on the largest valid spec,
+// and reports the heap its result keeps (retained-MiB): what a caller
+// holds while it writes the output.
+func BenchmarkBuildMaxSize(b *testing.B) {
+	spec, n := maxSpec()
+	b.ReportAllocs()
+	b.SetBytes(int64(len(spec)))
+	var retained uint64
+	for b.Loop() {
+		before := heapInUse()
+		us, diags := render.Build("bench.yaml", spec)
+		if diags.HasErrors(false) || len(us) != n {
+			b.Fatalf("%d units of %d hooks, %v", len(us), n, diags)
+		}
+		retained = heapInUse() - before
+		runtime.KeepAlive(us)
+	}
+	b.ReportMetric(float64(retained)/(1<<20), "retained-MiB")
+}
+
+// heapInUse is the size of the live heap, after a collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }

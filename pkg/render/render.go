@@ -12,6 +12,7 @@ package render
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/hostprov/hostprov/pkg/hooks"
@@ -73,19 +74,34 @@ func Units(spec *hooks.Spec) ([]Unit, hooks.Diagnostics) {
 // buildUnits builds the units; prior are the parser's diagnostics, so that
 // a value the parser refused is not reported a second time.
 func buildUnits(spec *hooks.Spec, prior hooks.Diagnostics) ([]Unit, hooks.Diagnostics) {
-	b := builder{spec: spec, seen: map[string]int{}, refused: map[string]bool{}}
+	b := newBuilder(spec, prior)
+	return b.units(), b.diags
+}
+
+// newBuilder returns a builder for spec that knows what the parser
+// refused, from its diagnostics prior.
+func newBuilder(spec *hooks.Spec, prior hooks.Diagnostics) *builder {
+	b := &builder{spec: spec, seen: map[string]int{}, refused: map[string]bool{}, refusedHooks: map[int]bool{}}
 	for _, d := range prior {
 		if d.Severity == hooks.Error {
 			b.refused[d.Path] = true
+			if i, ok := hookIndex(d.Path); ok {
+				b.refusedHooks[i] = true
+			}
 		}
 	}
-	var out []Unit
-	for i := range spec.Hooks {
+	return b
+}
+
+// units builds the unit of every hook that gives one, in spec order.
+func (b *builder) units() []Unit {
+	out := make([]Unit, 0, len(b.spec.Hooks))
+	for i := range b.spec.Hooks {
 		if u, ok := b.hook(i); ok {
 			out = append(out, u)
 		}
 	}
-	return out, b.diags
+	return out
 }
 
 // builder carries the spec being rendered and the problems found so far.
@@ -93,8 +109,16 @@ type builder struct {
 	spec  *hooks.Spec
 	diags hooks.Diagnostics
 	seen  map[string]int // unit name -> index of the hook that made it
-	// refused holds the paths the parser reported errors at.
-	refused map[string]bool
+	// refused holds the paths the parser reported errors at, and
+	// refusedHooks the indexes of the hooks those paths are in, so that
+	// asking about a hook costs the same however many errors the spec
+	// has (scanning every refused path for every hook made a spec of 40000
+	// hooks with an error each take minutes).
+	refused      map[string]bool
+	refusedHooks map[int]bool
+	// examined counts the refused paths looked at to answer refusedIn,
+	// for the test that holds it to one per hook.
+	examined int
 }
 
 // report records a problem, unless the parser refused the value at path
@@ -107,15 +131,29 @@ func (b *builder) report(sev hooks.Severity, pos hooks.Position, path, msg, hint
 	b.diags = append(b.diags, hooks.Diagnostic{Severity: sev, Pos: pos, Path: path, Message: msg, Hint: hint})
 }
 
-// refusedUnder reports whether the parser refused the value at path or
-// anything inside it.
-func (b *builder) refusedUnder(path string) bool {
-	for p := range b.refused {
-		if p == path || strings.HasPrefix(p, path+".") || strings.HasPrefix(p, path+"[") {
-			return true
-		}
+// refusedIn reports whether the parser refused hook i or any value inside
+// it.
+func (b *builder) refusedIn(i int) bool {
+	b.examined++
+	return b.refusedHooks[i]
+}
+
+// hookIndex returns i for a path inside hook i: "hooks[i]" itself or a
+// path that starts with "hooks[i]." or "hooks[i][".
+func hookIndex(path string) (int, bool) {
+	rest, ok := strings.CutPrefix(path, "hooks[")
+	if !ok {
+		return 0, false
 	}
-	return false
+	end := strings.IndexByte(rest, ']')
+	if end <= 0 || (len(rest) > end+1 && rest[end+1] != '.' && rest[end+1] != '[') {
+		return 0, false
+	}
+	i, err := strconv.Atoi(rest[:end])
+	if err != nil || i < 0 || strconv.Itoa(i) != rest[:end] {
+		return 0, false
+	}
+	return i, true
 }
 
 func (b *builder) errorf(path, hint, format string, args ...any) {
@@ -161,7 +199,7 @@ func (b *builder) hook(i int) (Unit, bool) {
 	b.seen[name] = i
 
 	u := Unit{Name: name, Hook: i, HookName: h.Name, Mask: h.Mask, Pos: b.spec.Where(p)}
-	if b.refusedUnder(p) {
+	if b.refusedIn(i) {
 		// What the parser could not read is missing from the hook, so a
 		// unit built from the rest would only give problems that follow
 		// from the first (a service "without a command" whose exec was
