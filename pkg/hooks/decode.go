@@ -33,6 +33,12 @@ func (v value) isString() bool {
 
 func (d *decoder) add(sev Severity, pos Position, path, msg, hint string) {
 	d.diags = append(d.diags, Diagnostic{Severity: sev, Pos: pos, Path: path, Message: msg, Hint: hint})
+	if sev == Error {
+		if d.errorPaths == nil {
+			d.errorPaths = map[string]bool{}
+		}
+		d.errorPaths[path] = true
+	}
 }
 
 func (d *decoder) pos(n *yaml.Node) Position {

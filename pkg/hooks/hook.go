@@ -317,12 +317,8 @@ func (d *decoder) hookIsEmpty(h *Hook, st hookState) bool {
 // reported reports whether an error was reported at path already (such as
 // a merge key in the hook's mapping, whose fields are then missing).
 func (d *decoder) reported(path string) bool {
-	for _, x := range d.diags {
-		if x.Severity == Error && x.Path == path {
-			return true
-		}
-	}
-	return false
+	d.examined++
+	return d.errorPaths[path]
 }
 
 // unitType returns the type suffix of a unit name when it is not a

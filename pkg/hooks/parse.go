@@ -33,26 +33,31 @@ var specFields = []string{"apiVersion", "kind", "hooks"}
 // structs so that every problem is found, not only the first, and each
 // carries the exact place it was written.
 func Parse(file string, data []byte) (*Spec, Diagnostics) {
-	// The budget allows every value of the file once, and aliases of
-	// small shared values many times over.
+	d := &decoder{file: file}
+	spec := d.read(data)
+	d.diags.Sort()
+	return spec, d.diags
+}
+
+// read is Parse without sorting the diagnostics.
+func (d *decoder) read(data []byte) *Spec {
 	if len(data) > MaxSize {
 		// Refused before any parsing, so that time and memory stay
 		// bounded whatever the input: a real spec is a few kilobytes.
-		d := &decoder{file: file}
-		d.add(Error, Position{File: file, Line: 1, Column: 1}, "",
+		d.add(Error, Position{File: d.file, Line: 1, Column: 1}, "",
 			fmt.Sprintf("the spec is %d bytes; hostprov reads specs of at most %d bytes (%d MiB)", len(data), MaxSize, MaxSize>>20),
 			"check that this is the hook spec; split a spec this large into several")
-		return nil, d.diags
+		return nil
 	}
-	d := &decoder{file: file, lines: splitLines(data), budget: len(data) + 100000}
+	// The budget allows every value of the file once, and aliases of
+	// small shared values many times over.
+	d.lines, d.budget = splitLines(data), len(data)+100000
 	if !utf8.Valid(data) {
 		// yaml.v3 would say only that some octet is wrong, not where.
 		d.invalidUTF8(data)
-		return nil, d.diags
+		return nil
 	}
-	spec := d.parse(data)
-	d.diags.Sort()
-	return spec, d.diags
+	return d.parse(data)
 }
 
 // MaxSize is the largest spec Parse reads, in bytes. Ten thousand hooks
@@ -67,6 +72,14 @@ type decoder struct {
 	diags Diagnostics
 	// budget is how many more values may be decoded; see spend.
 	budget int
+	// errorPaths holds the paths of the errors in diags, so that asking
+	// whether a value was reported costs the same however many problems
+	// the spec has: scanning diags for each hook made a spec of many
+	// hooks that give only their name quadratic to read.
+	errorPaths map[string]bool
+	// examined counts the diagnostics looked at to answer reported, for
+	// the test that holds it to one per question.
+	examined int
 }
 
 func (d *decoder) parse(data []byte) *Spec {
@@ -190,6 +203,9 @@ func (d *decoder) hooks(v value) {
 		return
 	}
 	firstName := map[string]Position{}
+	// Sized once: a Hook is half a kilobyte, and growing the list by
+	// appending copied a large spec's hooks over and over.
+	d.spec.Hooks = make([]Hook, 0, len(n.Content))
 	for i, c := range n.Content {
 		if !d.spend(c) {
 			break
@@ -219,7 +235,9 @@ func (d *decoder) hooks(v value) {
 // splitLines splits the source at the line breaks YAML counts (LF, CRLF,
 // CR, NEL, LS and PS), so that its line numbers match the parser's.
 func splitLines(data []byte) []string {
-	var lines []string
+	// Sized for the usual line breaks at once; one per line of a large
+	// spec is otherwise grown, and copied, some twenty times.
+	lines := make([]string, 0, bytes.Count(data, []byte("\n"))+1)
 	s := string(data)
 	start := 0
 	for i := 0; i < len(s); {
