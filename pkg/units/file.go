@@ -423,7 +423,11 @@ func (f *File) Canonical() []byte {
 		return ri == 10 && order[i].name < order[j].name
 	})
 
+	// The buffer is sized once, for at most what is written, so that
+	// the unit's bytes are not copied as it grows and a caller that keeps
+	// many units does not keep buffers twice their size.
 	var b bytes.Buffer
+	b.Grow(canonicalSize(f))
 	writeComments := func(cs []string) {
 		for _, c := range cs {
 			c = oneLine(c)
@@ -459,6 +463,29 @@ func (f *File) Canonical() []byte {
 	}
 	writeComments(f.Trailer)
 	return b.Bytes()
+}
+
+// canonicalSize is at least the length of f.Canonical(): oneLine keeps
+// lengths, a comment may gain "# " and a value a space, and every line
+// its line break.
+func canonicalSize(f *File) int {
+	n := 0
+	comments := func(cs []string) {
+		for _, c := range cs {
+			n += len(c) + 3
+		}
+	}
+	comments(f.Header)
+	comments(f.Trailer)
+	for _, s := range f.Sections {
+		comments(s.Comments)
+		n += len(s.Name) + 4 // "[Name]\n" and the empty line before it
+		for _, e := range s.Entries {
+			comments(e.Comments)
+			n += len(e.Key) + len(e.Value) + 3
+		}
+	}
+	return n
 }
 
 // oneLine replaces line breaks and NUL bytes with spaces, so that nothing

@@ -53,6 +53,9 @@ func FuzzParseCanonical(f *testing.F) {
 			return
 		}
 		c1 := f1.Canonical()
+		if n := canonicalSize(f1); len(c1) > n {
+			t.Fatalf("canonical output is %d bytes, more than the %d Canonical sizes its buffer for:\n%q", len(c1), n, c1)
+		}
 		f2, err := Parse(c1)
 		if err != nil {
 			t.Fatalf("canonical output does not parse: %v\n%q", err, c1)
