@@ -113,19 +113,118 @@ func lineless(problem string, src []byte) (SyntaxError, bool) {
 			se.Line, se.Column = lineCol(src, i)
 		}
 		return se, true
-	case problem == "control characters are not allowed":
-		for i := 0; i < len(src); {
-			r, size := utf8.DecodeRune(src[i:])
-			if r < 0x20 && r != '\t' && r != '\n' && r != '\r' || r == 0x7f {
-				se := SyntaxError{Message: fmt.Sprintf("control character %U: %s", r, problem),
-					Hint: "a YAML file is text: remove the character, or write it as an escape (\\x..) inside double quotes"}
-				se.Line, se.Column = lineCol(src, i)
-				return se, true
-			}
-			i += size
-		}
+	case readerProblems[problem]:
+		return unreadable(problem, src)
 	}
 	return SyntaxError{}, false
+}
+
+// readerProblems are the problems of yaml.v3's reader, which checks every
+// character before the scanner sees it (readerc.go). It knows the offset
+// of the character it refused but does not say it, nor any line.
+var readerProblems = map[string]bool{
+	"control characters are not allowed": true,
+	"invalid leading UTF-8 octet":        true,
+	"invalid trailing UTF-8 octet":       true,
+	"incomplete UTF-8 octet sequence":    true,
+	"invalid length of a UTF-8 sequence": true,
+	"invalid Unicode character":          true,
+}
+
+// Unreadable places err, which yaml.v3 returned while reading src, when it
+// is an error of yaml.v3's reader: a character of src that is not allowed
+// in YAML (a control character) or a byte that is not UTF-8, which the
+// reader refuses before parsing and reports without a line. ok is false
+// for any other error. Syntax places these errors the same way.
+func Unreadable(err error, src []byte) (se SyntaxError, ok bool) {
+	problem, line := splitError(err.Error())
+	if line != 0 || !readerProblems[problem] {
+		return SyntaxError{}, false
+	}
+	return unreadable(problem, src)
+}
+
+// unreadable places a problem of yaml.v3's reader at the first character
+// of src that the reader refuses, and says what it is.
+func unreadable(problem string, src []byte) (SyntaxError, bool) {
+	i, ok := refused(src)
+	if !ok {
+		return SyntaxError{}, false
+	}
+	se := SyntaxError{}
+	se.Line, se.Column = lineCol(src, i)
+	if bytes.HasPrefix(src, []byte(bom)) && se.Line == 1 {
+		se.Column-- // yaml.v3 skips the byte order mark and counts from after it
+	}
+	r, size := utf8.DecodeRune(src[i:])
+	if r == utf8.RuneError && size <= 1 {
+		// No escape gives the byte back: "\xff" in YAML is U+00FF.
+		se.Message = fmt.Sprintf("byte 0x%02x is not UTF-8 (yaml: %s)", src[i], problem)
+		se.Hint = "YAML is UTF-8 text: remove the byte, or convert the file to UTF-8 (iconv -t UTF-8)"
+		return se, true
+	}
+	what := "control character"
+	switch {
+	case r >= 0x80 && r <= 0x9f:
+		// What most often puts one in a text: Windows-1252 punctuation
+		// (curly quotes, dashes) converted as if it were Latin-1.
+		what = "C1 control character"
+	case r == 0xfffe || r == 0xffff:
+		what = "noncharacter"
+	}
+	se.Message = fmt.Sprintf("the %s %U, which YAML does not allow in a file (yaml: %s)", what, r, problem)
+	se.Hint = fmt.Sprintf("remove the character, or write it as an escape in a double-quoted string: \"%s\"", escape(r))
+	if what == "C1 control character" {
+		se.Hint += "; a C1 control in a text is often a Windows-1252 quote or dash that was converted as Latin-1"
+	}
+	return se, true
+}
+
+// bom is the UTF-8 byte order mark.
+const bom = "\xef\xbb\xbf"
+
+// refused returns the offset of the first character of src that
+// yaml.v3's reader refuses: a byte that is not UTF-8 or a character
+// outside YAML's printable set (tab, line breaks, U+0020..U+007E, U+0085,
+// U+00A0..U+D7FF, U+E000..U+FFFD and U+10000 and up). ok is false when
+// there is none, and for UTF-16 input, which the reader decodes first.
+func refused(src []byte) (i int, ok bool) {
+	if bytes.HasPrefix(src, []byte("\xfe\xff")) || bytes.HasPrefix(src, []byte("\xff\xfe")) {
+		return 0, false
+	}
+	for i < len(src) {
+		r, size := utf8.DecodeRune(src[i:])
+		if r == utf8.RuneError && size <= 1 || !printable(r) {
+			return i, true
+		}
+		i += size
+	}
+	return 0, false
+}
+
+// printable reports whether YAML allows r in a stream, as yaml.v3's reader
+// checks it.
+func printable(r rune) bool {
+	switch {
+	case r == '\t', r == '\n', r == '\r', r == 0x85:
+		return true
+	case r >= 0x20 && r <= 0x7e, r >= 0xa0 && r <= 0xd7ff, r >= 0xe000 && r <= 0xfffd, r >= 0x10000 && r <= 0x10ffff:
+		return true
+	}
+	return false
+}
+
+// escape is how r is written in a double-quoted YAML string.
+func escape(r rune) string {
+	switch {
+	case r == 0:
+		return `\0`
+	case r <= 0xff:
+		return fmt.Sprintf(`\x%02x`, r)
+	case r <= 0xffff:
+		return fmt.Sprintf(`\u%04x`, r)
+	}
+	return fmt.Sprintf(`\U%08x`, r)
 }
 
 // source is a YAML text being read again to place an error in it.

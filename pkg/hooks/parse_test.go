@@ -42,6 +42,16 @@ func TestParseDiagnostics(t *testing.T) {
 		{"unclosed quote", header + "- name: a\n  exec: [/bin/echo]\n  env: {A: \"x}\n", []want{{"6:12", "",
 			`not valid YAML: the string that starts here with " is not closed`, `end the string with "`, Error}}},
 		{"tab indentation", header + "- name: a\n\texec: [/bin/true]\n", []want{{"5:1", "", "not valid YAML", "replace the tabs", Error}}},
+		// yaml.v3's reader refuses these without any line: each is
+		// placed at the character, counted in characters.
+		{"NUL in a value", header + "- name: a\n  exec: [/bin/echo, \"caf\u00e9\", x\x00y]\n", []want{{"5:30", "",
+			"not valid YAML: the control character U+0000", `remove the character, or write it as an escape in a double-quoted string: "\0"`, Error}}},
+		{"C1 control in a value", header + "- name: a\n  description: caf\u00e9 \u0093quoted\u0094\n  exec: [/bin/true]\n", []want{{"5:21", "",
+			"not valid YAML: the C1 control character U+0093", `write it as an escape in a double-quoted string: "\x93"; a C1 control in a text is often a Windows-1252 quote`, Error}}},
+		{"C1 control in a block scalar", header + "- name: a\n  exec: [/bin/true]\n  manifest: |\n    Type=oneshot\n    User=r\u0080t\n", []want{{"8:11", "",
+			"not valid YAML: the C1 control character U+0080", `"\x80"`, Error}}},
+		{"invalid UTF-8 in a value", header + "- name: a\n  exec: [/bin/echo, caf\xe9]\n", []want{{"5:24", "",
+			"not UTF-8 text: byte 0xe9 at offset 82", "convert the file (iconv -t UTF-8)", Error}}},
 		{"unknown anchor", header + "- name: a\n  exec: *cmd\n", []want{{"5:9", "", "unknown anchor 'cmd'", "define the anchor &cmd", Error}}},
 		{"no apiVersion", "kind: Hooks\nhooks: []\n", []want{
 			{"1:1", "apiVersion", "no apiVersion", "add apiVersion: hostprov/v1alpha1", Error},

@@ -228,6 +228,10 @@ func (r *reader) read() *Manifests {
 var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 func (r *reader) yamlError(err error) {
+	if se, ok := yamlnode.Unreadable(err, r.src); ok {
+		r.add(hooks.Error, hooks.Position{File: r.file, Line: se.Line, Column: se.Column}, "", "the file is not valid YAML: "+se.Message, se.Hint)
+		return
+	}
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	pos := hooks.Position{File: r.file}
 	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
@@ -240,9 +244,10 @@ func (r *reader) yamlError(err error) {
 }
 
 // badPlace finds where a YAML error that yaml.v3 gives without a line
-// is: the first byte that is not text (invalid UTF-8 or a control
-// character) for an encoding error, the alias for an unknown anchor, and
-// the end of the file otherwise ("unexpected end of stream").
+// is, when yamlnode.Unreadable did not place it: the alias for an unknown
+// anchor, the first byte that is not text (invalid UTF-8 or a control
+// character) for an encoding error of UTF-16 input, and the end of the
+// file otherwise ("unexpected end of stream").
 func (r *reader) badPlace(msg string) (line, col int) {
 	at := len(r.src)
 	if strings.HasPrefix(msg, "unknown anchor '") {

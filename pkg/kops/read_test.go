@@ -252,6 +252,22 @@ spec:
 		name: "syntax error",
 		src:  "apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nspec:\n  hooks:\n  - name: [\n",
 		want: "5:0 error : the file is not valid YAML",
+	}, {
+		// yaml.v3 gives no line for a character it refuses.
+		name: "C1 control in a value",
+		src:  "apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nspec:\n  hooks:\n  - name: caf\u00e9\u0092.service\n",
+		want: "5:15 error : the file is not valid YAML: the C1 control character U+0092",
+		hint: `write it as an escape in a double-quoted string: "\x92"`,
+	}, {
+		name: "NUL in a value",
+		src:  "apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nspec:\n  hooks:\n  - name: a\x00.service\n",
+		want: "5:12 error : the file is not valid YAML: the control character U+0000",
+		hint: `"\0"`,
+	}, {
+		name: "invalid UTF-8 in a value",
+		src:  "apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nspec:\n  hooks:\n  - name: caf\xe9.service\n",
+		want: "5:14 error : the file is not valid YAML: byte 0xe9 is not UTF-8",
+		hint: "convert the file to UTF-8",
 	}} {
 		t.Run(c.name, func(t *testing.T) {
 			_, diags := kops.Read("c.yaml", []byte(c.src))
