@@ -54,14 +54,35 @@ type ParseError struct {
 	Line   int // 1-based line
 	Column int // 1-based byte column
 	Msg    string
+	// Hint says how to fix it, when there is more to say than Msg does;
+	// it may be empty.
+	Hint string
 }
 
 // Error returns "line L:C: msg".
 func (e *ParseError) Error() string { return fmt.Sprintf("line %d:%d: %s", e.Line, e.Column, e.Msg) }
 
-// longLineMax is systemd's LONG_LINE_MAX: the longest line, and the longest
-// line after joining continuations, that its parser reads.
+// longLineMax is systemd's LONG_LINE_MAX (src/basic/fileio.h), the limit
+// of its config parser: a line is refused once it holds that many bytes,
+// and a line joined from continuations once it holds more.
 const longLineMax = 1 << 20
+
+// MaxLineLen is the longest line of a unit file, in bytes without its
+// line break, that systemd reads. Its read_line stops with ENOBUFS as soon
+// as it holds LONG_LINE_MAX bytes, before it looks at the next character,
+// so a line of exactly 1 MiB is refused too; systemd 252 logs "Line too
+// long", the unit does not load ("No buffer space available"), and
+// starting it over D-Bus fails with LimitsExceeded, the D-Bus name of
+// ENOBUFS.
+const MaxLineLen = longLineMax - 1
+
+// MaxJoinedLen is the longest line systemd takes when it is joined from
+// continuation lines (each backslash at a line end replaced by a space):
+// config_parse refuses the join only when it grows past LONG_LINE_MAX.
+const MaxJoinedLen = longLineMax
+
+// LongLineHint says what to do about a line over MaxLineLen.
+const LongLineHint = "move the long text into a file on the machine and pass its path instead: a script for a command to run, a file the program reads for data"
 
 const bom = "\xef\xbb\xbf"
 
@@ -78,10 +99,11 @@ const bom = "\xef\xbb\xbf"
 //     are kept in order.
 //
 // Where systemd would refuse the file (a malformed section header, invalid
-// UTF-8, a line longer than 1 MiB) and where it would merely warn and drop
-// a line (an assignment before any section, a line without '=' or without
-// a key), Parse returns a *ParseError: a hand-written unit with such a line
-// is broken. A NUL byte, which systemd takes as a line end, is an error
+// UTF-8, a line of 1 MiB or more, a line joined from continuations of more
+// than 1 MiB) and where it would merely warn and drop a line (an
+// assignment before any section, a line without '=' or without a key),
+// Parse returns a *ParseError: a hand-written unit with such a line is
+// broken. A NUL byte, which systemd takes as a line end, is an error
 // too. Unknown sections and keys are not errors; see KnownDirective.
 func Parse(data []byte) (*File, error) {
 	p := parser{f: &File{}}
@@ -92,10 +114,10 @@ func Parse(data []byte) (*File, error) {
 		line, data = nextLine(data)
 		lineNum++
 		if i := bytes.IndexByte(line, 0); i >= 0 {
-			return nil, &ParseError{lineNum, i + 1, "the line contains a NUL byte; unit files are text, so remove it"}
+			return nil, &ParseError{Line: lineNum, Column: i + 1, Msg: "the line contains a NUL byte; unit files are text, so remove it"}
 		}
-		if len(line) > longLineMax {
-			return nil, &ParseError{lineNum, longLineMax + 1, fmt.Sprintf("the line is %d bytes long; systemd reads at most %d bytes per line", len(line), longLineMax)}
+		if len(line) > MaxLineLen {
+			return nil, &ParseError{Line: lineNum, Column: MaxLineLen + 1, Msg: fmt.Sprintf("the line is %d bytes long; systemd refuses a line of %d bytes or more, and the unit would not load", len(line), longLineMax), Hint: LongLineHint}
 		}
 		if !bomSeen && bytes.HasPrefix(line, []byte(bom)) {
 			line = line[len(bom):]
@@ -108,8 +130,8 @@ func Parse(data []byte) (*File, error) {
 			continue
 		}
 		if p.cont != nil {
-			if len(p.cont)+len(line) > longLineMax {
-				return nil, &ParseError{lineNum, 1, fmt.Sprintf("the continued line starting at line %d is longer than %d bytes, which systemd refuses", p.contLine, longLineMax)}
+			if len(p.cont)+len(line) > MaxJoinedLen {
+				return nil, &ParseError{Line: lineNum, Column: 1, Msg: fmt.Sprintf("the line continued from line %d is %d bytes long when joined; systemd refuses one of more than %d bytes, and the unit would not load", p.contLine, len(p.cont)+len(line), MaxJoinedLen), Hint: LongLineHint}
 			}
 			p.cont = append(p.cont, line...)
 		}
@@ -207,16 +229,16 @@ func (p *parser) line(raw string, n int) error {
 			}
 			off += size
 		}
-		return &ParseError{n, col + off, "the line is not valid UTF-8; systemd refuses such unit files, so save the file as UTF-8"}
+		return &ParseError{Line: n, Column: col + off, Msg: "the line is not valid UTF-8; systemd refuses such unit files, so save the file as UTF-8"}
 	}
 	if s[0] == '[' {
 		if s[len(s)-1] != ']' {
-			return &ParseError{n, col, fmt.Sprintf("invalid section header %q: it must end with ']' and nothing may follow it on the line (put comments on a line of their own)", s)}
+			return &ParseError{Line: n, Column: col, Msg: fmt.Sprintf("invalid section header %q: it must end with ']' and nothing may follow it on the line (put comments on a line of their own)", s)}
 		}
 		name := s[1 : len(s)-1]
 		for i := 0; i < len(name); i++ {
 			if c := name[i]; c < 0x20 || c == 0x7f || c == '"' || c == '\'' || c == '\\' {
-				return &ParseError{n, col + 1 + i, fmt.Sprintf("section header %q contains %q; systemd refuses quotes, backslashes and control characters in section names", s, name[i:i+1])}
+				return &ParseError{Line: n, Column: col + 1 + i, Msg: fmt.Sprintf("section header %q contains %q; systemd refuses quotes, backslashes and control characters in section names", s, name[i:i+1])}
 			}
 		}
 		sec := &Section{Name: name, Line: n}
@@ -230,14 +252,14 @@ func (p *parser) line(raw string, n int) error {
 		return nil
 	}
 	if p.sec == nil {
-		return &ParseError{n, col, fmt.Sprintf("%q is outside of any section; systemd ignores assignments before the first section header, so add one such as [Unit] or [Service] above it", s)}
+		return &ParseError{Line: n, Column: col, Msg: fmt.Sprintf("%q is outside of any section; systemd ignores assignments before the first section header, so add one such as [Unit] or [Service] above it", s)}
 	}
 	eq := strings.IndexByte(s, '=')
 	if eq < 0 {
-		return &ParseError{n, col, fmt.Sprintf("missing '=' in %q; an entry is written Key=Value (systemd ignores this line); to keep it as a note, start it with '#'", s)}
+		return &ParseError{Line: n, Column: col, Msg: fmt.Sprintf("missing '=' in %q; an entry is written Key=Value (systemd ignores this line); to keep it as a note, start it with '#'", s)}
 	}
 	if eq == 0 {
-		return &ParseError{n, col, fmt.Sprintf("missing key name before '=' in %q; an entry is written Key=Value", s)}
+		return &ParseError{Line: n, Column: col, Msg: fmt.Sprintf("missing key name before '=' in %q; an entry is written Key=Value", s)}
 	}
 	e := &Entry{
 		Key:      strings.Trim(s[:eq], whitespace),
@@ -463,6 +485,17 @@ func (f *File) Canonical() []byte {
 	}
 	writeComments(f.Trailer)
 	return b.Bytes()
+}
+
+// LineLen is the length of the line Canonical writes for e, without its
+// line break: Key=Value, and the space Canonical puts after a value that
+// ends in a backslash. Compare it with MaxLineLen.
+func (e *Entry) LineLen() int {
+	n := len(e.Key) + 1 + len(e.Value)
+	if endsEscaped(oneLine(e.Value)) {
+		n++
+	}
+	return n
 }
 
 // canonicalSize is at least the length of f.Canonical(): oneLine keeps

@@ -111,7 +111,7 @@ func TestParseErrors(t *testing.T) {
 		{"NUL", "[Unit]\nA=a\x00b\n", 2, 4, "NUL"},
 		{"line number after continuation", "[Unit]\nA=1 \\\n 2\nB\n", 4, 1, "missing '='"},
 		{"error at continued line start", "[Unit]\nA \\\nB\n", 2, 1, "missing '='"},
-		{"too long", "[Unit]\nA=" + strings.Repeat("x", longLineMax) + "\n", 2, longLineMax + 1, "at most"},
+		{"too long", "[Unit]\nA=" + strings.Repeat("x", MaxLineLen-1) + "\n", 2, MaxLineLen + 1, "a line of 1048576 bytes or more"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -344,6 +344,70 @@ func TestCanonicalSized(t *testing.T) {
 		// rounds up to its size classes.
 		if limit := len(out) + len(out)/4 + 64; cap(out) > limit {
 			t.Errorf("Canonical returns %d bytes in a buffer of %d, want at most %d", len(out), cap(out), limit)
+		}
+	}
+}
+
+// TestLineLimits checks Parse at systemd's limits, as systemd 252 was seen
+// to load (systemd-analyze verify) or refuse ("No buffer space available")
+// units built the same way: a line of LONG_LINE_MAX (1 MiB) bytes is
+// refused, one byte less is read; a line joined from continuations may be
+// LONG_LINE_MAX bytes long, not one more.
+func TestLineLimits(t *testing.T) {
+	const prefix = "ExecStart=/bin/echo "
+	line := func(n int) string { return prefix + strings.Repeat("x", n-len(prefix)) }
+	joined := func(n int) string {
+		// Two lines whose join (the backslash becomes a space) is n bytes.
+		a := prefix + strings.Repeat("x", (n-len(prefix))/2) + "\\"
+		return a + "\n" + strings.Repeat("y", n-len(a))
+	}
+	for _, tt := range []struct {
+		name string
+		text string
+		ok   bool
+		line int
+		msg  string
+	}{
+		{"longest line", line(MaxLineLen), true, 0, ""},
+		{"line of LONG_LINE_MAX", line(MaxLineLen + 1), false, 2, "the line is 1048576 bytes long; systemd refuses a line of 1048576 bytes or more"},
+		{"comment of LONG_LINE_MAX", "# " + strings.Repeat("c", MaxLineLen-1), false, 2, "the line is 1048576 bytes long"},
+		{"longest join", joined(MaxJoinedLen), true, 0, ""},
+		{"join past LONG_LINE_MAX", joined(MaxJoinedLen + 1), false, 3, "the line continued from line 2 is 1048577 bytes long when joined; systemd refuses one of more than 1048576 bytes"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte("[Service]\n" + tt.text + "\n"))
+			if tt.ok {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("err = %v, want a *ParseError", err)
+			}
+			if pe.Line != tt.line || !strings.Contains(pe.Msg, tt.msg) || pe.Hint != LongLineHint {
+				t.Errorf("got line %d: %s (hint %q), want line %d: ...%s... with LongLineHint", pe.Line, pe.Msg, pe.Hint, tt.line, tt.msg)
+			}
+		})
+	}
+}
+
+// TestLineLen checks that LineLen is the length of the line Canonical
+// writes for an entry, for values that Canonical changes on the way.
+func TestLineLen(t *testing.T) {
+	f := &File{}
+	s := f.AddSection(SectionService)
+	for _, v := range []string{"", "/bin/true", `/bin/echo a\`, `/bin/echo a\\`, "a\nb\\", "a\\\n", "x\x00y"} {
+		s.Add("ExecStart", v)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(f.Canonical()), "\n"), "\n")[1:]
+	if len(lines) != len(s.Entries) {
+		t.Fatalf("%d lines for %d entries:\n%s", len(lines), len(s.Entries), f.Canonical())
+	}
+	for i, e := range s.Entries {
+		if got, want := e.LineLen(), len(lines[i]); got != want {
+			t.Errorf("LineLen of ExecStart=%q is %d, but Canonical writes %q, %d bytes", e.Value, got, lines[i], want)
 		}
 	}
 }
