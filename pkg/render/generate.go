@@ -29,12 +29,15 @@ type gen struct {
 type origin struct {
 	pos  hooks.Position
 	path string
+	// longest is, for a command line, the path of the argument that
+	// makes most of it: what to point at when the line is too long.
+	longest string
 }
 
 // add appends Key=Value to section, coming from the spec at path.
 func (g *gen) add(section, key, value, path string) *units.Entry {
 	e := g.file.AddSection(section).Add(key, value)
-	g.from[e] = origin{g.b.spec.Where(path), path}
+	g.from[e] = origin{pos: g.b.spec.Where(path), path: path}
 	return e
 }
 
@@ -95,6 +98,7 @@ func (b *builder) generate(i int, name string) (*units.File, posFunc) {
 	}
 	g.checkSpecifiers(name)
 	g.checkExpandWords()
+	g.checkLines()
 	if !g.ok {
 		return nil, nil
 	}
@@ -148,10 +152,11 @@ func (g *gen) service() {
 		g.add(s, "RemainAfterExit", yesNo(*h.RemainAfterExit), g.p+".remainAfterExit")
 	}
 	for k, argv := range h.Pre {
-		g.exec("ExecStartPre", argv, fmt.Sprintf("%s.pre[%d]", g.p, k))
+		path := fmt.Sprintf("%s.pre[%d]", g.p, k)
+		g.exec("ExecStartPre", argv, path, listItem(path))
 	}
 	if len(h.Exec) > 0 {
-		g.exec("ExecStart", h.Exec, g.p+".exec")
+		g.exec("ExecStart", h.Exec, g.p+".exec", listItem(g.p+".exec"))
 	}
 	if len(h.Steps) > 0 {
 		g.steps()
@@ -165,6 +170,9 @@ func (g *gen) service() {
 			continue
 		}
 		g.add(s, "Environment", g.unescapeSpecifiers(v), path)
+		if n := len(k) + 1 + len(h.Env[k]); n >= maxArgStrlen && len("Environment=")+len(v) <= units.MaxLineLen {
+			g.b.warnf(path, units.LongLineHint, "%s=... is %d bytes; %s, so the service would fail at every start", k, n, argStrlenRefusal)
+		}
 	}
 	g.plain(s, "EnvironmentFile", g.esc(h.EnvironmentFile), "environmentFile")
 	g.plain(s, "WorkingDirectory", g.esc(h.WorkingDirectory), "workingDirectory")
@@ -185,14 +193,73 @@ func (g *gen) plain(section, key, value, field string) {
 	}
 }
 
-func (g *gen) exec(key string, argv []string, path string) *units.Entry {
+// exec adds the command line argv as key, from the spec at path; arg
+// gives the path of each argument.
+func (g *gen) exec(key string, argv []string, path string, arg func(k int) string) *units.Entry {
 	v, err := units.QuoteExec(argv, g.h.ExpandEnv)
 	if err != nil {
 		g.b.errorf(path, "", "%v", err)
 		g.ok = false
 		return nil
 	}
-	return g.add(units.SectionService, key, g.unescapeSpecifiers(v), path)
+	e := g.add(units.SectionService, key, g.unescapeSpecifiers(v), path)
+	longest := 0
+	for k, a := range argv {
+		if len(a) > len(argv[longest]) {
+			longest = k
+		}
+		// A line too long for systemd is refused by checkLines; an
+		// argument below that can still be too long for the kernel.
+		if len(a) >= maxArgStrlen && e.LineLen() <= units.MaxLineLen {
+			g.b.warnf(arg(k), units.LongLineHint, "the argument is %d bytes; %s, so the service would fail at every start", len(a), argStrlenRefusal)
+		}
+	}
+	if 2*len(argv[longest]) >= e.LineLen() {
+		// Most of the line: the argument to move into a file.
+		o := g.from[e]
+		o.longest = arg(longest)
+		g.from[e] = o
+	}
+	return e
+}
+
+// listItem gives the paths of the items of the list at path.
+func listItem(path string) func(k int) string {
+	return func(k int) string { return fmt.Sprintf("%s[%d]", path, k) }
+}
+
+// maxArgStrlen is Linux's MAX_ARG_STRLEN on machines with 4 KiB pages
+// (32 pages): execve refuses an argument or environment string of that
+// many bytes or more, its NUL included, with E2BIG. It is below
+// units.MaxLineLen, so a command systemd loads can still never start.
+const maxArgStrlen = 32 * 4096
+
+// argStrlenRefusal says what happens to a string of maxArgStrlen bytes
+// or more handed to a program.
+const argStrlenRefusal = "Linux refuses to start a program with an argument or environment variable of 131072 bytes or more (MAX_ARG_STRLEN with 4 KiB pages: \"Argument list too long\")"
+
+// checkLines refuses an entry that makes a line longer than systemd
+// reads: it would not load the unit at all. The diagnostic points at what
+// made the line long: the longest argument of a command, or the value.
+func (g *gen) checkLines() {
+	for _, s := range g.file.Sections {
+		for _, e := range s.Entries {
+			n := e.LineLen()
+			if n <= units.MaxLineLen {
+				continue
+			}
+			o := g.from[e]
+			pos, path := o.pos, o.path
+			if o.longest != "" {
+				path = o.longest
+				pos = g.b.spec.Where(path)
+			}
+			g.b.report(hooks.Error, pos, path,
+				fmt.Sprintf("this makes %s= a line of %d bytes; systemd refuses a unit file line of %d bytes or more (LONG_LINE_MAX), and the unit would not load", e.Key, n, units.MaxLineLen+1),
+				units.LongLineHint)
+			g.ok = false
+		}
+	}
 }
 
 // esc escapes systemd's specifiers in a structured value, unless the hook
@@ -237,7 +304,11 @@ func (g *gen) steps() {
 			// quoted argument, whatever it contains.
 			argv = []string{"/bin/sh", "-ec", st.Sh}
 		}
-		if e := g.exec("ExecStart", argv, path); e != nil {
+		arg := listItem(path + ".run")
+		if st.Run == nil {
+			arg = func(int) string { return path + ".sh" }
+		}
+		if e := g.exec("ExecStart", argv, path, arg); e != nil {
 			e.Comments = []string{StepComment + st.Name}
 		}
 	}
@@ -356,7 +427,7 @@ func (g *gen) manifest(own string, structured map[string]string) {
 		for _, e := range s.Entries {
 			// Lines count from the manifest's first line: the parser saw
 			// one header line more.
-			o := origin{g.b.spec.WhereInScalar(path, e.Line-1), path}
+			o := origin{pos: g.b.spec.WhereInScalar(path, e.Line-1), path: path}
 			g.conflict(own, e.Key, o, structured)
 			ne := sec.Add(e.Key, e.Value)
 			ne.Comments = e.Comments
@@ -372,7 +443,7 @@ func (g *gen) directives(structured map[string]string) {
 			path := fmt.Sprintf("%s.directives.%s[%d]", g.p, sect, k)
 			key, value, _ := strings.Cut(d, "=")
 			key, value = strings.TrimSpace(key), strings.TrimSpace(value)
-			g.conflict(sect, key, origin{g.b.spec.Where(path), path}, structured)
+			g.conflict(sect, key, origin{pos: g.b.spec.Where(path), path: path}, structured)
 			g.add(sect, key, value, path)
 		}
 	}

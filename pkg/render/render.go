@@ -275,15 +275,15 @@ func (b *builder) parseText(path, text, section string) *units.File {
 	f, err := units.Parse(data)
 	if err != nil {
 		line := 0
-		msg := err.Error()
+		msg, hint := err.Error(), ""
 		if pe, ok := err.(*units.ParseError); ok {
-			line, msg = pe.Line-offset, pe.Msg
+			line, msg, hint = pe.Line-offset, pe.Msg, pe.Hint
 		}
 		pos := b.spec.Where(path)
 		if line >= 1 {
 			pos = b.spec.WhereInScalar(path, line)
 		}
-		b.report(hooks.Error, pos, path, "not a valid unit file: "+msg, "")
+		b.report(hooks.Error, pos, path, "not a valid unit file: "+msg, hint)
 		return nil
 	}
 	return f
