@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
+	"unicode/utf8"
 
 	"github.com/hostprov/hostprov/internal/suggest"
 )
@@ -41,15 +43,32 @@ func KnownDirective(section, key string) bool {
 	return i < len(knownDirectives) && knownDirectives[i] == full
 }
 
-// sectionKeys returns the known keys of a section, sorted.
-func sectionKeys(section string) []string {
-	prefix := section + "."
-	i := sort.SearchStrings(knownDirectives, prefix)
-	var keys []string
-	for ; i < len(knownDirectives) && strings.HasPrefix(knownDirectives[i], prefix); i++ {
-		keys = append(keys, knownDirectives[i][len(prefix):])
+// sectionVocab is what the suggestions need of the known keys of one
+// section: the keys, sorted, and the same keys in lower case.
+type sectionVocab struct {
+	keys, lower []string
+}
+
+// vocab holds the sectionVocab of every section with known keys. It is
+// built once: suggestions are made for every unknown key of a spec, and
+// listing and lowering the keys for each one made a spec of many hooks
+// with an unknown directive each cost gigabytes.
+var vocab = sync.OnceValue(func() map[string]sectionVocab {
+	m := map[string]sectionVocab{}
+	for _, d := range knownDirectives {
+		sect, key, _ := strings.Cut(d, ".")
+		v := m[sect]
+		v.keys = append(v.keys, key)
+		v.lower = append(v.lower, strings.ToLower(key))
+		m[sect] = v
 	}
-	return keys
+	return m
+})
+
+// sectionKeys returns the known keys of a section, sorted. The slice is
+// shared: callers must not change it.
+func sectionKeys(section string) []string {
+	return vocab()[section].keys
 }
 
 // ClosestDirective returns the known key of section closest to key: one
@@ -60,17 +79,23 @@ func ClosestDirective(section, key string) string {
 	if KnownDirective(section, key) {
 		return ""
 	}
-	keys := sectionKeys(section)
-	for _, k := range keys {
+	v := vocab()[section]
+	for _, k := range v.keys {
 		if strings.EqualFold(k, key) {
 			return k
 		}
 	}
 	best, bestDist := "", max(2, len(key)/3)+1
 	lower := strings.ToLower(key)
-	for _, k := range keys {
+	n := utf8.RuneCountInString(lower)
+	for i, k := range v.keys {
+		// The distance is at least the difference in length (known keys
+		// are ASCII): a key that cannot come closer is not compared.
+		if d := n - len(v.lower[i]); d >= bestDist || -d >= bestDist {
+			continue
+		}
 		// Keys are sorted, so on a tie the bytewise-first one wins.
-		if d := suggest.Distance(lower, strings.ToLower(k)); d < bestDist {
+		if d := suggest.Distance(lower, v.lower[i]); d < bestDist {
 			best, bestDist = k, d
 		}
 	}

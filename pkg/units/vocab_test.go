@@ -2,7 +2,10 @@ package units
 
 import (
 	"sort"
+	"strings"
 	"testing"
+
+	"github.com/hostprov/hostprov/internal/suggest"
 )
 
 func TestKnownDirective(t *testing.T) {
@@ -63,5 +66,66 @@ func TestSuggestDirective(t *testing.T) {
 	}
 	if got := SuggestSection("Network"); got != "" {
 		t.Errorf("SuggestSection(Network) = %q", got)
+	}
+}
+
+// TestClosestDirectiveFull checks ClosestDirective, which skips keys whose
+// length alone puts them too far, against comparing every key, for a
+// typo of each kind in every known key of a few sections.
+func TestClosestDirectiveFull(t *testing.T) {
+	for _, d := range knownDirectives {
+		for i := 0; i < len(d); i++ {
+			if d[i] >= 0x80 {
+				t.Fatalf("known directive %q is not ASCII; ClosestDirective's length bound counts bytes", d)
+			}
+		}
+	}
+	full := func(section, key string) string {
+		if KnownDirective(section, key) {
+			return ""
+		}
+		keys := sectionKeys(section)
+		for _, k := range keys {
+			if strings.EqualFold(k, key) {
+				return k
+			}
+		}
+		best, bestDist := "", max(2, len(key)/3)+1
+		for _, k := range keys {
+			if d := suggest.Distance(strings.ToLower(key), strings.ToLower(k)); d < bestDist {
+				best, bestDist = k, d
+			}
+		}
+		return best
+	}
+	checked := 0
+	for _, section := range []string{"Unit", "Service", "Install", "Timer"} {
+		for _, k := range sectionKeys(section) {
+			typos := []string{k[1:], k[:len(k)-1], k + "s", "X" + k, strings.ToLower(k), k[:len(k)/2], k + k, "Ünï" + k}
+			if len(k) > 3 {
+				typos = append(typos, k[:1]+k[2:1+len(k)/2]+k[1:2]+k[1+len(k)/2:], k[:2]+k[3:])
+			}
+			for _, typo := range typos {
+				checked++
+				if got, want := ClosestDirective(section, typo), full(section, typo); got != want {
+					t.Errorf("ClosestDirective(%q, %q) = %q, want %q", section, typo, got, want)
+				}
+			}
+		}
+	}
+	if checked < 1000 {
+		t.Errorf("only %d typos checked", checked)
+	}
+}
+
+// TestSuggestDirectiveAllocates checks that a suggestion allocates only
+// for its result, whatever the number of known keys: it is made for every
+// unknown key of a spec, and once listed and lowered every key of every
+// section for each.
+func TestSuggestDirectiveAllocates(t *testing.T) {
+	for _, key := range []string{"ExecStrat", "wantedby", "Author"} {
+		if n := testing.AllocsPerRun(20, func() { SuggestDirective("Service", key) }); n > 6 {
+			t.Errorf("SuggestDirective(Service, %q) allocates %v times, want at most 6", key, n)
+		}
 	}
 }
