@@ -151,40 +151,55 @@ func BenchmarkBuildErrors(b *testing.B) {
 }
 
 // maxSpec is the largest valid spec Parse takes (hooks.MaxSize bytes, or
-// just under), made of the smallest hooks, so that it has as many as a
-// spec can: the worst case for every cost that grows with the hooks.
-func maxSpec() ([]byte, int) {
+// just under) made of hooks written by hook, and its number of hooks.
+func maxSpec(hook func(i int) string) ([]byte, int) {
 	var b bytes.Buffer
 	b.WriteString("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n")
 	n := 0
 	for ; ; n++ {
-		hook := fmt.Sprintf("- name: h%d\n  exec: [/bin/true]\n", n)
-		if b.Len()+len(hook) > hooks.MaxSize {
+		h := hook(n)
+		if b.Len()+len(h) > hooks.MaxSize {
 			break
 		}
-		b.WriteString(hook)
+		b.WriteString(h)
 	}
 	return b.Bytes(), n
 }
 
-// BenchmarkBuildMaxSize measures the pipeline on the largest valid spec,
-// and reports the heap its result keeps (retained-MiB): what a caller
-// holds while it writes the output.
+// BenchmarkBuildMaxSize measures the pipeline on the largest valid specs:
+// of the smallest hooks, so that it has as many as a spec can (the worst
+// case for every cost that grows with the hooks), and of hooks that each
+// have a warning (a mistyped directive, whose hint searches systemd's
+// vocabulary). It reports the heap the result keeps (retained-MiB): what
+// a caller holds while it writes the output.
 func BenchmarkBuildMaxSize(b *testing.B) {
-	spec, n := maxSpec()
-	b.ReportAllocs()
-	b.SetBytes(int64(len(spec)))
-	var retained uint64
-	for b.Loop() {
-		before := heapInUse()
-		us, diags := render.Build("bench.yaml", spec)
-		if diags.HasErrors(false) || len(us) != n {
-			b.Fatalf("%d units of %d hooks, %v", len(us), n, diags)
-		}
-		retained = heapInUse() - before
-		runtime.KeepAlive(us)
+	for _, c := range []struct {
+		name     string
+		hook     func(i int) string
+		warnings bool
+	}{
+		{"plain", func(i int) string { return fmt.Sprintf("- name: h%d\n  exec: [/bin/true]\n", i) }, false},
+		{"warnings", func(i int) string {
+			return fmt.Sprintf("- name: h%d\n  exec: [/bin/true]\n  directives:\n    Service: [ExecStrat=/bin/true]\n", i)
+		}, true},
+	} {
+		spec, n := maxSpec(c.hook)
+		b.Run(fmt.Sprintf("%s/hooks=%d", c.name, n), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(spec)))
+			var retained uint64
+			for b.Loop() {
+				before := heapInUse()
+				us, diags := render.Build("bench.yaml", spec)
+				if diags.HasErrors(false) || len(us) != n || (len(diags) == n) != c.warnings {
+					b.Fatalf("%d units and %d diagnostics for %d hooks", len(us), len(diags), n)
+				}
+				retained = heapInUse() - before
+				runtime.KeepAlive(us)
+			}
+			b.ReportMetric(float64(retained)/(1<<20), "retained-MiB")
+		})
 	}
-	b.ReportMetric(float64(retained)/(1<<20), "retained-MiB")
 }
 
 // heapInUse is the size of the live heap, after a collection.
