@@ -1,103 +1,203 @@
 // Package fsutil writes files so that a crash at any instant leaves either
-// the old or the new content, never a partial file.
+// the old or the new content, never a partial file, and works below a
+// directory through its file descriptor (Dir), so that nothing it writes,
+// reads or removes can be redirected outside by a symbolic link.
 package fsutil
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hostprov/hostprov/internal/killpoint"
 )
 
 // WriteFile writes data to path atomically: to a temporary file in the same
 // directory (so the rename cannot cross file systems), synced to disk, given
 // mode perm, renamed over path, and then the directory is synced so that the
 // rename itself survives a crash. On error, path is untouched and the
-// temporary file is removed.
+// temporary file is removed. A symbolic link at path is replaced, not
+// written through.
 func WriteFile(path string, data []byte, perm os.FileMode) error {
-	_, err := WriteFiles([]File{{Path: path, Data: data, Perm: perm}})
+	d, err := OpenDir(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	_, err = WriteFiles([]File{{Dir: d, Name: filepath.Base(path), Data: data, Perm: perm}})
 	return err
 }
 
-// File is one file for WriteFiles.
+// File is one file for WriteFiles: Name in Dir.
 type File struct {
-	Path string
+	Dir  *Dir
+	Name string
 	Data []byte
 	Perm os.FileMode
 }
 
-// syncers is how many temporary files WriteFiles syncs at once.
-const syncers = 32
+// Path is the file's path, for messages.
+func (f File) Path() string { return f.Dir.Join(f.Name) }
+
+const (
+	// syncers is how many temporary files WriteFiles syncs at once.
+	syncers = 32
+	// openMax is how many temporary files WriteFiles holds open at once:
+	// a spec of 20,000 units must not run into the limit of open files
+	// (often 1,024), and syncs that wait together are committed together
+	// by groups far smaller than this.
+	openMax = 256
+)
+
+// TempPrefix and TempInfix make the name of a temporary file of WriteFiles:
+// TempPrefix + name + TempInfix + random. It is hidden, so systemd ignores
+// it; a crash can leave one, for a later sweep (TempOf).
+const (
+	TempPrefix = "."
+	TempInfix  = ".tmp-"
+)
+
+// TempOf returns the name a temporary file of WriteFiles stands in for,
+// or "" when entry is not one.
+func TempOf(entry string) string {
+	i := strings.LastIndex(entry, TempInfix)
+	if !strings.HasPrefix(entry, TempPrefix) || i < len(TempPrefix)+1 {
+		return ""
+	}
+	return entry[len(TempPrefix):i]
+}
 
 // WriteFiles writes each file atomically, as WriteFile does, with one sync
 // of each file's data and of each directory for them all. Files are written
 // to their temporary files first, then synced together, then renamed over
-// their paths in order, and then each directory is synced once. A crash at
+// their names in order, and then each directory is synced once. A crash at
 // any instant still leaves every file old or new: a rename happens only once
 // every file's data is on disk.
 //
 // Syncs run concurrently because a file system commits syncs that wait
 // together in one go: on ext4, a thousand small unit files take a tenth of
-// the time that syncing them one after another does.
+// the time that syncing them one after another does. At most openMax files
+// are open at once, whatever the number of files.
+//
+// Temporary files are created with O_EXCL relative to their directory's
+// descriptor, and renamed relative to it: neither follows a link.
 //
 // It returns how many files, from the first, are in place. On error the
 // others are untouched and no temporary file is left; the error names the
 // file.
 func WriteFiles(files []File) (int, error) {
-	temps := make([]*os.File, 0, len(files))
+	temps := make([]string, 0, len(files))
 	renamed := 0
 	defer func() {
-		for _, f := range temps[renamed:] {
-			f.Close()
-			os.Remove(f.Name())
+		for i, tmp := range temps[renamed:] {
+			unix.Unlinkat(files[renamed+i].Dir.fd, tmp, 0)
 		}
 	}()
-	for _, file := range files {
-		f, err := os.CreateTemp(filepath.Dir(file.Path), "."+filepath.Base(file.Path)+".tmp-*")
+	for start := 0; start < len(files); start += openMax {
+		batch := files[start:min(start+openMax, len(files))]
+		fds := make([]int, 0, len(batch))
+		err := func() error {
+			defer func() {
+				for _, fd := range fds {
+					unix.Close(fd)
+				}
+			}()
+			for _, file := range batch {
+				tmp, fd, err := createTemp(file)
+				if err != nil {
+					return pathError("create", file.Path(), err)
+				}
+				temps, fds = append(temps, tmp), append(fds, fd)
+				if err := writeAll(fd, file.Data); err != nil {
+					return pathError("write", file.Path(), err)
+				}
+				// The file is created with perm, but through the
+				// umask; set it before the rename so that the file
+				// is never visible with the wrong one.
+				if err := unix.Fchmod(fd, uint32(file.Perm.Perm())); err != nil {
+					return pathError("chmod", file.Path(), err)
+				}
+			}
+			if i, err := syncAll(fds); err != nil {
+				return pathError("sync", batch[i].Path(), err)
+			}
+			return nil
+		}()
 		if err != nil {
-			return 0, pathError("create", file.Path, err)
-		}
-		temps = append(temps, f)
-		if _, err := f.Write(file.Data); err != nil {
-			return 0, pathError("write", file.Path, err)
-		}
-		// CreateTemp makes the file 0600; set the mode before the
-		// rename so that the file is never visible with the wrong one.
-		if err := f.Chmod(file.Perm); err != nil {
-			return 0, pathError("chmod", file.Path, err)
+			return 0, err
 		}
 	}
-	if i, err := syncAll(temps); err != nil {
-		return 0, pathError("sync", files[i].Path, err)
-	}
-	dirs := map[string]bool{}
+	dirs := map[*Dir]bool{}
+	var order []*Dir
 	var err error
-	for i, f := range temps {
-		if err = f.Close(); err != nil {
-			err = pathError("close", files[i].Path, err)
-			break
-		}
-		if err = os.Rename(f.Name(), files[i].Path); err != nil {
-			err = pathError("rename", files[i].Path, err)
+	for i, tmp := range temps {
+		f := files[i]
+		killpoint.At("rename")
+		if err = unix.Renameat(f.Dir.fd, tmp, f.Dir.fd, f.Name); err != nil {
+			err = pathError("rename", f.Path(), err)
 			break
 		}
 		renamed++
-		dirs[filepath.Dir(files[i].Path)] = true
+		if !dirs[f.Dir] {
+			dirs[f.Dir] = true
+			order = append(order, f.Dir)
+		}
 	}
-	for dir := range dirs {
-		if serr := SyncDir(dir); serr != nil && err == nil {
-			err = pathError("sync", dir, serr)
+	for _, d := range order {
+		if serr := d.Sync(); serr != nil && err == nil {
+			err = pathError("sync", d.path, serr)
 		}
 	}
 	return renamed, err
 }
 
+// createTemp creates the temporary file of f, exclusively (O_EXCL never
+// follows a link), and returns its name and descriptor.
+func createTemp(f File) (string, int, error) {
+	if err := checkName(f.Name); err != nil {
+		return "", -1, err
+	}
+	for {
+		var b [8]byte
+		rand.Read(b[:])
+		tmp := TempPrefix + f.Name + TempInfix + hex.EncodeToString(b[:])
+		killpoint.At("create")
+		fd, err := openat(f.Dir.fd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if errors.Is(err, unix.EEXIST) {
+			continue
+		}
+		return tmp, fd, err
+	}
+}
+
+func writeAll(fd int, data []byte) error {
+	for len(data) > 0 {
+		killpoint.At("write")
+		n, err := unix.Write(fd, data)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		data = data[n:]
+	}
+	return nil
+}
+
 // syncAll syncs the files, syncers at a time, and returns an error and the
 // index of the file it is about.
-func syncAll(files []*os.File) (int, error) {
-	if len(files) == 1 {
-		return 0, files[0].Sync()
+func syncAll(fds []int) (int, error) {
+	if len(fds) == 1 {
+		killpoint.At("fsync")
+		return 0, unix.Fsync(fds[0])
 	}
 	var (
 		wg    sync.WaitGroup
@@ -106,18 +206,19 @@ func syncAll(files []*os.File) (int, error) {
 		first error
 	)
 	next := make(chan int)
-	for range min(syncers, len(files)) {
+	for range min(syncers, len(fds)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				if err := files[i].Sync(); err != nil {
+				killpoint.At("fsync")
+				if err := unix.Fsync(fds[i]); err != nil {
 					once.Do(func() { index, first = i, err })
 				}
 			}
 		}()
 	}
-	for i := range files {
+	for i := range fds {
 		next <- i
 	}
 	close(next)
@@ -137,14 +238,4 @@ func pathError(op, path string, err error) error {
 		err = le.Err
 	}
 	return &fs.PathError{Op: op, Path: path, Err: err}
-}
-
-// SyncDir flushes a directory's entries (new names, renames) to disk.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -30,6 +30,17 @@ func listDir(t *testing.T, dir string) []string {
 	return names
 }
 
+// openDir opens a directory for the test.
+func openDir(t testing.TB, path string) *fsutil.Dir {
+	t.Helper()
+	d, err := fsutil.OpenDir(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
 func TestWriteFiles(t *testing.T) {
 	dir := t.TempDir()
 	old := syscall.Umask(0o077)
@@ -50,26 +61,27 @@ func TestWriteFiles(t *testing.T) {
 	if err := os.Symlink(target, filepath.Join(dir, "link")); err != nil {
 		t.Fatal(err)
 	}
+	d, s := openDir(t, dir), openDir(t, sub)
 	files := []fsutil.File{
-		{Path: filepath.Join(dir, "a"), Data: []byte("new a"), Perm: 0o644},
-		{Path: filepath.Join(dir, "b"), Data: []byte("b"), Perm: 0o640},
-		{Path: filepath.Join(sub, "c"), Data: []byte("c"), Perm: 0o644},
-		{Path: filepath.Join(dir, "link"), Data: []byte("link"), Perm: 0o644},
+		{Dir: d, Name: "a", Data: []byte("new a"), Perm: 0o644},
+		{Dir: d, Name: "b", Data: []byte("b"), Perm: 0o640},
+		{Dir: s, Name: "c", Data: []byte("c"), Perm: 0o644},
+		{Dir: d, Name: "link", Data: []byte("link"), Perm: 0o644},
 	}
 	n, err := fsutil.WriteFiles(files)
 	if err != nil || n != len(files) {
 		t.Fatalf("WriteFiles: %d, %v; want %d, nil", n, err, len(files))
 	}
 	for _, f := range files {
-		fi, err := os.Lstat(f.Path)
+		fi, err := os.Lstat(f.Path())
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !fi.Mode().IsRegular() || fi.Mode().Perm() != f.Perm {
-			t.Errorf("%s: mode %v, want a regular file with %v", f.Path, fi.Mode(), f.Perm)
+			t.Errorf("%s: mode %v, want a regular file with %v", f.Path(), fi.Mode(), f.Perm)
 		}
-		if got, _ := os.ReadFile(f.Path); string(got) != string(f.Data) {
-			t.Errorf("%s: %q, want %q", f.Path, got, f.Data)
+		if got, _ := os.ReadFile(f.Path()); string(got) != string(f.Data) {
+			t.Errorf("%s: %q, want %q", f.Path(), got, f.Data)
 		}
 	}
 	if got, _ := os.ReadFile(target); string(got) != "target" {
@@ -84,17 +96,25 @@ func TestWriteFiles(t *testing.T) {
 }
 
 // TestWriteFilesFailsBeforeRenaming: a file that cannot be created (its
-// directory is missing) fails the batch before any file is renamed.
+// directory was removed since it was opened) fails the batch before any
+// file is renamed.
 func TestWriteFilesFailsBeforeRenaming(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "a"), []byte("old a"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	missing := filepath.Join(dir, "missing", "c")
+	if err := os.Mkdir(filepath.Join(dir, "gone"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d, gone := openDir(t, dir), openDir(t, filepath.Join(dir, "gone"))
+	if err := os.Remove(filepath.Join(dir, "gone")); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "gone", "c")
 	n, err := fsutil.WriteFiles([]fsutil.File{
-		{Path: filepath.Join(dir, "a"), Data: []byte("new a"), Perm: 0o644},
-		{Path: filepath.Join(dir, "b"), Data: []byte("b"), Perm: 0o644},
-		{Path: missing, Data: []byte("c"), Perm: 0o644},
+		{Dir: d, Name: "a", Data: []byte("new a"), Perm: 0o644},
+		{Dir: d, Name: "b", Data: []byte("b"), Perm: 0o644},
+		{Dir: gone, Name: "c", Data: []byte("c"), Perm: 0o644},
 	})
 	var pe *fs.PathError
 	if n != 0 || !errors.As(err, &pe) || pe.Path != missing || !errors.Is(err, fs.ErrNotExist) {
@@ -117,10 +137,11 @@ func TestWriteFilesFailsRenaming(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(blocker, "x"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	d := openDir(t, dir)
 	n, err := fsutil.WriteFiles([]fsutil.File{
-		{Path: filepath.Join(dir, "a"), Data: []byte("a"), Perm: 0o644},
-		{Path: blocker, Data: []byte("b"), Perm: 0o644},
-		{Path: filepath.Join(dir, "c"), Data: []byte("c"), Perm: 0o644},
+		{Dir: d, Name: "a", Data: []byte("a"), Perm: 0o644},
+		{Dir: d, Name: "b", Data: []byte("b"), Perm: 0o644},
+		{Dir: d, Name: "c", Data: []byte("c"), Perm: 0o644},
 	})
 	var pe *fs.PathError
 	if n != 1 || !errors.As(err, &pe) || pe.Path != blocker || pe.Op != "rename" {
@@ -140,9 +161,10 @@ func TestWriteFilesFailsRenaming(t *testing.T) {
 func BenchmarkWriteFiles(b *testing.B) {
 	data := []byte(strings.Repeat("ExecStart=/bin/true\n", 15))
 	files := func(dir string) []fsutil.File {
+		d := openDir(b, dir)
 		fs := make([]fsutil.File, 1000)
 		for i := range fs {
-			fs[i] = fsutil.File{Path: filepath.Join(dir, fmt.Sprintf("u%04d.service", i)), Data: data, Perm: 0o644}
+			fs[i] = fsutil.File{Dir: d, Name: fmt.Sprintf("u%04d.service", i), Data: data, Perm: 0o644}
 		}
 		return fs
 	}
@@ -162,10 +184,90 @@ func BenchmarkWriteFiles(b *testing.B) {
 			fs := files(b.TempDir())
 			b.StartTimer()
 			for _, f := range fs {
-				if err := fsutil.WriteFile(f.Path, f.Data, f.Perm); err != nil {
+				if err := fsutil.WriteFile(f.Path(), f.Data, f.Perm); err != nil {
 					b.Fatal(err)
 				}
 			}
 		}
 	})
+}
+
+// TestWriteFilesFewDescriptors: a batch of far more files than the process
+// may hold open is written all the same (a spec of 20,000 units, under a
+// limit of 1,024 open files).
+func TestWriteFilesFewDescriptors(t *testing.T) {
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	// Enough for the test binary's own descriptors and fsutil's batch,
+	// far fewer than the files.
+	low := old
+	low.Cur = 400
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Skipf("cannot lower the limit of open files: %v", err)
+	}
+	defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old)
+	dir := t.TempDir()
+	d := openDir(t, dir)
+	files := make([]fsutil.File, 3000)
+	for i := range files {
+		files[i] = fsutil.File{Dir: d, Name: fmt.Sprintf("u%04d.service", i), Data: []byte("[Service]\n"), Perm: 0o644}
+	}
+	n, err := fsutil.WriteFiles(files)
+	if err != nil || n != len(files) {
+		t.Fatalf("WriteFiles: %d, %v; want %d, nil", n, err, len(files))
+	}
+	if got := len(listDir(t, dir)); got != len(files) {
+		t.Errorf("%d names in the directory, want %d", got, len(files))
+	}
+}
+
+// TestDirRefusesLinks: a Dir never opens a symbolic link below it, nor
+// reads what is not a regular file.
+func TestDirRefusesLinks(t *testing.T) {
+	dir := t.TempDir()
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, target := range map[string]string{"linkdir": outside, "linkfile": filepath.Join(outside, "secret"), "zero": "/dev/zero"} {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := openDir(t, dir)
+	if _, err := d.OpenDir("linkdir"); !errors.Is(err, fsutil.ErrNotDir) {
+		t.Errorf("OpenDir of a link: %v, want ErrNotDir", err)
+	}
+	if _, err := d.MkdirAll("linkdir", 0o755); !errors.Is(err, fsutil.ErrNotDir) {
+		t.Errorf("MkdirAll of a link: %v, want ErrNotDir", err)
+	}
+	for _, name := range []string{"linkfile", "zero", "fifo", "linkdir"} {
+		if data, err := d.ReadFile(name, 1<<20); !errors.Is(err, fsutil.ErrNotRegular) {
+			t.Errorf("ReadFile(%s): %q, %v; want ErrNotRegular", name, data, err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "big"), make([]byte, 100), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.ReadFile("big", 99); !errors.Is(err, fsutil.ErrTooLarge) {
+		t.Errorf("ReadFile over the limit: %v, want ErrTooLarge", err)
+	}
+	for _, bad := range []string{"", ".", "..", "a/b", "../x"} {
+		if _, err := d.ReadFile(bad, 10); err == nil {
+			t.Errorf("ReadFile(%q) accepted a name that is not a plain one", bad)
+		}
+	}
+	sub, err := d.MkdirAll("new.d", 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if fi, err := os.Stat(filepath.Join(dir, "new.d")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("MkdirAll made %v, %v; want a 0755 directory", fi, err)
+	}
 }

@@ -1,0 +1,17 @@
+//go:build !killpoints
+
+// Package killpoint marks the steps of hostprov at which a crash is worth
+// testing: each creation, write, sync, rename and removal of a file, each
+// directory made, and each call to systemd. A normal build compiles At to
+// nothing. A build with the tag killpoints makes the process kill itself
+// with SIGKILL, as the kernel kills a process that runs out of memory or a
+// machine loses power, just before the Nth step of one kind, as
+// HOSTPROV_KILLPOINT=KIND:N says ("rename:3"): crash tests then reach every
+// such step in turn, deterministically, which random kills cannot promise.
+package killpoint
+
+// Enabled says whether this build has kill points.
+const Enabled = false
+
+// At marks a step of the given kind. It does nothing in a normal build.
+func At(kind string) {}
