@@ -33,13 +33,6 @@ func (c *crashFiles) step() error {
 	return nil
 }
 
-func (c *crashFiles) WriteFile(path string, data []byte, perm os.FileMode) error {
-	if err := c.step(); err != nil {
-		return err
-	}
-	return apply.OSFiles.WriteFile(path, data, perm)
-}
-
 // WriteFiles dies at the file whose turn it is to fail: the files before it
 // are in place, as if the process had died between two renames.
 func (c *crashFiles) WriteFiles(files []fsutil.File) (int, error) {
@@ -55,11 +48,18 @@ func (c *crashFiles) WriteFiles(files []fsutil.File) (int, error) {
 	return apply.OSFiles.WriteFiles(files)
 }
 
-func (c *crashFiles) Remove(path string) error {
+func (c *crashFiles) Remove(dir *fsutil.Dir, name string) error {
 	if err := c.step(); err != nil {
 		return err
 	}
-	return apply.OSFiles.Remove(path)
+	return apply.OSFiles.Remove(dir, name)
+}
+
+func (c *crashFiles) RemoveEmptyDir(dir *fsutil.Dir, name string) error {
+	if err := c.step(); err != nil {
+		return err
+	}
+	return apply.OSFiles.RemoveEmptyDir(dir, name)
 }
 
 // crashSystemd fails the nth systemd call and every one after it.

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path"
 	"path/filepath"
 	"strings"
 
@@ -65,9 +63,10 @@ type executor struct {
 	log    Logger
 	files  fileOps
 	res    *Result
-	dir    string // the unit dir on this machine
-	saved  *State // the state as last written (or read)
-	path   string // the state file
+	udir   *fsutil.Dir // the unit dir, opened once: see fsutil.Dir
+	sdir   *fsutil.Dir // the state dir
+	saved  *State      // the state as last written (or read)
+	path   string      // the state file, for messages
 	failed map[string]bool
 }
 
@@ -84,10 +83,20 @@ func execute(ctx context.Context, p *Plan, sd Systemd, log Logger, files fileOps
 		return &Result{Events: []Event{}}, err
 	}
 	e := &executor{p: p, sd: sd, log: log, files: files, res: &Result{Events: []Event{}},
-		dir: p.opts.UnitDirPath(), path: StatePath(p.opts.StateDirPath()), failed: map[string]bool{}}
+		path: StatePath(p.opts.StateDirPath()), failed: map[string]bool{}}
+	var err error
+	if e.udir, err = fsutil.OpenDir(p.opts.UnitDirPath()); err != nil {
+		return e.res, dirOpenError(p.opts.UnitDirPath(), "unit directory", "--unit-dir", err)
+	}
+	defer e.udir.Close()
+	if e.sdir, err = fsutil.OpenDir(p.opts.StateDirPath()); err != nil {
+		return e.res, dirOpenError(p.opts.StateDirPath(), "state directory", "--state-dir", err)
+	}
+	defer e.sdir.Close()
 	if p.state.interrupted() {
 		e.removeTemps()
 	}
+	e.removeStateTemps()
 	e.saved = p.state.clone()
 	if err := e.run(ctx); err != nil {
 		return e.res, err
@@ -110,31 +119,44 @@ func (e *executor) removeTemps() {
 	for _, u := range e.p.Units {
 		names[u.Unit] = true
 	}
-	// tempOf returns the file a temporary file stands in for, or "".
-	tempOf := func(entry string) string {
-		i := strings.LastIndex(entry, ".tmp-")
-		if !strings.HasPrefix(entry, ".") || i < 1 {
-			return ""
-		}
-		return entry[1:i]
-	}
-	entries, err := os.ReadDir(e.dir)
+	entries, err := e.udir.ReadDir()
 	if err != nil {
 		return
 	}
 	for _, ent := range entries {
-		n := ent.Name()
+		n := ent.Name
 		switch {
-		case ent.Type().IsRegular() && names[tempOf(n)]:
-			os.Remove(filepath.Join(e.dir, n))
-		case ent.IsDir() && strings.HasSuffix(n, ".d") && names[strings.TrimSuffix(n, ".d")]:
-			dir := filepath.Join(e.dir, n)
-			dropins, _ := os.ReadDir(dir)
+		case ent.Type.IsRegular() && names[fsutil.TempOf(n)]:
+			e.udir.Remove(n)
+		case ent.Type.IsDir() && strings.HasSuffix(n, ".d") && names[strings.TrimSuffix(n, ".d")]:
+			dir, err := e.udir.OpenDir(n)
+			if err != nil {
+				continue
+			}
+			dropins, _ := dir.ReadDir()
 			for _, d := range dropins {
-				if d.Type().IsRegular() && strings.HasSuffix(tempOf(d.Name()), ".conf") {
-					os.Remove(filepath.Join(dir, d.Name()))
+				if d.Type.IsRegular() && strings.HasSuffix(fsutil.TempOf(d.Name), ".conf") {
+					dir.Remove(d.Name)
 				}
 			}
+			dir.Close()
+		}
+	}
+}
+
+// removeStateTemps removes the temporary files of the state file that an
+// apply killed while it saved the state left in the state directory. The
+// state is saved before anything else changes, so a kill there leaves the
+// old state intact and not interrupted: the directory is listed at every
+// apply (it holds the state and the lock, and nothing else of hostprov's).
+func (e *executor) removeStateTemps() {
+	entries, err := e.sdir.ReadDir()
+	if err != nil {
+		return
+	}
+	for _, ent := range entries {
+		if ent.Type.IsRegular() && fsutil.TempOf(ent.Name) == StateFileName {
+			e.sdir.Remove(ent.Name)
 		}
 	}
 }
@@ -157,7 +179,7 @@ func (e *executor) save(st *State) error {
 	if err != nil {
 		return err
 	}
-	if err := e.files.WriteFile(e.path, data, 0o600); err != nil {
+	if _, err := e.files.WriteFiles([]fsutil.File{{Dir: e.sdir, Name: StateFileName, Data: data, Perm: 0o600}}); err != nil {
 		return fsError("writing the state file", e.path, err)
 	}
 	e.saved = st.clone()
@@ -203,19 +225,47 @@ func (e *executor) run(ctx context.Context) error {
 // on disk as it goes. The files to write are written together
 // (fsutil.WriteFiles: one sync for all); events follow the plan's order.
 func (e *executor) writeFiles(intent *State) error {
+	dirs := map[string]*fsutil.Dir{} // drop-in directories, opened once
+	defer func() {
+		for _, d := range dirs {
+			d.Close()
+		}
+	}()
+	// dirOf returns the directory of rel and its name there.
+	dirOf := func(rel string, create bool) (*fsutil.Dir, string, error) {
+		d, name, ok := strings.Cut(rel, "/")
+		if !ok {
+			return e.udir, rel, nil
+		}
+		if dir := dirs[d]; dir != nil {
+			return dir, name, nil
+		}
+		var dir *fsutil.Dir
+		var err error
+		if create {
+			dir, err = dropinDir(e.udir, d)
+		} else if dir, err = e.udir.OpenDir(d); errors.Is(err, fs.ErrNotExist) {
+			return nil, name, nil // nothing to remove
+		} else if err != nil {
+			err = fmt.Errorf("drop-in directory %s: %w; hostprov removes drop-ins only in a real directory: replace it by a directory", e.udir.Join(d), err)
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		dirs[d] = dir
+		return dir, name, nil
+	}
 	var batch []fsutil.File
 	for i := range e.p.Files {
 		f := &e.p.Files[i]
 		if f.Op != OpAdd && f.Op != OpChange {
 			continue
 		}
-		full := filepath.Join(e.dir, filepath.FromSlash(f.rel))
-		if d := path.Dir(f.rel); d != "." {
-			if err := ensureDropinDir(filepath.Join(e.dir, d)); err != nil {
-				return err
-			}
+		dir, name, err := dirOf(f.rel, true)
+		if err != nil {
+			return err
 		}
-		batch = append(batch, fsutil.File{Path: full, Data: f.New, Perm: 0o644})
+		batch = append(batch, fsutil.File{Dir: dir, Name: name, Data: f.New, Perm: 0o644})
 	}
 	written, werr := e.files.WriteFiles(batch)
 	next := 0 // the file of batch that comes next in plan order
@@ -224,7 +274,6 @@ func (e *executor) writeFiles(intent *State) error {
 		if f.Stamp {
 			continue // removeStamps, after systemd reloaded
 		}
-		full := filepath.Join(e.dir, filepath.FromSlash(f.rel))
 		switch f.Op {
 		case OpUnchanged:
 			e.emit(Event{Action: EvUnchanged, Unit: f.Unit, Path: f.Path, Reason: f.Reason, SHA256: f.NewSHA256})
@@ -240,16 +289,22 @@ func (e *executor) writeFiles(intent *State) error {
 			}
 			e.emit(Event{Action: EvWrote, Unit: f.Unit, Path: f.Path, Reason: f.Reason, SHA256: f.NewSHA256})
 		case OpRemove:
-			if err := e.files.Remove(full); err != nil {
-				return fsError("removing", full, err)
+			dir, name, err := dirOf(f.rel, false)
+			if err != nil {
+				return err
+			}
+			if dir != nil {
+				if err := e.files.Remove(dir, name); err != nil {
+					return fsError("removing", dir.Join(name), err)
+				}
 			}
 			if su, _ := intent.file(f.rel); su != nil {
 				su.dropFile(f.rel)
 			}
-			if d := path.Dir(f.rel); d != "." {
+			if d, _, ok := strings.Cut(f.rel, "/"); ok && dir != nil {
 				// An empty drop-in directory goes with its last
 				// drop-in; a non-empty one (other drop-ins) stays.
-				e.files.Remove(filepath.Join(e.dir, d))
+				e.files.RemoveEmptyDir(e.udir, d)
 			}
 			e.emit(Event{Action: EvRemoved, Unit: f.Unit, Path: f.Path, Reason: f.Reason, SHA256: f.OldSHA256})
 		}

@@ -2,7 +2,6 @@ package apply
 
 import (
 	"context"
-	"os"
 
 	"github.com/hostprov/hostprov/internal/fsutil"
 )
@@ -10,9 +9,9 @@ import (
 // FileOps lets tests replace the file writer, to simulate a crash at every
 // write.
 type FileOps interface {
-	WriteFile(path string, data []byte, perm os.FileMode) error
 	WriteFiles(files []fsutil.File) (int, error)
-	Remove(path string) error
+	Remove(dir *fsutil.Dir, name string) error
+	RemoveEmptyDir(dir *fsutil.Dir, name string) error
 }
 
 // OSFiles is the real file writer.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hostprov/hostprov/internal/fsutil"
 	"github.com/hostprov/hostprov/pkg/render"
 	"github.com/hostprov/hostprov/pkg/units"
 )
@@ -323,7 +324,7 @@ func NewRemovePlan(ctx context.Context, names []string, st *State, opts Options)
 // planner carries a plan being made.
 type planner struct {
 	*Plan
-	dir string // the unit dir on this machine
+	dir *fsutil.Dir // the unit dir on this machine; nil while it does not exist
 	// keepStamps are the stamps that the node's unit files name after
 	// the apply (node paths); stamps is the stamp directory, read once.
 	keepStamps map[string]bool
@@ -342,10 +343,15 @@ func newPlan(_ context.Context, desired []render.Unit, st *State, opts Options, 
 		return nil, fmt.Errorf("the state in %s records units in %s, not in %s: give --unit-dir %s, or another --state-dir for another unit directory",
 			StatePath(opts.stateDir()), st.UnitDir, opts.UnitDir, st.UnitDir)
 	}
+	dir, err := openUnitDir(opts)
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
 	p := &planner{
 		Plan: &Plan{opts: opts, state: st, Files: []FileChange{}, Actions: []Action{}, Units: []UnitChange{},
 			Warnings: Permissions(opts)},
-		dir: opts.UnitDirPath(),
+		dir: dir,
 	}
 	next := &State{Version: StateVersion, UnitDir: opts.UnitDir}
 	inSpec := map[string]bool{}

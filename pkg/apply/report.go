@@ -185,7 +185,11 @@ type FileReport struct {
 // its error in UnitReport.Error; the error returned is for files that
 // cannot be read.
 func Report(ctx context.Context, sd Systemd, st *State, opts Options) ([]UnitReport, error) {
-	dir := opts.UnitDirPath()
+	dir, err := openUnitDir(opts)
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
 	out := []UnitReport{}
 	for _, u := range st.Units {
 		r := UnitReport{Unit: u.Name, Hook: u.Hook, StatusOf: u.Name, Files: []FileReport{}, Incomplete: u.Incomplete,

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hostprov/hostprov/internal/fsutil"
 	"github.com/hostprov/hostprov/pkg/render"
 	"github.com/hostprov/hostprov/pkg/units"
 )
@@ -55,27 +56,39 @@ func (o Options) hostPath(nodePath string) string {
 	return filepath.Join(o.Root, filepath.FromSlash(nodePath))
 }
 
-// checkStampDir reports why hostprov must not remove anything in the stamp
-// directory: it or a directory above it (below Root) is a symbolic link or
-// not a directory. missing reports that it does not exist, so there are no
-// stamps.
-func (o Options) checkStampDir() (missing bool, bad string, err error) {
-	p := o.Root
+// openStampDir opens the stamp directory, from Root down one directory
+// at a time without following a symbolic link, so that what is listed and
+// removed in it is in the stamp directory whatever is swapped meanwhile.
+// missing reports that it does not exist, so there are no stamps; bad says
+// why hostprov must not touch it: it or a directory above it (below Root)
+// is a symbolic link or not a directory.
+func (o Options) openStampDir() (dir *fsutil.Dir, missing bool, bad string, err error) {
+	top := o.Root
+	if top == "" {
+		top = "/"
+	}
+	dir, err = fsutil.OpenDir(top)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, true, "", nil // a --root not made yet
+	case err != nil:
+		return nil, false, "", fsError("opening", top, err)
+	}
 	for _, part := range strings.Split(strings.Trim(render.StampDir, "/"), "/") {
-		p = filepath.Join(p, part)
-		fi, err := os.Lstat(p)
+		sub, err := dir.OpenDir(part)
+		p := dir.Join(part)
+		dir.Close()
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return true, "", nil
+			return nil, true, "", nil
+		case errors.Is(err, fsutil.ErrNotDir):
+			return nil, false, fmt.Sprintf("%s is a symbolic link or not a directory; hostprov removes stamps only in a real directory, so that nothing is removed elsewhere: replace the link by a directory, or remove the stamps by hand", p), nil
 		case err != nil:
-			return false, "", fsError("reading", p, err)
-		case fi.Mode()&fs.ModeSymlink != 0:
-			return false, fmt.Sprintf("%s is a symbolic link; hostprov removes stamps only in a real directory, so that nothing is removed elsewhere: replace the link by a directory, or remove the stamps by hand", p), nil
-		case !fi.IsDir():
-			return false, fmt.Sprintf("%s is not a directory", p), nil
+			return nil, false, "", fsError("reading", p, err)
 		}
+		dir = sub
 	}
-	return false, "", nil
+	return dir, false, "", nil
 }
 
 // stampDir is the stamp directory as the plan found it: the names of its
@@ -91,21 +104,30 @@ func (p *planner) readStamps() (*stampDir, error) {
 		return p.stamps, nil
 	}
 	p.stamps = &stampDir{}
-	missing, bad, err := p.opts.checkStampDir()
+	dir, missing, bad, err := p.opts.openStampDir()
 	if err != nil || missing {
 		return p.stamps, err
 	}
-	// Listed even when nothing in it may be removed, to warn of the
-	// stamps that stay; listing reads, and changes nothing.
 	p.stamps.bad = bad
-	dir := p.opts.hostPath(render.StampDir)
-	entries, err := os.ReadDir(dir)
-	if err != nil && bad == "" {
-		return nil, fsError("reading", dir, err)
+	if bad != "" {
+		// Listed even when nothing in it may be removed, to warn of
+		// the stamps that stay; listing reads, and changes nothing.
+		entries, _ := os.ReadDir(p.opts.hostPath(render.StampDir))
+		for _, e := range entries {
+			if e.Type().IsRegular() {
+				p.stamps.names = append(p.stamps.names, e.Name())
+			}
+		}
+		return p.stamps, nil
+	}
+	defer dir.Close()
+	entries, err := dir.ReadDir()
+	if err != nil {
+		return nil, fsError("reading", dir.Path(), err)
 	}
 	for _, e := range entries {
-		if e.Type().IsRegular() {
-			p.stamps.names = append(p.stamps.names, e.Name())
+		if e.Type.IsRegular() {
+			p.stamps.names = append(p.stamps.names, e.Name)
 		}
 	}
 	return p.stamps, nil
@@ -159,31 +181,35 @@ func (o Options) stampTime(content []byte) (string, *time.Time) {
 	return s, &t
 }
 
-// removeStamp removes one stamp the plan removes, checking again that
-// nothing on its way is a symbolic link.
+// removeStamp removes one stamp the plan removes, through the stamp
+// directory opened again without following a link on the way.
 func (e *executor) removeStamp(f *FileChange) error {
-	_, bad, err := e.p.opts.checkStampDir()
-	if err != nil {
-		return err
-	}
 	full := e.p.opts.hostPath(f.Path)
-	if bad != "" {
-		return fmt.Errorf("removing stamp %s: %s", full, bad)
-	}
 	if path.Dir(f.Path) != render.StampDir {
 		return fmt.Errorf("removing stamp %s: not in %s", f.Path, render.StampDir)
 	}
-	fi, err := os.Lstat(full)
+	dir, missing, bad, err := e.p.opts.openStampDir()
+	switch {
+	case err != nil:
+		return err
+	case missing:
+		return nil
+	case bad != "":
+		return fmt.Errorf("removing stamp %s: %s", full, bad)
+	}
+	defer dir.Close()
+	name := path.Base(f.Path)
+	mode, _, err := dir.Lstat(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return fsError("reading", full, err)
 	}
-	if !fi.Mode().IsRegular() {
+	if !mode.IsRegular() {
 		return fmt.Errorf("removing stamp %s: it is no longer a regular file; left alone: remove it by hand", full)
 	}
-	if err := e.files.Remove(full); err != nil {
+	if err := e.files.Remove(dir, name); err != nil {
 		return fsError("removing", full, err)
 	}
 	return nil

@@ -1,7 +1,6 @@
 package apply
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -116,16 +114,44 @@ func (s *State) file(path string) (*StateUnit, *StateFile) {
 // StatePath is the state file's path in a state directory.
 func StatePath(stateDir string) string { return filepath.Join(stateDir, StateFileName) }
 
+// MaxStateSize is the largest state file hostprov reads: some hundred
+// times what 20,000 units with drop-ins take, so that a state file that
+// is not one (a link to /dev/zero, a file grown by a bug) cannot make
+// hostprov read without bound.
+const MaxStateSize = 256 << 20
+
+// readState reads the state file at path as unit files are read: through
+// its directory, never following a symbolic link, never opening what is
+// not a regular file (a FIFO would block, a device never end), and at most
+// MaxStateSize bytes. A missing file or directory is fs.ErrNotExist.
+func readState(path string) ([]byte, error) {
+	dir, err := fsutil.OpenDir(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	return dir.ReadFile(filepath.Base(path), MaxStateSize)
+}
+
 // LoadState reads the state file at path. A missing file is an empty state
 // (the first apply on a node); a file that cannot be read or understood is
 // an error that says what to do, because guessing would lose track of
 // files hostprov wrote.
 func LoadState(path string) (*State, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	data, err := readState(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return &State{Version: StateVersion}, nil
-	}
-	if err != nil {
+	case errors.Is(err, fsutil.ErrNotRegular), errors.Is(err, fsutil.ErrTooLarge):
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("state file %s is not hostprov's: %v; hostprov reads its state only from a regular file of at most %d MiB, never through a link: "+
+			"find out who put it there; if you know no hostprov unit is installed, move it away and run apply with --adopt to take over the files the spec names", path, err, MaxStateSize>>20)
+	case errors.Is(err, fsutil.ErrNotDir):
+		return nil, fmt.Errorf("state directory %s is a symbolic link or not a directory; hostprov keeps its state only in a real directory: give its target with --state-dir, or replace it by a directory", filepath.Dir(path))
+	case err != nil:
 		return nil, fsError("reading the state file", path, err)
 	}
 	st, err := ParseState(data)
@@ -136,17 +162,16 @@ func LoadState(path string) (*State, error) {
 }
 
 // RecordedInputs returns the inputs the state file at path records, or ""
-// when it records none or cannot be read. It reads the file only up to
+// when it records none or cannot be read. It decodes the file only up to
 // them, which come before the units: it is for deciding, before the lock is
 // taken, whether rendering may wait for NewPlanFromState, which checks
 // again under the lock.
 func RecordedInputs(path string) string {
-	f, err := os.Open(path)
+	data, err := readState(path)
 	if err != nil {
 		return ""
 	}
-	defer f.Close()
-	dec := json.NewDecoder(bufio.NewReader(f))
+	dec := json.NewDecoder(bytes.NewReader(data))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return ""
 	}

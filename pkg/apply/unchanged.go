@@ -23,7 +23,11 @@ func NewPlanFromState(_ context.Context, st *State, opts Options) (p *Plan, ok b
 	}
 	p = &Plan{opts: opts, state: st, next: st.clone(), Files: []FileChange{}, Actions: []Action{},
 		Units: make([]UnitChange, 0, len(st.Units)), Warnings: Permissions(opts)}
-	dir := opts.UnitDirPath()
+	dir, err := openUnitDir(opts)
+	if err != nil {
+		return nil, false, err
+	}
+	defer dir.Close()
 	for _, u := range st.Units {
 		if u.Incomplete || u.Failed {
 			return nil, false, nil

@@ -1,0 +1,149 @@
+package apply_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hostprov/hostprov/pkg/apply"
+)
+
+// loadStateBounded runs LoadState, and fails the test rather than hang
+// for ever when it blocks (as on a FIFO).
+func loadStateBounded(t *testing.T, path string) (*apply.State, error) {
+	t.Helper()
+	type result struct {
+		st  *apply.State
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		st, err := apply.LoadState(path)
+		done <- result{st, err}
+	}()
+	select {
+	case r := <-done:
+		return r.st, r.err
+	case <-time.After(30 * time.Second):
+		t.Fatalf("LoadState(%s) has not returned after 30 s: it blocks", path)
+		return nil, nil
+	}
+}
+
+// TestStateNotARegularFile: a state file that is a link (to a device that
+// never ends, to random data, to a file elsewhere), a FIFO, or a file
+// larger than any state is refused at once, with what to do, and is never
+// read through.
+func TestStateNotARegularFile(t *testing.T) {
+	plant := map[string]func(path string) error{
+		"a link to /dev/zero":    func(p string) error { return os.Symlink("/dev/zero", p) },
+		"a link to /dev/urandom": func(p string) error { return os.Symlink("/dev/urandom", p) },
+		"a link to a valid state elsewhere": func(p string) error {
+			other := filepath.Join(filepath.Dir(p), "..", "elsewhere.json")
+			if err := os.WriteFile(other, []byte(`{"version":1,"unitDir":"/etc/systemd/system","units":[]}`), 0o600); err != nil {
+				return err
+			}
+			return os.Symlink(other, p)
+		},
+		"a FIFO": func(p string) error { return syscall.Mkfifo(p, 0o600) },
+		"a file larger than any state": func(p string) error {
+			f, err := os.Create(p)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			return f.Truncate(apply.MaxStateSize + 1) // sparse: no disk used
+		},
+	}
+	for what, make := range plant {
+		t.Run(what, func(t *testing.T) {
+			n := newNode(t)
+			path := apply.StatePath(n.opts.StateDirPath())
+			if err := make(path); err != nil {
+				t.Fatal(err)
+			}
+			st, err := loadStateBounded(t, path)
+			if err == nil {
+				t.Fatalf("LoadState accepted %s: %+v", what, st)
+			}
+			if !strings.Contains(err.Error(), "regular file") || !strings.Contains(err.Error(), path) {
+				t.Errorf("error %q does not say that the state must be a regular file, or where", err)
+			}
+		})
+	}
+}
+
+// TestStateDirSymlinked: a state directory that is a symbolic link is
+// refused, naming its target.
+func TestStateDirSymlinked(t *testing.T) {
+	n := newNode(t)
+	real := filepath.Join(n.root, "real-state")
+	if err := os.Mkdir(real, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	stateDir := n.opts.StateDirPath()
+	if err := os.RemoveAll(stateDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, stateDir); err != nil {
+		t.Fatal(err)
+	}
+	_, err := apply.LoadState(apply.StatePath(stateDir))
+	if err == nil || !strings.Contains(err.Error(), "symbolic link") || !strings.Contains(err.Error(), "--state-dir") {
+		t.Errorf("LoadState through a symlinked state dir: %v; want a refusal that says what to give", err)
+	}
+}
+
+// TestUnitDirSymlinked: a unit directory that is a symbolic link is not
+// followed silently: plan and apply refuse it and name its target, so
+// that a user who means it can give that.
+func TestUnitDirSymlinked(t *testing.T) {
+	n := newNode(t)
+	unitDir := n.unitPath("")
+	real := filepath.Join(n.root, "real-units")
+	if err := os.Rename(unitDir, real); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, unitDir); err != nil {
+		t.Fatal(err)
+	}
+	us, names := spec(t, "- name: a\n  exec: [/bin/true]\n")
+	opts := n.opts
+	opts.HookNames = names
+	_, err := apply.NewPlan(t.Context(), us, n.state(), opts)
+	if err == nil || !strings.Contains(err.Error(), "symbolic link to "+real) || !strings.Contains(err.Error(), "--unit-dir "+real) {
+		t.Errorf("plan over a symlinked unit dir: %v; want a refusal naming its target", err)
+	}
+	if ents, _ := os.ReadDir(real); len(ents) != 0 {
+		t.Errorf("written into the link's target: %v", ents)
+	}
+}
+
+// TestStateTempFilesSwept: a kill while the state was saved leaves its
+// temporary file in the state directory; the next apply removes it, and
+// nothing else of the directory.
+func TestStateTempFilesSwept(t *testing.T) {
+	n := newNode(t)
+	n.mustApply("- name: a\n  exec: [/bin/true]\n")
+	dir := n.opts.StateDirPath()
+	for _, name := range []string{".state.json.tmp-1234567890", "keep.tmp-1", ".other.json.tmp-1"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("{"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.mustApply("- name: a\n  exec: [/bin/true]\n")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if got := strings.Join(names, " "); got != ".other.json.tmp-1 keep.tmp-1 state.json" {
+		t.Errorf("state directory after the apply: %s", got)
+	}
+}
