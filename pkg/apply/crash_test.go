@@ -211,12 +211,29 @@ func expected(t testing.TB, hooksYAML string) map[string]string {
 // unit file is then either old or new (never partial, never unknown to
 // the state), and that the next apply converges: the files the spec says,
 // the systemd state it says, and then nothing left to do.
+//
+// It does so for the first apply on a node too, where a crash leaves units
+// that the state knows of but whose files were never written: the next
+// apply must not ask systemd to disable them (systemd refuses a unit it
+// cannot find, and every later apply would fail the same way).
 func TestCrashAtEveryStep(t *testing.T) {
-	before, after := expected(t, crashBefore), expected(t, crashAfter)
+	for _, first := range []bool{false, true} {
+		from := crashBefore
+		if first {
+			from = ""
+		}
+		t.Run(map[bool]string{false: "changing", true: "first apply"}[first], func(t *testing.T) {
+			crashAtEveryStep(t, from)
+		})
+	}
+}
+
+func crashAtEveryStep(t *testing.T, from string) {
+	before, after := expected(t, from), expected(t, crashAfter)
 	for _, kind := range []string{"file", "systemd"} {
 		for n := 1; ; n++ {
 			node := newNode(t)
-			node.mustApply(crashBefore)
+			node.mustApply(from)
 			p := node.plan(crashAfter)
 			var (
 				sd    apply.Systemd = node.sd

@@ -47,6 +47,7 @@ type node struct {
 func newNode(t testing.TB) *node {
 	root := t.TempDir()
 	n := &node{t: t, root: root, sd: applytest.New(), opts: apply.Options{Root: root}}
+	n.sd.UnitDir = n.unitPath("")
 	if err := apply.PrepareDirs(n.opts); err != nil {
 		t.Fatal(err)
 	}

@@ -520,6 +520,12 @@ func (p *planner) unit(u *render.Unit) (*StateUnit, error) {
 
 	isNew := prev == nil
 	unknown := prev != nil && prev.Incomplete
+	// Whether systemd can disable the unit before the files change:
+	// disable reads the [Install] of the unit's file, and refuses a unit
+	// without one. A unit whose file an interrupted apply never wrote
+	// has no links of hostprov's to undo; the enable, after the files
+	// are written, makes them.
+	onDisk := unitFile == nil || unitFile.Op != OpAdd
 	// A unit that failed to start at an apply that finished: its files
 	// and links are right, so only the start is tried again.
 	retry := prev != nil && prev.Failed && !unknown
@@ -559,14 +565,16 @@ func (p *planner) unit(u *render.Unit) (*StateUnit, error) {
 				started = true
 			case installChanged || unknown:
 				r := orReason(unknown, "[Install] changed")
-				up.act(ActDisable, u.Name, r)
+				if onDisk {
+					up.act(ActDisable, u.Name, r)
+				}
 				up.act(ActEnable, u.Name, r)
 			}
 			if !started && (bodyChanged || unknown) {
 				up.act(ActRestart, run, orReason(unknown, restartReason(content)))
 			}
 		default:
-			if prevEnabled || unknown {
+			if (prevEnabled || unknown) && onDisk {
 				up.act(ActDisable, u.Name, "enabled: false")
 				up.act(ActStop, run, "enabled: false")
 			}

@@ -5,6 +5,8 @@ package applytest
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -38,6 +40,10 @@ type Fake struct {
 	// fail maps "method unit" (or "method" for reload) to the error that
 	// call returns.
 	fail map[string]error
+	// UnitDir, when set, makes Disable refuse a unit without a file (or
+	// link) there, as systemd refuses to disable a unit it cannot find:
+	// its disable reads the [Install] section of the file it undoes.
+	UnitDir string
 }
 
 // New returns a Fake with nothing enabled, masked or active.
@@ -174,6 +180,13 @@ func (f *Fake) Enable(ctx context.Context, names []string) ([]apply.LinkChange, 
 func (f *Fake) Disable(ctx context.Context, names []string) ([]apply.LinkChange, error) {
 	if err := f.record("disable", names...); err != nil {
 		return nil, err
+	}
+	if f.UnitDir != "" {
+		for _, n := range names {
+			if _, err := os.Lstat(filepath.Join(f.UnitDir, n)); err != nil {
+				return nil, fmt.Errorf("disable %s: no such unit: unit file %s does not exist", n, n)
+			}
+		}
 	}
 	return f.links(f.enabled, false, "unlink", names), nil
 }
