@@ -147,3 +147,64 @@ func TestStateTempFilesSwept(t *testing.T) {
 		t.Errorf("state directory after the apply: %s", got)
 	}
 }
+
+// TestPruneDriftHandsOff: a unit of the state whose file is not what
+// hostprov wrote (an admin edited it, or the state names a file hostprov
+// never wrote) is, when the spec no longer has it, left entirely alone
+// without --force: its file, its enablement, its running state. With
+// --force it is stopped, disabled and removed.
+func TestPruneDriftHandsOff(t *testing.T) {
+	const spec = "- name: a\n  exec: [/bin/true]\n- name: b\n  exec: [/bin/true]\n"
+	for _, how := range []string{"edited by an admin", "a foreign file under a state entry"} {
+		t.Run(how, func(t *testing.T) {
+			n := newNode(t)
+			n.mustApply(spec)
+			edited := "[Service]\nExecStart=/usr/bin/edited\n"
+			if how == "a foreign file under a state entry" {
+				// The state says hostprov wrote b.service with a hash
+				// that is not the file's: the file is someone else's.
+				if err := os.Remove(n.unitPath("b.service")); err != nil {
+					t.Fatal(err)
+				}
+				edited = "[Unit]\nDescription=a package's unit\n\n[Service]\nExecStart=/usr/bin/daemon\n\n[Install]\nWantedBy=multi-user.target\n"
+			}
+			if err := os.WriteFile(n.unitPath("b.service"), []byte(edited), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p := n.plan("- name: a\n  exec: [/bin/true]\n")
+			for _, a := range p.Actions {
+				if a.Unit == "b.service" {
+					t.Errorf("the plan acts on the drifted unit: %v", a)
+				}
+			}
+			res, calls := n.mustApply("- name: a\n  exec: [/bin/true]\n")
+			for _, c := range calls {
+				if strings.Contains(c, "b.service") {
+					t.Errorf("systemd was asked to %s", c)
+				}
+			}
+			if got := n.read("b.service"); got != edited {
+				t.Errorf("b.service changed: %q", got)
+			}
+			if !n.sd.Enabled("b.service") || !n.sd.Active("b.service") {
+				t.Errorf("b.service: enabled %v, active %v; want both left as they were", n.sd.Enabled("b.service"), n.sd.Active("b.service"))
+			}
+			kept := false
+			for _, e := range res.Events {
+				kept = kept || e.Unit == "b.service" && e.Action == apply.EvKept
+			}
+			if !kept {
+				t.Errorf("no event says b.service was kept: %+v", res.Events)
+			}
+
+			// --force takes it: stopped, disabled, removed.
+			_, calls = n.mustApply("- name: a\n  exec: [/bin/true]\n", force)
+			if got := join(calls); !strings.Contains(got, "stop b.service") || !strings.Contains(got, "disable b.service") {
+				t.Errorf("with --force: %s; want b.service stopped and disabled", got)
+			}
+			if n.exists("b.service") {
+				t.Error("with --force b.service is still there")
+			}
+		})
+	}
+}

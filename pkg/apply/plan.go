@@ -662,19 +662,7 @@ func (p *planner) remove(prev *StateUnit, why string) (*StateUnit, error) {
 			dropins = true
 		}
 	}
-	if ownsUnitFile {
-		// Stop and disable only while the file is there: once it is
-		// gone, an earlier apply did both before deleting it, and
-		// systemd would refuse to disable a unit without a file.
-		if cur := p.current(prev.Name); cur != nil {
-			up.act(ActStop, runName(prev.Name, cur), why)
-			up.act(ActDisable, prev.Name, why)
-		}
-	}
-	if prev.Masked {
-		up.act(ActUnmask, prev.Name, why)
-	}
-	changedDropins := false
+	changedDropins, removesUnitFile := false, false
 	for _, f := range prev.Files {
 		fc, keep, err := p.delete(prev.Name, f, why)
 		if err != nil {
@@ -683,10 +671,26 @@ func (p *planner) remove(prev *StateUnit, why string) (*StateUnit, error) {
 		if fc != nil {
 			up.files = append(up.files, *fc)
 			changedDropins = changedDropins || fc.changes() && f.Path != prev.Name
+			removesUnitFile = removesUnitFile || f.Path == prev.Name && fc.Op == OpRemove
 		}
 		if keep {
 			rest.Files = append(rest.Files, f)
 		}
+	}
+	if ownsUnitFile && removesUnitFile {
+		// Stop and disable only while the file is there: once it is
+		// gone, an earlier apply did both before deleting it, and
+		// systemd would refuse to disable a unit without a file. And
+		// only when the file goes: one edited since hostprov wrote it
+		// (drift) is not hostprov's to stop, disable or unlink, and
+		// stays as it is with everything systemd does with it.
+		if cur := p.current(prev.Name); cur != nil {
+			up.act(ActStop, runName(prev.Name, cur), why)
+			up.act(ActDisable, prev.Name, why)
+		}
+	}
+	if prev.Masked {
+		up.act(ActUnmask, prev.Name, why)
 	}
 	// Its stamps go with it, so that the hook runs again when it is added
 	// back; not while its unit file stays (drift), which names one.
