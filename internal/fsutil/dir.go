@@ -143,34 +143,40 @@ var ErrTooLarge = errors.New("file too large")
 // blocking, and fstat from reading anything but a regular file. A file
 // that grows past max while read is refused too.
 func (d *Dir) ReadFile(name string, max int64) ([]byte, error) {
+	data, _, err := d.ReadFileIno(name, max)
+	return data, err
+}
+
+// ReadFileIno is ReadFile, and returns the file's inode number too.
+func (d *Dir) ReadFileIno(name string, max int64) ([]byte, uint64, error) {
 	if err := checkName(name); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	p := d.Join(name)
 	var st unix.Stat_t
 	if err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return nil, &fs.PathError{Op: "lstat", Path: p, Err: err}
+		return nil, 0, &fs.PathError{Op: "lstat", Path: p, Err: err}
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, &fs.PathError{Op: "read", Path: p, Err: ErrNotRegular}
+		return nil, 0, &fs.PathError{Op: "read", Path: p, Err: ErrNotRegular}
 	}
 	fd, err := openat(d.fd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
 	switch {
 	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENXIO):
 		// Replaced by a symbolic link, or a socket, since.
-		return nil, &fs.PathError{Op: "read", Path: p, Err: ErrNotRegular}
+		return nil, 0, &fs.PathError{Op: "read", Path: p, Err: ErrNotRegular}
 	case err != nil:
-		return nil, &fs.PathError{Op: "open", Path: p, Err: err}
+		return nil, 0, &fs.PathError{Op: "open", Path: p, Err: err}
 	}
 	defer unix.Close(fd)
 	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, &fs.PathError{Op: "stat", Path: p, Err: err}
+		return nil, 0, &fs.PathError{Op: "stat", Path: p, Err: err}
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, &fs.PathError{Op: "read", Path: p, Err: ErrNotRegular}
+		return nil, 0, &fs.PathError{Op: "read", Path: p, Err: ErrNotRegular}
 	}
 	if st.Size > max {
-		return nil, &fs.PathError{Op: "read", Path: p, Err: fmt.Errorf("%w: %d bytes, more than %d", ErrTooLarge, st.Size, max)}
+		return nil, 0, &fs.PathError{Op: "read", Path: p, Err: fmt.Errorf("%w: %d bytes, more than %d", ErrTooLarge, st.Size, max)}
 	}
 	// One byte more than the size: a read of a regular file returns less
 	// than asked for only at its end, so one read sees the whole file and
@@ -183,14 +189,14 @@ func (d *Dir) ReadFile(name string, max int64) ([]byte, error) {
 			continue
 		}
 		if err != nil {
-			return nil, &fs.PathError{Op: "read", Path: p, Err: err}
+			return nil, 0, &fs.PathError{Op: "read", Path: p, Err: err}
 		}
 		buf = buf[:len(buf)+n]
 		if n < want {
-			return buf, nil
+			return buf, st.Ino, nil
 		}
 		if int64(len(buf)) > max {
-			return nil, &fs.PathError{Op: "read", Path: p, Err: fmt.Errorf("%w: it grew past %d bytes while read", ErrTooLarge, max)}
+			return nil, 0, &fs.PathError{Op: "read", Path: p, Err: fmt.Errorf("%w: it grew past %d bytes while read", ErrTooLarge, max)}
 		}
 		buf = append(buf, 0)[:len(buf)] // grown while read
 	}

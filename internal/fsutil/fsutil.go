@@ -75,76 +75,112 @@ func TempOf(entry string) string {
 }
 
 // WriteFiles writes each file atomically, as WriteFile does, with one sync
-// of each file's data and of each directory for them all. Files are written
-// to their temporary files first, then synced together, then renamed over
-// their names in order, and then each directory is synced once. A crash at
-// any instant still leaves every file old or new: a rename happens only once
-// every file's data is on disk.
-//
-// Syncs run concurrently because a file system commits syncs that wait
-// together in one go: on ext4, a thousand small unit files take a tenth of
-// the time that syncing them one after another does. At most openMax files
-// are open at once, whatever the number of files.
-//
-// Temporary files are created with O_EXCL relative to their directory's
-// descriptor, and renamed relative to it: neither follows a link.
+// of each file's data and of each directory for them all: Prepare, then
+// Commit. A crash at any instant still leaves every file old or new: a
+// rename happens only once every file's data is on disk.
 //
 // It returns how many files, from the first, are in place. On error the
 // others are untouched and no temporary file is left; the error names the
 // file.
 func WriteFiles(files []File) (int, error) {
-	temps := make([]string, 0, len(files))
-	renamed := 0
-	defer func() {
-		for i, tmp := range temps[renamed:] {
-			unix.Unlinkat(files[renamed+i].Dir.fd, tmp, 0)
-		}
-	}()
+	b, err := Prepare(files)
+	if err != nil {
+		return 0, err
+	}
+	defer b.Abort()
+	return b.Commit()
+}
+
+// Batch is files written to their temporary files, synced, and not yet
+// renamed over their names.
+type Batch struct {
+	files   []File
+	temps   []string
+	inodes  []uint64
+	renamed int
+}
+
+// Prepare writes each file to a temporary file in its directory, gives it
+// its mode, and syncs them all together; Commit then renames them. Syncs
+// run concurrently because a file system commits syncs that wait together
+// in one go: on ext4, a thousand small unit files take a tenth of the time
+// that syncing them one after another does. At most openMax files are open
+// at once, whatever the number of files.
+//
+// Temporary files are created with O_EXCL relative to their directory's
+// descriptor, and renamed relative to it: neither follows a link.
+//
+// On error no temporary file is left, and the error names the file.
+func Prepare(files []File) (*Batch, error) {
+	b := &Batch{files: files, temps: make([]string, 0, len(files)), inodes: make([]uint64, 0, len(files))}
 	for start := 0; start < len(files); start += openMax {
-		batch := files[start:min(start+openMax, len(files))]
-		fds := make([]int, 0, len(batch))
-		err := func() error {
-			defer func() {
-				for _, fd := range fds {
-					unix.Close(fd)
-				}
-			}()
-			for _, file := range batch {
-				tmp, fd, err := createTemp(file)
-				if err != nil {
-					return pathError("create", file.Path(), err)
-				}
-				temps, fds = append(temps, tmp), append(fds, fd)
-				if err := writeAll(fd, file.Data); err != nil {
-					return pathError("write", file.Path(), err)
-				}
-				// The file is created with perm, but through the
-				// umask; set it before the rename so that the file
-				// is never visible with the wrong one.
-				if err := unix.Fchmod(fd, uint32(file.Perm.Perm())); err != nil {
-					return pathError("chmod", file.Path(), err)
-				}
-			}
-			if i, err := syncAll(fds); err != nil {
-				return pathError("sync", batch[i].Path(), err)
-			}
-			return nil
-		}()
-		if err != nil {
-			return 0, err
+		if err := b.prepare(files[start:min(start+openMax, len(files))]); err != nil {
+			b.Abort()
+			return nil, err
 		}
 	}
+	return b, nil
+}
+
+// prepare writes and syncs one group of files, holding them open.
+func (b *Batch) prepare(files []File) error {
+	fds := make([]int, 0, len(files))
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	for _, file := range files {
+		tmp, fd, err := createTemp(file)
+		if err != nil {
+			return pathError("create", file.Path(), err)
+		}
+		b.temps, fds = append(b.temps, tmp), append(fds, fd)
+		if err := writeAll(fd, file.Data); err != nil {
+			return pathError("write", file.Path(), err)
+		}
+		// The file is created through the umask; set its mode before
+		// the rename so that it is never visible with the wrong one.
+		if err := unix.Fchmod(fd, uint32(file.Perm.Perm())); err != nil {
+			return pathError("chmod", file.Path(), err)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return pathError("stat", file.Path(), err)
+		}
+		b.inodes = append(b.inodes, st.Ino)
+	}
+	if i, err := syncAll(fds); err != nil {
+		return pathError("sync", files[i].Path(), err)
+	}
+	return nil
+}
+
+// Len is how many files the batch has.
+func (b *Batch) Len() int { return len(b.files) }
+
+// Inode is the inode number file i will have once renamed: what tells the
+// file that was written from another with the same bytes.
+func (b *Batch) Inode(i int) uint64 { return b.inodes[i] }
+
+// Commit renames every file of the batch over its name, in order, and then
+// syncs each directory once. It returns how many files, from the first,
+// are in place.
+func (b *Batch) Commit() (int, error) { return b.CommitN(len(b.files)) }
+
+// CommitN is Commit for the first n files only (a crash test stands for a
+// process that died after n renames); the others stay prepared.
+func (b *Batch) CommitN(n int) (int, error) {
 	dirs := map[*Dir]bool{}
 	var order []*Dir
 	var err error
-	for i, tmp := range temps {
-		f := files[i]
+	for ; b.renamed < n; b.renamed++ {
+		f := b.files[b.renamed]
 		killpoint.At("rename")
-		if err = unix.Renameat(f.Dir.fd, tmp, f.Dir.fd, f.Name); err != nil {
+		if err = unix.Renameat(f.Dir.fd, b.temps[b.renamed], f.Dir.fd, f.Name); err != nil {
 			err = pathError("rename", f.Path(), err)
 			break
 		}
-		renamed++
 		if !dirs[f.Dir] {
 			dirs[f.Dir] = true
 			order = append(order, f.Dir)
@@ -155,7 +191,15 @@ func WriteFiles(files []File) (int, error) {
 			err = pathError("sync", d.path, serr)
 		}
 	}
-	return renamed, err
+	return b.renamed, err
+}
+
+// Abort removes the temporary files not renamed yet.
+func (b *Batch) Abort() {
+	for i := b.renamed; i < len(b.temps); i++ {
+		unix.Unlinkat(b.files[i].Dir.fd, b.temps[i], 0)
+	}
+	b.temps = b.temps[:b.renamed]
 }
 
 // createTemp creates the temporary file of f, exclusively (O_EXCL never

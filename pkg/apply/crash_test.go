@@ -33,19 +33,35 @@ func (c *crashFiles) step() error {
 	return nil
 }
 
-// WriteFiles dies at the file whose turn it is to fail: the files before it
-// are in place, as if the process had died between two renames.
+// WriteFiles (of the state) dies before it writes anything.
 func (c *crashFiles) WriteFiles(files []fsutil.File) (int, error) {
-	for i := range files {
+	if err := c.step(); err != nil {
+		return 0, err
+	}
+	return apply.OSFiles.WriteFiles(files)
+}
+
+// Prepare dies before it writes anything.
+func (c *crashFiles) Prepare(files []fsutil.File) (*fsutil.Batch, error) {
+	if err := c.step(); err != nil {
+		return nil, err
+	}
+	return apply.OSFiles.Prepare(files)
+}
+
+// Commit dies at the file whose turn it is to fail: the files before it
+// are in place, as if the process had died between two renames.
+func (c *crashFiles) Commit(b *fsutil.Batch) (int, error) {
+	for i := range b.Len() {
 		if err := c.step(); err != nil {
-			n, werr := apply.OSFiles.WriteFiles(files[:i])
+			n, werr := b.CommitN(i)
 			if werr != nil {
 				return n, werr
 			}
 			return n, err
 		}
 	}
-	return apply.OSFiles.WriteFiles(files)
+	return apply.OSFiles.Commit(b)
 }
 
 func (c *crashFiles) Remove(dir *fsutil.Dir, name string) error {

@@ -19,6 +19,7 @@ type diskFile struct {
 	isLink bool
 	data   []byte // a regular file's bytes
 	hash   string // and their SHA-256
+	ino    uint64 // and its inode number
 	// bad says why hostprov must not touch the path at all: it is a
 	// directory or a device, or its drop-in directory is a symbolic link.
 	bad string
@@ -49,10 +50,10 @@ func readDisk(dir *fsutil.Dir, rel string) (diskFile, error) {
 		defer sub.Close()
 		dir, name = sub, base
 	}
-	data, err := dir.ReadFile(name, maxUnitFile)
+	data, ino, err := dir.ReadFileIno(name, maxUnitFile)
 	switch {
 	case err == nil:
-		return diskFile{exists: true, data: data, hash: hashOf(data)}, nil
+		return diskFile{exists: true, data: data, hash: hashOf(data), ino: ino}, nil
 	case errors.Is(err, fs.ErrNotExist):
 		return diskFile{}, nil
 	case errors.Is(err, fsutil.ErrTooLarge):
@@ -129,6 +130,10 @@ type fileOps interface {
 	// WriteFiles writes files atomically, as fsutil.WriteFiles does, and
 	// returns how many, from the first, are in place.
 	WriteFiles(files []fsutil.File) (int, error)
+	// Prepare and Commit are WriteFiles in two steps, as fsutil.Prepare
+	// and Batch.Commit.
+	Prepare(files []fsutil.File) (*fsutil.Batch, error)
+	Commit(b *fsutil.Batch) (int, error)
 	// Remove removes a file of dir (a missing one is no error), and
 	// RemoveEmptyDir a directory of dir if it is empty.
 	Remove(dir *fsutil.Dir, name string) error
@@ -137,8 +142,10 @@ type fileOps interface {
 
 type osFiles struct{}
 
-func (osFiles) WriteFiles(files []fsutil.File) (int, error) { return fsutil.WriteFiles(files) }
-func (osFiles) Remove(dir *fsutil.Dir, name string) error   { return dir.Remove(name) }
+func (osFiles) WriteFiles(files []fsutil.File) (int, error)        { return fsutil.WriteFiles(files) }
+func (osFiles) Prepare(files []fsutil.File) (*fsutil.Batch, error) { return fsutil.Prepare(files) }
+func (osFiles) Commit(b *fsutil.Batch) (int, error)                { return b.Commit() }
+func (osFiles) Remove(dir *fsutil.Dir, name string) error          { return dir.Remove(name) }
 func (osFiles) RemoveEmptyDir(dir *fsutil.Dir, name string) error {
 	return dir.RemoveEmptyDir(name)
 }

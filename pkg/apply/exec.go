@@ -63,10 +63,13 @@ type executor struct {
 	log    Logger
 	files  fileOps
 	res    *Result
-	udir   *fsutil.Dir // the unit dir, opened once: see fsutil.Dir
-	sdir   *fsutil.Dir // the state dir
-	saved  *State      // the state as last written (or read)
-	path   string      // the state file, for messages
+	udir   *fsutil.Dir            // the unit dir, opened once: see fsutil.Dir
+	sdir   *fsutil.Dir            // the state dir
+	dirs   map[string]*fsutil.Dir // drop-in directories, opened once
+	batch  *fsutil.Batch          // the files to write, prepared
+	inodes map[string]uint64      // path in the unit dir -> inode of the file written
+	saved  *State                 // the state as last written (or read)
+	path   string                 // the state file, for messages
 	failed map[string]bool
 }
 
@@ -93,6 +96,15 @@ func execute(ctx context.Context, p *Plan, sd Systemd, log Logger, files fileOps
 		return e.res, dirOpenError(p.opts.StateDirPath(), "state directory", "--state-dir", err)
 	}
 	defer e.sdir.Close()
+	e.dirs, e.inodes = map[string]*fsutil.Dir{}, map[string]uint64{}
+	defer func() {
+		if e.batch != nil {
+			e.batch.Abort()
+		}
+		for _, d := range e.dirs {
+			d.Close()
+		}
+	}()
 	if p.state.interrupted() {
 		e.removeTemps()
 	}
@@ -193,6 +205,16 @@ func (e *executor) run(ctx context.Context) error {
 	if err := e.save(intent); err != nil {
 		return err
 	}
+	// The new files are written and synced under temporary names, and
+	// their inodes recorded, before any is renamed into place: so that
+	// the state knows, whenever one is in place, that it is the file
+	// hostprov created.
+	if err := e.prepareFiles(intent); err != nil {
+		return err
+	}
+	if err := e.save(intent); err != nil {
+		return err
+	}
 	if err := e.actions(ctx, 0, 1); err != nil {
 		return err
 	}
@@ -217,6 +239,11 @@ func (e *executor) run(ctx context.Context) error {
 		if e.failed[u.Name] {
 			u.Failed = true
 		}
+		for i := range u.Files {
+			if ino, ok := e.inodes[u.Files[i].Path]; ok {
+				u.Files[i].Inode = ino
+			}
+		}
 	}
 	return e.save(final)
 }
@@ -224,50 +251,72 @@ func (e *executor) run(ctx context.Context) error {
 // writeFiles carries out the file operations and updates intent to what is
 // on disk as it goes. The files to write are written together
 // (fsutil.WriteFiles: one sync for all); events follow the plan's order.
-func (e *executor) writeFiles(intent *State) error {
-	dirs := map[string]*fsutil.Dir{} // drop-in directories, opened once
-	defer func() {
-		for _, d := range dirs {
-			d.Close()
-		}
-	}()
-	// dirOf returns the directory of rel and its name there.
-	dirOf := func(rel string, create bool) (*fsutil.Dir, string, error) {
-		d, name, ok := strings.Cut(rel, "/")
-		if !ok {
-			return e.udir, rel, nil
-		}
-		if dir := dirs[d]; dir != nil {
-			return dir, name, nil
-		}
-		var dir *fsutil.Dir
-		var err error
-		if create {
-			dir, err = dropinDir(e.udir, d)
-		} else if dir, err = e.udir.OpenDir(d); errors.Is(err, fs.ErrNotExist) {
-			return nil, name, nil // nothing to remove
-		} else if err != nil {
-			err = fmt.Errorf("drop-in directory %s: %w; hostprov removes drop-ins only in a real directory: replace it by a directory", e.udir.Join(d), err)
-		}
-		if err != nil {
-			return nil, "", err
-		}
-		dirs[d] = dir
-		return dir, name, nil
-	}
+func (e *executor) prepareFiles(intent *State) error {
 	var batch []fsutil.File
+	var rels []string
 	for i := range e.p.Files {
 		f := &e.p.Files[i]
 		if f.Op != OpAdd && f.Op != OpChange {
 			continue
 		}
-		dir, name, err := dirOf(f.rel, true)
+		dir, name, err := e.dirOf(f.rel, true)
 		if err != nil {
 			return err
 		}
 		batch = append(batch, fsutil.File{Dir: dir, Name: name, Data: f.New, Perm: 0o644})
+		rels = append(rels, f.rel)
 	}
-	written, werr := e.files.WriteFiles(batch)
+	if len(batch) == 0 {
+		return nil
+	}
+	b, err := e.files.Prepare(batch)
+	if err != nil {
+		return writeError(err)
+	}
+	e.batch = b
+	for i, rel := range rels {
+		if _, sf := intent.file(rel); sf != nil {
+			sf.NextInode = b.Inode(i)
+		}
+	}
+	return nil
+}
+
+// dirOf returns the directory of rel (NAME or NAME.d/FILE) in the unit
+// directory and its name there; a drop-in directory is made when create
+// is set, and is nil when it is missing and create is not.
+func (e *executor) dirOf(rel string, create bool) (*fsutil.Dir, string, error) {
+	d, name, ok := strings.Cut(rel, "/")
+	if !ok {
+		return e.udir, rel, nil
+	}
+	if dir := e.dirs[d]; dir != nil {
+		return dir, name, nil
+	}
+	var dir *fsutil.Dir
+	var err error
+	if create {
+		dir, err = dropinDir(e.udir, d)
+	} else if dir, err = e.udir.OpenDir(d); errors.Is(err, fs.ErrNotExist) {
+		return nil, name, nil // nothing to remove
+	} else if err != nil {
+		err = fmt.Errorf("drop-in directory %s: %w; hostprov removes drop-ins only in a real directory: replace it by a directory", e.udir.Join(d), err)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	e.dirs[d] = dir
+	return dir, name, nil
+}
+
+// writeFiles renames the prepared files into place, removes the files the
+// plan removes, and updates intent to what is on disk as it goes; events
+// follow the plan's order.
+func (e *executor) writeFiles(intent *State) error {
+	written, werr := 0, error(nil)
+	if e.batch != nil {
+		written, werr = e.files.Commit(e.batch)
+	}
 	next := 0 // the file of batch that comes next in plan order
 	for i := range e.p.Files {
 		f := &e.p.Files[i]
@@ -283,13 +332,14 @@ func (e *executor) writeFiles(intent *State) error {
 			if next >= written {
 				return writeError(werr)
 			}
-			next++
 			if _, sf := intent.file(f.rel); sf != nil {
-				sf.SHA256, sf.Next = f.NewSHA256, ""
+				sf.SHA256, sf.Inode, sf.Next, sf.NextInode = f.NewSHA256, e.batch.Inode(next), "", 0
 			}
+			e.inodes[f.rel] = e.batch.Inode(next)
+			next++
 			e.emit(Event{Action: EvWrote, Unit: f.Unit, Path: f.Path, Reason: f.Reason, SHA256: f.NewSHA256})
 		case OpRemove:
-			dir, name, err := dirOf(f.rel, false)
+			dir, name, err := e.dirOf(f.rel, false)
 			if err != nil {
 				return err
 			}
@@ -686,7 +736,7 @@ func (p *Plan) intent() *State {
 		if f.OldSHA256 != "" {
 			// The bytes on disk now (hostprov's, or adopted or
 			// forced over): the file has these or the new ones.
-			sf.SHA256 = f.OldSHA256
+			sf.SHA256, sf.Inode = f.OldSHA256, f.oldIno
 		}
 		sf.Next = f.NewSHA256
 	}

@@ -10,6 +10,8 @@ import (
 // write.
 type FileOps interface {
 	WriteFiles(files []fsutil.File) (int, error)
+	Prepare(files []fsutil.File) (*fsutil.Batch, error)
+	Commit(b *fsutil.Batch) (int, error)
 	Remove(dir *fsutil.Dir, name string) error
 	RemoveEmptyDir(dir *fsutil.Dir, name string) error
 }

@@ -208,3 +208,69 @@ func TestPruneDriftHandsOff(t *testing.T) {
 		})
 	}
 }
+
+// TestPruneSameBytesOtherFile: a file with exactly the bytes hostprov
+// wrote, but not the file hostprov wrote (a copy put in its place: a
+// package's, a restore), is not hostprov's to delete: the hash alone does
+// not make it so. Pruning leaves it, and its unit, alone without --force.
+func TestPruneSameBytesOtherFile(t *testing.T) {
+	const spec = "- name: a\n  exec: [/bin/true]\n- name: b\n  exec: [/bin/true]\n"
+	n := newNode(t)
+	n.mustApply(spec)
+	data := n.read("b.service")
+	tmp := n.unitPath(".b.copy")
+	if err := os.WriteFile(tmp, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, n.unitPath("b.service")); err != nil {
+		t.Fatal(err)
+	}
+	p := n.plan("- name: a\n  exec: [/bin/true]\n")
+	for _, a := range p.Actions {
+		if a.Unit == "b.service" {
+			t.Errorf("the plan acts on b.service: %v", a)
+		}
+	}
+	warned := false
+	for _, w := range p.Warnings {
+		warned = warned || w.Unit == "b.service" && strings.Contains(w.Message, "not the file hostprov wrote")
+	}
+	if !warned {
+		t.Errorf("no warning says b.service is not the file hostprov wrote: %v", p.Warnings)
+	}
+	n.mustApply("- name: a\n  exec: [/bin/true]\n")
+	if !n.exists("b.service") || !n.sd.Enabled("b.service") {
+		t.Errorf("b.service removed or disabled: exists %v, enabled %v", n.exists("b.service"), n.sd.Enabled("b.service"))
+	}
+	n.mustApply("- name: a\n  exec: [/bin/true]\n", force)
+	if n.exists("b.service") {
+		t.Error("with --force b.service is still there")
+	}
+}
+
+// TestStateRecordsInodes: the state records, for every file hostprov
+// wrote, the inode of the very file; a re-apply that only re-reads keeps
+// them, and a rewrite records the new file's.
+func TestStateRecordsInodes(t *testing.T) {
+	n := newNode(t)
+	n.mustApply("- name: a\n  exec: [/bin/true]\n  dropins:\n  - name: 10-x.conf\n    contents: \"[Service]\\nEnvironment=X=1\\n\"\n")
+	check := func(when string) {
+		t.Helper()
+		for _, u := range n.state().Units {
+			for _, f := range u.Files {
+				var st syscall.Stat_t
+				if err := syscall.Stat(n.unitPath(f.Path), &st); err != nil {
+					t.Fatal(err)
+				}
+				if f.Inode == 0 || f.Inode != st.Ino || f.Next != "" || f.NextInode != 0 {
+					t.Errorf("%s: %s recorded with inode %d (next %q, %d), the file's is %d", when, f.Path, f.Inode, f.Next, f.NextInode, st.Ino)
+				}
+			}
+		}
+	}
+	check("after the first apply")
+	n.mustApply("- name: a\n  exec: [/bin/true]\n  dropins:\n  - name: 10-x.conf\n    contents: \"[Service]\\nEnvironment=X=1\\n\"\n")
+	check("after an unchanged re-apply")
+	n.mustApply("- name: a\n  exec: [/bin/false]\n  dropins:\n  - name: 10-x.conf\n    contents: \"[Service]\\nEnvironment=X=2\\n\"\n")
+	check("after a change")
+}

@@ -118,7 +118,8 @@ type FileChange struct {
 	Old []byte `json:"-"`
 	New []byte `json:"-"`
 
-	rel string // the path relative to the unit dir
+	rel    string // the path relative to the unit dir
+	oldIno uint64 // the inode of the file on disk
 }
 
 // changes reports whether the operation changes the disk.
@@ -746,7 +747,7 @@ func (p *planner) write(unit, rel string, data []byte, prev *StateUnit) (FileCha
 			}
 		}
 	}
-	fc.Old, fc.OldSHA256, fc.OldLink = cur.data, cur.hash, cur.link
+	fc.Old, fc.OldSHA256, fc.OldLink, fc.oldIno = cur.data, cur.hash, cur.link, cur.ino
 	done := &StateFile{Path: rel, SHA256: fc.NewSHA256}
 	keep := func(why string) (FileChange, *StateFile, error) {
 		fc.Op, fc.Drift, fc.Reason = OpKeep, true, why
@@ -807,6 +808,11 @@ func (p *planner) write(unit, rel string, data []byte, prev *StateUnit) (FileCha
 			fc.Op = OpUnchanged
 		}
 	}
+	// The inode of a file written is known once it is: Execute records
+	// it. A file left as it is is the one on disk.
+	if fc.Op == OpUnchanged {
+		done.Inode = cur.ino
+	}
 	return fc, done, nil
 }
 
@@ -832,6 +838,18 @@ func (p *planner) delete(unit string, sf StateFile, reason string) (fc *FileChan
 			return f, false, nil
 		}
 		f.Op, f.Drift, f.Reason = OpKeep, true, "edited since hostprov wrote it (drift); left alone: remove it by hand, or run with --force to remove it"
+		p.Warnings = append(p.Warnings, Problem{Unit: unit, Path: f.Path, Message: f.Reason})
+		return f, true, nil
+	case !sf.created(cur.hash, cur.ino):
+		// The bytes are hostprov's, the file is not: a copy put in
+		// place of hostprov's (a package's, a restore), or a state
+		// entry that names a file hostprov never wrote. A hash alone
+		// does not make a file hostprov's to delete.
+		if p.opts.Force {
+			f.Drift, f.Reason = true, reason+"; not the file hostprov wrote (--force)"
+			return f, false, nil
+		}
+		f.Op, f.Drift, f.Reason = OpKeep, true, "has the bytes hostprov wrote, but is not the file hostprov wrote (replaced since, or recorded without the file's identity by an earlier hostprov); left alone: remove it by hand, or run with --force to remove it"
 		p.Warnings = append(p.Warnings, Problem{Unit: unit, Path: f.Path, Message: f.Reason})
 		return f, true, nil
 	}

@@ -77,15 +77,31 @@ type StateFile struct {
 	// SHA256 is the hex SHA-256 of the bytes hostprov wrote; empty while
 	// the file is being created.
 	SHA256 string `json:"sha256,omitempty"`
-	// Next is the hash of the bytes an interrupted apply was writing: the
-	// file on disk has either SHA256 or Next, both hostprov's.
-	Next string `json:"next,omitempty"`
+	// Inode is the inode number of the file with those bytes: the file
+	// hostprov created, told from another that has the same bytes (a
+	// package's copy, a file restored from elsewhere). 0 when it is not
+	// known (a state of an earlier hostprov).
+	Inode uint64 `json:"inode,omitempty"`
+	// Next is the hash of the bytes an interrupted apply was writing, and
+	// NextInode the inode of the file it wrote them to (0 until it was
+	// created): the file on disk is either SHA256 and Inode, or Next and
+	// NextInode, both hostprov's.
+	Next      string `json:"next,omitempty"`
+	NextInode uint64 `json:"nextInode,omitempty"`
 }
 
 // owns reports whether hash is one of the contents hostprov wrote (or was
 // writing) to the file.
 func (f StateFile) owns(hash string) bool {
 	return hash != "" && (hash == f.SHA256 || hash == f.Next)
+}
+
+// created reports whether the file with these bytes and this inode is one
+// hostprov created: its contents are hostprov's and it is the very file.
+// Only such a file is removed without --force.
+func (f StateFile) created(hash string, ino uint64) bool {
+	return hash != "" && ino != 0 &&
+		(hash == f.SHA256 && ino == f.Inode || hash == f.Next && ino == f.NextInode)
 }
 
 // Unit returns the state of the named unit, or nil.

@@ -37,7 +37,7 @@ func NewPlanFromState(_ context.Context, st *State, opts Options) (p *Plan, ok b
 			if err != nil {
 				return nil, false, err
 			}
-			if f.Next != "" || !cur.exists || cur.isLink || cur.bad != "" || cur.hash != f.SHA256 {
+			if f.Next != "" || !cur.exists || cur.isLink || cur.bad != "" || cur.hash != f.SHA256 || cur.ino != f.Inode {
 				return nil, false, nil
 			}
 			p.Files = append(p.Files, FileChange{Unit: u.Name, Path: opts.nodePath(f.Path), Op: OpUnchanged,
