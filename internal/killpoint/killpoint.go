@@ -1,5 +1,3 @@
-//go:build !killpoints
-
 // Package killpoint marks the steps of hostprov at which a crash is worth
 // testing: each creation, write, sync, rename and removal of a file, each
 // directory made, and each call to systemd. A normal build compiles At to
@@ -10,8 +8,5 @@
 // such step in turn, deterministically, which random kills cannot promise.
 package killpoint
 
-// Enabled says whether this build has kill points.
-const Enabled = false
-
-// At marks a step of the given kind. It does nothing in a normal build.
-func At(kind string) {}
+// Env names the environment variable that says where to die: KIND:N.
+const Env = "HOSTPROV_KILLPOINT"

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hostprov/hostprov/internal/fsutil"
+	"github.com/hostprov/hostprov/internal/killpoint"
 )
 
 // Result is what Execute did: every event of the action log, and their
@@ -510,6 +511,7 @@ func (e *executor) queue(ctx context.Context, q Queuer, a Action) (finish func()
 		}
 		kind = ActRestart
 	}
+	killpoint.At("systemd")
 	wait, err := q.Queue(ctx, kind, a.Unit)
 	return func() {
 		if err == nil {
@@ -530,6 +532,7 @@ func (e *executor) links(ctx context.Context, batch []Action) error {
 		err     error
 		done    string
 	)
+	killpoint.At("systemd")
 	switch batch[0].Kind {
 	case ActEnable:
 		done = EvEnabled
@@ -576,6 +579,7 @@ func (e *executor) one(ctx context.Context, a Action) error {
 	done := ""
 	switch a.Kind {
 	case ActReload:
+		killpoint.At("systemd")
 		done, err = EvReloaded, e.sd.Reload(ctx)
 	case ActStop:
 		// Only a unit that runs is stopped: systemd refuses to stop a
@@ -589,6 +593,7 @@ func (e *executor) one(ctx context.Context, a Action) error {
 			e.emit(Event{Action: EvSkipped, Op: string(ActStop), Unit: a.Unit, Reason: a.Reason + "; not running"})
 			return nil
 		default:
+			killpoint.At("systemd")
 			done, err = EvStopped, e.sd.Stop(ctx, a.Unit)
 		}
 	}

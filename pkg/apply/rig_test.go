@@ -770,15 +770,16 @@ func TestRigReapplyChangeRemove(t *testing.T) {
 }
 
 // buildHostprov builds cmd/hostprov without cgo (one static binary, as it
-// would be installed on a node) into dir and returns its path.
-func buildHostprov(t testing.TB, dir string) string {
+// would be installed on a node) into dir and returns its path. tags are
+// build tags (killpoints).
+func buildHostprov(t testing.TB, dir string, tags ...string) string {
 	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		sdtool.Unavailable(t, "the go command is needed to build hostprov for this test: %v", err)
 	}
 	out := filepath.Join(dir, "hostprov")
-	cmd := exec.Command(goTool, "build", "-o", out, "./cmd/hostprov")
+	cmd := exec.Command(goTool, "build", "-o", out, "-tags", strings.Join(tags, ","), "./cmd/hostprov")
 	cmd.Dir = filepath.Join("..", "..") // the module root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if msg, err := cmd.CombinedOutput(); err != nil {

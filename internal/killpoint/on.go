@@ -14,9 +14,6 @@ import (
 // Enabled says whether this build has kill points.
 const Enabled = true
 
-// Env names the environment variable that says where to die: KIND:N.
-const Env = "HOSTPROV_KILLPOINT"
-
 var (
 	kind  string
 	at    int64
