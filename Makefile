@@ -6,7 +6,7 @@ BIN ?= bin/hostprov
 FUZZTIME ?= 30s
 FUZZMINIMIZE ?= 60s
 
-.PHONY: build test bench lint fuzz golden tools clean
+.PHONY: build test bench crash lint fuzz golden tools clean
 
 build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/hostprov
@@ -21,6 +21,14 @@ test: lint
 # units, which alone takes ten minutes or more: hence the long timeout.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 90m ./...
+
+# A crash campaign against a real systemd (as root): the kill-point test
+# (every file step and systemd call of an apply in turn) and CRASH_KILLS
+# applies killed at random points, each followed by an apply that must
+# converge. make test runs both with 30 random kills.
+CRASH_KILLS ?= 300
+crash:
+	HOSTPROV_CRASH_KILLS=$(CRASH_KILLS) CI=true $(GO) test -count=1 -v -run '^(TestRigKillPoints|TestRigCrash)$$' -timeout 60m ./pkg/apply
 
 lint:
 	$(GO) vet ./...
