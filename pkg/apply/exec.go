@@ -249,9 +249,9 @@ func (e *executor) run(ctx context.Context) error {
 	return e.save(final)
 }
 
-// writeFiles carries out the file operations and updates intent to what is
-// on disk as it goes. The files to write are written together
-// (fsutil.WriteFiles: one sync for all); events follow the plan's order.
+// prepareFiles writes the files the plan writes to their temporary files,
+// together (fsutil.Prepare: one sync for all), making the drop-in
+// directories they need, and records in intent the inode each will have.
 func (e *executor) prepareFiles(intent *State) error {
 	var batch []fsutil.File
 	var rels []string
