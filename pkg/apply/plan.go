@@ -833,27 +833,29 @@ func (p *planner) delete(unit string, sf StateFile, reason string) (fc *FileChan
 	case !cur.exists:
 		return nil, false, nil
 	case cur.isLink || !sf.owns(cur.hash):
-		if p.opts.Force {
-			f.Drift, f.Reason = true, reason+"; edited since hostprov wrote it (--force)"
-			return f, false, nil
-		}
-		f.Op, f.Drift, f.Reason = OpKeep, true, "edited since hostprov wrote it (drift); left alone: remove it by hand, or run with --force to remove it"
-		p.Warnings = append(p.Warnings, Problem{Unit: unit, Path: f.Path, Message: f.Reason})
-		return f, true, nil
+		return p.notHostprovs(f, reason, "edited since hostprov wrote it", "edited since hostprov wrote it (drift)")
 	case !sf.created(cur.hash, cur.ino):
 		// The bytes are hostprov's, the file is not: a copy put in
 		// place of hostprov's (a package's, a restore), or a state
 		// entry that names a file hostprov never wrote. A hash alone
 		// does not make a file hostprov's to delete.
-		if p.opts.Force {
-			f.Drift, f.Reason = true, reason+"; not the file hostprov wrote (--force)"
-			return f, false, nil
-		}
-		f.Op, f.Drift, f.Reason = OpKeep, true, "has the bytes hostprov wrote, but is not the file hostprov wrote (replaced since, or recorded without the file's identity by an earlier hostprov); left alone: remove it by hand, or run with --force to remove it"
-		p.Warnings = append(p.Warnings, Problem{Unit: unit, Path: f.Path, Message: f.Reason})
-		return f, true, nil
+		return p.notHostprovs(f, reason, "not the file hostprov wrote",
+			"has the bytes hostprov wrote, but is not the file hostprov wrote (replaced since, or recorded without the file's identity by an earlier hostprov)")
 	}
 	return f, false, nil
+}
+
+// notHostprovs plans an owned file's removal when the file on disk is no
+// longer the one hostprov wrote, for the reason why (short, and as a
+// warning): removed with --force, kept with a warning otherwise.
+func (p *planner) notHostprovs(f *FileChange, reason, short, why string) (*FileChange, bool, error) {
+	if p.opts.Force {
+		f.Drift, f.Reason = true, reason+"; "+short+" (--force)"
+		return f, false, nil
+	}
+	f.Op, f.Drift, f.Reason = OpKeep, true, why+"; left alone: remove it by hand, or run with --force to remove it"
+	p.Warnings = append(p.Warnings, Problem{Unit: f.Unit, Path: f.Path, Message: f.Reason})
+	return f, true, nil
 }
 
 // checkMask adds a conflict when the unit file's place is taken by a file
