@@ -18,7 +18,26 @@ import (
 const headerHint = `a spec starts with "apiVersion: hostprov/v1alpha1", "kind: Hooks" and "hooks:", one per line`
 
 // Top-level fields of a spec, in the order they are documented.
-var specFields = []string{"apiVersion", "kind", "hooks"}
+var specFields = []string{"apiVersion", "kind", "metadata", "hooks"}
+
+// metadataFields are the fields of a spec's metadata.
+var metadataFields = []string{"name"}
+
+// CheckSetName refuses a spec set name (metadata.name, or a spec file's
+// name without its extension) that is empty, too long, or has other
+// characters than letters, digits, '-', '_' and '.' (not first): a set's
+// name is shown in tables and logs, and may name a Kubernetes object.
+func CheckSetName(name string) error {
+	if name == "" || len(name) > 253 || name[0] == '.' || name[0] == '-' {
+		return fmt.Errorf("spec set name %q must be 1 to 253 letters, digits, '-', '_' or '.', starting with a letter, a digit or '_'", name)
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return fmt.Errorf("spec set name %q has %q: only letters, digits, '-', '_' and '.' are allowed", name, r)
+		}
+	}
+	return nil
+}
 
 // Parse reads a hook spec. file names the source in positions ("hooks.yaml",
 // or "<stdin>").
@@ -137,6 +156,27 @@ func (d *decoder) parse(data []byte) *Spec {
 				d.add(Error, e.value.pos, e.path, fmt.Sprintf("kind %q is not a hook spec: kind must be %s", s.Kind, Kind),
 					"write kind: "+Kind)
 			}
+		case "metadata":
+			if e.value.node.Kind != yaml.MappingNode {
+				d.add(Error, e.value.pos, e.path, "metadata is a mapping", "write metadata: with name: NAME under it")
+				return
+			}
+			d.mapping(e.value.node, e.path, func(m entry) {
+				switch m.name {
+				case "name":
+					name, ok := d.str(m.value, false)
+					if !ok {
+						return
+					}
+					if err := CheckSetName(name); err != nil {
+						d.add(Error, m.value.pos, m.path, err.Error(), "the name names the spec set that owns this spec's units; write a plain name such as storage-setup")
+						return
+					}
+					s.Name = name
+				default:
+					d.unknownField(m, "metadata")
+				}
+			})
 		case "hooks":
 			hooksSeen = true
 			d.hooks(e.value)

@@ -24,6 +24,10 @@ const (
 type Spec struct {
 	APIVersion string
 	Kind       string
+	// Name is metadata.name: the spec set that owns the spec's units on
+	// a node. Empty when not given; the spec is then the set named after
+	// its file.
+	Name string
 	// Hooks[i] is the entry written as hooks[i], so that "hooks[i]" is its
 	// path. An entry that is not a mapping is reported and kept as a zero
 	// Hook, which has no name.
