@@ -713,7 +713,7 @@ func (p *Plan) intent() *State {
 		}
 		u := &StateUnit{Name: name}
 		if n := p.next.Unit(name); n != nil {
-			u.Hook = n.Hook
+			u.Hook, u.Set, u.Where = n.Hook, n.Set, n.Where
 		}
 		s.Units = append(s.Units, u)
 		return u

@@ -19,7 +19,8 @@ import (
 // drop-ins added, changed and removed, a unit removed and one added.
 func killSpec(side string) string {
 	var b strings.Builder
-	b.WriteString("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n")
+	// One spec set, whose file is A.yaml or B.yaml: two versions of one spec.
+	b.WriteString("apiVersion: hostprov/v1alpha1\nkind: Hooks\nmetadata:\n  name: kp\nhooks:\n")
 	fmt.Fprintf(&b, `- name: kp-plain
   type: oneshot
   remainAfterExit: true
@@ -74,7 +75,7 @@ func TestRigKillPoints(t *testing.T) {
 	if err := n.r.Install(bin, "/opt/hostprov"); err != nil {
 		t.Fatal(err)
 	}
-	specs := map[string]string{"empty": "apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks: []\n", "A": killSpec("A"), "B": killSpec("B")}
+	specs := map[string]string{"empty": "apiVersion: hostprov/v1alpha1\nkind: Hooks\nmetadata:\n  name: kp\nhooks: []\n", "A": killSpec("A"), "B": killSpec("B")}
 	versions := map[string][][]byte{} // every version of every file, by path in the unit dir
 	for side, s := range specs {
 		if err := os.WriteFile(filepath.Join(n.r.Root, "root", side+".yaml"), []byte(s), 0o644); err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hostprov/hostprov/internal/fsutil"
+	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
 	"github.com/hostprov/hostprov/pkg/units"
 )
@@ -45,6 +46,11 @@ type Options struct {
 	// recorded in the state and shown by status, for units built without
 	// render.Unit.HookName.
 	HookNames []string
+	// SpecDir is the directory the spec sets of NewPlanSets were read
+	// from (hostprov apply -d): the units of a set last applied from a
+	// file in it that is not among the sets are pruned, since its file is
+	// gone. Empty when the sets were named one by one.
+	SpecDir string
 	// Inputs, when set, is a fingerprint of everything the desired units
 	// are made from: the spec's bytes, the flags that shape rendering, the
 	// build of the renderer. An apply that finishes records it in the
@@ -269,25 +275,153 @@ func (p *Plan) Summary() string {
 func NewPlan(ctx context.Context, desired []render.Unit, st *State, opts Options) (*Plan, error) {
 	seen := map[string]bool{}
 	for _, u := range desired {
-		if err := checkUnitName(u.Name); err != nil {
+		if err := checkDesired(u, seen); err != nil {
 			return nil, err
 		}
-		if seen[u.Name] {
-			return nil, fmt.Errorf("unit %s is in the spec twice", u.Name)
-		}
-		seen[u.Name] = true
-		for _, d := range u.Dropins {
-			if err := checkDropinName(d.Name); err != nil {
-				return nil, fmt.Errorf("unit %s: %v", u.Name, err)
-			}
-		}
 	}
-	return newPlan(ctx, desired, st, opts, func(su *StateUnit) string {
+	return newPlan(ctx, desired, st, opts, rules{prune: func(su *StateUnit) string {
 		if opts.NoPrune || seen[su.Name] {
 			return ""
 		}
 		return "removed from the spec"
+	}})
+}
+
+// checkDesired refuses a unit whose name or drop-in names would leave the
+// unit directory, or that seen holds already, and adds it to seen.
+func checkDesired(u render.Unit, seen map[string]bool) error {
+	if err := checkUnitName(u.Name); err != nil {
+		return err
+	}
+	if seen[u.Name] {
+		return fmt.Errorf("unit %s is in the spec twice", u.Name)
+	}
+	seen[u.Name] = true
+	for _, d := range u.Dropins {
+		if err := checkDropinName(d.Name); err != nil {
+			return fmt.Errorf("unit %s: %v", u.Name, err)
+		}
+	}
+	return nil
+}
+
+// SpecSet is one spec of a node that holds several, each owning its
+// units: the state records the set of every unit, and a plan of some sets
+// prunes, restarts and reports only what is theirs.
+type SpecSet struct {
+	// Name names the set: the spec's metadata.name, or the name of its
+	// file (see hooks.CheckSetName).
+	Name string
+	// Units are the set's units, as render.Build makes them; their Pos
+	// says where each hook is, for messages. HookNames[i] is the name of
+	// hook i (Options.HookNames of a plan of one spec).
+	Units     []render.Unit
+	HookNames []string
+}
+
+// NewPlanSets plans the spec sets of one apply together, with at most one
+// reload for them all. Each set owns the units it installs:
+//
+//   - a unit of the state that one of sets owns and its spec no longer
+//     has is pruned (unless NoPrune); a unit of a set that is not among
+//     sets is left as it is, files, links and running state, and not
+//     reported, unless its set was last applied from a file in
+//     opts.SpecDir that is gone: then it is pruned too;
+//   - a unit that another set owns (one not among sets) is a conflict that
+//     names both places, and nothing of the plan may be applied;
+//   - a unit recorded before spec sets existed (no set in the state; the
+//     node then had one spec) belongs to the apply: a set that has it
+//     takes it over, and one that none has is pruned as before.
+//
+// Two sets of one apply with the same unit is an error: the caller reads
+// the specs and reports that at both hooks first.
+func NewPlanSets(ctx context.Context, sets []SpecSet, st *State, opts Options) (*Plan, error) {
+	if st == nil {
+		st = &State{Version: StateVersion}
+	}
+	applying := map[string]bool{}
+	for _, s := range sets {
+		if err := hooks.CheckSetName(s.Name); err != nil {
+			return nil, err
+		}
+		if applying[s.Name] {
+			return nil, fmt.Errorf("spec set %s is given twice: each spec of a node needs its own metadata.name", s.Name)
+		}
+		applying[s.Name] = true
+	}
+	seen := map[string]bool{}
+	owner := map[string]render.Unit{}
+	meta := map[string]StateUnit{}
+	var desired []render.Unit
+	var conflicts []Problem
+	for _, s := range sets {
+		for _, u := range s.Units {
+			if o, dup := owner[u.Name]; dup {
+				return nil, fmt.Errorf("unit %s is claimed by spec sets %s (%s) and %s (%s): a unit belongs to one set",
+					u.Name, meta[o.Name].Set, o.Pos, s.Name, u.Pos)
+			}
+			if err := checkDesired(u, seen); err != nil {
+				return nil, err
+			}
+			owner[u.Name] = u
+			if prev := st.Unit(u.Name); prev != nil && prev.Set != "" && prev.Set != s.Name && !applying[prev.Set] {
+				conflicts = append(conflicts, Problem{Unit: u.Name, Path: opts.nodePath(u.Name),
+					Message: fmt.Sprintf("spec set %s claims it at %s, but spec set %s owns it (its hook at %s, as last applied): a unit belongs to one set; remove the hook from one of them",
+						s.Name, u.Pos, prev.Set, orDash(prev.Where))})
+				continue
+			}
+			if u.HookName == "" && u.Hook >= 0 && u.Hook < len(s.HookNames) {
+				u.HookName = s.HookNames[u.Hook]
+			}
+			desired = append(desired, u)
+			meta[u.Name] = StateUnit{Set: s.Name, Where: u.Pos.String()}
+		}
+	}
+	p, err := newPlan(ctx, desired, st, opts, rules{
+		prune: func(su *StateUnit) string {
+			switch {
+			case seen[su.Name] || opts.NoPrune:
+				return ""
+			case su.Set == "" || applying[su.Set]:
+				return "removed from the spec"
+			case opts.SpecDir != "" && inDir(su.Where, opts.SpecDir):
+				return "its spec set " + su.Set + " is gone from " + opts.SpecDir
+			}
+			return ""
+		},
+		others: func(su *StateUnit) bool { return su.Set != "" && !applying[su.Set] },
+		meta:   meta,
 	})
+	if err != nil {
+		return nil, err
+	}
+	p.Conflicts = append(p.Conflicts, conflicts...)
+	return p, nil
+}
+
+// inDir reports whether the file of a hook's place ("FILE:LINE:COL") is
+// directly in dir.
+func inDir(where, dir string) bool {
+	file := where
+	for range 2 {
+		if i := strings.LastIndexByte(file, ':'); i >= 0 {
+			file = file[:i]
+		}
+	}
+	return file != "" && filepath.Clean(filepath.Dir(file)) == filepath.Clean(dir)
+}
+
+// rules say what a plan does with the units of the state that it does not
+// desire, and what it records of those it does.
+type rules struct {
+	// prune gives the reason to remove a unit of the state that is not
+	// desired (the action log's "why"), or "" to keep it as it is.
+	prune func(*StateUnit) string
+	// others reports a kept unit of another spec set: keeping it does
+	// not make the state's units any other than those of the inputs.
+	others func(*StateUnit) bool
+	// meta holds, by desired unit, its Set and Where.
+	meta map[string]StateUnit
 }
 
 // NewRemovePlan plans removing the owned units with the given unit or hook
@@ -314,12 +448,12 @@ func NewRemovePlan(ctx context.Context, names []string, st *State, opts Options)
 			return nil, fmt.Errorf("%s: not a unit or hook hostprov installed; it owns %s", n, strings.Join(owned, ", "))
 		}
 	}
-	return newPlan(ctx, nil, st, opts, func(su *StateUnit) string {
+	return newPlan(ctx, nil, st, opts, rules{prune: func(su *StateUnit) string {
 		if !want[su.Name] {
 			return ""
 		}
 		return "removed by hostprov remove"
-	})
+	}})
 }
 
 // planner carries a plan being made.
@@ -333,9 +467,10 @@ type planner struct {
 }
 
 // newPlan plans the desired units and, of the state's other units, removes
-// those for which prune gives a reason (the action log's "why"), keeping
+// those for which r.prune gives a reason (the action log's "why"), keeping
 // the others as they are.
-func newPlan(_ context.Context, desired []render.Unit, st *State, opts Options, prune func(*StateUnit) string) (*Plan, error) {
+func newPlan(_ context.Context, desired []render.Unit, st *State, opts Options, r rules) (*Plan, error) {
+	prune := r.prune
 	opts.defaults()
 	if st == nil {
 		st = &State{Version: StateVersion}
@@ -380,6 +515,9 @@ func newPlan(_ context.Context, desired []render.Unit, st *State, opts Options, 
 		if err != nil {
 			return nil, err
 		}
+		if m, ok := r.meta[su.Name]; ok {
+			su.Set, su.Where = m.Set, m.Where
+		}
 		next.Units = append(next.Units, su)
 	}
 	// The state's units are the inputs' only when none of another spec
@@ -394,7 +532,9 @@ func newPlan(_ context.Context, desired []render.Unit, st *State, opts Options, 
 		why := prune(prev)
 		if why == "" {
 			next.Units = append(next.Units, prev.clone1())
-			next.Inputs = ""
+			if r.others == nil || !r.others(prev) {
+				next.Inputs = ""
+			}
 			continue
 		}
 		su, err := p.remove(prev, why)
@@ -653,7 +793,7 @@ func isYes(s string) bool {
 // alone), or nil.
 func (p *planner) remove(prev *StateUnit, why string) (*StateUnit, error) {
 	up := &unitPlan{name: prev.Name}
-	rest := &StateUnit{Name: prev.Name, Hook: prev.Hook}
+	rest := &StateUnit{Name: prev.Name, Hook: prev.Hook, Set: prev.Set, Where: prev.Where}
 	ownsUnitFile := false
 	dropins := false
 	for _, f := range prev.Files {

@@ -13,6 +13,9 @@ import (
 type UnitReport struct {
 	Unit string `json:"unit"`
 	Hook string `json:"hook,omitempty"`
+	// Set is the spec set that owns the unit ("" for one recorded before
+	// spec sets).
+	Set string `json:"set,omitempty"`
 	// StatusOf is the unit whose state is shown: the unit, or a
 	// template's DefaultInstance.
 	StatusOf         string       `json:"statusOf"`
@@ -192,7 +195,7 @@ func Report(ctx context.Context, sd Systemd, st *State, opts Options) ([]UnitRep
 	defer dir.Close()
 	out := []UnitReport{}
 	for _, u := range st.Units {
-		r := UnitReport{Unit: u.Name, Hook: u.Hook, StatusOf: u.Name, Files: []FileReport{}, Incomplete: u.Incomplete,
+		r := UnitReport{Unit: u.Name, Hook: u.Hook, Set: u.Set, StatusOf: u.Name, Files: []FileReport{}, Incomplete: u.Incomplete,
 			Retry: u.Failed}
 		var content []byte
 		for _, f := range u.Files {

@@ -794,7 +794,8 @@ func buildHostprov(t testing.TB, dir string, tags ...string) string {
 // the other six and the service, and adds four.
 func crashSpec(side string) string {
 	var b strings.Builder
-	b.WriteString("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n")
+	// One spec set, whose file is A.yaml or B.yaml: two versions of one spec.
+	b.WriteString("apiVersion: hostprov/v1alpha1\nkind: Hooks\nmetadata:\n  name: crash\nhooks:\n")
 	first := 0
 	if side == "B" {
 		first = 4

@@ -50,6 +50,13 @@ type StateUnit struct {
 	// Name is the unit's name, Hook the name of the hook it came from.
 	Name string `json:"name"`
 	Hook string `json:"hook,omitempty"`
+	// Set is the spec set that owns the unit (see SpecSet), and Where
+	// the place of its hook in that set's spec when it was last applied
+	// ("FILE:LINE:COL"), for messages about a unit another set claims.
+	// An empty Set is a unit recorded before spec sets, when a node had
+	// one spec: the next apply takes it over (NewPlanSets).
+	Set   string `json:"set,omitempty"`
+	Where string `json:"where,omitempty"`
 	// Files are the files hostprov wrote for the unit: the unit file
 	// (path NAME) and drop-ins (NAME.d/FILE), relative to the unit
 	// directory, sorted by path.
@@ -315,7 +322,7 @@ func (s *State) equal(o *State) bool {
 	}
 	for i, u := range s.Units {
 		v := o.Units[i]
-		if u.Name != v.Name || u.Hook != v.Hook || u.Masked != v.Masked || u.Incomplete != v.Incomplete || u.Failed != v.Failed ||
+		if u.Name != v.Name || u.Hook != v.Hook || u.Set != v.Set || u.Where != v.Where || u.Masked != v.Masked || u.Incomplete != v.Incomplete || u.Failed != v.Failed ||
 			(u.Enabled == nil) != (v.Enabled == nil) || u.Enabled != nil && *u.Enabled != *v.Enabled ||
 			len(u.Files) != len(v.Files) {
 			return false

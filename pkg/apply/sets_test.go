@@ -1,0 +1,164 @@
+package apply_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/hostprov/hostprov/pkg/apply"
+	"github.com/hostprov/hostprov/pkg/render"
+)
+
+// set renders hook YAML as the spec set name read from file.
+func set(t *testing.T, name, file, hooksYAML string) apply.SpecSet {
+	t.Helper()
+	data := []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n" + hooksYAML)
+	us, diags := render.Build(file, data)
+	if diags.HasErrors(false) {
+		t.Fatalf("bad spec: %v", diags)
+	}
+	return apply.SpecSet{Name: name, Units: us}
+}
+
+// applySets plans and applies spec sets on the node.
+func (n *node) applySets(t *testing.T, sets []apply.SpecSet, mods ...func(*apply.Options)) (*apply.Plan, []string) {
+	t.Helper()
+	opts := n.opts
+	for _, m := range mods {
+		m(&opts)
+	}
+	p, err := apply.NewPlanSets(context.Background(), sets, n.state(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.sd.Reset()
+	if _, err := apply.Execute(context.Background(), p, n.sd, nil); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	return p, n.sd.Log()
+}
+
+// TestSpecSetsIndependent: applying set b never prunes, restarts or
+// reports on set a's units, even a drifted one; each set prunes its own.
+func TestSpecSetsIndependent(t *testing.T) {
+	n := newNode(t)
+	a := set(t, "a", "a.yaml", "- name: a1\n  exec: [/bin/true]\n- name: a2\n  exec: [/bin/true]\n")
+	n.applySets(t, []apply.SpecSet{a})
+	// An admin edits a2: drift in set a.
+	if err := os.WriteFile(n.unitPath("a2.service"), []byte("[Service]\nExecStart=/bin/edited\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := set(t, "b", "b.yaml", "- name: b1\n  exec: [/bin/true]\n")
+	p, calls := n.applySets(t, []apply.SpecSet{b})
+	for _, c := range calls {
+		if strings.Contains(c, "a1") || strings.Contains(c, "a2") {
+			t.Errorf("applying set b asked systemd to %s", c)
+		}
+	}
+	for _, w := range p.Warnings {
+		if w.Unit == "a2.service" {
+			t.Errorf("applying set b reports set a's drift: %v", w)
+		}
+	}
+	if !n.exists("a1.service") || !n.exists("b1.service") {
+		t.Errorf("a1 %v, b1 %v: want both", n.exists("a1.service"), n.exists("b1.service"))
+	}
+	sets := map[string]string{}
+	for _, u := range n.state().Units {
+		sets[u.Name] = u.Set
+	}
+	if sets["a1.service"] != "a" || sets["a2.service"] != "a" || sets["b1.service"] != "b" {
+		t.Errorf("sets in the state: %v", sets)
+	}
+	// Set a drops a1: only a1 goes.
+	a = set(t, "a", "a.yaml", "- name: a2\n  exec: [/bin/true]\n")
+	n.applySets(t, []apply.SpecSet{a}, force)
+	if n.exists("a1.service") || !n.exists("b1.service") {
+		t.Errorf("after set a dropped a1: a1 %v, b1 %v", n.exists("a1.service"), n.exists("b1.service"))
+	}
+}
+
+// TestSpecSetsConflict: a unit that another set owns is a conflict that
+// names both hooks' places, and nothing is written.
+func TestSpecSetsConflict(t *testing.T) {
+	n := newNode(t)
+	n.applySets(t, []apply.SpecSet{set(t, "a", "a.yaml", "- name: x\n  exec: [/bin/true]\n")})
+	before := n.read("x.service")
+	b := set(t, "b", "b.yaml", "- name: y\n  exec: [/bin/true]\n- name: x\n  exec: [/bin/false]\n")
+	p, err := apply.NewPlanSets(context.Background(), []apply.SpecSet{b}, n.state(), n.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Conflicts) != 1 || !strings.Contains(p.Conflicts[0].Message, "b.yaml:6:3") || !strings.Contains(p.Conflicts[0].Message, "a.yaml:4:3") {
+		t.Fatalf("conflicts: %v; want one naming b.yaml:6:3 and a.yaml:4:3", p.Conflicts)
+	}
+	if _, err := apply.Execute(context.Background(), p, n.sd, nil); err == nil {
+		t.Fatal("a plan with a conflict was applied")
+	}
+	if n.read("x.service") != before || n.exists("y.service") {
+		t.Error("something was written")
+	}
+	// Two sets of one apply with the same unit: an error.
+	a := set(t, "a", "a.yaml", "- name: x\n  exec: [/bin/true]\n")
+	if _, err := apply.NewPlanSets(context.Background(), []apply.SpecSet{a, b}, n.state(), n.opts); err == nil || !strings.Contains(err.Error(), "a.yaml:4:3") || !strings.Contains(err.Error(), "b.yaml:6:3") {
+		t.Errorf("two sets with one unit: %v", err)
+	}
+}
+
+// TestSpecSetsLegacyState: a state written before spec sets (no set on its
+// units: the node had one spec) keeps working: the first apply of sets
+// takes over the units a set has and prunes the others, as an apply of the
+// one spec did.
+func TestSpecSetsLegacyState(t *testing.T) {
+	n := newNode(t)
+	// The state as the code before spec sets wrote it: NewPlan records
+	// no set.
+	n.mustApply("- name: old1\n  exec: [/bin/true]\n- name: old2\n  exec: [/bin/true]\n")
+	data, err := os.ReadFile(apply.StatePath(n.opts.StateDirPath()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), `"set"`) {
+		t.Fatalf("NewPlan recorded a set: %s", data)
+	}
+	p, _ := n.applySets(t, []apply.SpecSet{set(t, "main", "main.yaml", "- name: old1\n  exec: [/bin/true]\n- name: new\n  exec: [/bin/true]\n")})
+	if _, _, remove := p.Counts(); remove != 1 {
+		t.Errorf("plan: %s; want old2 removed", p.Summary())
+	}
+	if !n.exists("old1.service") || n.exists("old2.service") || !n.exists("new.service") {
+		t.Errorf("old1 %v old2 %v new %v", n.exists("old1.service"), n.exists("old2.service"), n.exists("new.service"))
+	}
+	for _, u := range n.state().Units {
+		if u.Set != "main" {
+			t.Errorf("%s is in set %q, want main", u.Name, u.Set)
+		}
+	}
+	// old1 was taken over, not rewritten or restarted.
+	for _, f := range p.Files {
+		if f.Unit == "old1.service" && f.Op != apply.OpUnchanged {
+			t.Errorf("old1.service: %s", f.Op)
+		}
+	}
+}
+
+// TestSpecSetsDirPrune: with SpecDir, a set last applied from a file of
+// that directory that is not among the sets (its file was removed) is
+// pruned; a set applied from elsewhere is not.
+func TestSpecSetsDirPrune(t *testing.T) {
+	n := newNode(t)
+	dir := "/etc/hostprov/hooks.d"
+	a := set(t, "a", dir+"/a.yaml", "- name: a\n  exec: [/bin/true]\n")
+	b := set(t, "b", dir+"/b.yaml", "- name: b\n  exec: [/bin/true]\n")
+	other := set(t, "other", "/root/other.yaml", "- name: o\n  exec: [/bin/true]\n")
+	inDir := func(o *apply.Options) { o.SpecDir = dir }
+	n.applySets(t, []apply.SpecSet{a, b}, inDir)
+	n.applySets(t, []apply.SpecSet{other})
+	_, calls := n.applySets(t, []apply.SpecSet{a}, inDir)
+	if n.exists("b.service") || !n.exists("a.service") || !n.exists("o.service") {
+		t.Errorf("after b.yaml went: a %v b %v o %v", n.exists("a.service"), n.exists("b.service"), n.exists("o.service"))
+	}
+	if got := strings.Count(strings.Join(calls, "\n"), "reload"); got != 1 {
+		t.Errorf("%d reloads, want 1: %v", got, calls)
+	}
+}
