@@ -20,7 +20,6 @@ import (
 	"github.com/hostprov/hostprov/internal/sdbus"
 	"github.com/hostprov/hostprov/internal/suggest"
 	"github.com/hostprov/hostprov/pkg/apply"
-	"github.com/hostprov/hostprov/pkg/render"
 )
 
 // callTimeout bounds connecting to systemd and each call that it answers
@@ -251,11 +250,11 @@ With --detailed-exitcode the exit code says the outcome, as Terraform's does:
 					return err
 				}
 				cf.apply(&opts)
-				us, err := sf.load(c)
-				if err != nil {
+				if _, err := sf.load(c); err != nil {
 					return err
 				}
-				return runPlan(c, us, opts, nf.output, detailed)
+				opts.SpecDir = sf.specDir()
+				return runPlan(c, sf.sets, opts, nf.output, detailed)
 			}()
 			var ee *exitError
 			if detailed && errors.As(err, &ee) && ee != errChanges && ee != errDrift && ee.code == ExitInvalid {
@@ -274,9 +273,9 @@ With --detailed-exitcode the exit code says the outcome, as Terraform's does:
 // runPlan prints the plan of the units. It fails when the plan has
 // conflicts, and with detailed returns exit code 2 when it has changes and
 // 3 when it has none but drift.
-func runPlan(c *cobra.Command, us []render.Unit, opts apply.Options, output string, detailed bool) error {
+func runPlan(c *cobra.Command, sets []apply.SpecSet, opts apply.Options, output string, detailed bool) error {
 	return showPlan(c, opts, output, detailed, func(ctx context.Context, st *apply.State) (*apply.Plan, error) {
-		return apply.NewPlan(ctx, us, st, opts)
+		return apply.NewPlanSets(ctx, sets, st, opts)
 	})
 }
 
@@ -404,10 +403,10 @@ to finish. A second signal ends hostprov at once.`,
 			if err != nil {
 				return err
 			}
-			var us []render.Unit
+			opts.SpecDir = sf.specDir()
 			rendered := false
 			build := func() error {
-				us, err = sf.build(c, in)
+				_, err = sf.build(c, in)
 				rendered = true
 				if sf.diagnosed {
 					// Rendered again every time, so that every
@@ -420,7 +419,7 @@ to finish. A second signal ends hostprov at once.`,
 				if err := build(); err != nil {
 					return err
 				}
-				return runPlan(c, us, opts, nf.output, false)
+				return runPlan(c, sf.sets, opts, nf.output, false)
 			}
 			// A re-apply of the inputs of the last apply renders
 			// nothing: the state and the unit files say all there is
@@ -443,7 +442,7 @@ to finish. A second signal ends hostprov at once.`,
 						return nil, err
 					}
 				}
-				return apply.NewPlan(ctx, us, st, opts)
+				return apply.NewPlanSets(ctx, sf.sets, st, opts)
 			})
 		},
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hostprov/hostprov/internal/inputs"
+	"github.com/hostprov/hostprov/pkg/apply"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/kops"
 	"github.com/hostprov/hostprov/pkg/render"
@@ -24,6 +26,7 @@ import (
 // are rendered instead.
 type specFlags struct {
 	files  []string
+	dir    string // -d: every *.yaml of it, each a spec set
 	strict bool
 	// kops manifests only.
 	role          string
@@ -38,12 +41,18 @@ type specFlags struct {
 
 	// diagnosed is set once rendering printed a diagnostic.
 	diagnosed bool
+	// sets are the spec sets build made: one per hostprov spec, or one
+	// for the kops manifests together.
+	sets []apply.SpecSet
 }
 
 func (f *specFlags) register(c *cobra.Command) {
 	f.kopsFlags = true
 	c.Flags().StringArrayVarP(&f.files, "file", "f", []string{"hostprov.yaml"},
-		`hook spec to read ("-" for standard input); repeat it for kops manifests (-f cluster.yaml -f ig.yaml)`)
+		`hook spec to read ("-" for standard input); repeat it for several specs, each its own spec set, or for kops manifests (-f cluster.yaml -f ig.yaml)`)
+	c.Flags().StringVarP(&f.dir, "dir", "d", "",
+		"read every *.yaml file of this directory, in lexical order, each its own spec set (as /etc/hostprov/hooks.d)")
+	c.MarkFlagsMutuallyExclusive("file", "dir")
 	c.Flags().BoolVar(&f.strict, "strict", false, "treat warnings as errors")
 	c.Flags().StringVar(&f.role, "role", "", "kops manifests: render the hooks of this instance group role (Node, ControlPlane, APIServer, Bastion; Master is ControlPlane)")
 	c.Flags().StringVar(&f.instanceGroup, "instance-group", "", "kops manifests: render for this instance group (needed when the files hold several)")
@@ -66,10 +75,17 @@ func (f *specFlags) load(c *cobra.Command) ([]render.Unit, error) {
 	return f.build(c, in)
 }
 
-// read reads the input files.
+// read reads the input files: those of -f, or every *.yaml of -d.
 func (f *specFlags) read(c *cobra.Command) ([]inputs.File, error) {
+	files := f.files
+	if f.dir != "" {
+		var err error
+		if files, err = specDir(f.dir); err != nil {
+			return nil, err
+		}
+	}
 	var in []inputs.File
-	for _, file := range f.files {
+	for _, file := range files {
 		name, data, err := readSpec(c, file)
 		if err != nil {
 			return nil, err
@@ -105,17 +121,128 @@ func (f *specFlags) build(c *cobra.Command, in []inputs.File) ([]render.Unit, er
 		isKops = isKops || kopsManifest(i.Data)
 	}
 	if !isKops {
-		if len(in) != 1 {
-			return nil, invalid("-f is given %d times: a hostprov spec is one file (several -f are for kops manifests)", len(in))
-		}
 		for _, flag := range []string{"role", "instance-group", "compat", "runtime"} {
-			if f.kopsFlags && c.Flags().Changed(flag) {
+			if f.kopsFlags && c.Flags().Changed(flag) && len(in) > 0 {
 				return nil, invalid("--%s is for kops manifests, but %s is a hostprov spec", flag, in[0].Name)
 			}
 		}
-		us, diags := render.Build(in[0].Name, in[0].Data)
-		return us, f.verdict(c, in[0].Name, diags)
+		return f.buildSets(c, in)
 	}
+	if f.dir != "" {
+		return nil, invalid("%s: -d reads hostprov specs, each its own spec set; give kops manifests with -f", f.dir)
+	}
+	us, err := f.buildKops(c, in)
+	if err == nil {
+		name := strings.TrimSuffix(filepath.Base(in[0].Name), filepath.Ext(in[0].Name))
+		f.sets = []apply.SpecSet{{Name: setName(name), Units: us}}
+	}
+	return us, err
+}
+
+// buildSets renders each hostprov spec as its own spec set, named by its
+// metadata.name or else after its file, and reports, at both hooks, a unit
+// that two of them make and a name that two of them have.
+func (f *specFlags) buildSets(c *cobra.Command, in []inputs.File) ([]render.Unit, error) {
+	var all []render.Unit
+	var diags hooks.Diagnostics
+	var labels []string
+	bySet := map[string]hooks.Position{} // set name -> where it is named
+	byUnit := map[string]render.Unit{}   // unit -> the first hook that makes it
+	setOfUnit := map[string]string{}     // unit -> its set
+	f.sets = nil
+	for _, i := range in {
+		spec, us, d := render.BuildSpec(i.Name, i.Data)
+		diags = append(diags, d...)
+		labels = append(labels, i.Name)
+		if spec == nil {
+			continue
+		}
+		name, where := spec.Name, spec.Where("metadata.name")
+		if name == "" {
+			name, where = setName(strings.TrimSuffix(filepath.Base(i.Name), filepath.Ext(i.Name))), hooks.Position{File: i.Name}
+			if err := hooks.CheckSetName(name); err != nil {
+				diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: i.Name}, Message: fmt.Sprintf("the spec has no metadata.name, and its file's name does not make one: %v", err),
+					Hint: "give the spec a name: metadata: {name: NAME}"})
+				continue
+			}
+		}
+		if prev, dup := bySet[name]; dup {
+			diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: where, Path: "metadata.name",
+				Message: fmt.Sprintf("spec set %s is named already at %s: each spec of a node is its own set", name, prev),
+				Hint:    "give one of them another metadata.name"})
+			continue
+		}
+		bySet[name] = where
+		for _, u := range us {
+			if o, dup := byUnit[u.Name]; dup {
+				diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: u.Pos, Path: fmt.Sprintf("hooks[%d]", u.Hook),
+					Message: fmt.Sprintf("%s is made by spec set %s already, at %s: a unit belongs to one set", u.Name, setOfUnit[u.Name], o.Pos),
+					Hint:    "remove the hook from one of the specs, or give it another name"})
+				continue
+			}
+			byUnit[u.Name], setOfUnit[u.Name] = u, name
+		}
+		all = append(all, us...)
+		f.sets = append(f.sets, apply.SpecSet{Name: name, Units: us})
+	}
+	label := strings.Join(labels, ", ")
+	if f.dir != "" {
+		label = f.dir
+	}
+	if len(in) == 0 {
+		label = f.dir + " (no *.yaml file)"
+	}
+	return all, f.verdict(c, label, diags)
+}
+
+// specDir is the absolute directory of -d, or "".
+func (f *specFlags) specDir() string {
+	if f.dir == "" {
+		return ""
+	}
+	abs, err := filepath.Abs(f.dir)
+	if err != nil {
+		return f.dir
+	}
+	return abs
+}
+
+// setName is a spec set's name made from a file's: "<stdin>" (-f -) is
+// "stdin".
+func setName(base string) string {
+	if base == "<stdin>" {
+		return "stdin"
+	}
+	return base
+}
+
+// specDir lists the specs of a directory (-d): its *.yaml files, in
+// lexical order; hidden files (an editor's, a package manager's) are none.
+func specDir(dir string) ([]string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, failure("%v", err)
+	}
+	ents, err := os.ReadDir(abs)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, invalid("%s: no such directory; give the directory of hook specs with -d DIR", dir)
+		}
+		return nil, failure("%v", err)
+	}
+	var files []string
+	for _, e := range ents {
+		n := e.Name()
+		if strings.HasPrefix(n, ".") || !strings.HasSuffix(n, ".yaml") || e.IsDir() {
+			continue
+		}
+		files = append(files, filepath.Join(abs, n))
+	}
+	return files, nil
+}
+
+// buildKops renders the hooks of kops manifests.
+func (f *specFlags) buildKops(c *cobra.Command, in []inputs.File) ([]render.Unit, error) {
 
 	var ms []*kops.Manifests
 	var diags hooks.Diagnostics

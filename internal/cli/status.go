@@ -138,7 +138,7 @@ func unitFailed(r apply.UnitReport) bool {
 // writeStatus prints the reports as a table, one unit a line.
 func writeStatus(w io.Writer, rs []apply.UnitReport) {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "UNIT\tHOOK\tLOAD\tENABLED\tACTIVE\tSUB\tRESULT\tEXIT\tSTARTED\tSTOPPED\tFILES\tRELOAD")
+	fmt.Fprintln(tw, "UNIT\tSET\tHOOK\tLOAD\tENABLED\tACTIVE\tSUB\tRESULT\tEXIT\tSTARTED\tSTOPPED\tFILES\tRELOAD")
 	for _, r := range rs {
 		files := "ok"
 		if r.Drift {
@@ -165,7 +165,7 @@ func writeStatus(w io.Writer, rs []apply.UnitReport) {
 		if r.Error != "" {
 			load = "error: " + r.Error
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", unit, dash(r.Hook), load, dash(r.UnitFileState), dash(r.ActiveState),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", unit, dash(r.Set), dash(r.Hook), load, dash(r.UnitFileState), dash(r.ActiveState),
 			dash(r.SubState), dash(r.Result), exitText(r), when(r.ActiveEnter), when(r.InactiveEnter), files, reload)
 	}
 	tw.Flush()
