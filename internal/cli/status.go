@@ -13,15 +13,24 @@ import (
 )
 
 func newStatus() *cobra.Command {
-	var nf nodeFlags
+	var (
+		nf   nodeFlags
+		sets []string
+		dir  string
+	)
 	c := &cobra.Command{
-		Use:   "status [-o text|json]",
+		Use:   "status [--set NAME]... [-d DIR] [-o text|json]",
 		Short: "Show every unit hostprov installed: its state, result and drift",
 		Long: `Status lists every unit hostprov installed on this node (from its state), with what
 systemd says of it (load, active and sub state, result, how its main process exited,
 when it last started and stopped, whether systemd needs a reload to see its file) and
 whether its files still have the bytes hostprov wrote (drift). With --root only the
 files and enablement are known.
+
+Each unit belongs to the spec set that installed it (the SET column). --set NAME
+shows only that set's units (repeat it for several); -d DIR those of the specs of
+DIR, as apply -d DIR reads them (each spec's metadata.name, or its file's name). The
+exit code then speaks of those units only.
 
 The exit code says how the node is, for scripts and health checks:
 
@@ -64,6 +73,16 @@ to systemd has 30s to be answered.`,
 				}
 				defer closeFn()
 			}
+			if dir != "" {
+				names, err := setsOfDir(c, dir)
+				if err != nil {
+					return err
+				}
+				sets = append(sets, names...)
+			}
+			if c.Flags().Changed("set") || dir != "" {
+				st = onlySets(st, sets)
+			}
 			rs, err := apply.Report(ctx, sd, st, opts)
 			// What systemd did not say before the signal would show
 			// as errors of the units: say the one thing that happened.
@@ -88,7 +107,43 @@ to systemd has 30s to be answered.`,
 		},
 	}
 	nf.register(c)
+	c.Flags().StringArrayVar(&sets, "set", nil, "show only the units of this spec set (repeat for several)")
+	c.Flags().StringVarP(&dir, "dir", "d", "", "show only the units of the spec sets of this directory's *.yaml files")
 	return c
+}
+
+// setsOfDir names the spec sets of the specs of dir, as apply -d reads
+// them; a spec it cannot read is an error, with its diagnostics.
+func setsOfDir(c *cobra.Command, dir string) ([]string, error) {
+	sf := specFlags{dir: dir}
+	in, err := sf.read(c)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := sf.buildSets(c, in); err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, s := range sf.sets {
+		names = append(names, s.Name)
+	}
+	return names, nil
+}
+
+// onlySets is the state with only the units of the named spec sets.
+func onlySets(st *apply.State, names []string) *apply.State {
+	keep := map[string]bool{}
+	for _, n := range names {
+		keep[n] = true
+	}
+	out := *st
+	out.Units = nil
+	for _, u := range st.Units {
+		if keep[u.Set] {
+			out.Units = append(out.Units, u)
+		}
+	}
+	return &out
 }
 
 // Exit codes of status and plan --detailed-exitcode, besides ExitOK,
