@@ -404,10 +404,15 @@ func (f *File) Validate() error {
 //     idempotent);
 //   - sections of the same name merged, in the order [Unit], [Service],
 //     [Socket], [Mount], [Automount], [Swap], [Timer], [Path], [Slice],
-//     [Scope], then any other sections sorted bytewise, then [Install];
-//   - within a section, entries sorted by key with a stable sort, so
-//     repeated keys keep their order and an empty reset stays before the
-//     values that follow it;
+//     [Scope], then any other sections sorted bytewise, then [Install],
+//     except in the files whose sections systemd could tell apart in
+//     another order, which keep their sections as they are;
+//   - within a section, entries sorted by key, except that entries systemd
+//     could tell apart in another order keep their relative order (keys
+//     of one interaction class, and barriers), and ExecStartPre= comes
+//     before ExecStart= and ExecStartPost= after it. The exact rule, and
+//     why it loads exactly what the input loads, is written at the top of
+//     order.go;
 //   - each entry as "Key=Value" on one line, preceded by its comments; a
 //     section header preceded by its comments;
 //   - one blank line between sections, the Trailer after the last entry,
@@ -427,9 +432,10 @@ func (f *File) Canonical() []byte {
 	}
 	var order []*merged
 	byName := map[string]*merged{}
+	keep := keepSectionOrder(f)
 	for _, s := range f.Sections {
 		m := byName[s.Name]
-		if m == nil {
+		if m == nil || keep {
 			m = &merged{name: s.Name}
 			byName[s.Name] = m
 			order = append(order, m)
@@ -437,13 +443,15 @@ func (f *File) Canonical() []byte {
 		m.comments = append(m.comments, s.Comments...)
 		m.entries = append(m.entries, s.Entries...)
 	}
-	sort.SliceStable(order, func(i, j int) bool {
-		ri, rj := sectionRank(order[i].name), sectionRank(order[j].name)
-		if ri != rj {
-			return ri < rj
-		}
-		return ri == 10 && order[i].name < order[j].name
-	})
+	if !keep {
+		sort.SliceStable(order, func(i, j int) bool {
+			ri, rj := sectionRank(order[i].name), sectionRank(order[j].name)
+			if ri != rj {
+				return ri < rj
+			}
+			return ri == 10 && order[i].name < order[j].name
+		})
+	}
 
 	// The buffer is sized once, for at most what is written, so that
 	// the unit's bytes are not copied as it grows and a caller that keeps
@@ -470,7 +478,7 @@ func (f *File) Canonical() []byte {
 		b.WriteString(oneLine(m.name))
 		b.WriteString("]\n")
 		entries := append([]*Entry(nil), m.entries...)
-		sort.SliceStable(entries, func(i, j int) bool { return entries[i].Key < entries[j].Key })
+		sortEntries(m.name, entries)
 		for _, e := range entries {
 			writeComments(e.Comments)
 			b.WriteString(oneLine(e.Key))

@@ -147,12 +147,12 @@ func TestCanonical(t *testing.T) {
 		{
 			"stable sort keeps resets and repeats",
 			"[Service]\nType=oneshot\nExecStart=\nEnvironment=B=2\nExecStart=/bin/one\nEnvironment=A=1\nExecStart=/bin/two\nExecStartPre=/bin/pre\n",
-			"[Service]\nEnvironment=B=2\nEnvironment=A=1\nExecStart=\nExecStart=/bin/one\nExecStart=/bin/two\nExecStartPre=/bin/pre\nType=oneshot\n",
+			"[Service]\nEnvironment=B=2\nEnvironment=A=1\nExecStartPre=/bin/pre\nExecStart=\nExecStart=/bin/one\nExecStart=/bin/two\nType=oneshot\n",
 		},
 		{
 			"comments move with entries",
-			"# header\n[Unit]\n# why b\nB=2\n# why a\nA=1\n\n# about install\n[Install]\nWantedBy=x.target\n# end\n",
-			"# header\n[Unit]\n# why a\nA=1\n# why b\nB=2\n\n# about install\n[Install]\nWantedBy=x.target\n# end\n",
+			"# header\n[Unit]\n# why b\nDescription=2\n# why a\nAfter=1\n\n# about install\n[Install]\nWantedBy=x.target\n# end\n",
+			"# header\n[Unit]\n# why a\nAfter=1\n# why b\nDescription=2\n\n# about install\n[Install]\nWantedBy=x.target\n# end\n",
 		},
 		{
 			"continuation joined",
@@ -165,7 +165,7 @@ func TestCanonical(t *testing.T) {
 			"[Service]\nA=x\\ \n",
 		},
 		{"CRLF and spaces", "[Unit]\r\nA = 1\r\n", "[Unit]\nA=1\n"},
-		{"bytewise key order", "[Unit]\nb=1\nB=2\na=3\n", "[Unit]\nB=2\na=3\nb=1\n"},
+		{"bytewise key order", "[Unit]\nX-b=1\nX-B=2\nX-a=3\n", "[Unit]\nX-B=2\nX-a=3\nX-b=1\n"},
 		{"empty file", "", ""},
 		{"only comments", "# a\n\n# b\n", "# a\n# b\n"},
 	}

@@ -1,0 +1,106 @@
+package units
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// interactionCases are small units in which a plain sort by key would change
+// what systemd loads; each keeps the order it must keep. The rig test loads
+// every one of them into a real systemd, as written and as formatted.
+var interactionCases = []struct {
+	name, in, want string
+}{
+	{"stdin buffer", "[Service]\nStandardInputText=a\nStandardInputData=Yg==\nStandardInputText=c\nExecStart=/bin/cat\nStandardInput=data\n",
+		"[Service]\nExecStart=/bin/cat\nStandardInput=data\nStandardInputText=a\nStandardInputData=Yg==\nStandardInputText=c\n"},
+	{"listen order", "[Socket]\nListenStream=/run/x.stream\nListenDatagram=/run/x.dgram\nListenFIFO=/run/x.fifo\nAccept=no\n",
+		"[Socket]\nAccept=no\nListenStream=/run/x.stream\nListenDatagram=/run/x.dgram\nListenFIFO=/run/x.fifo\n"},
+	{"listen reset", "[Socket]\nListenStream=/run/a\nListenDatagram=\nListenStream=/run/b\n",
+		"[Socket]\nListenStream=/run/a\nListenDatagram=\nListenStream=/run/b\n"},
+	{"condition reset", "[Unit]\nConditionPathExists=/x\nConditionFileNotEmpty=\nAssertPathExists=/y\nAssertFileNotEmpty=\nDescription=d\n",
+		"[Unit]\nAssertPathExists=/y\nAssertFileNotEmpty=\nConditionPathExists=/x\nConditionFileNotEmpty=\nDescription=d\n"},
+	{"condition order", "[Unit]\nConditionVirtualization=!container\nConditionArchitecture=x86-64\nConditionACPower=true\n",
+		"[Unit]\nConditionVirtualization=!container\nConditionArchitecture=x86-64\nConditionACPower=true\n"},
+	{"timer values", "[Timer]\nOnCalendar=daily\nOnBootSec=\nOnUnitActiveSec=1h\nAccuracySec=1s\n",
+		"[Timer]\nAccuracySec=1s\nOnCalendar=daily\nOnBootSec=\nOnUnitActiveSec=1h\n"},
+	{"path watches", "[Path]\nPathExists=/a\nPathChanged=\nPathModified=/b\nDirectoryNotEmpty=/c\n",
+		"[Path]\nPathExists=/a\nPathChanged=\nPathModified=/b\nDirectoryNotEmpty=/c\n"},
+	{"credentials", "[Service]\nLoadCredentialEncrypted=a:/a\nLoadCredential=b:/b\nSetCredentialEncrypted=c:Yw==\nSetCredential=d:d\nExecStart=/bin/true\n",
+		"[Service]\nExecStart=/bin/true\nLoadCredentialEncrypted=a:/a\nLoadCredential=b:/b\nSetCredentialEncrypted=c:Yw==\nSetCredential=d:d\n"},
+	{"bind mounts", "[Service]\nBindReadOnlyPaths=/a\nBindPaths=/b\nExecStart=/bin/true\n",
+		"[Service]\nBindReadOnlyPaths=/a\nBindPaths=/b\nExecStart=/bin/true\n"},
+	{"legacy path keys", "[Service]\nReadWritePaths=/a\nReadWriteDirectories=\nReadOnlyPaths=/b\nReadOnlyDirectories=\nInaccessiblePaths=/c\nInaccessibleDirectories=\nExecStart=/bin/true\n",
+		"[Service]\nExecStart=/bin/true\nInaccessiblePaths=/c\nInaccessibleDirectories=\nReadOnlyPaths=/b\nReadOnlyDirectories=\nReadWritePaths=/a\nReadWriteDirectories=\n"},
+	{"timeouts", "[Service]\nTimeoutStopSec=5\nTimeoutSec=30\nTimeoutStartSec=7\nExecStart=/bin/true\n",
+		"[Service]\nExecStart=/bin/true\nTimeoutStopSec=5\nTimeoutSec=30\nTimeoutStartSec=7\n"},
+	{"aliases", "[Unit]\nStartLimitIntervalSec=5\nStartLimitInterval=7\nOnFailureJobMode=fail\nOnFailureIsolate=yes\nBindsTo=a.service\nBindTo=b.service\nJobTimeoutSec=5\nJobRunningTimeoutSec=9\n",
+		"[Unit]\nBindsTo=a.service\nBindTo=b.service\nJobTimeoutSec=5\nJobRunningTimeoutSec=9\nOnFailureJobMode=fail\nOnFailureIsolate=yes\nStartLimitIntervalSec=5\nStartLimitInterval=7\n"},
+	{"scheduling", "[Service]\nCPUSchedulingPriority=50\nCPUSchedulingPolicy=other\nIOSchedulingPriority=3\nIOSchedulingClass=idle\nSyslogLevel=debug\nSyslogFacility=local0\nExecStart=/bin/true\n",
+		"[Service]\nCPUSchedulingPriority=50\nCPUSchedulingPolicy=other\nExecStart=/bin/true\nIOSchedulingPriority=3\nIOSchedulingClass=idle\nSyslogLevel=debug\nSyslogFacility=local0\n"},
+	{"legacy section", "[Service]\nStartLimitBurst=3\nExecStart=/bin/true\n[Unit]\nStartLimitBurst=9\nDescription=d\n",
+		"[Service]\nExecStart=/bin/true\nStartLimitBurst=3\n\n[Unit]\nDescription=d\nStartLimitBurst=9\n"},
+	{"legacy section merged when in order", "[Unit]\nStartLimitBurst=9\n[Service]\nStartLimitBurst=3\nExecStart=/bin/true\n",
+		"[Unit]\nStartLimitBurst=9\n\n[Service]\nExecStart=/bin/true\nStartLimitBurst=3\n"},
+	{"fatal specifier", "[Service]\nType=oneshot\nExecStart=/bin/test %m = x\nEnvironment=A=1\nExecStart=/bin/true\n[Unit]\nDescription=d\n",
+		"[Service]\nType=oneshot\nExecStart=/bin/test %m = x\nEnvironment=A=1\nExecStart=/bin/true\n\n[Unit]\nDescription=d\n"},
+	{"unknown key is a barrier", "[Service]\nType=oneshot\nFutureKey=1\nExecStart=/bin/true\nEnvironment=A=1\n",
+		"[Service]\nType=oneshot\nFutureKey=1\nEnvironment=A=1\nExecStart=/bin/true\n"},
+	{"lifecycle", "[Service]\nExecStartPost=/bin/post\nExecStart=/bin/main\nExecStartPre=/bin/pre\nExecStopPost=/bin/stoppost\nExecStop=/bin/stop\n",
+		"[Service]\nExecStartPre=/bin/pre\nExecStart=/bin/main\nExecStartPost=/bin/post\nExecStop=/bin/stop\nExecStopPost=/bin/stoppost\n"},
+	{"socket lifecycle", "[Socket]\nExecStopPost=/bin/b\nExecStopPre=/bin/a\nExecStartPost=/bin/d\nExecStartPre=/bin/c\nListenStream=/run/s\n",
+		"[Socket]\nExecStartPre=/bin/c\nExecStartPost=/bin/d\nExecStopPre=/bin/a\nExecStopPost=/bin/b\nListenStream=/run/s\n"},
+}
+
+func TestCanonicalInteractions(t *testing.T) {
+	for _, tt := range interactionCases {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Format([]byte(tt.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, string(got)); diff != "" {
+				t.Errorf("Format (-want +got):\n%s", diff)
+			}
+			again, err := Format(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(again, got) {
+				t.Errorf("not idempotent:\n%s\nthen\n%s", got, again)
+			}
+		})
+	}
+}
+
+// TestInteractionClassesKnown keeps the class table in step with the
+// generated vocabulary: a key systemd does not know, or a class that no
+// longer has two keys, means the table describes another systemd.
+func TestInteractionClassesKnown(t *testing.T) {
+	members := map[string][]string{}
+	for full, c := range classOf {
+		sec, key, _ := strings.Cut(full, ".")
+		if !KnownDirective(sec, key) {
+			t.Errorf("class %s: %s is not a directive systemd knows", c, full)
+		}
+		members[c] = append(members[c], full)
+	}
+	for _, c := range interactionClasses {
+		if len(members[c.name]) < 2 {
+			t.Errorf("class %s has %d keys; a class of one key is the plain sort", c.name, len(members[c.name]))
+		}
+		if c.reason == "" {
+			t.Errorf("class %s has no reason", c.name)
+		}
+	}
+	for _, full := range knownDirectives {
+		sec, key, _ := strings.Cut(full, ".")
+		for _, p := range []string{"Condition", "Assert"} {
+			if sec == SectionUnit && strings.HasPrefix(key, p) && classOf[full] != p {
+				t.Errorf("%s is not in class %s", full, p)
+			}
+		}
+	}
+}
