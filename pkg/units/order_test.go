@@ -12,7 +12,8 @@ import (
 // what systemd loads; each keeps the order it must keep. The rig test loads
 // every one of them into a real systemd, as written and as formatted.
 var interactionCases = []struct {
-	name, in, want string
+	// Name, In and Want are exported for the rig test in units_test.
+	Name, In, Want string
 }{
 	{"stdin buffer", "[Service]\nStandardInputText=a\nStandardInputData=Yg==\nStandardInputText=c\nExecStart=/bin/cat\nStandardInput=data\n",
 		"[Service]\nExecStart=/bin/cat\nStandardInput=data\nStandardInputText=a\nStandardInputData=Yg==\nStandardInputText=c\n"},
@@ -46,6 +47,8 @@ var interactionCases = []struct {
 		"[Unit]\nStartLimitBurst=9\n\n[Service]\nExecStart=/bin/true\nStartLimitBurst=3\n"},
 	{"fatal specifier", "[Service]\nType=oneshot\nExecStart=/bin/test %m = x\nEnvironment=A=1\nExecStart=/bin/true\n[Unit]\nDescription=d\n",
 		"[Service]\nType=oneshot\nExecStart=/bin/test %m = x\nEnvironment=A=1\nExecStart=/bin/true\n\n[Unit]\nDescription=d\n"},
+	{"fatal specifier of a missing user", "[Service]\nUser=hp-no-such-user\nType=oneshot\nExecStart=/bin/echo %U\nRemainAfterExit=yes\n",
+		"[Service]\nType=oneshot\nUser=hp-no-such-user\nExecStart=/bin/echo %U\nRemainAfterExit=yes\n"},
 	{"unknown key is a barrier", "[Service]\nType=oneshot\nFutureKey=1\nExecStart=/bin/true\nEnvironment=A=1\n",
 		"[Service]\nType=oneshot\nFutureKey=1\nEnvironment=A=1\nExecStart=/bin/true\n"},
 	{"lifecycle", "[Service]\nExecStartPost=/bin/post\nExecStart=/bin/main\nExecStartPre=/bin/pre\nExecStopPost=/bin/stoppost\nExecStop=/bin/stop\n",
@@ -56,12 +59,12 @@ var interactionCases = []struct {
 
 func TestCanonicalInteractions(t *testing.T) {
 	for _, tt := range interactionCases {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := Format([]byte(tt.in))
+		t.Run(tt.Name, func(t *testing.T) {
+			got, err := Format([]byte(tt.In))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want, string(got)); diff != "" {
+			if diff := cmp.Diff(tt.Want, string(got)); diff != "" {
 				t.Errorf("Format (-want +got):\n%s", diff)
 			}
 			again, err := Format(got)

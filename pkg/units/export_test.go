@@ -1,0 +1,5 @@
+package units
+
+// InteractionCases gives the rig test in package units_test the
+// constructed units of order_test.go.
+var InteractionCases = interactionCases
