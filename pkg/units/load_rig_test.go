@@ -32,7 +32,9 @@ type dirList []string
 func (d *dirList) String() string     { return strings.Join(*d, ",") }
 func (d *dirList) Set(v string) error { *d = append(*d, v); return nil }
 
-func init() { flag.Var(&extraUnitDirs, "units.dir", "also compare the unit files under this directory (repeatable)") }
+func init() {
+	flag.Var(&extraUnitDirs, "units.dir", "also compare the unit files under this directory (repeatable)")
+}
 
 // loadCase is one unit file to load under a name of the test's choosing.
 type loadCase struct {
