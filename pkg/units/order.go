@@ -32,13 +32,15 @@ import (
 //     the entries between two barriers are sorted among themselves only.
 //     A key systemd 252 does not know is a barrier (it may be a newer
 //     systemd's key that interacts with anything; "X-" keys, which every
-//     systemd ignores, are not). So is an entry whose parser stops reading
-//     the whole file when it fails (Exec*=, User=, Group=,
-//     SupplementaryGroups=, WorkingDirectory=, RootDirectory=, RootImage=,
-//     RootVerity=) and whose value holds a specifier other than "%%": how
-//     specifiers resolve depends on the machine (%m without a machine id,
-//     %h of a user that does not exist), and what systemd read before the
-//     failing line is what it loads.
+//     systemd ignores, are not). So is an entry whose parser makes the
+//     whole file fail and stops reading it when it refuses the value
+//     (Exec*=, User=, Group=, SupplementaryGroups=, SocketUser=,
+//     SocketGroup=, WorkingDirectory=, RootDirectory=, RootImage=,
+//     RootVerity=, DynamicUser=; see fatalCheck) unless its value surely
+//     loads: what systemd read before the failing line is what it loads.
+//     A specifier other than "%%" never surely loads, since how it
+//     resolves depends on the machine (%m without a machine id, %z not at
+//     all).
 //  5. Sections are merged by name and put in the fixed section order,
 //     unless the file holds such a fatal-capable barrier, or keys of one
 //     class in two different sections (the legacy [Service] copies of
@@ -146,12 +148,100 @@ var lifecycle = map[string]struct {
 	"ExecStopPost":  {"ExecStop", 2},
 }
 
-// fatalKeys are the keys whose parser, in systemd 252, makes the whole
-// file fail to load (and stops reading it) when a specifier in the value
-// cannot be resolved. Exec*= command keys are matched by prefix.
-var fatalKeys = map[string]bool{
-	"User": true, "Group": true, "SupplementaryGroups": true, "WorkingDirectory": true,
-	"RootDirectory": true, "RootImage": true, "RootVerity": true,
+// fatalCheck holds, for each key whose parser in systemd 252 makes the
+// whole file fail to load when it refuses the value (and stops reading it
+// there), a check of the values that surely load. Exec*= command keys are
+// matched by prefix, see isExecCommand.
+var fatalCheck = map[string]func(string) bool{
+	// config_parse_user_group_compat and its list form.
+	"User": validUserName, "Group": validUserName, "SocketUser": validUserName, "SocketGroup": validUserName,
+	"SupplementaryGroups": func(v string) bool {
+		for _, w := range strings.Fields(v) {
+			if !validUserName(w) {
+				return false
+			}
+		}
+		return true
+	},
+	// config_parse_working_directory.
+	"WorkingDirectory": func(v string) bool {
+		v = strings.TrimPrefix(v, "-")
+		return v == "" || v == "~" || cleanAbsolute(v)
+	},
+	// config_parse_unit_path_printf with its fatal flag set.
+	"RootDirectory": emptyOrCleanAbsolute, "RootImage": emptyOrCleanAbsolute, "RootVerity": emptyOrCleanAbsolute,
+	// config_parse_bool with its fatal flag set.
+	"DynamicUser": func(v string) bool {
+		switch strings.ToLower(v) {
+		case "", "1", "yes", "y", "true", "t", "on", "0", "no", "n", "false", "f", "off":
+			return true
+		}
+		return false
+	},
+}
+
+// validUserName is a conservative subset of the names systemd's relaxed
+// user and group name check accepts: a name that passes surely loads.
+func validUserName(v string) bool {
+	if v == "" {
+		return true
+	}
+	if len(v) > 31 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_':
+		case (c == '-' || c == '.') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func emptyOrCleanAbsolute(v string) bool { return v == "" || cleanAbsolute(v) }
+
+// cleanAbsolute reports whether p is an absolute path without "." or ".."
+// components, which systemd accepts as such.
+func cleanAbsolute(p string) bool {
+	if !strings.HasPrefix(p, "/") {
+		return false
+	}
+	for _, c := range strings.Split(p, "/") {
+		if c == "." || c == ".." {
+			return false
+		}
+	}
+	return true
+}
+
+// isExecCommand reports whether key holds a command line (config_parse_exec).
+func isExecCommand(key string) bool {
+	return strings.HasPrefix(key, "Exec") && key != "ExecSearchPath" && key != "ExecPaths"
+}
+
+// execLoads reports whether an Exec*= value surely loads: an empty reset,
+// or a command whose prefix systemd 252 accepts and that SplitExec reads.
+func execLoads(v string) bool {
+	if v == "" {
+		return true
+	}
+	seen := map[byte]int{}
+	i := 0
+	for ; i < len(v) && strings.IndexByte("-@:+!", v[i]) >= 0; i++ {
+		seen[v[i]]++
+	}
+	if seen['-'] > 1 || seen['@'] > 1 || seen[':'] > 1 || seen['+'] > 1 || seen['!'] > 2 || seen['+'] > 0 && seen['!'] > 0 {
+		return false
+	}
+	words, err := SplitExec(v[i:])
+	if err != nil {
+		return false
+	}
+	// With '@' the second word is argv[0], and it must be there.
+	return seen['@'] == 0 || len(words) >= 2
 }
 
 // classOf maps "Section.Key" to its class name, for keys in a class of
@@ -208,14 +298,22 @@ func isExecSection(section string) bool {
 	return false
 }
 
-// fatalBarrier reports whether e may make systemd stop reading the file,
-// depending on the machine it loads on.
+// fatalBarrier reports whether e may make systemd stop reading the file:
+// its key's parser fails the whole file on a value it refuses, and the
+// value is not one that surely loads. A specifier other than "%%" may
+// fail to resolve on some machine, so it never surely loads.
 func fatalBarrier(section string, e *Entry) bool {
 	if !isExecSection(section) {
 		return false
 	}
-	fatal := fatalKeys[e.Key] || strings.HasPrefix(e.Key, "Exec") && e.Key != "ExecSearchPath" && e.Key != "ExecPaths"
-	return fatal && strings.Contains(strings.ReplaceAll(e.Value, "%%", ""), "%")
+	check, ok := fatalCheck[e.Key]
+	if isExecCommand(e.Key) {
+		check, ok = execLoads, true
+	}
+	if !ok {
+		return false
+	}
+	return strings.Contains(strings.ReplaceAll(e.Value, "%%", ""), "%") || !check(e.Value)
 }
 
 // barrier reports whether e keeps its place relative to every entry of its
