@@ -8,14 +8,21 @@ import (
 )
 
 // meaning is what systemd makes of a file regardless of layout: per
-// section name and key, the ordered list of values.
+// interaction class (see order.go), the ordered list of its entries, and
+// per section the order of its barriers.
 func meaning(f *File) map[string][]string {
 	m := map[string][]string{}
 	for _, s := range f.Sections {
 		m["["+s.Name+"]"] = append(m["["+s.Name+"]"], []string(nil)...)
 		for _, e := range s.Entries {
-			k := s.Name + "\x00" + e.Key
-			m[k] = append(m[k], e.Value)
+			class, ok := classOf[s.Name+"."+e.Key]
+			if !ok {
+				class = s.Name + "." + e.Key
+			}
+			m[class] = append(m[class], s.Name+"."+e.Key+"="+e.Value)
+			if barrier(s.Name, e) {
+				m["barriers of ["+s.Name+"]"] = append(m["barriers of ["+s.Name+"]"], e.Key+"="+e.Value)
+			}
 		}
 	}
 	return m
@@ -44,6 +51,8 @@ func FuzzParseCanonical(f *testing.F) {
 		"\xef\xbb\xbf[Unit]\r\nA = 1\r\n[X-Foo]\rK=v\r",
 		"[a]b]\nk=v\n[[c]\nx y=\n",
 		"; only comments\n# here\n",
+		"[Socket]\nListenStream=/a\nListenDatagram=\nAccept=no\nListenFIFO=/b\n[Service]\nStartLimitBurst=1\n[Unit]\nStartLimitBurst=2\n",
+		"[Service]\nType=oneshot\nExecStart=/bin/echo %z\nExecStartPre=/bin/a\nUser=x:y\nFoo=1\nEnvironment=A=1\n",
 	} {
 		f.Add([]byte(seed))
 	}
