@@ -259,6 +259,14 @@ func quoteScalar(n *yaml.Node) string {
 // slice, because for wantedBy "[]" and "not given" mean different things.
 // example is a sample list for hints, such as `["/usr/bin/true"]`.
 func (d *decoder) strList(v value, example string) ([]string, bool) {
+	return d.strItems(v, example, false)
+}
+
+// strItems is strList; with args, the items after the first may hold line
+// breaks and other control characters: they are the arguments of a
+// command, which QuoteExec writes with C escapes inside quotes, so systemd
+// passes them to the program exactly as written.
+func (d *decoder) strItems(v value, example string, args bool) ([]string, bool) {
 	n := v.node
 	name := label(v.path)
 	switch {
@@ -280,7 +288,7 @@ func (d *decoder) strList(v value, example string) ([]string, bool) {
 		if !d.spend(c) {
 			break
 		}
-		s, good := d.str(d.item(v.path, i, c), false)
+		s, good := d.str(d.item(v.path, i, c), args && i > 0)
 		ok = ok && good
 		out = append(out, s)
 	}
@@ -314,7 +322,7 @@ func (d *decoder) argv(v value) []string {
 			fmt.Sprintf("write %s: [%s], one item per argument", lastKey(v.path), strings.Join(quoted, ", ")))
 		return nil
 	}
-	args, ok := d.strList(v, `["/usr/bin/true"]`)
+	args, ok := d.strItems(v, `["/usr/bin/true"]`, true)
 	switch {
 	case args == nil:
 	case len(args) == 0:

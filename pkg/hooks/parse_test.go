@@ -237,13 +237,16 @@ func TestParseDiagnostics(t *testing.T) {
 		{"block scalar in a one-line field", header + "- name: a\n  exec: [/bin/true]\n  description: |\n    text\n",
 			[]want{{"6:16", "hooks[0].description", `"\n"`, "use |- or a plain value", Error}}},
 		{"folded with strip is one line", header + "- name: a\n  exec: [/bin/true]\n  description: >-\n    one\n    line\n", nil},
-		{"control characters everywhere", header + "- name: a\n  exec: [/bin/true, \"a\\tb\"]\n  env: {A: \"x\\0\"}\n  directives:\n    Unit: [\"After=a\\rb\"]\n    \"X\\x7f\": [After=b]\n  wants: [\"a\\x1b.service\"]\n", []want{
-			{"5:21", "hooks[0].exec[1]", `exec[1] contains the control character "\t"`, "corrupt the unit line", Error},
+		{"control characters everywhere", header + "- name: a\n  exec: [\"/bin/tr\\tue\", \"a\\tb\"]\n  env: {A: \"x\\0\"}\n  directives:\n    Unit: [\"After=a\\rb\"]\n    \"X\\x7f\": [After=b]\n  wants: [\"a\\x1b.service\"]\n", []want{
+			{"5:10", "hooks[0].exec[0]", `exec[0] contains the control character "\t"`, "corrupt the unit line", Error},
 			{"6:12", "hooks[0].env.A", `"\x00"`, "corrupt the unit line", Error},
 			{"8:12", "hooks[0].directives.Unit[0]", `"\r"`, "inject a new line", Error},
 			{"9:5", "hooks[0].directives.X\x7f", `"\x7f"`, "corrupt the unit line", Error},
 			{"10:11", "hooks[0].wants[0]", `"\x1b"`, "", Error},
 		}},
+		// systemd passes C escapes inside quotes to the program as the
+		// characters they stand for, and QuoteExec writes them so.
+		{"exec arguments may hold control characters", header + "- name: a\n  exec: [/bin/printf, \"a\\nb\\tc\\x01\"]\n  pre: [[/bin/echo, \"x\\ry\"]]\n", nil},
 		{"manifest may hold line breaks and tabs", header + "- name: a\n  manifest: \"ExecStart=/bin/true\\n\\tx\\n\"\n", nil},
 
 		// Raw manifests.

@@ -67,6 +67,7 @@ var nastyArgv = [][]string{
 	{"/bin/echo", `'`, `"`, `'"'"'`},
 	{"/bin/echo", "-", "@", "+", "!", ":"},
 	{"/bin/echo", "multiple   spaces", "no\u00a0break"},
+	{"/bin/echo", "line1\nline2", "tab\there", "bell\a\x1b\x7f", "cr\rExecStart=/bin/evil", "trailing\n"},
 }
 
 // nastyEnv are environment values with everything that needs escaping.
