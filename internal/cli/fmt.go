@@ -19,9 +19,14 @@ func newFmt() *cobra.Command {
 		Use:   "fmt [-w|-l|-d] [FILE...]",
 		Short: "Canonicalise systemd unit files and drop-ins",
 		Long: `fmt rewrites unit files in hostprov's canonical form, as gofmt does Go: sections in
-a fixed order ([Unit], the type's section, others, [Install]), entries sorted by key
-with repeated keys and empty resets kept in their order, continuation lines joined,
-comments kept with the entries they precede.
+a fixed order ([Unit], the type's section, others, [Install]), entries sorted by key,
+continuation lines joined, comments kept with the entries they precede. Entries that
+systemd could tell apart keep their order (repeated keys, empty resets, keys read into
+one list or field such as Listen*= or Condition*=), so systemd loads exactly what it
+loaded before; ExecStartPre= comes before ExecStart= and ExecStartPost= after it.
+
+A file systemd would not load as meant is an error with its line: a line without '=',
+an assignment before the first section, an Exec line systemd refuses.
 
 Without FILE it reads standard input. By default it prints the result;
 -w writes it back to the file, -l lists files whose formatting differs, -d prints a diff.`,

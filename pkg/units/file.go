@@ -539,11 +539,27 @@ func oneLine(s string) string {
 }
 
 // Format parses a unit file and returns its canonical form; it is what
-// `hostprov fmt` prints. The error is a *ParseError.
+// `hostprov fmt` prints. The error is a *ParseError: one of Parse, or an
+// Exec*= line that systemd 252 refuses, which makes it refuse the whole
+// unit (see CheckExec; its column assumes no blanks around '=' and no
+// continuation before the problem). A line systemd only ignores, because
+// of its "-" prefix, is kept where it is.
 func Format(data []byte) ([]byte, error) {
 	f, err := Parse(data)
 	if err != nil {
 		return nil, err
+	}
+	for _, s := range f.Sections {
+		for _, e := range s.Entries {
+			if !IsExecCommand(s.Name, e.Key) {
+				continue
+			}
+			if err := CheckExec(e.Value); !ExecLoads(err) {
+				ee := err.(*ExecError)
+				return nil, &ParseError{Line: e.Line, Column: len(e.Key) + 2 + ee.Offset,
+					Msg: fmt.Sprintf("%s=%s: %s; systemd refuses to load the unit", e.Key, e.Value, ee.Msg)}
+			}
+		}
 	}
 	return f.Canonical(), nil
 }

@@ -228,16 +228,21 @@ func TestFormatLoadsTheSame(t *testing.T) {
 	formatted := map[string][]byte{}
 	refused := 0
 	for _, c := range all {
-		out, err := units.Format(c.data)
-		if err != nil {
-			// fmt refuses what systemd cannot mean; nothing to compare.
+		if _, err := units.Format(c.data); err != nil {
+			// fmt refuses a unit systemd refuses; the canonical order
+			// of what Parse reads is still compared.
 			refused++
 			t.Logf("%s: fmt refuses it: %v", c.from, err)
+		}
+		f, err := units.Parse(c.data)
+		if err != nil {
+			t.Logf("%s: not a unit file: %v", c.from, err)
 			continue
 		}
-		again, err := units.Format(out)
-		if err != nil || string(again) != string(out) {
-			t.Errorf("%s: fmt is not idempotent (%v)", c.from, err)
+		out := f.Canonical()
+		g, err := units.Parse(out)
+		if err != nil || string(g.Canonical()) != string(out) {
+			t.Errorf("%s: canonical form is not idempotent (%v)", c.from, err)
 		}
 		formatted[c.file] = out
 		cs = append(cs, c)
@@ -280,5 +285,33 @@ func TestFormatLoadsTheSame(t *testing.T) {
 	t.Logf("%d units compared (%d refused by fmt), %d property differences, %d noisy properties", len(cs), refused, diffs, noise)
 	if len(cs) < len(units.InteractionCases) {
 		t.Fatalf("only %d units compared", len(cs))
+	}
+}
+
+// TestCheckExecAgreesWithSystemd loads a service for each Exec*= value of
+// the CheckExec table and checks that systemd loads exactly those that
+// CheckExec accepts.
+func TestCheckExecAgreesWithSystemd(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := rig.Start(t)
+	for i, c := range units.CheckExecCases {
+		unit := fmt.Sprintf("[Service]\nType=oneshot\nExecStart=/bin/true\nExecStartPost=%s\n", c.Value)
+		if err := r.WriteUnit(fmt.Sprintf("hp-exec%02d.service", i), []byte(unit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Conn.ReloadContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range units.CheckExecCases {
+		p, err := r.Conn.GetUnitPropertiesContext(ctx, fmt.Sprintf("hp-exec%02d.service", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		loads := p["LoadState"] == "loaded"
+		if loads != c.Loads || units.ExecLoads(units.CheckExec(c.Value)) != loads {
+			t.Errorf("ExecStartPost=%s: systemd's load state is %v; the table says loads=%v, CheckExec says %v", c.Value, p["LoadState"], c.Loads, units.CheckExec(c.Value))
+		}
 	}
 }

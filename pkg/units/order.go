@@ -222,27 +222,15 @@ func isExecCommand(key string) bool {
 	return strings.HasPrefix(key, "Exec") && key != "ExecSearchPath" && key != "ExecPaths"
 }
 
-// execLoads reports whether an Exec*= value surely loads: an empty reset,
-// or a command whose prefix systemd 252 accepts and that SplitExec reads.
-func execLoads(v string) bool {
-	if v == "" {
-		return true
-	}
-	seen := map[byte]int{}
-	i := 0
-	for ; i < len(v) && strings.IndexByte("-@:+!", v[i]) >= 0; i++ {
-		seen[v[i]]++
-	}
-	if seen['-'] > 1 || seen['@'] > 1 || seen[':'] > 1 || seen['+'] > 1 || seen['!'] > 2 || seen['+'] > 0 && seen['!'] > 0 {
-		return false
-	}
-	words, err := SplitExec(v[i:])
-	if err != nil {
-		return false
-	}
-	// With '@' the second word is argv[0], and it must be there.
-	return seen['@'] == 0 || len(words) >= 2
+// IsExecCommand reports whether key in section is a command line that
+// systemd reads with its Exec*= parser (ExecStart=, ExecStopPost=, ...),
+// whose values CheckExec checks.
+func IsExecCommand(section, key string) bool {
+	return isExecSection(section) && isExecCommand(key) && KnownDirective(section, key)
 }
+
+// execLoads reports whether an Exec*= value surely loads.
+func execLoads(v string) bool { return CheckExec(v) == nil }
 
 // classOf maps "Section.Key" to its class name, for keys in a class of
 // more than one key.

@@ -71,17 +71,27 @@ var interactionCases = []struct {
 		"[Socket]\nExecStartPre=/bin/c\nExecStartPost=/bin/d\nExecStopPre=/bin/a\nExecStopPost=/bin/b\nListenStream=/run/s\n"},
 }
 
+// TestCanonicalInteractions checks the order of Canonical; some of the
+// cases are units systemd refuses, which fmt refuses too, but whose order
+// still decides what systemd loads before it stops.
 func TestCanonicalInteractions(t *testing.T) {
+	canonical := func(data []byte) ([]byte, error) {
+		f, err := Parse(data)
+		if err != nil {
+			return nil, err
+		}
+		return f.Canonical(), nil
+	}
 	for _, tt := range interactionCases {
 		t.Run(tt.Name, func(t *testing.T) {
-			got, err := Format([]byte(tt.In))
+			got, err := canonical([]byte(tt.In))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tt.Want, string(got)); diff != "" {
-				t.Errorf("Format (-want +got):\n%s", diff)
+				t.Errorf("Canonical (-want +got):\n%s", diff)
 			}
-			again, err := Format(got)
+			again, err := canonical(got)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -119,5 +129,36 @@ func TestInteractionClassesKnown(t *testing.T) {
 				t.Errorf("%s is not in class %s", full, p)
 			}
 		}
+	}
+}
+
+func TestFormatRefusesWhatSystemdRefuses(t *testing.T) {
+	tests := []struct {
+		in        string
+		line, col int
+		msg       string
+	}{
+		{"[Service]\nType=oneshot\nExecStart=@@/bin/echo x\n", 3, 12, `ExecStart=@@/bin/echo x: the prefix "@" is given twice`},
+		{"[Socket]\nListenStream=/run/s\nExecStartPre=/bin/echo %z\n", 3, 24, "%z is not a specifier systemd knows"},
+		{"[Service]\nExecStart=/bin/true\nExecReload=@/bin/kill\n", 3, 12, "argv[0]"},
+	}
+	for _, tt := range tests {
+		_, err := Format([]byte(tt.in))
+		pe, ok := err.(*ParseError)
+		if !ok {
+			t.Errorf("Format(%q) = %v, want a *ParseError", tt.in, err)
+			continue
+		}
+		if pe.Line != tt.line || pe.Column != tt.col || !strings.Contains(pe.Msg, tt.msg) || !strings.Contains(pe.Msg, "systemd refuses to load the unit") {
+			t.Errorf("Format(%q) = %d:%d %q, want %d:%d containing %q", tt.in, pe.Line, pe.Column, pe.Msg, tt.line, tt.col, tt.msg)
+		}
+	}
+	// What systemd only ignores, because of "-", fmt keeps in its place.
+	got, err := Format([]byte("[Service]\nType=oneshot\nExecStartPost=--/bin/true\nExecStart=/bin/true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "[Service]\nType=oneshot\nExecStartPost=--/bin/true\nExecStart=/bin/true\n"; string(got) != want {
+		t.Errorf("Format = %q, want %q", got, want)
 	}
 }

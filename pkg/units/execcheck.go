@@ -1,0 +1,118 @@
+package units
+
+import (
+	"fmt"
+	"strings"
+)
+
+// SpecifierLetters are the letters and digits that systemd 252 accepts
+// after '%' in a unit file, as the real systemd loads them; '%' followed
+// by any other letter or digit makes an Exec*= line, and with it the whole
+// unit, fail to load ("bad-setting").
+const SpecifierLetters = "abcdfghijlmnopqrstuvwyABCEGHIJLMNPRSTUVWY"
+
+// UnknownSpecifier returns the byte offset in s of the first '%' that
+// systemd 252 would not expand, and the two characters there ("%z"); spec
+// is empty when there is none. "%%" is a '%' written twice, not a
+// specifier.
+func UnknownSpecifier(s string) (offset int, spec string) {
+	for i := 0; i+1 < len(s); i++ {
+		if s[i] != '%' {
+			continue
+		}
+		c := s[i+1]
+		i++
+		if c == '%' {
+			continue
+		}
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if alnum && strings.IndexByte(SpecifierLetters, c) < 0 {
+			return i - 1, s[i-1 : i+1]
+		}
+	}
+	return 0, ""
+}
+
+// ExecError is a reason systemd 252 refuses an Exec*= value; Offset is the
+// byte offset in the value where the problem starts.
+type ExecError struct {
+	Offset int
+	Msg    string
+	// Ignored is true when the command carries the "-" prefix before the
+	// problem: then systemd drops the line with a warning and loads the
+	// rest of the unit, instead of refusing the whole unit.
+	Ignored bool
+}
+
+func (e *ExecError) Error() string { return e.Msg }
+
+// CheckExec reports, as an *ExecError, why systemd 252's config_parse_exec
+// would refuse the value of an Exec*= line, which makes the whole unit fail
+// to load (or, after a "-" prefix, drops the line; see ExecError.Ignored);
+// it returns nil for a value systemd loads, and for an empty value (a
+// reset). It checks, as systemd does:
+//
+//   - the prefixes: each of "-", "@" and ":" at most once, "+" at most once,
+//     "!" at most twice ("!!"), and never "+" with "!";
+//   - with "@", that argv[0] follows the program;
+//   - that every '%' starts "%%" or a specifier systemd knows;
+//   - what SplitExec checks: quoting and the program name.
+func CheckExec(value string) error {
+	if value == "" {
+		return nil
+	}
+	err := checkExec(value)
+	if err == nil {
+		return nil
+	}
+	err.Ignored = strings.Contains(value[:min(err.Offset, prefixLen(value))], "-")
+	return err
+}
+
+// prefixLen is the length of the run of prefix characters at the start of
+// value.
+func prefixLen(value string) int {
+	i := 0
+	for i < len(value) && strings.IndexByte("-@:+!", value[i]) >= 0 {
+		i++
+	}
+	return i
+}
+
+func checkExec(value string) *ExecError {
+	seen := map[byte]int{}
+	i := 0
+	for ; i < len(value) && strings.IndexByte("-@:+!", value[i]) >= 0; i++ {
+		c := value[i]
+		seen[c]++
+		switch {
+		case c == '!' && seen['+'] > 0, c == '+' && seen['!'] > 0:
+			return &ExecError{Offset: i, Msg: "the prefixes \"+\" and \"!\" cannot be combined: \"+\" runs the command with full privileges, \"!\" with only the user switch lifted"}
+		case c == '!' && seen[c] > 2:
+			return &ExecError{Offset: i, Msg: "the prefix \"!\" is given more than twice; \"!!\" is the most systemd takes"}
+		case c != '!' && seen[c] > 1:
+			return &ExecError{Offset: i, Msg: fmt.Sprintf("the prefix %q is given twice; each prefix may appear only once", string(c))}
+		}
+	}
+	if off, spec := UnknownSpecifier(value); spec != "" {
+		return &ExecError{Offset: off, Msg: fmt.Sprintf("%s is not a specifier systemd knows (write %%%s for a literal %s)", spec, spec, spec)}
+	}
+	if i == len(value) {
+		return &ExecError{Offset: i, Msg: fmt.Sprintf("the line holds only the prefix %q and no command", value)}
+	}
+	words, err := SplitExec(value[i:])
+	if err != nil {
+		return &ExecError{Offset: i, Msg: err.Error()}
+	}
+	if seen['@'] > 0 && len(words) < 2 {
+		return &ExecError{Offset: 0, Msg: "with the prefix \"@\" the word after the program is argv[0], and there is none; add it, or drop the \"@\""}
+	}
+	return nil
+}
+
+// ExecLoads reports whether systemd loads a unit whose Exec*= line gave err
+// from CheckExec: the line is valid, or systemd ignores it.
+func ExecLoads(err error) bool {
+	ee, ok := err.(*ExecError)
+	return err == nil || ok && ee.Ignored
+}

@@ -1,0 +1,66 @@
+package units
+
+import (
+	"strings"
+	"testing"
+)
+
+// ExecCheckCases are Exec*= values and whether systemd 252 loads them;
+// the rig test loads each into the real systemd and checks the verdict.
+var ExecCheckCases = []struct {
+	Value string
+	// Loads is whether systemd loads the unit: the value is valid, or
+	// systemd ignores the line because of its "-" prefix.
+	Loads bool
+	// Offset and Msg are where CheckExec places the problem, and a part of
+	// its message, for values that are not valid.
+	Offset int
+	Msg    string
+}{
+	{"/bin/echo x", true, 0, ""},
+	{"", true, 0, ""},
+	{"-/bin/echo", true, 0, ""},
+	{"!!/bin/echo", true, 0, ""},
+	{":@-/bin/echo x", true, 0, ""},
+	{"-+:@/bin/echo x", true, 0, ""},
+	{"/bin/echo 50%", true, 0, ""},
+	{"/bin/echo %% %n %i %c %y %_ %!", true, 0, ""},
+	{`/bin/echo "a\qb"`, true, 0, ""},
+	{"echo x", true, 0, ""},
+	{"@@/bin/echo x", false, 1, `prefix "@" is given twice`},
+	{"-@@/bin/echo x", true, 2, `prefix "@" is given twice`},
+	{"::/bin/echo", false, 1, `prefix ":" is given twice`},
+	{"++/bin/echo", false, 1, `prefix "+" is given twice`},
+	{"--/bin/echo", true, 1, `prefix "-" is given twice`},
+	{"@@-/bin/echo x", false, 1, `prefix "@" is given twice`},
+	{"+!/bin/echo", false, 1, `"+" and "!" cannot be combined`},
+	{"!+/bin/echo", false, 1, `"+" and "!" cannot be combined`},
+	{"!!+/bin/echo", false, 2, `"+" and "!" cannot be combined`},
+	{"!!!/bin/echo", false, 2, `"!" is given more than twice`},
+	{"@/bin/echo", false, 0, "argv[0]"},
+	{"/bin/echo %z", false, 10, "%z is not a specifier systemd knows"},
+	{"/bin/echo a %%%k", false, 14, "%k is not a specifier"},
+	{"/bin/echo %0", false, 10, "%0 is not a specifier"},
+	{"/bin/echo 'unterminated", false, 0, ""},
+	{"-/bin/echo %z", true, 11, "%z is not a specifier"},
+}
+
+func TestCheckExec(t *testing.T) {
+	for _, c := range ExecCheckCases {
+		err := CheckExec(c.Value)
+		if ExecLoads(err) != c.Loads {
+			t.Errorf("CheckExec(%q) = %v, want loads=%v", c.Value, err, c.Loads)
+			continue
+		}
+		if err == nil || c.Msg == "" {
+			if err == nil && c.Msg != "" {
+				t.Errorf("CheckExec(%q) = nil, want %q", c.Value, c.Msg)
+			}
+			continue
+		}
+		ee := err.(*ExecError)
+		if ee.Offset != c.Offset || !strings.Contains(ee.Msg, c.Msg) {
+			t.Errorf("CheckExec(%q) = at %d %q, want at %d containing %q", c.Value, ee.Offset, ee.Msg, c.Offset, c.Msg)
+		}
+	}
+}
