@@ -74,8 +74,26 @@ func (g *gen) structuredValues() []structuredValue {
 // specifier, and hostprov's default keeps such text as written, which is
 // what those commands need; the instance specifiers that make a template
 // useful mean nothing there.
+//
+// With specifiers: true, a '%' that starts no specifier systemd 252 knows
+// ("%z") is an error: systemd refuses such an Exec*= line, and with it the
+// whole unit, and no other value means it either.
 func (g *gen) checkSpecifiers(name string) {
-	if g.h.Specifiers || !strings.Contains(name, "@") || g.b.spec.Has(g.p+".specifiers") {
+	if g.h.Specifiers {
+		for _, v := range g.structuredValues() {
+			off, spec := units.UnknownSpecifier(v.value)
+			if spec == "" {
+				continue
+			}
+			line, col := lineCol(v.value, off)
+			g.b.report(hooks.Error, g.b.spec.PosInValue(v.path, line, col), v.path,
+				fmt.Sprintf("%s is not a specifier systemd knows; with specifiers: true systemd would refuse it (and the whole unit, in a command)", spec),
+				fmt.Sprintf("write %%%s for a literal %s", spec, spec))
+			g.ok = false
+		}
+		return
+	}
+	if !strings.Contains(name, "@") || g.b.spec.Has(g.p+".specifiers") {
 		return
 	}
 	for _, v := range g.structuredValues() {
@@ -87,6 +105,18 @@ func (g *gen) checkSpecifiers(name string) {
 			fmt.Sprintf("%s looks like a systemd specifier, but the hook does not set specifiers, so %s is kept as text and systemd does not replace it", spec, spec),
 			fmt.Sprintf("set specifiers: true to let systemd expand %s (then write %%%s for a literal %s), or specifiers: false to keep every %% as written", spec, spec, spec))
 	}
+}
+
+// lineCol returns the line and column, counted from 1 in runes, of the
+// byte offset off in v.
+func lineCol(v string, off int) (line, col int) {
+	line, start := 1, 0
+	for i := 0; i < off; i++ {
+		if v[i] == '\n' {
+			line, start = line+1, i+1
+		}
+	}
+	return line, utf8.RuneCountInString(v[start:off]) + 1
 }
 
 // findSpecifier returns the first specifier in v, and its line and column

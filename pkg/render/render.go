@@ -252,6 +252,7 @@ func (b *builder) hook(i int) (Unit, bool) {
 			continue
 		}
 		b.checkDirectives(df, b.rawPos(dp+".contents"))
+		b.checkExec(df, b.rawPos(dp+".contents"))
 		u.Dropins = append(u.Dropins, Dropin{Name: d.Name, Contents: units.NormalizeRaw([]byte(d.Contents))})
 	}
 	return u, true
@@ -301,6 +302,7 @@ func (b *builder) parseText(path, text, section string) *units.File {
 // against systemd's vocabulary, and a path unit's name against its path.
 func (b *builder) checkFile(p, name string, f *units.File, pos posFunc) {
 	b.checkDirectives(f, pos)
+	b.checkExec(f, pos)
 	typ := units.Type(name)
 	var key string
 	switch typ {
@@ -335,6 +337,36 @@ func (b *builder) checkFile(p, name string, f *units.File, pos posFunc) {
 		// without useRawName: the hint asks for nothing more.
 		b.errorf(p+".name", fmt.Sprintf("name the hook \"%s\" (systemd-escape --path --suffix=%s '%s')", want, typ, path),
 			"systemd requires %s %s unit to be named after its %s= path %s, but it is named %s", article(typ), typ, key, path, name)
+	}
+}
+
+// checkExec checks the Exec*= lines the user wrote as unit text (a
+// manifest, directives, a drop-in) as systemd 252 checks them: a line it
+// refuses, which makes the whole unit fail to load, is an error; a line it
+// ignores because of its "-" prefix is a warning. Lines built from exec:,
+// pre: and steps: are quoted by QuoteExec and their specifiers checked by
+// checkSpecifiers, at the argument.
+func (b *builder) checkExec(f *units.File, pos posFunc) {
+	for _, s := range f.Sections {
+		for _, e := range s.Entries {
+			if !units.IsExecCommand(s.Name, e.Key) {
+				continue
+			}
+			at, path := pos(e)
+			if !strings.Contains(path, ".manifest") && !strings.Contains(path, ".directives.") && !strings.Contains(path, ".contents") {
+				continue
+			}
+			err := units.CheckExec(e.Value)
+			if err == nil {
+				continue
+			}
+			if ee := err.(*units.ExecError); ee.Ignored {
+				b.report(hooks.Warning, at, path, fmt.Sprintf("%s=%s: %v; because of its \"-\" prefix systemd ignores this command instead of refusing the unit", e.Key, e.Value, err),
+					"fix the command, or remove the line")
+				continue
+			}
+			b.report(hooks.Error, at, path, fmt.Sprintf("%s=%s: %v; systemd refuses to load the unit", e.Key, e.Value, err), "")
+		}
 	}
 }
 
