@@ -5,6 +5,8 @@
 // keeps sections and entries in order with the comments that precede them,
 // and writes them back in one canonical form: the same model always gives
 // the same bytes, and Canonical(Parse(Canonical(x))) equals Canonical(x).
+// The canonical order never changes what systemd loads: the rule, and why
+// it holds, is written at the top of order.go.
 //
 // It also holds the small pieces of systemd's own rules that a unit
 // generator must get exactly right: unit names and their validation, path
