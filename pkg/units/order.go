@@ -18,7 +18,9 @@ import (
 //     list, aliases of one setting, and keys that set each other's value are
 //     in one class; every other key is a class of its own. The classes with
 //     more than one key are listed in interactionClasses, each with the
-//     reason systemd gives it.
+//     reason systemd gives it; a test checks them against the installed
+//     systemd's own table (systemd --dump-configuration-items), and the
+//     rig test loads a unit for each class into a real systemd.
 //  2. Within a section, entries are ordered by their class's sort name
 //     (the key itself for a class of one key, so those sort exactly as a
 //     plain sort by key would), and entries of one class keep their input
