@@ -129,6 +129,7 @@ func dirCases(t *testing.T, dir, prefix string, strip bool, seen map[string]bool
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("%d unit files from %s", len(cs), dir)
 	return cs
 }
 
