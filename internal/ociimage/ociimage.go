@@ -86,8 +86,8 @@ func (s Spec) Labels() map[string]string {
 // static (CGO_ENABLED=0, so the image needs no C library), stripped, with
 // paths of the build machine trimmed so that two machines build the same
 // bytes, and with version stamped. The revision is recorded as make build
-// records it (-buildvcs=auto), so `hostprov version` in the image names
-// the commit. Its error carries the go tool's output.
+// records it (-buildvcs=auto), so that in a git clone `hostprov version`
+// in the image names the commit. Its error carries the go tool's output.
 func BuildBinary(ctx context.Context, moduleDir string, p v1.Platform, version, out string) error {
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=auto",
 		"-ldflags", "-s -w -X "+VersionVar+"="+version, "-o", out, "./cmd/hostprov")
@@ -137,8 +137,7 @@ func Index(s Spec, binaries map[string]string) (v1.ImageIndex, error) {
 // artifactType. The OCI image spec gives that field to artifacts (a
 // manifest whose config is not an image's); go-containerregistry fills it
 // with the config's media type for every manifest, which would describe
-// each platform's image as an artifact of type "image config". Images
-// built by docker buildx and distroless carry none.
+// each platform's image as an artifact of type "image config".
 type notArtifact struct{ v1.Image }
 
 // ArtifactType is what partial.Descriptor asks for before it guesses.
