@@ -141,6 +141,9 @@ func TestImage(t *testing.T) {
 			sdtool.Unavailable(t, "running the binary chrooted as the image's user needs root")
 		}
 		uid, gid := imageUser(t, cf.Config.User)
+		if len(cf.Config.Entrypoint) == 0 {
+			t.Fatal("the image has no entrypoint to run")
+		}
 		// The kernel chroots before it drops to the image's user, so
 		// only the root's own modes decide what the user can reach.
 		asImage := func(stdin string, args ...string) *exec.Cmd {
