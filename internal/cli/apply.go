@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hostprov/hostprov/internal/inputs"
 	"github.com/hostprov/hostprov/internal/sdbus"
 	"github.com/hostprov/hostprov/internal/suggest"
 	"github.com/hostprov/hostprov/pkg/apply"
@@ -403,47 +404,32 @@ to finish. A second signal ends hostprov at once.`,
 			if err != nil {
 				return err
 			}
-			opts.SpecDir = sf.specDir()
-			rendered := false
-			build := func() error {
-				_, err = sf.build(c, in)
-				rendered = true
-				if sf.diagnosed {
-					// Rendered again every time, so that every
-					// apply prints its warnings.
-					opts.Inputs = ""
-				}
-				return err
+			if dryRun || sf.dir == "" {
+				return applyInputs(c, &sf, &nf, opts, in, dryRun, noWait)
 			}
-			if dryRun {
-				if err := build(); err != nil {
+			// A change to the directory while an apply of it runs is not
+			// seen by hostprov-apply.path, which watches only while no
+			// apply it started runs: so -d reads the directory again once
+			// done, and applies again if a spec changed meanwhile.
+			for round := 1; ; round++ {
+				if err := applyInputs(c, &sf, &nf, opts, in, false, noWait); err != nil {
 					return err
 				}
-				return runPlan(c, sf.sets, opts, nf.output, false)
-			}
-			// A re-apply of the inputs of the last apply renders
-			// nothing: the state and the unit files say all there is
-			// to know. Others are rendered before the lock is taken,
-			// so that an invalid spec is refused before anything is
-			// created on the node.
-			opts.Inputs = sf.fingerprint(in)
-			if opts.Inputs == "" || apply.RecordedInputs(apply.StatePath(opts.StateDirPath())) != opts.Inputs {
-				if err := build(); err != nil {
+				if appliedDir != nil {
+					appliedDir(round)
+				}
+				applied := sf.fingerprint(in)
+				if in, err = sf.read(c); err != nil {
 					return err
 				}
-			}
-			return runApply(c, &nf, opts, noWait, func(ctx context.Context, st *apply.State) (*apply.Plan, error) {
-				if !rendered {
-					p, ok, err := apply.NewPlanFromState(ctx, st, opts)
-					if err != nil || ok {
-						return p, err
-					}
-					if err := build(); err != nil {
-						return nil, err
-					}
+				if sf.fingerprint(in) == applied {
+					return nil
 				}
-				return apply.NewPlanSets(ctx, sf.sets, st, opts)
-			})
+				if round == maxReapplies {
+					return failure("%s changed during each of %d applies in a row; the last one applied what it read, and the next apply goes on from there", sf.dir, maxReapplies)
+				}
+				fmt.Fprintf(c.ErrOrStderr(), "hostprov: %s changed during the apply; applying it again\n", sf.dir)
+			}
 		},
 	}
 	sf.register(c)
@@ -453,6 +439,60 @@ to finish. A second signal ends hostprov at once.`,
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "print the plan and change nothing (as plan does)")
 	c.Flags().BoolVar(&noWait, "no-wait", false, "fail at once when another apply is running, instead of waiting for it")
 	return c
+}
+
+// maxReapplies bounds the applies of one apply -d whose directory keeps
+// changing under it.
+const maxReapplies = 5
+
+// appliedDir, when set, is called after each round of an apply -d, for the
+// test that a change made during an apply is applied.
+var appliedDir func(round int)
+
+// applyInputs applies the specs read (in), or prints their plan (dryRun).
+func applyInputs(c *cobra.Command, sf *specFlags, nf *nodeFlags, opts apply.Options, in []inputs.File, dryRun, noWait bool) error {
+	var err error
+	opts.SpecDir = sf.specDir()
+	rendered := false
+	build := func() error {
+		_, err = sf.build(c, in)
+		rendered = true
+		if sf.diagnosed {
+			// Rendered again every time, so that every
+			// apply prints its warnings.
+			opts.Inputs = ""
+		}
+		return err
+	}
+	if dryRun {
+		if err := build(); err != nil {
+			return err
+		}
+		return runPlan(c, sf.sets, opts, nf.output, false)
+	}
+	// A re-apply of the inputs of the last apply renders
+	// nothing: the state and the unit files say all there is
+	// to know. Others are rendered before the lock is taken,
+	// so that an invalid spec is refused before anything is
+	// created on the node.
+	opts.Inputs = sf.fingerprint(in)
+	if opts.Inputs == "" || apply.RecordedInputs(apply.StatePath(opts.StateDirPath())) != opts.Inputs {
+		if err := build(); err != nil {
+			return err
+		}
+	}
+	return runApply(c, nf, opts, noWait, func(ctx context.Context, st *apply.State) (*apply.Plan, error) {
+		if !rendered {
+			p, ok, err := apply.NewPlanFromState(ctx, st, opts)
+			if err != nil || ok {
+				return p, err
+			}
+			if err := build(); err != nil {
+				return nil, err
+			}
+		}
+		return apply.NewPlanSets(ctx, sf.sets, st, opts)
+	})
 }
 
 func newRemove() *cobra.Command {

@@ -253,3 +253,33 @@ func TestReapplyRendersNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyDirChangedDuring: a spec changed in the directory while apply -d
+// runs (which the path unit does not see: it watches only while no apply it
+// started runs) is applied by the same apply, which reads the directory
+// again once done.
+func TestApplyDirChangedDuring(t *testing.T) {
+	n := newLiveNode(t)
+	dir := filepath.Join(t.TempDir(), "hooks.d")
+	os.Mkdir(dir, 0o755)
+	spec := func(msg string) []byte {
+		return []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n- name: hello\n  exec: [/bin/echo, " + msg + "]\n")
+	}
+	os.WriteFile(filepath.Join(dir, "a.yaml"), spec("one"), 0o644)
+	rounds := 0
+	appliedDir = func(round int) {
+		rounds = round
+		if round == 1 {
+			os.WriteFile(filepath.Join(dir, "a.yaml"), spec("two"), 0o644)
+		}
+	}
+	t.Cleanup(func() { appliedDir = nil })
+	var o, e bytes.Buffer
+	if code := Run([]string{"apply", "-d", dir, "--unit-dir", n.unitDir, "--state-dir", n.stateDir}, strings.NewReader(""), &o, &e); code != 0 {
+		t.Fatalf("apply -d: exit %d\n%s", code, e.String())
+	}
+	data, _ := os.ReadFile(filepath.Join(n.unitDir, "hello.service"))
+	if !strings.Contains(string(data), "/bin/echo two") || rounds != 2 || !strings.Contains(e.String(), "changed during the apply; applying it again") {
+		t.Errorf("after %d rounds hello.service is\n%s\nstderr:\n%s", rounds, data, e.String())
+	}
+}
