@@ -380,6 +380,12 @@ It never touches a file it did not write: a unit file in the way is an error unl
 reported) unless --force. Every action is logged to stderr and to the journal; with
 -o json the plan, the actions and their counts are printed as JSON.
 
+Each spec is a spec set that owns its units: its metadata.name, or its file's name
+without .yaml. -f may be repeated, and -d DIR applies every *.yaml of DIR (as
+/etc/hostprov/hooks.d), each its own set, with one reload for all; a set prunes
+only its own units, and a spec file removed from DIR is a set whose units go. -d
+reads DIR again when done, and applies again if a spec changed meanwhile.
+
 With --root DIR it works offline on a node's file system mounted at DIR: it writes
 the files and the enable links systemctl would make, and talks to no systemd.
 
