@@ -6,7 +6,7 @@ BIN ?= bin/hostprov
 FUZZTIME ?= 30s
 FUZZMINIMIZE ?= 60s
 
-.PHONY: build image test bench crash lint fuzz golden tools clean
+.PHONY: build image test bench crash lint fuzz golden tools package clean
 
 build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/hostprov
@@ -28,6 +28,14 @@ image:
 # and must run (and fail if they cannot) when CI=true.
 test: lint
 	$(GO) test -count=1 ./...
+
+# The node packages: hostprov_VERSION_ARCH.deb and hostprov-VERSION.ARCH.rpm
+# for amd64 and arm64 in dist/, at the version of the VERSION file, built by
+# internal/cmd/package with nfpm as a library. SOURCE_DATE_EPOCH fixes
+# their dates; MAINTAINER names who ships them.
+MAINTAINER ?=
+package:
+	$(GO) run ./internal/cmd/package -out dist $(if $(MAINTAINER),-maintainer "$(MAINTAINER)")
 
 # Speed and memory, as Go benchmarks (never as timed assertions in tests).
 # BenchmarkApplyRig (as root) runs the kops/cloud-init shell loop over 1,000
