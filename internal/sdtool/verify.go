@@ -129,3 +129,81 @@ func toolEnv(extra ...string) []string {
 	}
 	return append(env, extra...)
 }
+
+// VerifyRoot runs `systemd-analyze verify --root=ROOT` on the units names,
+// as they are installed in the file system tree at root (a package
+// unpacked there), and fails the test if the tool reports anything at all
+// (see Verify for why any output counts).
+//
+// With --root, the units, the Exec*= binaries they name and every unit they
+// refer to are looked up inside root: verifying an installed unit proves
+// that the binary it runs is where the package puts it. References to the
+// standard units (multi-user.target, sysinit.target, ...) need those units
+// in root as well; CopyStandardUnits puts the host's there.
+func VerifyRoot(t testing.TB, root string, names ...string) {
+	t.Helper()
+	if _, err := exec.LookPath("systemd-analyze"); err != nil {
+		Unavailable(t, "systemd-analyze not found (Debian package systemd)")
+	}
+	if len(names) == 0 {
+		t.Fatal("VerifyRoot: no units named")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), toolTimeout)
+	defer cancel()
+	args := append([]string{"verify", "--man=no", "--root=" + root}, names...)
+	cmd := exec.CommandContext(ctx, "systemd-analyze", args...)
+	cmd.Env = toolEnv()
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("systemd-analyze %s: %v", strings.Join(args, " "), err)
+	}
+	if text := strings.TrimSpace(string(out)); text != "" || err != nil {
+		t.Errorf("systemd-analyze %s reports problems (any output counts; %v):\n%s", strings.Join(args, " "), err, text)
+	}
+}
+
+// CopyStandardUnits copies the unit files of the host's systemd unit
+// directory (/usr/lib/systemd/system, or /lib/systemd/system where /usr is
+// not merged) into root's /usr/lib/systemd/system, keeping any file root
+// has there already, so that VerifyRoot can resolve references to the
+// standard targets. It fails the test if the host has no such directory.
+func CopyStandardUnits(t testing.TB, root string) {
+	t.Helper()
+	var src string
+	for _, d := range []string{"/usr/lib/systemd/system", "/lib/systemd/system"} {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			src = d
+			break
+		}
+	}
+	if src == "" {
+		Unavailable(t, "no systemd unit directory on this host (Debian package systemd)")
+	}
+	dst := filepath.Join(root, "usr", "lib", "systemd", "system")
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		// Regular unit files only: the .wants directories and alias links
+		// of the host say what the host enables, not what a unit means.
+		if !e.Type().IsRegular() {
+			continue
+		}
+		target := filepath.Join(dst, e.Name())
+		if _, err := os.Lstat(target); err == nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(target, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
