@@ -343,6 +343,9 @@ func packageInfo(c Config, stage, arch, bin, format string) *nfpm.Info {
 	case "rpm":
 		info.Release = "1"
 		info.RPM.Group = "System Environment/Base"
+		// A fixed build host, not the machine's name: the same commit
+		// packages to the same header.
+		info.RPM.BuildHost = "localhost"
 		// RPM's summary is Debian's first line of the description.
 		summary, rest, _ := strings.Cut(info.Description, "\n")
 		info.RPM.Summary, info.Description = summary, rest
