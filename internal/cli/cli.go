@@ -129,7 +129,8 @@ func versionLine() string {
 // the build information (a tag, or the pseudo-version Go derives from the
 // commit), and the revision it was built from with its commit time and
 // whether the work tree had changes. A build without version control
-// information (go run, or -buildvcs=false) says so, and how to get one.
+// information (go run, or -buildvcs=false) says so, and how to get one,
+// unless it has a stamped version.
 func versionOf(stamped string, bi *debug.BuildInfo) string {
 	v := stamped
 	if v == "" && bi != nil && bi.Main.Version != "" {
@@ -153,6 +154,11 @@ func versionOf(stamped string, bi *debug.BuildInfo) string {
 		}
 	}
 	if rev == "" {
+		if stamped != "" {
+			// A release built from a source tree without git (an
+			// archive): the stamped version says which hostprov it is.
+			return v
+		}
 		return v + " (no revision recorded: build with make build, or go build -buildvcs=auto, in a git clone)"
 	}
 	if len(rev) > 12 {

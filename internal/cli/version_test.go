@@ -39,6 +39,8 @@ func TestVersionOf(t *testing.T) {
 			Main:     debug.Module{Version: "(devel)"},
 			Settings: vcs("vcs.revision", "abc", "vcs.time", "2026-01-02T03:04:05Z"),
 		}, "v1.2.3 (revision abc, committed 2026-01-02T03:04:05Z)"},
+		{"stamped release from an archive", "0.1.0", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}},
+			"0.1.0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := versionOf(tc.stamped, tc.bi); got != tc.want {
