@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hostprov/hostprov/internal/rig"
+)
+
+// TestWatchRig boots a real systemd with the package's three units as they
+// are in packaging/systemd and proves the wiring: the boot service runs
+// once and stays active, and each file added to, changed in or removed
+// from /etc/hostprov/hooks.d runs the apply again (through
+// hostprov-reapply.service). Drop-ins replace only the ExecStart= lines, with
+// a command that records which unit ran, so that the test does not depend
+// on what hostprov apply does.
+func TestWatchRig(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots systemd; skipped with -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := rig.Start(t)
+	for _, u := range units {
+		data, err := os.ReadFile(filepath.Join(repoRoot, "packaging/systemd", u))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.WriteUnit(u, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, u := range []string{"hostprov-apply.service", "hostprov-reapply.service"} {
+		name := strings.TrimSuffix(u, ".service")
+		dropIn := "[Service]\nExecStart=\nExecStart=/bin/sh -c 'echo " + name + " >> /var/log/applies'\n"
+		if err := r.WriteUnit(u+".d/test.conf", []byte(dropIn)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hooks := filepath.Join(r.Root, "etc/hostprov/hooks.d")
+	if err := os.MkdirAll(hooks, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Conn.ReloadContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	start := func(unit string) {
+		t.Helper()
+		done := make(chan string, 1)
+		if _, err := r.Conn.StartUnitContext(ctx, unit, "replace", done); err != nil {
+			t.Fatalf("start %s: %v", unit, err)
+		}
+		select {
+		case res := <-done:
+			if res != "done" {
+				t.Fatalf("start %s: %s", unit, res)
+			}
+		case <-ctx.Done():
+			t.Fatalf("start %s: %v", unit, ctx.Err())
+		}
+	}
+	// applies waits until the record has n lines, for 10 seconds at most
+	// (a run takes milliseconds), and returns them.
+	applies := func(n int) []string {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			out, _ := r.Run(ctx, "cat", "/var/log/applies")
+			lines := strings.Fields(out)
+			if len(lines) >= n || time.Now().After(deadline) {
+				return lines
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	start("hostprov-apply.service")
+	start("hostprov-apply.path")
+	if got := applies(1); strings.Join(got, " ") != "hostprov-apply" {
+		t.Fatalf("after boot, the applies are %q, want the boot service's alone", got)
+	}
+	// The boot service stays active, as units ordered after it expect.
+	prop, err := r.Conn.GetUnitPropertyContext(ctx, "hostprov-apply.service", "ActiveState")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Trim(prop.Value.String(), `"`); got != "active" {
+		t.Errorf("hostprov-apply.service is %s after its run, want active (RemainAfterExit=yes)", got)
+	}
+
+	spec := filepath.Join(hooks, "node.yaml")
+	steps := []struct {
+		what   string
+		change func() error
+	}{
+		{"a spec file added", func() error { return os.WriteFile(spec, []byte("hooks: []\n"), 0o644) }},
+		{"a spec file changed", func() error { return os.WriteFile(spec, []byte("hooks: [] # changed\n"), 0o644) }},
+		{"a spec file replaced by a rename", func() error {
+			tmp := filepath.Join(hooks, ".node.yaml.tmp")
+			if err := os.WriteFile(tmp, []byte("hooks: [] # renamed\n"), 0o644); err != nil {
+				return err
+			}
+			return os.Rename(tmp, spec)
+		}},
+		{"a spec file removed", func() error { return os.Remove(spec) }},
+	}
+	for i, s := range steps {
+		// Each change is made once the apply of the one before has run:
+		// changes made during an apply are folded into one more run.
+		if err := s.change(); err != nil {
+			t.Fatal(err)
+		}
+		want := i + 2
+		got := applies(want)
+		if len(got) < want || got[want-1] != "hostprov-reapply" {
+			t.Fatalf("after %s, the applies are %q, want run %d by hostprov-reapply", s.what, got, want)
+		}
+		// The reapply service exits, so that the next change starts it
+		// again.
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+			prop, err := r.Conn.GetUnitPropertyContext(ctx, "hostprov-reapply.service", "ActiveState")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st := strings.Trim(prop.Value.String(), `"`); st == "inactive" {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if got := applies(0); len(got) != len(steps)+1 {
+		t.Errorf("applies %q: want one per change and the boot's, %d in all", got, len(steps)+1)
+	}
+}
