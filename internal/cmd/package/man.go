@@ -62,6 +62,10 @@ func manRoff(c *cobra.Command, version string, date time.Time) []byte {
 
 	b.WriteString(".SH SYNOPSIS\n")
 	fmt.Fprintf(&b, ".B %s\n", roffText(c.CommandPath()))
+	if !c.Runnable() && c.HasAvailableSubCommands() {
+		// A command that only groups others (hostprov, hostprov kops).
+		b.WriteString(".I COMMAND\n")
+	}
 	if rest := strings.TrimSpace(strings.TrimPrefix(c.UseLine(), c.CommandPath())); rest != "" {
 		b.WriteString(roffLine(rest) + "\n")
 	}
