@@ -92,6 +92,25 @@ func TestWatchRig(t *testing.T) {
 		t.Errorf("hostprov-apply.service is %s after its run, want active (RemainAfterExit=yes)", got)
 	}
 
+	// waitInactive waits until the reapply service has exited. A change
+	// is made only then: systemd 252 sets its inotify watches up again
+	// when the triggered unit exits, and a change in that instant is lost
+	// (the next change, or the next boot, applies it).
+	waitInactive := func() {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+			prop, err := r.Conn.GetUnitPropertyContext(ctx, "hostprov-reapply.service", "ActiveState")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st := strings.Trim(prop.Value.String(), `"`); st == "inactive" {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatal("hostprov-reapply.service is still active after 10s")
+	}
+
 	spec := filepath.Join(hooks, "node.yaml")
 	steps := []struct {
 		what   string
@@ -121,18 +140,35 @@ func TestWatchRig(t *testing.T) {
 		}
 		// The reapply service exits, so that the next change starts it
 		// again.
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-			prop, err := r.Conn.GetUnitPropertyContext(ctx, "hostprov-reapply.service", "ActiveState")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st := strings.Trim(prop.Value.String(), `"`); st == "inactive" {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		waitInactive()
 	}
 	if got := applies(0); len(got) != len(steps)+1 {
 		t.Errorf("applies %q: want one per change and the boot's, %d in all", got, len(steps)+1)
+	}
+
+	// A configuration tool that drops a dozen files one after another
+	// does not stop the watch: systemd's start rate limit would fail the
+	// path unit after five starts in ten seconds, and no change after that
+	// would be applied.
+	before := len(applies(0))
+	for i := range 12 {
+		name := filepath.Join(hooks, "burst"+strings.Repeat("x", i)+".yaml")
+		if err := os.WriteFile(name, []byte("hooks: []\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// Each write after the apply of the one before has ended.
+		if got := applies(before + i + 1); len(got) < before+i+1 {
+			status, _ := r.Run(ctx, "systemctl", "status", "--no-pager", "hostprov-apply.path", "hostprov-reapply.service")
+			t.Errorf("change %d of a burst ran no apply:\n%s", i+1, status)
+			break
+		}
+		waitInactive()
+	}
+	prop, err = r.Conn.GetUnitPropertyContext(ctx, "hostprov-apply.path", "ActiveState")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Trim(prop.Value.String(), `"`); got != "active" {
+		t.Errorf("after a burst of changes, hostprov-apply.path is %s, want active", got)
 	}
 }
