@@ -14,10 +14,11 @@ build:
 # The container image (OCI image index, linux/amd64 and linux/arm64) as
 # an OCI layout in dist/oci, tagged $(VERSION), and as an OCI archive in
 # dist/hostprov.oci.tar; no container daemon needed. VERSION is stamped
-# into the binary and the labels; override it for a release
-# (make image VERSION=v1.2.3). The creation time is the commit's
-# (SOURCE_DATE_EPOCH), not the clock, so one commit gives one digest.
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.0.0-dev)
+# into the binary and the labels; it is the VERSION file's, as the
+# packages' (make image VERSION=v1.2.3 overrides it). The creation time is
+# the commit's (SOURCE_DATE_EPOCH), not the clock, so one commit gives one
+# digest.
+VERSION ?= $(shell cat VERSION)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 
