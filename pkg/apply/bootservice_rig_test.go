@@ -1,0 +1,144 @@
+package apply_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hostprov/hostprov/pkg/apply"
+)
+
+// bootUnits are the units the packages install to apply the specs of
+// /etc/hostprov/hooks.d at boot and whenever one changes.
+var bootUnits = []string{"hostprov-apply.service", "hostprov-apply.path", "hostprov-reapply.service"}
+
+// TestRigBootService runs the packaged boot units in a real systemd: the
+// path unit applies a spec dropped into /etc/hostprov/hooks.d (its units
+// appear and start), a change of it (they change), and its removal (they
+// are pruned); at a reboot, the service applies the directory again and the
+// state holds. The units are the packaging's files, with the binary where
+// the rig has it.
+func TestRigBootService(t *testing.T) {
+	t.Parallel()
+	ctx := rigContext(t)
+	bin := buildHostprov(t, t.TempDir())
+	n := newRigNode(ctx, t)
+	if err := n.r.Install(bin, "/opt/hostprov"); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range bootUnits {
+		data, err := os.ReadFile(filepath.Join("../../packaging/systemd", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		unit := strings.ReplaceAll(string(data), "/usr/bin/hostprov", "/opt/hostprov")
+		if err := n.r.WriteUnit(name, []byte(unit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hooksDir := filepath.Join(n.r.Root, "etc/hostprov/hooks.d")
+	if err := os.MkdirAll(hooksDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := n.r.Run(ctx, "systemctl", "enable", "hostprov-apply.service", "hostprov-apply.path"); err != nil {
+		t.Fatalf("enable: %v\n%s", err, out)
+	}
+	if out, err := n.r.Run(ctx, "systemctl", "start", "hostprov-apply.path"); err != nil {
+		t.Fatalf("start the path unit: %v\n%s", err, out)
+	}
+
+	spec := func(version string) string {
+		return "apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n- name: boot-demo\n  type: oneshot\n  remainAfterExit: true\n  exec: [/bin/sh, -c, \"echo " + version + " >> /var/lib/boot-demo\"]\n"
+	}
+	// waitFor polls until ok holds (systemd applies on its own time),
+	// and fails with what the rig's journal says of the apply otherwise.
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				out, _ := n.r.Run(ctx, "journalctl", "--no-pager", "-u", "hostprov-apply.service", "-u", "hostprov-reapply.service", "-u", "hostprov-apply.path")
+				t.Fatalf("%s: not within 60s; the journal says:\n%s", what, out)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	// idle waits until no apply the path unit started runs. apply -d
+	// reads the directory again when it is done and applies a change made
+	// meanwhile (TestApplyDirChangedDuring), but one made in the instant
+	// between that read and the service's end is seen only at the next
+	// change or boot, as the path unit watches only while its service
+	// is not running: the test makes each change once the last is done.
+	idle := func() {
+		t.Helper()
+		waitFor("the last apply is done", func() bool {
+			s, err := n.m.Status(ctx, "hostprov-reapply.service")
+			return err == nil && (s.ActiveState == "inactive" || s.ActiveState == "failed")
+		})
+	}
+	unitFile := filepath.Join(n.r.UnitDir, "boot-demo.service")
+	has := func(version string) func() bool {
+		return func() bool {
+			data, err := os.ReadFile(unitFile)
+			if err != nil || !strings.Contains(string(data), "echo "+version) {
+				return false
+			}
+			st, err := n.m.Status(ctx, "boot-demo.service")
+			return err == nil && st.ActiveState == "active" && !st.NeedDaemonReload
+		}
+	}
+
+	if err := os.WriteFile(filepath.Join(hooksDir, "demo.yaml"), []byte(spec("v1")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("a spec dropped into hooks.d is applied", has("v1"))
+
+	// An atomic replace, as an editor or a config tool writes.
+	idle()
+	tmp := filepath.Join(hooksDir, ".demo.yaml.new")
+	if err := os.WriteFile(tmp, []byte(spec("v2")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(hooksDir, "demo.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("a changed spec is applied", has("v2"))
+
+	idle()
+	if err := os.Remove(filepath.Join(hooksDir, "demo.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("a removed spec's units are pruned", func() bool {
+		_, err := os.Stat(unitFile)
+		return os.IsNotExist(err)
+	})
+
+	// Back, then a reboot: the boot service applies hooks.d again, and
+	// the state, which holds the unit, is where it was.
+	idle()
+	if err := os.WriteFile(filepath.Join(hooksDir, "demo.yaml"), []byte(spec("v3")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("a spec added back is applied", has("v3"))
+	n.reboot(ctx, t)
+	st, err := apply.LoadState(apply.StatePath(n.opts.StateDirPath()))
+	if err != nil || st.Unit("boot-demo.service") == nil || st.Unit("boot-demo.service").Set != "demo" {
+		t.Fatalf("the state after the reboot: %+v, %v; want boot-demo.service in set demo", st, err)
+	}
+	waitFor("the boot service ran at the reboot", func() bool {
+		s, err := n.m.Status(ctx, "hostprov-apply.service")
+		return err == nil && s.ActiveState == "active" && s.Result == "success"
+	})
+	if !has("v3")() {
+		t.Errorf("after the reboot boot-demo.service is not active with v3")
+	}
+	data, err := os.ReadFile(filepath.Join(n.r.Root, "var/lib/boot-demo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(string(data)); strings.Join(got, " ") != "v1 v2 v3 v3" {
+		t.Errorf("boot-demo ran %q; want v1, v2, v3, and v3 again at the boot", got)
+	}
+}
