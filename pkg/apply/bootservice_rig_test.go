@@ -17,8 +17,8 @@ var bootUnits = []string{"hostprov-apply.service", "hostprov-apply.path", "hostp
 // TestRigBootService runs the packaged boot units in a real systemd: the
 // path unit applies a spec dropped into /etc/hostprov/hooks.d (its units
 // appear and start), a change of it (they change), and its removal (they
-// are pruned); at a reboot, the service applies the directory again and the
-// state holds. The units are the packaging's files, with the binary where
+// are pruned), and never touches the unit of another spec set there; at a
+// reboot, the service applies the directory again and the state holds. The units are the packaging's files, with the binary where
 // the rig has it.
 func TestRigBootService(t *testing.T) {
 	t.Parallel()
@@ -90,6 +90,22 @@ func TestRigBootService(t *testing.T) {
 		}
 	}
 
+	// Another spec set of the directory, whose unit must run once: the
+	// applies of demo.yaml's changes never restart or prune it.
+	other := "apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n- name: other\n  type: oneshot\n  remainAfterExit: true\n  exec: [/bin/sh, -c, \"echo other >> /var/lib/other-runs\"]\n"
+	if err := os.WriteFile(filepath.Join(hooksDir, "other.yaml"), []byte(other), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the other spec is applied", func() bool {
+		st, err := n.m.Status(ctx, "other.service")
+		return err == nil && st.ActiveState == "active"
+	})
+	otherRuns := func() int {
+		data, _ := os.ReadFile(filepath.Join(n.r.Root, "var/lib/other-runs"))
+		return strings.Count(string(data), "other\n")
+	}
+
+	idle()
 	if err := os.WriteFile(filepath.Join(hooksDir, "demo.yaml"), []byte(spec("v1")), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -122,6 +138,10 @@ func TestRigBootService(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor("a spec added back is applied", has("v3"))
+	idle()
+	if got := otherRuns(); got != 1 {
+		t.Errorf("the other set's unit ran %d times while demo.yaml changed, want once", got)
+	}
 	n.reboot(ctx, t)
 	st, err := apply.LoadState(apply.StatePath(n.opts.StateDirPath()))
 	if err != nil || st.Unit("boot-demo.service") == nil || st.Unit("boot-demo.service").Set != "demo" {
