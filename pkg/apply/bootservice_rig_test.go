@@ -23,11 +23,7 @@ var bootUnits = []string{"hostprov-apply.service", "hostprov-apply.path", "hostp
 func TestRigBootService(t *testing.T) {
 	t.Parallel()
 	ctx := rigContext(t)
-	bin := buildHostprov(t, t.TempDir())
-	n := newRigNode(ctx, t)
-	if err := n.r.Install(bin, "/opt/hostprov"); err != nil {
-		t.Fatal(err)
-	}
+	n := newRigNodeWithHostprov(ctx, t)
 	for _, name := range bootUnits {
 		data, err := os.ReadFile(filepath.Join("../../packaging/systemd", name))
 		if err != nil {

@@ -70,11 +70,7 @@ var killKinds = []string{"create", "write", "fsync", "rename", "unlink", "mkdir"
 func TestRigKillPoints(t *testing.T) {
 	t.Parallel()
 	ctx := rigContext(t)
-	bin := buildHostprov(t, t.TempDir(), "killpoints")
-	n := newRigNode(ctx, t)
-	if err := n.r.Install(bin, "/opt/hostprov"); err != nil {
-		t.Fatal(err)
-	}
+	n := newRigNodeWithHostprov(ctx, t, "killpoints")
 	specs := map[string]string{"empty": "apiVersion: hostprov/v1alpha1\nkind: Hooks\nmetadata:\n  name: kp\nhooks: []\n", "A": killSpec("A"), "B": killSpec("B")}
 	versions := map[string][][]byte{} // every version of every file, by path in the unit dir
 	for side, s := range specs {

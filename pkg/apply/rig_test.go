@@ -770,6 +770,18 @@ func TestRigReapplyChangeRemove(t *testing.T) {
 	}
 }
 
+// newRigNodeWithHostprov is newRigNode with the hostprov binary, built with
+// the build tags, installed in the rig as /opt/hostprov.
+func newRigNodeWithHostprov(ctx context.Context, t testing.TB, tags ...string) *rigNode {
+	t.Helper()
+	bin := buildHostprov(t, t.TempDir(), tags...)
+	n := newRigNode(ctx, t)
+	if err := n.r.Install(bin, "/opt/hostprov"); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // buildHostprov builds cmd/hostprov without cgo (one static binary, as it
 // would be installed on a node) into dir and returns its path. tags are
 // build tags (killpoints).
@@ -867,11 +879,7 @@ func (n *rigNode) killedApply(ctx context.Context, side string, delay time.Durat
 func TestRigCrash(t *testing.T) {
 	t.Parallel()
 	ctx := rigContext(t)
-	bin := buildHostprov(t, t.TempDir())
-	n := newRigNode(ctx, t)
-	if err := n.r.Install(bin, "/opt/hostprov"); err != nil {
-		t.Fatal(err)
-	}
+	n := newRigNodeWithHostprov(ctx, t)
 	// Every version of every unit file either spec renders.
 	versions := map[string][][]byte{}
 	specs := map[string]string{}
