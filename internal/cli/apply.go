@@ -227,7 +227,7 @@ func newPlan() *cobra.Command {
 		detailed bool
 	)
 	c := &cobra.Command{
-		Use:   "plan [-f FILE] [--detailed-exitcode] [-o text|json]",
+		Use:   "plan [-f FILE]... | -d DIR [--detailed-exitcode] [-o text|json]",
 		Short: "Show what apply would change on this node, and change nothing",
 		Long: `Plan compares the spec with what hostprov installed earlier (its state) and with the
 unit directory, and prints what apply would do: a unified diff of every unit file and
@@ -367,7 +367,7 @@ func newApply() *cobra.Command {
 		noWait bool
 	)
 	c := &cobra.Command{
-		Use:   "apply [-f FILE] [--dry-run] [--no-prune] [--no-start] [--adopt] [--force] [--timeout DURATION]",
+		Use:   "apply [-f FILE]... | -d DIR [--dry-run] [--no-prune] [--no-start] [--adopt] [--force] [--timeout DURATION]",
 		Short: "Install the spec's units on this node: write, reload once, enable, start",
 		Long: `Apply makes this node match the spec. It writes only the unit files and drop-ins whose
 bytes differ (atomically), reloads systemd once if anything changed, enables, disables

@@ -622,7 +622,7 @@ func newRender() *cobra.Command {
 		fmt.Fprintf(&butane, "  %-8s %s -> Ignition %s\n", v.Variant, v.Version, v.IgnitionVersion)
 	}
 	c := &cobra.Command{
-		Use:   "render [-f FILE] [--format " + strings.Join(formatNames(), "|") + "] [--out DIR]",
+		Use:   "render [-f FILE]... | -d DIR [--format " + strings.Join(formatNames(), "|") + "] [--out DIR]",
 		Short: "Render a hook spec to instance user data, a unit listing or a unit directory",
 		Long: `Render reads a hook spec, checks it, and writes its units:
 
@@ -713,13 +713,17 @@ func butaneVersionCompletion(rf *renderFlags) cobra.CompletionFunc {
 func newValidate() *cobra.Command {
 	var sf specFlags
 	c := &cobra.Command{
-		Use:   "validate [-f FILE] [--strict]",
+		Use:   "validate [-f FILE]... | -d DIR [--strict]",
 		Short: "Check a hook spec and report every problem with its file:line:col",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			us, err := sf.load(c)
 			if err != nil {
 				return err
+			}
+			if sf.dir != "" {
+				fmt.Fprintf(c.OutOrStdout(), "%s: ok, %s, %s\n", sf.dir, plural(len(sf.sets), "spec set"), plural(len(us), "unit"))
+				return nil
 			}
 			names := make([]string, len(sf.files))
 			for i, f := range sf.files {
