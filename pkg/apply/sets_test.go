@@ -203,3 +203,18 @@ func TestRigSpecSets(t *testing.T) {
 		t.Errorf("sb.service: %s", st.ActiveState)
 	}
 }
+
+// TestSpecSetsOneReload: an apply of several sets that all change reloads
+// systemd once.
+func TestSpecSetsOneReload(t *testing.T) {
+	n := newNode(t)
+	sets := []apply.SpecSet{
+		set(t, "a", "a.yaml", "- name: a\n  exec: [/bin/true]\n"),
+		set(t, "b", "b.yaml", "- name: b\n  exec: [/bin/true]\n"),
+		set(t, "c", "c.yaml", "- name: c\n  exec: [/bin/true]\n"),
+	}
+	_, calls := n.applySets(t, sets)
+	if got := strings.Count(strings.Join(calls, "\n"), "reload"); got != 1 {
+		t.Errorf("%d reloads for three sets, want 1: %v", got, calls)
+	}
+}
