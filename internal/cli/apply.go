@@ -251,11 +251,11 @@ With --detailed-exitcode the exit code says the outcome, as Terraform's does:
 					return err
 				}
 				cf.apply(&opts)
-				if _, err := sf.load(c); err != nil {
+				in, err := sf.read(c)
+				if err != nil {
 					return err
 				}
-				opts.SpecDir = sf.specDir()
-				return runPlan(c, sf.sets, opts, nf.output, detailed)
+				return planInputs(c, &sf, opts, in, nf.output, detailed)
 			}()
 			var ee *exitError
 			if detailed && errors.As(err, &ee) && ee != errChanges && ee != errDrift && ee.code == ExitInvalid {
@@ -271,19 +271,48 @@ With --detailed-exitcode the exit code says the outcome, as Terraform's does:
 	return c
 }
 
-// runPlan prints the plan of the units. It fails when the plan has
-// conflicts, and with detailed returns exit code 2 when it has changes and
-// 3 when it has none but drift.
-func runPlan(c *cobra.Command, sets []apply.SpecSet, opts apply.Options, output string, detailed bool) error {
-	return showPlan(c, opts, output, detailed, func(ctx context.Context, st *apply.State) (*apply.Plan, error) {
-		return apply.NewPlanSets(ctx, sets, st, opts)
-	})
+// planInputs prints the plan of the specs read (in), for plan and apply
+// --dry-run. Inputs that are the ones the last apply recorded are planned
+// from the state and the unit files, without rendering, as apply plans
+// them; apply.NewPlanFromState declines when anything may differ (an
+// edited file, a failed unit), and then the specs are rendered. A spec with
+// warnings is rendered every time: apply records no inputs for it, so
+// every plan prints its warnings. It fails when the plan has conflicts, and
+// with detailed returns exit code 2 when it has changes and 3 when it has
+// none but drift.
+func planInputs(c *cobra.Command, sf *specFlags, opts apply.Options, in []inputs.File, output string, detailed bool) error {
+	ctx := context.Background()
+	opts.SpecDir = sf.specDir()
+	opts.Inputs = sf.fingerprint(in)
+	// Read once: plan takes no lock, so a second read could see
+	// another apply's state.
+	st, stErr := apply.LoadState(apply.StatePath(opts.StateDirPath()))
+	var p *apply.Plan
+	var err error
+	if stErr == nil && opts.Inputs != "" && st.Inputs == opts.Inputs {
+		var ok bool
+		if p, ok, err = apply.NewPlanFromState(ctx, st, opts); !ok {
+			p = nil
+		}
+	}
+	if p == nil && err == nil {
+		// An invalid spec is reported before a state that cannot be
+		// read, as it was when plan always rendered first.
+		if _, err := sf.build(c, in); err != nil {
+			return err
+		}
+		if stErr != nil {
+			return failure("%v", stErr)
+		}
+		p, err = apply.NewPlanSets(ctx, sf.sets, st, opts)
+	}
+	return reportPlan(c, p, err, output, detailed)
 }
 
 // showPlan makes a plan from the state with makePlan and prints it,
-// changing nothing and taking no lock (plan, apply --dry-run, remove
-// --dry-run). It fails when the plan has conflicts, and with detailed
-// returns exit code 2 when it has changes and 3 when it has none but drift.
+// changing nothing and taking no lock (remove --dry-run). It fails when the
+// plan has conflicts, and with detailed returns exit code 2 when it has
+// changes and 3 when it has none but drift.
 func showPlan(c *cobra.Command, opts apply.Options, output string, detailed bool,
 	makePlan func(context.Context, *apply.State) (*apply.Plan, error)) error {
 	st, err := apply.LoadState(apply.StatePath(opts.StateDirPath()))
@@ -291,6 +320,13 @@ func showPlan(c *cobra.Command, opts apply.Options, output string, detailed bool
 		return failure("%v", err)
 	}
 	p, err := makePlan(context.Background(), st)
+	return reportPlan(c, p, err, output, detailed)
+}
+
+// reportPlan prints the plan p that was made with the error err, or
+// returns err. It fails when the plan has conflicts, and with detailed
+// returns exit code 2 when it has changes and 3 when it has none but drift.
+func reportPlan(c *cobra.Command, p *apply.Plan, err error, output string, detailed bool) error {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return err
@@ -471,10 +507,7 @@ func applyInputs(c *cobra.Command, sf *specFlags, nf *nodeFlags, opts apply.Opti
 		return err
 	}
 	if dryRun {
-		if err := build(); err != nil {
-			return err
-		}
-		return runPlan(c, sf.sets, opts, nf.output, false)
+		return planInputs(c, sf, opts, in, nf.output, false)
 	}
 	// A re-apply of the inputs of the last apply renders
 	// nothing: the state and the unit files say all there is

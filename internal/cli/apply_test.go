@@ -190,10 +190,11 @@ func TestApplyClearFailures(t *testing.T) {
 	}
 }
 
-// TestReapplyRendersNothing: a re-apply of the inputs of the last apply
-// plans from the state and the unit files, without rendering; anything that
-// may make the units differ (the spec, drift on disk) or a spec
-// with warnings (printed by every apply) renders again.
+// TestReapplyRendersNothing: a re-apply of the inputs of the last apply,
+// and a plan or apply --dry-run of them, plans from the state and the unit
+// files, without rendering; anything that may make the units differ (the
+// spec, drift on disk) or a spec with warnings (printed by every apply and
+// plan) renders again.
 func TestReapplyRendersNothing(t *testing.T) {
 	n := newLiveNode(t)
 	apply := func(want int64, args ...string) string {
@@ -208,6 +209,20 @@ func TestReapplyRendersNothing(t *testing.T) {
 		}
 		return o + e
 	}
+	// plan, or apply --dry-run (args[0]), of the same inputs.
+	plan := func(want int64, args ...string) (int, string) {
+		t.Helper()
+		before := renders.Load()
+		cmd := []string{"plan"}
+		if len(args) > 0 && args[0] == "--dry-run" {
+			cmd = []string{"apply"}
+		}
+		code, o, e := n.run(append(cmd, args...)...)
+		if got := renders.Load() - before; got != want {
+			t.Errorf("%v %v rendered %d times, want %d\n%s%s", cmd, args, got, want, o, e)
+		}
+		return code, o + e
+	}
 	apply(1)
 	state, _ := os.ReadFile(filepath.Join(n.stateDir, "state.json"))
 	if !bytes.Contains(state, []byte(`"inputs": "sha256:`)) {
@@ -216,11 +231,19 @@ func TestReapplyRendersNothing(t *testing.T) {
 	if out := apply(0); !strings.Contains(out, "No changes.") || !strings.Contains(out, "unchanged "+filepath.Join(n.unitDir, "hello.service")) {
 		t.Errorf("re-apply:\n%s", out)
 	}
+	if code, out := plan(0, "--detailed-exitcode"); code != 0 || !strings.Contains(out, "No changes.") {
+		t.Errorf("plan: exit %d\n%s", code, out)
+	}
+	plan(0, "-o", "json")
+	plan(0, "--dry-run")
 
 	// Drift: rendered, reported, kept; --force renders and overwrites;
 	// then nothing again.
 	unit := filepath.Join(n.unitDir, "hello.service")
 	os.WriteFile(unit, []byte("[Service]\nExecStart=/bin/edited\n"), 0o644)
+	if code, out := plan(1, "--detailed-exitcode"); code != ExitDrift || !strings.Contains(out, "drift") {
+		t.Errorf("plan of drift: exit %d\n%s", code, out)
+	}
 	if out := apply(1); !strings.Contains(out, "drift") {
 		t.Errorf("drift not reported:\n%s", out)
 	}
@@ -250,6 +273,9 @@ func TestReapplyRendersNothing(t *testing.T) {
 	for range 2 {
 		if out := apply(1); !strings.Contains(out, "warning") {
 			t.Errorf("no warning:\n%s", out)
+		}
+		if _, out := plan(1); !strings.Contains(out, "warning") {
+			t.Errorf("plan: no warning:\n%s", out)
 		}
 	}
 }
