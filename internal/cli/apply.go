@@ -290,12 +290,14 @@ func planInputs(c *cobra.Command, sf *specFlags, opts apply.Options, in []inputs
 	var p *apply.Plan
 	var err error
 	if stErr == nil && opts.Inputs != "" && st.Inputs == opts.Inputs {
-		var ok bool
-		if p, ok, err = apply.NewPlanFromState(ctx, st, opts); !ok {
-			p = nil
+		// An error (a file that cannot be read) is left to the
+		// rendered plan, which meets it too and says it as plan
+		// always has.
+		if fp, ok, ferr := apply.NewPlanFromState(ctx, st, opts); ok && ferr == nil {
+			p = fp
 		}
 	}
-	if p == nil && err == nil {
+	if p == nil {
 		// An invalid spec is reported before a state that cannot be
 		// read, as it was when plan always rendered first.
 		if _, err := sf.build(c, in); err != nil {
