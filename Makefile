@@ -6,7 +6,7 @@ BIN ?= bin/hostprov
 FUZZTIME ?= 30s
 FUZZMINIMIZE ?= 60s
 
-.PHONY: build image test bench crash lint fuzz golden tools package clean
+.PHONY: build image test bench bench-butane crash lint fuzz golden tools package clean
 
 build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/hostprov
@@ -43,6 +43,17 @@ package:
 # units, which alone takes ten minutes or more: hence the long timeout.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 90m ./...
+
+# hostprov against Butane's library, whole process against whole process:
+# `hostprov render --format ignition` and `hostprov validate` of a spec of
+# BENCH_HOOKS hooks, and Butane translating the same units to Ignition,
+# each run BENCH_RUNS times; it prints CPU time, peak RSS and allocations
+# (median and range) and the ratios. See internal/cmd/benchbutane.
+BENCH_HOOKS ?= 1000,10000
+BENCH_RUNS ?= 5
+bench-butane:
+	$(GO) build -o bin/benchbutane ./internal/cmd/benchbutane
+	bin/benchbutane -n '$(BENCH_HOOKS)' -runs $(BENCH_RUNS)
 
 # A crash campaign against a real systemd (as root): the kill-point test
 # (every file step and systemd call of an apply in turn) and CRASH_KILLS
