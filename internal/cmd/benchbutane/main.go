@@ -32,6 +32,7 @@ import (
 	butane "github.com/coreos/butane/config"
 	"github.com/coreos/butane/config/common"
 
+	"github.com/hostprov/hostprov/internal/benchspec"
 	"github.com/hostprov/hostprov/internal/cli"
 	"github.com/hostprov/hostprov/pkg/render"
 )
@@ -204,7 +205,7 @@ func compare(counts string, runs int, dir string) error {
 // writeInputs writes a spec of n hooks to spec and the Butane config of
 // its units to bu.
 func writeInputs(n int, spec, bu string) error {
-	data := benchSpec(n)
+	data := benchspec.Spec(n)
 	us, diags := render.Build(spec, data)
 	if diags.HasErrors(false) || len(us) != n {
 		return fmt.Errorf("the spec of %d hooks gives %d units: %v", n, len(us), diags)

@@ -1,15 +1,16 @@
-package main
+// Package benchspec writes the hook spec the benchmarks measure, so that
+// the figures of pkg/render, internal/cli and internal/cmd/benchbutane
+// can be read side by side.
+package benchspec
 
 import (
 	"fmt"
 	"strings"
 )
 
-// benchSpec is a spec of n hooks of the kinds people write: generated
-// services with arguments and environment, and raw manifests. It is the
-// spec of pkg/render's benchmarks, so that their figures and these can
-// be read side by side.
-func benchSpec(n int) []byte {
+// Spec is a spec of n hooks of the kinds people write: generated
+// services with arguments and environment, and raw manifests.
+func Spec(n int) []byte {
 	var b strings.Builder
 	b.WriteString("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n")
 	for i := 0; i < n; i++ {
