@@ -94,7 +94,13 @@ func join(path, key string) string {
 // merge keys, and duplicate keys; those are not passed to f, so the first
 // of duplicate keys is the one decoded.
 func (d *decoder) mapping(n *yaml.Node, path string, f func(entry)) {
-	first := map[string]*yaml.Node{}
+	// The keys decoded so far, to find duplicates: a hook, its env and
+	// its directives are small mappings, where a scan of an array on the
+	// stack costs less than a map per mapping (a fifth of the decoder's
+	// allocations); a large one moves to the map.
+	var small [16]*yaml.Node
+	keys := small[:0]
+	var first map[string]*yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if !d.spend(k) {
@@ -116,12 +122,23 @@ func (d *decoder) mapping(n *yaml.Node, path string, f func(entry)) {
 		}
 		name := rk.Value
 		p := join(path, name)
-		if prev, dup := first[name]; dup {
+		if prev := firstKey(keys, first, name); prev != nil {
 			d.add(Error, d.pos(k), p, fmt.Sprintf("%s is given twice", label(p)),
 				fmt.Sprintf("the first %s is on line %d: remove one of them", name, prev.Line))
 			continue
 		}
-		first[name] = k
+		switch {
+		case first != nil:
+			first[name] = k
+		case len(keys) < len(small):
+			keys = append(keys, k)
+		default:
+			first = make(map[string]*yaml.Node, len(n.Content)/2)
+			for _, k := range keys {
+				first[resolve(k).Value] = k
+			}
+			first[name] = k
+		}
 		rv := resolve(v)
 		e := entry{key: k, name: name, value: value{node: rv, path: p, pos: d.pos(v), keyPos: d.pos(k)}}
 		if isNull(rv) {
@@ -131,6 +148,21 @@ func (d *decoder) mapping(n *yaml.Node, path string, f func(entry)) {
 		d.spec.pos[p] = e.pos
 		f(e)
 	}
+}
+
+// firstKey returns the key node recorded for name, in keys (whose
+// resolved values are the names) or, once it is in use, in first; nil if
+// there is none.
+func firstKey(keys []*yaml.Node, first map[string]*yaml.Node, name string) *yaml.Node {
+	if first != nil {
+		return first[name]
+	}
+	for _, k := range keys {
+		if resolve(k).Value == name {
+			return k
+		}
+	}
+	return nil
 }
 
 // spend counts one value decoded at n and reports whether decoding may go
@@ -151,7 +183,7 @@ func (d *decoder) spend(n *yaml.Node) bool {
 
 // item returns the i-th item of the list at path, recording its position.
 func (d *decoder) item(path string, i int, c *yaml.Node) value {
-	p := fmt.Sprintf("%s[%d]", path, i)
+	p := path + "[" + strconv.Itoa(i) + "]"
 	v := value{node: resolve(c), path: p, pos: d.pos(c)}
 	v.keyPos = v.pos
 	d.spec.pos[p] = v.pos
