@@ -1,7 +1,8 @@
 package units
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 	"strings"
 )
 
@@ -312,6 +313,13 @@ func barrier(section string, e *Entry) bool {
 	return !KnownDirective(section, e.Key) || fatalBarrier(section, e)
 }
 
+// sortKeyed is an entry with its sortName.
+type sortKeyed struct {
+	name string
+	rank int
+	e    *Entry
+}
+
 // sortEntries orders the entries of one section canonically, in place.
 func sortEntries(section string, entries []*Entry) {
 	start := 0
@@ -319,15 +327,24 @@ func sortEntries(section string, entries []*Entry) {
 		if i < len(entries) && !barrier(section, entries[i]) {
 			continue
 		}
-		seg := entries[start:i]
-		sort.SliceStable(seg, func(a, b int) bool {
-			na, ra := sortName(section, seg[a].Key)
-			nb, rb := sortName(section, seg[b].Key)
-			if na != nb {
-				return na < nb
+		if seg := entries[start:i]; len(seg) > 1 {
+			// Each entry's sort name is looked up once, not twice per
+			// comparison: that was most of Canonical's time.
+			keyed := make([]sortKeyed, len(seg))
+			for j, e := range seg {
+				keyed[j].name, keyed[j].rank = sortName(section, e.Key)
+				keyed[j].e = e
 			}
-			return ra < rb
-		})
+			slices.SortStableFunc(keyed, func(a, b sortKeyed) int {
+				if c := strings.Compare(a.name, b.name); c != 0 {
+					return c
+				}
+				return cmp.Compare(a.rank, b.rank)
+			})
+			for j := range keyed {
+				seg[j] = keyed[j].e
+			}
+		}
 		start = i + 1
 	}
 }
