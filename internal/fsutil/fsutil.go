@@ -24,12 +24,15 @@ import (
 // mode perm, renamed over path, and then the directory is synced so that the
 // rename itself survives a crash. On error, path is untouched and the
 // temporary file is removed. A symbolic link at path is replaced, not
-// written through.
+// written through; links in the directories of path are followed, as the
+// path a user names (fmt -w, render --out) means them. What must not
+// follow them (apply's unit and state directories) uses OpenDir.
 func WriteFile(path string, data []byte, perm os.FileMode) error {
-	d, err := OpenDir(filepath.Dir(path))
+	fd, err := openat(unix.AT_FDCWD, filepath.Dir(path), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return dirError("open", filepath.Dir(path), err)
 	}
+	d := &Dir{fd: fd, path: filepath.Dir(path)}
 	defer d.Close()
 	_, err = WriteFiles([]File{{Dir: d, Name: filepath.Base(path), Data: data, Perm: perm}})
 	return err

@@ -271,3 +271,27 @@ func TestDirRefusesLinks(t *testing.T) {
 		t.Errorf("MkdirAll made %v, %v; want a 0755 directory", fi, err)
 	}
 }
+
+// TestWriteFileThroughLinkedDirectory: WriteFile follows a link in the
+// directories of the path it is given (fmt -w of a file under a linked
+// directory, render --out to a link), while the file itself, if a link, is
+// replaced and not written through.
+func TestWriteFileThroughLinkedDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "real"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsutil.WriteFile(filepath.Join(dir, "link", "a.service"), []byte("a"), 0o644); err != nil {
+		t.Fatalf("WriteFile under a linked directory: %v", err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "real", "a.service")); err != nil || string(got) != "a" {
+		t.Errorf("real/a.service: %q, %v", got, err)
+	}
+	// OpenDir, for what must not follow links, still refuses it.
+	if _, err := fsutil.OpenDir(filepath.Join(dir, "link")); !errors.Is(err, fsutil.ErrNotDir) {
+		t.Errorf("OpenDir of a link: %v, want ErrNotDir", err)
+	}
+}

@@ -273,7 +273,14 @@ func (s *State) Save(path string) error {
 	if err != nil {
 		return err
 	}
-	if err := fsutil.WriteFile(path, data, 0o600); err != nil {
+	// The state directory is never entered through a link, as Execute
+	// writes it.
+	dir, err := fsutil.OpenDir(filepath.Dir(path))
+	if err != nil {
+		return fsError("writing the state file", path, err)
+	}
+	defer dir.Close()
+	if _, err := fsutil.WriteFiles([]fsutil.File{{Dir: dir, Name: filepath.Base(path), Data: data, Perm: 0o600}}); err != nil {
 		return fsError("writing the state file", path, err)
 	}
 	return nil
