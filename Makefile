@@ -6,7 +6,7 @@ BIN ?= bin/hostprov
 FUZZTIME ?= 30s
 FUZZMINIMIZE ?= 60s
 
-.PHONY: build image test bench bench-butane crash lint fuzz golden tools package clean
+.PHONY: build image test bench bench-butane crash lint fuzz golden generate tools package clean
 
 build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/hostprov
@@ -80,6 +80,14 @@ fuzz:
 # Regenerate the golden files; review the diff before committing.
 golden:
 	$(GO) test ./... -update
+
+# The Kubernetes API's generated code: deep-copy functions and the CRD
+# manifests in deploy/crds, from the Go types in pkg/apis by controller-gen.
+# Run it after changing those types, and commit what it writes.
+CONTROLLER_GEN ?= sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
+generate:
+	$(GO) run $(CONTROLLER_GEN) object paths=./pkg/apis/...
+	$(GO) run $(CONTROLLER_GEN) crd paths=./pkg/apis/... output:crd:artifacts:config=deploy/crds
 
 # Real tools the tests check hostprov's output with that Debian does not
 # package, built from their own sources into $(TOOLS) (under bin/, never

@@ -385,7 +385,7 @@ func (d *decoder) unknownField(e entry, where string) {
 		d.add(Error, pos, e.path, fmt.Sprintf("%s is a kops hook field that hostprov does not support", e.name), kopsOnly[e.name])
 		return
 	}
-	known := map[string][]string{"spec": specFields, "hook": hookFields, "drop-in": dropinFields, "metadata": metadataFields}[where]
+	known := map[string][]string{"spec": specFields, "hook": hookFields, "drop-in": dropinFields, "step": stepFields, "metadata": metadataFields}[where]
 	hint := "the fields of a " + where + " are " + strings.Join(known, ", ")
 	if s := suggest.Closest(e.name, known); s != "" {
 		hint = "did you mean " + s + "?"

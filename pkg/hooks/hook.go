@@ -53,6 +53,15 @@ var bodyFields = []string{"manifest", "exec", "pre", "steps", "directives"}
 
 var dropinFields = []string{"name", "contents"}
 
+var stepFields = []string{"name", "run", "sh"}
+
+// HookFields, StepFields and DropinFields are the fields of a hook, a step
+// and a drop-in, in the order they are documented: for a schema of the
+// hook spec elsewhere (the HostHooks API) to be checked against.
+func HookFields() []string   { return append([]string(nil), hookFields...) }
+func StepFields() []string   { return append([]string(nil), stepFields...) }
+func DropinFields() []string { return append([]string(nil), dropinFields...) }
+
 // unitTypes are systemd's unit type suffixes other than "service": a hook
 // named with one of them is not a service. A name without a type suffix
 // becomes a service.

@@ -1,0 +1,93 @@
+// Package kube is hostprov on Kubernetes: the agent that applies HostHooks
+// on its node, the controller that rolls them out and sums up the
+// NodeHooks, and the admission check that runs hostprov's own validation
+// on a HostHooks before it is stored.
+package kube
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/hostprov/hostprov/pkg/apis/hostprov/v1alpha1"
+	"github.com/hostprov/hostprov/pkg/apply"
+	"github.com/hostprov/hostprov/pkg/hooks"
+	"github.com/hostprov/hostprov/pkg/render"
+)
+
+// Build renders the hooks of hh as the spec set its nodes apply, with the
+// same pipeline as `hostprov apply` (hooks.Parse, then render), from the
+// hook spec document of hh (v1alpha1.HostHooksSpec.HookSpec). Each
+// diagnostic's Path is the HostHooks' field ("spec.hooks[1].exec") and its
+// position names the object, so that a message reads the same on a node,
+// at admission and in `hostprov validate`. The set must not be applied
+// when the diagnostics hold an error.
+func Build(hh *v1alpha1.HostHooks) (apply.SpecSet, hooks.Diagnostics) {
+	file := "hosthooks/" + hh.Name
+	spec, us, diags := render.BuildSpec(file, hh.Spec.HookSpec(hh.Name))
+	for i := range diags {
+		diags[i].Path = fieldPath(diags[i].Path)
+		diags[i].Pos = hooks.Position{File: file}
+	}
+	set := apply.SpecSet{Name: v1alpha1.SetName(hh.Name)}
+	if spec == nil {
+		return set, diags
+	}
+	for i := range us {
+		// The state records where each unit comes from; a line of a
+		// document nobody wrote would say nothing.
+		us[i].Pos = hooks.Position{File: fmt.Sprintf("%s spec.hooks[%d]", file, us[i].Hook)}
+	}
+	set.Units = us
+	for _, h := range spec.Hooks {
+		set.HookNames = append(set.HookNames, h.Name)
+	}
+	return set, diags
+}
+
+// fieldPath is the HostHooks field of a hook spec's path: "hooks[1].exec"
+// is "spec.hooks[1].exec". The spec's own fields (apiVersion, kind,
+// metadata) are made by HookSpec, so their problems are the object's.
+func fieldPath(p string) string {
+	if p == "hooks" || strings.HasPrefix(p, "hooks[") || strings.HasPrefix(p, "hooks.") {
+		return "spec." + p
+	}
+	if p == "" || p == "metadata.name" || p == "metadata" {
+		return "metadata.name"
+	}
+	return p
+}
+
+// FieldErrors turns the errors among diags into Kubernetes field errors,
+// for admission: the message and hint as `hostprov validate` prints them,
+// at the field. With strict, warnings are errors too.
+func FieldErrors(diags hooks.Diagnostics, strict bool) field.ErrorList {
+	var errs field.ErrorList
+	for _, d := range diags {
+		if d.Severity != hooks.Error && !strict {
+			continue
+		}
+		errs = append(errs, &field.Error{Type: field.ErrorTypeInvalid, Field: d.Path, BadValue: field.OmitValueType{}, Detail: detail(d)})
+	}
+	return errs
+}
+
+// Warnings are the warnings among diags, as admission warnings: shown by
+// kubectl, not refused.
+func Warnings(diags hooks.Diagnostics) []string {
+	var out []string
+	for _, d := range diags {
+		if d.Severity == hooks.Warning {
+			out = append(out, d.Path+": "+detail(d))
+		}
+	}
+	return out
+}
+
+func detail(d hooks.Diagnostic) string {
+	if d.Hint == "" {
+		return d.Message
+	}
+	return d.Message + " (hint: " + d.Hint + ")"
+}

@@ -1,0 +1,95 @@
+package v1alpha1
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+)
+
+// SetPrefix starts the name of every spec set that an agent applies for a
+// HostHooks, so that the agent tells its sets from the node's others (the
+// specs in /etc/hostprov/hooks.d, say), which it never touches.
+const SetPrefix = "hosthooks."
+
+// SetName is the spec set that a HostHooks is on a node.
+func SetName(hostHooks string) string { return SetPrefix + hostHooks }
+
+// HostHooksOfSet is the HostHooks whose spec set is set, or "" when set is
+// not an agent's.
+func HostHooksOfSet(set string) string {
+	if name, ok := strings.CutPrefix(set, SetPrefix); ok {
+		return name
+	}
+	return ""
+}
+
+// NodeHooksName is the name of the NodeHooks of a node for a HostHooks:
+// "HOSTHOOKS.NODE", shortened with a hash when that is longer than an
+// object's name may be.
+func NodeHooksName(hostHooks, node string) string {
+	return shorten(hostHooks+"."+node, 253)
+}
+
+// LabelValue is s as a label value: s itself when it is short enough and
+// a valid one, otherwise a prefix of it and a hash of the whole. Node and
+// HostHooks names are DNS subdomains, which may be longer than a label.
+func LabelValue(s string) string {
+	if len(s) <= 63 && strings.Trim(s, ".-_") == s {
+		return s
+	}
+	return shorten(s, 63)
+}
+
+func shorten(s string, max int) string {
+	if len(s) <= max && strings.Trim(s, ".-_") == s {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	h := hex.EncodeToString(sum[:])[:16]
+	keep := max - len(h) - 1
+	if keep > len(s) {
+		keep = len(s)
+	}
+	p := strings.TrimRight(s[:keep], ".-_")
+	if p == "" {
+		return h
+	}
+	return p + "-" + h
+}
+
+// HooksHash is the content hash of hooks: the same hooks have the same
+// hash whatever else changes in the HostHooks (its selector, its rollout,
+// its labels), so that only a change of hooks rolls out again.
+func HooksHash(hooks []Hook) string {
+	// encoding/json writes struct fields in order and map keys sorted:
+	// one hash for one list of hooks.
+	b, err := json.Marshal(hooks)
+	if err != nil {
+		// Only unsupported types fail to marshal, and Hook has none.
+		panic(err)
+	}
+	sum := sha256.Sum256(b)
+	return "sha256-" + hex.EncodeToString(sum[:])
+}
+
+// HookSpec is the hook spec document of spec: the hooks of the HostHooks
+// named name, as the YAML (JSON is YAML) that `hostprov validate` reads,
+// with name as its metadata.name. Paths of its diagnostics ("hooks[1].exec")
+// are the HostHooks' paths under "spec.".
+func (s *HostHooksSpec) HookSpec(name string) []byte {
+	doc := struct {
+		APIVersion string            `json:"apiVersion"`
+		Kind       string            `json:"kind"`
+		Metadata   map[string]string `json:"metadata"`
+		Hooks      []Hook            `json:"hooks"`
+	}{"hostprov/v1alpha1", "Hooks", map[string]string{"name": SetName(name)}, s.Hooks}
+	if doc.Hooks == nil {
+		doc.Hooks = []Hook{}
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		panic(err)
+	}
+	return append(b, '\n')
+}

@@ -1,0 +1,359 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// HostHooks is a hook spec for the nodes a label selector matches: each
+// matching node applies its hooks as one spec set, named after the
+// HostHooks, and reports in a NodeHooks.
+//
+// Whoever may create a HostHooks may run commands as root on every node it
+// selects: see the project's SECURITY.md.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=hh,categories=hostprov
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Matched",type=integer,JSONPath=`.status.matchedNodes`
+// +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=`.status.updatedNodes`
+// +kubebuilder:printcolumn:name="Succeeded",type=integer,JSONPath=`.status.succeededNodes`
+// +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failedNodes`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 200",message="the name of a HostHooks is at most 200 characters: it names a spec set on every node"
+type HostHooks struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   HostHooksSpec   `json:"spec"`
+	Status HostHooksStatus `json:"status,omitempty"`
+}
+
+// HostHooksSpec says what the nodes get and how a change reaches them.
+type HostHooksSpec struct {
+	// NodeSelector selects the nodes, by their labels. Unset or empty
+	// selects every node.
+	// +optional
+	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+	// Rollout says how fast a change of hooks reaches the nodes.
+	// +optional
+	Rollout Rollout `json:"rollout,omitempty"`
+	// Hooks is exactly a hook spec's hooks list: the same fields, checked
+	// by the same validation (at admission), rendered to the same units.
+	// +kubebuilder:validation:MinItems=1
+	// +listType=atomic
+	Hooks []Hook `json:"hooks"`
+}
+
+// Rollout limits how many nodes apply a change of hooks at a time.
+type Rollout struct {
+	// MaxUnavailable is how many matched nodes may be applying the current
+	// hooks, or have failed them, at once: a count or a percentage of the
+	// matched nodes (rounded down, at least 1). A node is approved for the
+	// current hooks only while fewer are. Default 1.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^[1-9][0-9]?%$|^100%$')",message="must be a count of at least 1 or a percentage from 1% to 100%"
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+	// Pause stops approving nodes for the current hooks; the nodes that
+	// are approved already go on.
+	// +optional
+	Pause bool `json:"pause,omitempty"`
+	// FailureThreshold is how many nodes may fail the current hooks before
+	// the rollout stops: with more failed nodes than this, no further
+	// node is approved until the hooks change. Default 0: the first
+	// failure stops it.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	FailureThreshold *int32 `json:"failureThreshold,omitempty"`
+}
+
+// Hook is one entry of a hook spec's hooks list; the hook spec reference in
+// the project's README says what each field means. The JSON names are
+// the hook spec's.
+type Hook struct {
+	// +kubebuilder:validation:MinLength=1
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// +optional
+	Enabled        *bool  `json:"enabled,omitempty"`
+	Mask           bool   `json:"mask,omitempty"`
+	UseRawName     bool   `json:"useRawName,omitempty"`
+	UseRawManifest bool   `json:"useRawManifest,omitempty"`
+	Manifest       string `json:"manifest,omitempty"`
+
+	// +listType=atomic
+	Requires []string `json:"requires,omitempty"`
+	// +listType=atomic
+	Wants []string `json:"wants,omitempty"`
+	// +listType=atomic
+	Before []string `json:"before,omitempty"`
+	// +listType=atomic
+	After []string `json:"after,omitempty"`
+	// WantedBy unset means the unit type's usual target; an empty list
+	// means no WantedBy= at all.
+	// +optional
+	// +listType=atomic
+	WantedBy *[]string `json:"wantedBy,omitempty"`
+
+	// +kubebuilder:validation:Enum=simple;exec;forking;oneshot;dbus;notify;notify-reload;idle
+	Type string `json:"type,omitempty"`
+	// +listType=atomic
+	Exec []string `json:"exec,omitempty"`
+	// +listType=atomic
+	Pre              [][]string        `json:"pre,omitempty"`
+	ExpandEnv        bool              `json:"expandEnv,omitempty"`
+	Specifiers       bool              `json:"specifiers,omitempty"`
+	RemainAfterExit  *bool             `json:"remainAfterExit,omitempty"`
+	Env              map[string]string `json:"env,omitempty"`
+	EnvironmentFile  string            `json:"environmentFile,omitempty"`
+	WorkingDirectory string            `json:"workingDirectory,omitempty"`
+	User             string            `json:"user,omitempty"`
+	Group            string            `json:"group,omitempty"`
+	// +kubebuilder:validation:Enum=no;always;on-success;on-failure;on-abnormal;on-abort;on-watchdog
+	Restart         string `json:"restart,omitempty"`
+	RestartSec      string `json:"restartSec,omitempty"`
+	TimeoutStartSec string `json:"timeoutStartSec,omitempty"`
+	TimeoutStopSec  string `json:"timeoutStopSec,omitempty"`
+
+	StateDirectory         string `json:"stateDirectory,omitempty"`
+	LogsDirectory          string `json:"logsDirectory,omitempty"`
+	ConfigurationDirectory string `json:"configurationDirectory,omitempty"`
+
+	// +listType=atomic
+	Steps []Step `json:"steps,omitempty"`
+	// +kubebuilder:validation:Enum=Once;Always;Never
+	When string `json:"when,omitempty"`
+
+	Directives map[string][]string `json:"directives,omitempty"`
+	// +listType=atomic
+	Dropins []Dropin `json:"dropins,omitempty"`
+}
+
+// Step is one command of a command hook: exactly one of run and sh.
+type Step struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// +listType=atomic
+	Run []string `json:"run,omitempty"`
+	Sh  string   `json:"sh,omitempty"`
+}
+
+// Dropin is a drop-in file for a hook's unit.
+type Dropin struct {
+	Name     string `json:"name"`
+	Contents string `json:"contents"`
+}
+
+// HostHooksStatus is the controller's summary of the NodeHooks.
+type HostHooksStatus struct {
+	// ObservedGeneration is the generation the status is for.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// HooksHash is the content hash of the current hooks: a node is
+	// updated when it applied hooks with this hash.
+	HooksHash string `json:"hooksHash,omitempty"`
+	// Phase is Progressing, Complete, Degraded or Paused.
+	Phase Phase `json:"phase,omitempty"`
+	// MatchedNodes is how many nodes the selector matches; UpdatedNodes
+	// how many of them applied the current hooks; SucceededNodes and
+	// FailedNodes how many of those the hooks succeeded or failed on.
+	MatchedNodes   int32 `json:"matchedNodes"`
+	UpdatedNodes   int32 `json:"updatedNodes"`
+	SucceededNodes int32 `json:"succeededNodes"`
+	FailedNodes    int32 `json:"failedNodes"`
+	// Errors sums the failures of the current hooks by hook and step.
+	// Successful output is never here: it stays small at any number of
+	// nodes.
+	// +listType=atomic
+	// +optional
+	Errors []ErrorSummary `json:"errors,omitempty"`
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Phase is a HostHooks' phase.
+type Phase string
+
+// Phases of a HostHooks.
+const (
+	// PhaseProgressing: nodes are yet to apply the current hooks.
+	PhaseProgressing Phase = "Progressing"
+	// PhaseComplete: every matched node applied them and they succeeded.
+	PhaseComplete Phase = "Complete"
+	// PhaseDegraded: more nodes failed than the failure threshold allows,
+	// and the rollout stopped.
+	PhaseDegraded Phase = "Degraded"
+	// PhasePaused: spec.rollout.pause holds the rollout.
+	PhasePaused Phase = "Paused"
+)
+
+// Condition types of a HostHooks.
+const (
+	ConditionProgressing = "Progressing"
+	ConditionComplete    = "Complete"
+	ConditionDegraded    = "Degraded"
+	ConditionPaused      = "Paused"
+)
+
+// ErrorSummary is the failures of one hook's step (or of the hook as a
+// whole, when Step is empty, or of the apply, when Hook is too) over the
+// nodes.
+type ErrorSummary struct {
+	Hook string `json:"hook,omitempty"`
+	Step string `json:"step,omitempty"`
+	// Count is how many nodes failed here.
+	Count int32 `json:"count"`
+	// Nodes are the first of them, by name (at most MaxErrorNodes).
+	// +listType=atomic
+	Nodes []string `json:"nodes"`
+	// ExitCode, Reason and Message are of the node that failed last.
+	ExitCode *int32 `json:"exitCode,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	Message  string `json:"message,omitempty"`
+}
+
+// MaxErrorNodes is how many node names an ErrorSummary lists.
+const MaxErrorNodes = 10
+
+// +kubebuilder:object:root=true
+
+// HostHooksList is a list of HostHooks.
+type HostHooksList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []HostHooks `json:"items"`
+}
+
+// NodeHooks is one node's result for one HostHooks. The controller creates
+// it, owned by the HostHooks, and sets spec.hooksHash when the rollout
+// reaches the node; the agent of the node writes its status, and only
+// that.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=nh,categories=hostprov
+// +kubebuilder:subresource:status
+// +kubebuilder:selectablefield:JSONPath=`.spec.nodeName`
+// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.spec.nodeName`
+// +kubebuilder:printcolumn:name="HostHooks",type=string,JSONPath=`.spec.hostHooks`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type NodeHooks struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   NodeHooksSpec   `json:"spec"`
+	Status NodeHooksStatus `json:"status,omitempty"`
+}
+
+// NodeHooksSpec names the node and the HostHooks, and what the rollout
+// allows the node to apply.
+type NodeHooksSpec struct {
+	// NodeName is the node.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="nodeName is immutable"
+	NodeName string `json:"nodeName"`
+	// HostHooks is the name of the HostHooks.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="hostHooks is immutable"
+	HostHooks string `json:"hostHooks"`
+	// HooksHash is the content hash of the hooks the node may apply: the
+	// HostHooks' status.hooksHash once the rollout reached the node. Empty
+	// means none yet; the node keeps what it has.
+	// +optional
+	HooksHash string `json:"hooksHash,omitempty"`
+}
+
+// NodePhase is a node's phase for one HostHooks.
+type NodePhase string
+
+// Phases of a NodeHooks.
+const (
+	// NodePending: the node waits for its turn, or for its agent.
+	NodePending NodePhase = "Pending"
+	// NodeApplying: the agent is applying the hooks, or a step runs.
+	NodeApplying NodePhase = "Applying"
+	// NodeSucceeded: the hooks applied and every hook is well.
+	NodeSucceeded NodePhase = "Succeeded"
+	// NodeFailed: the apply or a hook failed (see Message and Hooks).
+	NodeFailed NodePhase = "Failed"
+	// NodeRemoved: the node no longer has the hooks: the HostHooks is
+	// being deleted or no longer selects the node, and the agent pruned
+	// its units.
+	NodeRemoved NodePhase = "Removed"
+)
+
+// NodeHooksStatus is what the agent found after applying.
+type NodeHooksStatus struct {
+	Phase NodePhase `json:"phase,omitempty"`
+	// AppliedHash is the hash of the hooks the node applied last.
+	AppliedHash string `json:"appliedHash,omitempty"`
+	// Message says why the node failed as a whole: an apply that could
+	// not be made (a conflict with another spec set, a file that drifted)
+	// or failed.
+	Message string `json:"message,omitempty"`
+	// AppliedAt is when the agent last applied hooks (or pruned them).
+	AppliedAt *metav1.Time `json:"appliedAt,omitempty"`
+	// Hooks is each hook's result, in the order of spec.hooks.
+	// +listType=atomic
+	// +optional
+	Hooks []HookResult `json:"hooks,omitempty"`
+}
+
+// HookResult is one hook's unit on the node.
+type HookResult struct {
+	Name string `json:"name"`
+	Unit string `json:"unit"`
+	// Phase is the hook's phase: pending, running, succeeded, failed or
+	// skipped for command hooks (status's phases), and active, inactive or
+	// failed (systemd's ActiveState) for others.
+	Phase string `json:"phase"`
+	// ExitCode and Reason are of the unit's main process, when it failed.
+	ExitCode *int32 `json:"exitCode,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	Message  string `json:"message,omitempty"`
+	// +listType=atomic
+	// +optional
+	Steps []StepResult `json:"steps,omitempty"`
+	// Output is the last lines of the unit's journal when it failed;
+	// successful output is never kept.
+	// +listType=atomic
+	// +optional
+	Output []string `json:"output,omitempty"`
+}
+
+// StepResult is how one step of a command hook last ran.
+type StepResult struct {
+	Name string `json:"name"`
+	// State is succeeded, failed, running or "not run".
+	State      string       `json:"state"`
+	ExitCode   *int32       `json:"exitCode,omitempty"`
+	Signal     *int32       `json:"signal,omitempty"`
+	Reason     string       `json:"reason,omitempty"`
+	StartedAt  *metav1.Time `json:"startedAt,omitempty"`
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// NodeHooksList is a list of NodeHooks.
+type NodeHooksList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NodeHooks `json:"items"`
+}
+
+// Labels the controller puts on every NodeHooks, so that an agent watches
+// only its node's and the controller finds a HostHooks' at once. A value
+// longer than a label allows is shortened with a hash (see LabelValue).
+const (
+	LabelNode      = "hostprov.dev/node"
+	LabelHostHooks = "hostprov.dev/hosthooks"
+)
+
+// Finalizer is the controller's on a HostHooks: deleting it waits until
+// the agents pruned its units from every node that has them.
+const Finalizer = "hostprov.dev/prune"
