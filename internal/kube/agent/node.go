@@ -233,7 +233,7 @@ func (n *node) sync(ctx context.Context, sd apply.Systemd, v *view) (*result, er
 			return nil, err
 		}
 	}
-	reports, err := apply.Report(ctx, sd, agentUnits(st), n.opts)
+	reports, err := n.reportUnits(ctx, sd, st)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +248,27 @@ func (n *node) report(ctx context.Context, sd apply.Systemd) ([]apply.UnitReport
 	if err != nil {
 		return nil, err
 	}
-	return apply.Report(ctx, sd, agentUnits(st), n.opts)
+	return n.reportUnits(ctx, sd, st)
+}
+
+// reportUnits is apply.Report of the agent's units of st, with the journal
+// of every failed unit: Report keeps it for command hooks only, and a
+// NodeHooks shows the last lines of any hook that failed.
+func (n *node) reportUnits(ctx context.Context, sd apply.Systemd, st *apply.State) ([]apply.UnitReport, error) {
+	reports, err := apply.Report(ctx, sd, agentUnits(st), n.opts)
+	if err != nil {
+		return nil, err
+	}
+	for i := range reports {
+		r := &reports[i]
+		if r.Phase != "" || r.Error != "" || len(r.Journal) > 0 || !unitFailed(*r) {
+			continue
+		}
+		if s, err := sd.Status(ctx, r.StatusOf); err == nil {
+			r.Journal = s.Journal
+		}
+	}
+	return reports, nil
 }
 
 // agentUnits is st with only the units of the agent's sets: the node's own
