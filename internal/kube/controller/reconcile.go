@@ -1,0 +1,174 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/hostprov/hostprov/pkg/apis/hostprov/v1alpha1"
+)
+
+// Reconciler reconciles one HostHooks at a time: it reads the HostHooks,
+// the nodes and the HostHooks' NodeHooks from the cache, has Decide
+// decide, and makes the writes of the decision, each a single request.
+type Reconciler struct {
+	// Client reads from the manager's cache (it must have the NodeHooks
+	// index of SetupWithManager) and writes to the API server.
+	Client client.Client
+	// Now is the clock of the conditions; nil is time.Now.
+	Now func() time.Time
+}
+
+// SetupWithManager registers the NodeHooks index and the controller with
+// mgr. The controller reconciles a HostHooks when it changes, when one of
+// its NodeHooks changes, and, for every HostHooks, when a node comes, goes
+// or changes its labels. That includes the controller's own status
+// writes: the reconcile after one compares the status with what the
+// write left, and writes again only if the cache had lagged behind an
+// earlier write when it decided. Nodes are cached as metadata only:
+// their labels are all that matters, and a node's status is large.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.NodeHooks{}, indexHostHooks,
+		func(o client.Object) []string { return []string{o.(*v1alpha1.NodeHooks).Spec.HostHooks} })
+	if err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		For(&v1alpha1.HostHooks{}).
+		Watches(&v1alpha1.NodeHooks{}, handler.EnqueueRequestsFromMapFunc(nodeHooksOwner)).
+		WatchesMetadata(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allHostHooks),
+			builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Complete(r)
+}
+
+// nodeHooksOwner is the HostHooks a NodeHooks is for. Its name is in the
+// spec in full (the label may be shortened), and it is there even when
+// an owner reference is not.
+func nodeHooksOwner(_ context.Context, o client.Object) []reconcile.Request {
+	nh, ok := o.(*v1alpha1.NodeHooks)
+	if !ok || nh.Spec.HostHooks == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: nh.Spec.HostHooks}}}
+}
+
+// allHostHooks is every HostHooks: whether one selects a node is up to the
+// node's labels.
+func (r *Reconciler) allHostHooks(ctx context.Context, _ client.Object) []reconcile.Request {
+	var l metav1.PartialObjectMetadataList
+	l.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("HostHooksList"))
+	if err := r.Client.List(ctx, &l, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the HostHooks for a node")
+		return nil
+	}
+	reqs := make([]reconcile.Request, len(l.Items))
+	for i := range l.Items {
+		reqs[i].Name = l.Items[i].Name
+	}
+	return reqs
+}
+
+// Reconcile carries out Decide's decision for the HostHooks req names.
+// Every write is one request and none waits for the cache: approvals and
+// deletions are merge patches and deletes that need no resourceVersion,
+// and a create that finds its NodeHooks made already (the cache lags
+// behind the controller's own writes) is no error. Those writes are the
+// same when Decide decides again from a cache that lags. The finalizer is
+// changed under the HostHooks' resourceVersion, since others may change
+// the same list.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var hh v1alpha1.HostHooks
+	if err := r.Client.Get(ctx, req.NamespacedName, &hh); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	var nl metav1.PartialObjectMetadataList
+	nl.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+	if err := r.Client.List(ctx, &nl, client.UnsafeDisableDeepCopy); err != nil {
+		return reconcile.Result{}, fmt.Errorf("listing nodes: %w", err)
+	}
+	nodes := make([]Node, len(nl.Items))
+	for i := range nl.Items {
+		nodes[i] = Node{Name: nl.Items[i].Name, Labels: nl.Items[i].Labels}
+	}
+	var nhl v1alpha1.NodeHooksList
+	// Decide only reads what it is given, so the cache's own objects do.
+	if err := r.Client.List(ctx, &nhl, client.MatchingFields{indexHostHooks: hh.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		return reconcile.Result{}, fmt.Errorf("listing NodeHooks: %w", err)
+	}
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	d := Decide(&hh, nodes, nhl.Items, now())
+
+	if d.AddFinalizer {
+		orig := hh.DeepCopy()
+		hh.Finalizers = append(hh.Finalizers, v1alpha1.Finalizer)
+		if err := r.Client.Patch(ctx, &hh, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return reconcile.Result{}, fmt.Errorf("adding the finalizer: %w", err)
+		}
+	}
+
+	var errs []error
+	for _, nh := range d.Create {
+		if err := r.Client.Create(ctx, nh); err != nil && !apierrors.IsAlreadyExists(err) {
+			errs = append(errs, fmt.Errorf("creating NodeHooks %s: %w", nh.Name, err))
+		}
+	}
+	if len(d.Approve) > 0 {
+		patch, err := json.Marshal(map[string]any{"spec": map[string]any{"hooksHash": d.Status.HooksHash}})
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		for _, name := range d.Approve {
+			nh := &v1alpha1.NodeHooks{ObjectMeta: metav1.ObjectMeta{Name: name}}
+			if err := r.Client.Patch(ctx, nh, client.RawPatch(types.MergePatchType, patch)); err != nil {
+				// The rest wait: approving out of order would break
+				// the rollout's order.
+				errs = append(errs, fmt.Errorf("approving NodeHooks %s: %w", name, err))
+				break
+			}
+		}
+	}
+	for _, nh := range d.Delete {
+		uid := nh.UID
+		err := r.Client.Delete(ctx, &v1alpha1.NodeHooks{ObjectMeta: metav1.ObjectMeta{Name: nh.Name}},
+			client.Preconditions{UID: &uid})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			errs = append(errs, fmt.Errorf("deleting NodeHooks %s: %w", nh.Name, err))
+		}
+	}
+	if d.StatusChanged {
+		orig := hh.DeepCopy()
+		hh.Status = d.Status
+		if err := r.Client.Status().Patch(ctx, &hh, client.MergeFrom(orig)); err != nil {
+			errs = append(errs, fmt.Errorf("writing the status: %w", err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return reconcile.Result{}, err
+	}
+	if d.RemoveFinalizer {
+		orig := hh.DeepCopy()
+		controllerutil.RemoveFinalizer(&hh, v1alpha1.Finalizer)
+		if err := r.Client.Patch(ctx, &hh, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("removing the finalizer: %w", err))
+		}
+	}
+	return reconcile.Result{}, nil
+}
