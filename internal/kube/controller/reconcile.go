@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +32,48 @@ type Reconciler struct {
 	Client client.Client
 	// Now is the clock of the conditions; nil is time.Now.
 	Now func() time.Time
+
+	mu sync.Mutex
+	// approved are, for each HostHooks, the approvals the cache may not
+	// show yet: so that a reconcile from a cache that lags does not send
+	// the same patch again.
+	approved map[string]map[string]approval
+}
+
+// approval is an approval for hash of a NodeHooks that the cache had at
+// resourceVersion rv when it was approved. While the cache has that
+// version still, it lags behind the approval; any other version is the
+// approval's or a later one.
+type approval struct{ hash, rv string }
+
+// pending is the approvals of the HostHooks named hh that nhs, from the
+// cache, do not show yet; the others are forgotten.
+func (r *Reconciler) pending(hh string, nhs []v1alpha1.NodeHooks) map[string]approval {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.approved[hh]
+	if len(old) == 0 {
+		return nil
+	}
+	still := make(map[string]approval)
+	for i := range nhs {
+		if a, ok := old[nhs[i].Name]; ok && a.rv == nhs[i].ResourceVersion {
+			still[nhs[i].Name] = a
+		}
+	}
+	r.setApproved(hh, still)
+	return still
+}
+
+func (r *Reconciler) setApproved(hh string, m map[string]approval) {
+	if len(m) == 0 {
+		delete(r.approved, hh)
+		return
+	}
+	if r.approved == nil {
+		r.approved = make(map[string]map[string]approval)
+	}
+	r.approved[hh] = m
 }
 
 // SetupWithManager registers the NodeHooks index and the controller with
@@ -94,6 +137,11 @@ func (r *Reconciler) allHostHooks(ctx context.Context, _ client.Object) []reconc
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var hh v1alpha1.HostHooks
 	if err := r.Client.Get(ctx, req.NamespacedName, &hh); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.mu.Lock()
+			r.setApproved(req.Name, nil)
+			r.mu.Unlock()
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	var nl metav1.PartialObjectMetadataList
@@ -130,12 +178,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			errs = append(errs, fmt.Errorf("creating NodeHooks %s: %w", nh.Name, err))
 		}
 	}
+	pending := r.pending(hh.Name, nhl.Items)
 	if len(d.Approve) > 0 {
-		patch, err := json.Marshal(map[string]any{"spec": map[string]any{"hooksHash": d.Status.HooksHash}})
+		h := d.Status.HooksHash
+		patch, err := json.Marshal(map[string]any{"spec": map[string]any{"hooksHash": h}})
 		if err != nil {
 			return reconcile.Result{}, err
 		}
+		rv := make(map[string]string, len(d.Approve))
 		for _, name := range d.Approve {
+			rv[name] = ""
+		}
+		for i := range nhl.Items {
+			if _, ok := rv[nhl.Items[i].Name]; ok {
+				rv[nhl.Items[i].Name] = nhl.Items[i].ResourceVersion
+			}
+		}
+		for _, name := range d.Approve {
+			if a, ok := pending[name]; ok && a.hash == h {
+				continue
+			}
 			nh := &v1alpha1.NodeHooks{ObjectMeta: metav1.ObjectMeta{Name: name}}
 			if err := r.Client.Patch(ctx, nh, client.RawPatch(types.MergePatchType, patch)); err != nil {
 				// The rest wait: approving out of order would break
@@ -143,7 +205,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 				errs = append(errs, fmt.Errorf("approving NodeHooks %s: %w", name, err))
 				break
 			}
+			if rv[name] != "" {
+				if pending == nil {
+					pending = make(map[string]approval)
+				}
+				pending[name] = approval{h, rv[name]}
+			}
 		}
+		r.mu.Lock()
+		r.setApproved(hh.Name, pending)
+		r.mu.Unlock()
 	}
 	for _, nh := range d.Delete {
 		uid := nh.UID
