@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -41,10 +42,14 @@ type Reconciler struct {
 }
 
 // approval is an approval for hash of a NodeHooks that the cache had at
-// resourceVersion rv when it was approved. While the cache has that
-// version still, it lags behind the approval; any other version is the
-// approval's or a later one.
-type approval struct{ hash, rv string }
+// resourceVersion rv when it was approved, or that the cache did not have
+// (absent) and the controller had created at rv, or found made already.
+// While the cache has that version still, or has none, it lags behind the
+// approval; any other version is the approval's or a later one.
+type approval struct {
+	hash, rv string
+	absent   bool
+}
 
 // pending is the approvals of the HostHooks named hh that nhs, from the
 // cache, do not show yet; the others are forgotten.
@@ -56,9 +61,19 @@ func (r *Reconciler) pending(hh string, nhs []v1alpha1.NodeHooks) map[string]app
 		return nil
 	}
 	still := make(map[string]approval)
+	for name, a := range old {
+		if a.absent {
+			still[name] = a
+		}
+	}
 	for i := range nhs {
-		if a, ok := old[nhs[i].Name]; ok && a.rv == nhs[i].ResourceVersion {
-			still[nhs[i].Name] = a
+		name := nhs[i].Name
+		if a, ok := old[name]; ok {
+			if a.rv != "" && a.rv == nhs[i].ResourceVersion {
+				still[name] = a
+			} else {
+				delete(still, name)
+			}
 		}
 	}
 	r.setApproved(hh, still)
@@ -168,14 +183,38 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		orig := hh.DeepCopy()
 		hh.Finalizers = append(hh.Finalizers, v1alpha1.Finalizer)
 		if err := r.Client.Patch(ctx, &hh, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			if apierrors.IsConflict(err) {
+				// The cache lags: its update, on the way, brings the
+				// HostHooks back.
+				return reconcile.Result{}, nil
+			}
 			return reconcile.Result{}, fmt.Errorf("adding the finalizer: %w", err)
 		}
 	}
 
 	var errs []error
+	// The version each NodeHooks to approve is at, as far as the
+	// controller knows, and whether the cache has it.
+	type known struct {
+		rv      string
+		inCache bool
+	}
+	at := make(map[string]known, len(d.Approve))
+	for _, name := range d.Approve {
+		at[name] = known{}
+	}
+	for i := range nhl.Items {
+		if _, ok := at[nhl.Items[i].Name]; ok {
+			at[nhl.Items[i].Name] = known{nhl.Items[i].ResourceVersion, true}
+		}
+	}
 	for _, nh := range d.Create {
-		if err := r.Client.Create(ctx, nh); err != nil && !apierrors.IsAlreadyExists(err) {
+		err := r.Client.Create(ctx, nh)
+		if err != nil && !apierrors.IsAlreadyExists(err) {
 			errs = append(errs, fmt.Errorf("creating NodeHooks %s: %w", nh.Name, err))
+		}
+		if err == nil {
+			at[nh.Name] = known{rv: nh.ResourceVersion}
 		}
 	}
 	pending := r.pending(hh.Name, nhl.Items)
@@ -184,15 +223,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		patch, err := json.Marshal(map[string]any{"spec": map[string]any{"hooksHash": h}})
 		if err != nil {
 			return reconcile.Result{}, err
-		}
-		rv := make(map[string]string, len(d.Approve))
-		for _, name := range d.Approve {
-			rv[name] = ""
-		}
-		for i := range nhl.Items {
-			if _, ok := rv[nhl.Items[i].Name]; ok {
-				rv[nhl.Items[i].Name] = nhl.Items[i].ResourceVersion
-			}
 		}
 		for _, name := range d.Approve {
 			if a, ok := pending[name]; ok && a.hash == h {
@@ -205,11 +235,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 				errs = append(errs, fmt.Errorf("approving NodeHooks %s: %w", name, err))
 				break
 			}
-			if rv[name] != "" {
+			if k := at[name]; k.rv != "" || !k.inCache {
 				if pending == nil {
 					pending = make(map[string]approval)
 				}
-				pending[name] = approval{h, rv[name]}
+				pending[name] = approval{hash: h, rv: k.rv, absent: !k.inCache}
 			}
 		}
 		r.mu.Lock()
@@ -225,9 +255,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	if d.StatusChanged {
-		orig := hh.DeepCopy()
-		hh.Status = d.Status
-		if err := r.Client.Status().Patch(ctx, &hh, client.MergeFrom(orig)); err != nil {
+		patch, err := statusPatch(hh.Status, d.Status)
+		if err == nil {
+			err = r.Client.Status().Patch(ctx, &hh, client.RawPatch(types.MergePatchType, patch))
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("writing the status: %w", err))
 		}
 	}
@@ -238,8 +270,50 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		orig := hh.DeepCopy()
 		controllerutil.RemoveFinalizer(&hh, v1alpha1.Finalizer)
 		if err := r.Client.Patch(ctx, &hh, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-			return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("removing the finalizer: %w", err))
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				return reconcile.Result{}, nil
+			}
+			return reconcile.Result{}, fmt.Errorf("removing the finalizer: %w", err)
 		}
 	}
 	return reconcile.Result{}, nil
+}
+
+// statusPatch is a merge patch that makes a HostHooks status, whatever it
+// was, to: every field of to, and null for each other field. A patch of the difference alone would leave out the counts
+// that did not change, and those are required; a whole status without
+// the nulls would leave the fields that are gone (errors, say) as they
+// were. And unlike an update, it does not fail when the cache lags behind
+// the controller's last write.
+func statusPatch(old, to v1alpha1.HostHooksStatus) ([]byte, error) {
+	fields := func(st v1alpha1.HostHooksStatus) (map[string]any, error) {
+		b, err := json.Marshal(st)
+		if err != nil {
+			return nil, err
+		}
+		var m map[string]any
+		return m, json.Unmarshal(b, &m)
+	}
+	was, err := fields(old)
+	if err != nil {
+		return nil, err
+	}
+	// And every field a status may have: the server's may have one that
+	// old, from a cache that lags, has not.
+	every, err := fields(v1alpha1.HostHooksStatus{ObservedGeneration: 1, HooksHash: "h", Phase: "p",
+		Errors: []v1alpha1.ErrorSummary{{}}, Conditions: []metav1.Condition{{}}})
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(was, every)
+	m, err := fields(to)
+	if err != nil {
+		return nil, err
+	}
+	for k := range was {
+		if _, ok := m[k]; !ok {
+			m[k] = nil
+		}
+	}
+	return json.Marshal(map[string]any{"status": m})
 }
