@@ -128,8 +128,9 @@ func nodeHooksOwner(_ context.Context, o client.Object) []reconcile.Request {
 // allHostHooks is every HostHooks: whether one selects a node is up to the
 // node's labels.
 func (r *Reconciler) allHostHooks(ctx context.Context, _ client.Object) []reconcile.Request {
-	var l metav1.PartialObjectMetadataList
-	l.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("HostHooksList"))
+	// The typed list, from the informer the controller has anyway (a
+	// list of metadata would start a second one), not copied.
+	var l v1alpha1.HostHooksList
 	if err := r.Client.List(ctx, &l, client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing the HostHooks for a node")
 		return nil

@@ -59,6 +59,9 @@ func (r *requests) wrap(rt http.RoundTripper) http.RoundTripper {
 		if req.URL.Query().Get("watch") == "true" {
 			key += "?watch"
 		}
+		if strings.Contains(req.Header.Get("Accept"), "as=PartialObjectMetadata") {
+			key += " (metadata)"
+		}
 		r.mu.Lock()
 		if r.n == nil {
 			r.n = map[string]int{}
@@ -478,6 +481,16 @@ func TestController(t *testing.T) {
 		if n := reqs.count(key); n != 0 {
 			t.Errorf("%d requests %s", n, key)
 		}
+	}
+	// One list of each kind, for its one informer; a node's metadata
+	// only.
+	for _, key := range []string{"GET /apis/hostprov.dev/v1alpha1/nodehooks", "GET /apis/hostprov.dev/v1alpha1/hosthooks", "GET /api/v1/nodes (metadata)"} {
+		if n := reqs.count(key); n != 1 {
+			t.Errorf("%d requests %s, want 1", n, key)
+		}
+	}
+	if n := reqs.count("GET /api/v1/nodes") + reqs.count("GET /api/v1/nodes?watch"); n != 0 {
+		t.Errorf("%d lists or watches of whole nodes", n)
 	}
 	if n := reqs.count("PATCH /apis/hostprov.dev/v1alpha1/nodehooks/NAME"); n != 6 {
 		t.Errorf("%d patches of NodeHooks for 6 approvals", n)
