@@ -60,7 +60,8 @@ func Scheme() (*runtime.Scheme, error) {
 }
 
 // NewManager is a manager that runs the controller against the cluster of
-// cfg, with leader election as opts says. Start runs it; it returns when
+// cfg, with leader election as opts says. A cfg with no QPS set gets no
+// client-side rate limit. Start runs it; it returns when
 // its context ends or when it loses the lease, after which the process
 // must end: another controller acts by then.
 func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
@@ -101,6 +102,14 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	}
 	if opts.LeaderElection && opts.Namespace == "" {
 		return nil, errors.New("leader election needs the namespace of its lease")
+	}
+	if cfg.QPS == 0 {
+		// client-go's default of 5 requests a second would take minutes
+		// to create the NodeHooks of 1,000 nodes; the API server's
+		// priority and fairness limits the controller instead, as
+		// controller-runtime's own configuration does.
+		cfg = rest.CopyConfig(cfg)
+		cfg.QPS = -1
 	}
 	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {

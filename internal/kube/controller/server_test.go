@@ -648,3 +648,119 @@ func condition(hh *v1alpha1.HostHooks, typ string) metav1.Condition {
 	}
 	return metav1.Condition{}
 }
+
+// TestControllerThousandNodes rolls a HostHooks out to 1,000 nodes, 10%
+// at a time, with agents that succeed as soon as they are approved: the
+// controller makes one NodeHooks and one approval per node, reads nothing
+// but by its watches, and writes the status far less often than a node
+// reports. The time it takes is logged, not judged: a benchmark's to
+// measure.
+func TestControllerThousandNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1,000 nodes take a while: not with -short")
+	}
+	const n = 1000
+	c, _ := startCluster(t)
+	ctx := t.Context()
+	fast := c.Config()
+	fast.QPS = -1
+	cl, err := client.New(fast, client.Options{Scheme: kubetest.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parallel := func(f func(i int) error) {
+		t.Helper()
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		next := make(chan int)
+		for range 8 {
+			wg.Go(func() {
+				for i := range next {
+					if err := f(i); err != nil {
+						errs <- err
+					}
+				}
+			})
+		}
+		for i := range n {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+	}
+	parallel(func(i int) error {
+		return cl.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%04d", i), Labels: map[string]string{"pool": "big"}}})
+	})
+
+	var reqs requests
+	cfg := c.Config()
+	cfg.Wrap(reqs.wrap)
+	startController(t, cfg, controller.Options{})
+
+	hooks := []v1alpha1.Hook{{Name: "hello", Exec: []string{"/bin/echo", "hello"}}}
+	h := v1alpha1.HooksHash(hooks)
+	start := time.Now()
+	if err := cl.Create(ctx, &v1alpha1.HostHooks{ObjectMeta: metav1.ObjectMeta{Name: "big"}, Spec: v1alpha1.HostHooksSpec{
+		NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "big"}},
+		Rollout:      v1alpha1.Rollout{MaxUnavailable: new(intstr.FromString("10%"))},
+		Hooks:        hooks,
+	}}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The agents: each approved node reports success, once.
+	reported := map[string]bool{}
+	maxApplying := 0
+	eventually(t, "the rollout to 1,000 nodes", func() error {
+		nhs, err := nodeHooks(ctx, cl, "big")
+		if err != nil {
+			return err
+		}
+		var todo []*v1alpha1.NodeHooks
+		for _, nh := range nhs {
+			if nh.Spec.HooksHash == h && !reported[nh.Name] {
+				todo = append(todo, nh)
+			}
+		}
+		maxApplying = max(maxApplying, len(todo))
+		for _, nh := range todo {
+			now := metav1.Now()
+			nh.Status = v1alpha1.NodeHooksStatus{Phase: v1alpha1.NodeSucceeded, AppliedHash: h, AppliedAt: &now}
+			if err := cl.Status().Update(ctx, nh); err != nil {
+				return err
+			}
+			reported[nh.Name] = true
+		}
+		hh, err := getHostHooks(ctx, cl, "big")
+		if err != nil {
+			return err
+		}
+		if hh.Status.Phase != v1alpha1.PhaseComplete || hh.Status.SucceededNodes != n {
+			return fmt.Errorf("%d NodeHooks, %d reported; status %s, %d of %d succeeded",
+				len(nhs), len(reported), hh.Status.Phase, hh.Status.SucceededNodes, hh.Status.MatchedNodes)
+		}
+		return nil
+	})
+	t.Logf("1,000 nodes complete in %v; the controller's requests:\n%s", time.Since(start).Round(time.Millisecond), &reqs)
+	if maxApplying > n/10 {
+		t.Errorf("%d nodes approved and applying at once, more than maxUnavailable 10%%", maxApplying)
+	}
+	if got := reqs.count("PATCH /apis/hostprov.dev/v1alpha1/nodehooks/NAME"); got != n {
+		t.Errorf("%d approvals for %d nodes", got, n)
+	}
+	if got := reqs.count("POST /apis/hostprov.dev/v1alpha1/nodehooks"); got < n || got > n+n/10 {
+		t.Errorf("%d creates of NodeHooks for %d nodes", got, n)
+	}
+	if got := reqs.count("PATCH /apis/hostprov.dev/v1alpha1/hosthooks/NAME/status"); got > n/2 {
+		t.Errorf("%d status writes for %d nodes' reports", got, n)
+	}
+	for _, key := range []string{"GET /apis/hostprov.dev/v1alpha1/nodehooks/NAME", "GET /api/v1/nodes/NAME", "GET /apis/hostprov.dev/v1alpha1/hosthooks/NAME"} {
+		if got := reqs.count(key); got != 0 {
+			t.Errorf("%d requests %s", got, key)
+		}
+	}
+}
