@@ -95,14 +95,18 @@ On a node:
   hostprov plan -f hooks.yaml      # what apply would change, as a diff
   hostprov apply -f hooks.yaml     # write, reload once, enable, start
   hostprov status                  # each unit's state, result and drift
-  hostprov remove NAME             # stop, disable and delete a hook's units`,
+  hostprov remove NAME             # stop, disable and delete a hook's units
+
+On Kubernetes:
+  hostprov agent                   # DaemonSet: apply the HostHooks that select this node
+  hostprov controller              # roll HostHooks out and sum up their NodeHooks`,
 		// The version line (hostprov --version) is version's.
 		Version:       versionLine(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.AddCommand(newRender(), newValidate(), newFmt(), newVersion(), newPlan(), newApply(), newRemove(), newStatus(), newKops())
+	root.AddCommand(newRender(), newValidate(), newFmt(), newVersion(), newPlan(), newApply(), newRemove(), newStatus(), newKops(), newAgent(), newController())
 	return root
 }
 

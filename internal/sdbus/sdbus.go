@@ -515,3 +515,10 @@ func usecTime(v any) time.Time {
 	}
 	return time.UnixMicro(int64(us))
 }
+
+// Done is closed when the connection to systemd ends: Close, or systemd
+// hung up (it stopped, or re-executed). A caller that follows systemd's
+// signals learns there that it must dial again.
+func (m *Manager) Done() <-chan struct{} {
+	return m.bus.Context().Done()
+}

@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/hostprov/hostprov/internal/kube/agent"
+	"github.com/hostprov/hostprov/internal/sdbus"
+	"github.com/hostprov/hostprov/pkg/apply"
+)
+
+func newAgent() *cobra.Command {
+	var (
+		nodeName   string
+		kubeconfig string
+		root       string
+		unitDir    string
+		stateDir   string
+		socket     string
+	)
+	c := &cobra.Command{
+		Use:   "agent [--node-name NODE] [--kubeconfig FILE] [--root DIR] [--systemd-socket PATH]",
+		Short: "Apply the HostHooks that select this node, and report them in its NodeHooks (Kubernetes)",
+		Long: `Agent runs on every node of a Kubernetes cluster (a DaemonSet) and applies there each
+HostHooks whose nodeSelector matches the node's labels, as one spec set named
+hosthooks.NAME, once the rollout approved it for the node: when the node's NodeHooks
+has spec.hooksHash set to the hash of the HostHooks' current hooks. Until then the
+node keeps what it has. The spec sets of HostHooks that no longer select the node,
+are being deleted or are gone are pruned: their units are stopped, disabled and
+deleted. Every change is one apply, as hostprov apply makes it (one daemon-reload),
+under the same lock; the node's own spec sets (hostprov apply -d /etc/hostprov/hooks.d)
+are never touched.
+
+After each apply it writes each NodeHooks' status: its phase (Pending, Applying,
+Succeeded, Failed, Removed), the hash of the hooks applied, and per hook its phase,
+exit code, reason, steps and, for a failure only, the last lines of its journal. It
+follows systemd's signals for its units, so a hook that ends after the apply is
+reported when it ends. It watches the API server and never polls it: an idle agent
+sends nothing.
+
+A hook whose start failed is not started again for the same hooks: a change of the
+hooks runs it again (or clearing the NodeHooks' status.appliedHash). A restarted
+agent plans no changes where its predecessor applied, and runs nothing again.
+
+It reaches the API server in the cluster as its service account, or with
+--kubeconfig, and systemd over its private socket (mounted from the host). SIGTERM
+or SIGINT ends it: an apply under way stops where it is, as hostprov apply does
+(each file whole, the state true to the disk), and the next agent goes on from there.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if nodeName == "" {
+				return invalid("no node name: give --node-name, or set NODE_NAME (a DaemonSet sets it from spec.nodeName)")
+			}
+			cfg, err := kubeConfig(kubeconfig)
+			if err != nil {
+				return failure("%v", err)
+			}
+			nf := nodeFlags{root: root, unitDir: unitDir, stateDir: stateDir, output: outputText}
+			opts, err := nf.options()
+			if err != nil {
+				return err
+			}
+			log := slog.New(slog.NewTextHandler(c.ErrOrStderr(), nil))
+			// client-go and controller-runtime log through klog and
+			// logr: to the same place, in the same form.
+			klog.SetSlogLogger(log)
+			ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
+			a, err := agent.New(agent.Config{NodeName: nodeName, REST: cfg, Options: opts, SystemdSocket: socket, Log: log})
+			if err != nil {
+				return invalid("%v", err)
+			}
+			ctx, stop := signalContext(c)
+			defer stop()
+			if err := a.Run(ctx); err != nil {
+				return failure("%v", err)
+			}
+			var i interrupt
+			if errors.As(context.Cause(ctx), &i) {
+				log.Info("stopped", "signal", i.sig.String())
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&nodeName, "node-name", os.Getenv("NODE_NAME"), "the node this agent runs on (default $NODE_NAME)")
+	c.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig `FILE` to reach the API server with (default: the in-cluster service account)")
+	c.Flags().StringVar(&root, "root", "", "the node's root file system mounted at `DIR`: unit and state directories inside it")
+	c.Flags().StringVar(&unitDir, "unit-dir", apply.DefaultUnitDir, "unit directory (inside --root when given)")
+	c.Flags().StringVar(&stateDir, "state-dir", apply.DefaultStateDir, "directory of hostprov's state and lock (inside --root when given), shared with hostprov apply")
+	c.Flags().StringVar(&socket, "systemd-socket", sdbus.PrivateSocket, "systemd's private D-Bus socket")
+	return c
+}
+
+// kubeConfig is the API server configuration of a kubeconfig file, or the
+// in-cluster one without.
+func kubeConfig(file string) (*rest.Config, error) {
+	if file == "" {
+		return rest.InClusterConfig()
+	}
+	return clientcmd.BuildConfigFromFlags("", file)
+}

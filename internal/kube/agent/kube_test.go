@@ -1,0 +1,152 @@
+package agent
+
+// The agent against a real API server with applytest's fake systemd: what
+// makes it apply, and what must not.
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hostprov/hostprov/internal/kubetest"
+	"github.com/hostprov/hostprov/pkg/apis/hostprov/v1alpha1"
+	"github.com/hostprov/hostprov/pkg/apply"
+	"github.com/hostprov/hostprov/pkg/apply/applytest"
+)
+
+// An agent that has applied does nothing more while nothing that matters
+// changes: not for the controller's HostHooks status, a Node's status or
+// annotations, the labels of a NodeHooks, or its own status writes. A
+// label change that deselects the node prunes; one that selects it again
+// applies again, for the hooks still approved.
+func TestKubeIdleAgentAndLabels(t *testing.T) {
+	c := kubetest.Start(t)
+	c.InstallCRDs(t, "../../../deploy/crds")
+	cl := c.Client(t)
+	ctx := t.Context()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b", Labels: map[string]string{"role": "worker"}}}
+	if err := cl.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	opts := apply.Options{Root: t.TempDir()}
+	if err := apply.PrepareDirs(opts); err != nil {
+		t.Fatal(err)
+	}
+	sd := applytest.New()
+	a, err := New(Config{NodeName: node.Name, REST: c.Config(), Options: opts,
+		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Connect: func(context.Context) (*Systemd, error) { return &Systemd{Systemd: sd}, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(actx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("agent: %v", err)
+		}
+	})
+
+	hh := &v1alpha1.HostHooks{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: v1alpha1.HostHooksSpec{
+		NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "worker"}},
+		Hooks:        []v1alpha1.Hook{service("web-svc")}}}
+	if err := cl.Create(ctx, hh); err != nil {
+		t.Fatal(err)
+	}
+	nh := &v1alpha1.NodeHooks{
+		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.NodeHooksName(hh.Name, node.Name), Labels: map[string]string{
+			v1alpha1.LabelNode: v1alpha1.LabelValue(node.Name), v1alpha1.LabelHostHooks: v1alpha1.LabelValue(hh.Name)}},
+		Spec: v1alpha1.NodeHooksSpec{NodeName: node.Name, HostHooks: hh.Name, HooksHash: v1alpha1.HooksHash(hh.Spec.Hooks)}}
+	if err := cl.Create(ctx, nh); err != nil {
+		t.Fatal(err)
+	}
+	waitPhase := func(phase v1alpha1.NodePhase) {
+		t.Helper()
+		var got v1alpha1.NodeHooks
+		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			if err := cl.Get(ctx, client.ObjectKeyFromObject(nh), &got); err != nil {
+				return false, err
+			}
+			return got.Status.Phase == phase, nil
+		})
+		if err != nil {
+			t.Fatalf("NodeHooks not %s: %v; status %s", phase, err, statusJSON(&got))
+		}
+	}
+	waitPhase(v1alpha1.NodeSucceeded)
+	unit := unitOf(t, hh, 0)
+	if !sd.Active(unit) {
+		t.Fatalf("%s not started: %q", unit, sd.Log())
+	}
+	// Settled: the watch event of the agent's own write has come back.
+	time.Sleep(500 * time.Millisecond)
+	before := a.Stats()
+	sd.Reset()
+
+	// What the controller and the kubelet write all the time.
+	for i := range 3 {
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(hh), hh); err != nil {
+			t.Fatal(err)
+		}
+		hh.Status.MatchedNodes = int32(i + 1)
+		hh.Status.ObservedGeneration = hh.Generation
+		if err := cl.Status().Update(ctx, hh); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+			t.Fatal(err)
+		}
+		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
+			LastHeartbeatTime: metav1.NewTime(time.Now().Add(time.Duration(i) * time.Second))}}
+		if err := cl.Status().Update(ctx, node); err != nil {
+			t.Fatal(err)
+		}
+		node.Annotations = map[string]string{"beat": time.Now().String()}
+		if err := cl.Update(ctx, node); err != nil {
+			t.Fatal(err)
+		}
+		var cur v1alpha1.NodeHooks
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(nh), &cur); err != nil {
+			t.Fatal(err)
+		}
+		cur.Labels["extra"] = "x"
+		if err := cl.Update(ctx, &cur); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(time.Second)
+	if after := a.Stats(); after != before || len(sd.Log()) != 0 {
+		t.Errorf("an idle agent worked: stats %+v, then %+v; systemd calls %q", before, after, sd.Log())
+	}
+
+	// Deselected: pruned, Removed.
+	node.Labels = map[string]string{"role": "infra"}
+	if err := cl.Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	waitPhase(v1alpha1.NodeRemoved)
+	if sd.Active(unit) {
+		t.Errorf("%s still active after the node left the selector", unit)
+	}
+	// Selected again: the hooks are still approved for it.
+	if err := cl.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+		t.Fatal(err)
+	}
+	node.Labels = map[string]string{"role": "worker"}
+	if err := cl.Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	waitPhase(v1alpha1.NodeSucceeded)
+	if !sd.Active(unit) {
+		t.Errorf("%s not started again: %q", unit, sd.Log())
+	}
+}

@@ -1,0 +1,586 @@
+package agent
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/hostprov/hostprov/internal/kube"
+	"github.com/hostprov/hostprov/pkg/apis/hostprov/v1alpha1"
+	"github.com/hostprov/hostprov/pkg/apply"
+	"github.com/hostprov/hostprov/pkg/hooks"
+)
+
+// view is what the agent knows of the cluster at one moment: its Node's
+// labels (nil while the Node is unknown), every HostHooks by name, and the
+// NodeHooks of the node.
+type view struct {
+	labels    labels.Set
+	hostHooks map[string]*v1alpha1.HostHooks
+	nodeHooks []*v1alpha1.NodeHooks
+}
+
+// nodeHooksOf is the NodeHooks of the node for the HostHooks named hh, or
+// nil.
+func (v *view) nodeHooksOf(hh string) *v1alpha1.NodeHooks {
+	for _, nh := range v.nodeHooks {
+		if nh.Spec.HostHooks == hh {
+			return nh
+		}
+	}
+	return nil
+}
+
+// What a sync does with the spec set of one HostHooks.
+type action int
+
+const (
+	// leave: not passed to the plan; the node keeps what it has (not
+	// approved yet, or approved for other hooks than the current ones).
+	leave action = iota
+	// applySet: passed with its units.
+	applySet
+	// prune: passed with no units: the HostHooks is gone, being deleted
+	// or no longer selects the node.
+	prune
+	// invalid: approved, but its hooks fail hostprov's validation; left
+	// as it is and reported Failed.
+	invalid
+	// failedKept: approved for hooks this node applied already and whose
+	// start failed; left as it is, so that no event (another HostHooks,
+	// a label, the agent's own restart) runs the failed hook again. New
+	// hooks run it again.
+	failedKept
+)
+
+// outcome is what a sync decided and did for one HostHooks' set.
+type outcome struct {
+	action action
+	// hash is the hooks hash of an applied, invalid or kept set.
+	hash string
+	// message says why the set failed as a whole: validation, a
+	// conflict, an apply that could not be made.
+	message string
+	// changed is set when the sync changed the set's units.
+	changed bool
+}
+
+// built is a HostHooks' spec set as kube.Build made it, kept while its
+// hooks stay the same.
+type built struct {
+	hash string
+	set  apply.SpecSet
+	errs []string
+}
+
+// node is the agent's side of the node: what it decides, applies and
+// reports, without the API server.
+type node struct {
+	opts   apply.Options
+	log    *slog.Logger
+	builds map[string]built // by HostHooks name
+}
+
+// selects reports whether hh selects a node with these labels. An unset
+// selector selects every node, as the API says.
+func selects(hh *v1alpha1.HostHooks, ls labels.Set) (bool, error) {
+	if hh.Spec.NodeSelector == nil {
+		return true, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(hh.Spec.NodeSelector)
+	if err != nil {
+		return false, err
+	}
+	return sel.Matches(ls), nil
+}
+
+// build is kube.Build of hh, made once for each hash of its hooks.
+func (n *node) build(hh *v1alpha1.HostHooks, hash string) built {
+	if b, ok := n.builds[hh.Name]; ok && b.hash == hash {
+		return b
+	}
+	set, diags := kube.Build(hh)
+	b := built{hash: hash, set: set}
+	for _, d := range diags {
+		if d.Severity == hooks.Error {
+			msg := d.Path + ": " + d.Message
+			if d.Hint != "" {
+				msg += " (hint: " + d.Hint + ")"
+			}
+			b.errs = append(b.errs, msg)
+		}
+	}
+	n.builds[hh.Name] = b
+	return b
+}
+
+// decide says, for every HostHooks and every spec set of the agent's in
+// the state, what this sync does with it, and returns the sets to plan.
+// Without the node's labels it decides nothing: a Node it cannot see is
+// no reason to prune.
+func (n *node) decide(v *view, st *apply.State) ([]apply.SpecSet, map[string]*outcome) {
+	out := map[string]*outcome{}
+	var sets []apply.SpecSet
+	if v.labels == nil {
+		return nil, out
+	}
+	keep := map[string]bool{} // selected, or not to be judged: never pruned
+	for name, hh := range v.hostHooks {
+		if hh.DeletionTimestamp != nil {
+			continue
+		}
+		ok, err := selects(hh, v.labels)
+		if err != nil {
+			keep[name] = true
+			out[name] = &outcome{action: invalid, message: "spec.nodeSelector: " + err.Error()}
+			continue
+		}
+		if !ok {
+			continue
+		}
+		keep[name] = true
+		nh := v.nodeHooksOf(name)
+		hash := v1alpha1.HooksHash(hh.Spec.Hooks)
+		if nh == nil || nh.Spec.HooksHash != hash {
+			out[name] = &outcome{action: leave}
+			continue
+		}
+		b := n.build(hh, hash)
+		switch {
+		case len(b.errs) > 0:
+			out[name] = &outcome{action: invalid, hash: hash,
+				message: "the hooks are invalid, so they were not applied: " + strings.Join(b.errs, "; ")}
+		case nh.Status.AppliedHash == hash && failedIn(st, b.set.Name):
+			out[name] = &outcome{action: failedKept, hash: hash}
+		default:
+			out[name] = &outcome{action: applySet, hash: hash}
+			sets = append(sets, b.set)
+		}
+	}
+	seen := map[string]bool{}
+	for _, u := range st.Units {
+		name := v1alpha1.HostHooksOfSet(u.Set)
+		if name == "" || keep[name] || seen[name] {
+			continue
+		}
+		seen[name] = true
+		out[name] = &outcome{action: prune}
+		sets = append(sets, apply.SpecSet{Name: u.Set})
+	}
+	for name := range v.hostHooks {
+		if out[name] == nil {
+			out[name] = &outcome{action: prune}
+		}
+	}
+	sort.Slice(sets, func(i, j int) bool { return sets[i].Name < sets[j].Name })
+	// Builds of HostHooks that are gone are dropped.
+	for name := range n.builds {
+		if v.hostHooks[name] == nil {
+			delete(n.builds, name)
+		}
+	}
+	return sets, out
+}
+
+// failedIn reports whether a unit of the set failed to start at the last
+// apply that had it (the state marks it Failed).
+func failedIn(st *apply.State, set string) bool {
+	for _, u := range st.Units {
+		if u.Set == set && u.Failed {
+			return true
+		}
+	}
+	return false
+}
+
+// result is what one sync found: the outcome of every HostHooks' set and
+// the units of the agent's sets as systemd reports them after the apply.
+type result struct {
+	outcomes map[string]*outcome
+	reports  []apply.UnitReport
+}
+
+// sync makes the node match v: one plan of every set to apply and to
+// prune, carried out at once (one daemon-reload), under the lock that
+// hostprov apply takes, and then a report of the agent's units. An error
+// is returned only when nothing could be done (the lock, the state); what
+// went wrong with a set is in its outcome.
+func (n *node) sync(ctx context.Context, sd apply.Systemd, v *view) (*result, error) {
+	if err := apply.PrepareDirs(n.opts); err != nil {
+		return nil, err
+	}
+	unlock, err := apply.Lock(ctx, n.opts.StateDirPath(), false, func(pid int) {
+		n.log.Info("waiting for another hostprov apply to finish", "pid", pid)
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	st, err := apply.LoadState(apply.StatePath(n.opts.StateDirPath()))
+	if err != nil {
+		return nil, err
+	}
+	sets, outcomes := n.decide(v, st)
+	if len(sets) > 0 {
+		n.applySets(ctx, sd, sets, st, outcomes)
+		if st, err = apply.LoadState(apply.StatePath(n.opts.StateDirPath())); err != nil {
+			return nil, err
+		}
+	}
+	reports, err := n.reportUnits(ctx, sd, st)
+	if err != nil {
+		return nil, err
+	}
+	return &result{outcomes: outcomes, reports: reports}, nil
+}
+
+// report reads the agent's units again, for a change systemd signalled
+// after the apply. It takes no lock: the state is replaced by rename, so
+// it is whole whenever it is read.
+func (n *node) report(ctx context.Context, sd apply.Systemd) ([]apply.UnitReport, error) {
+	st, err := apply.LoadState(apply.StatePath(n.opts.StateDirPath()))
+	if err != nil {
+		return nil, err
+	}
+	return n.reportUnits(ctx, sd, st)
+}
+
+// reportUnits is apply.Report of the agent's units of st, with the journal
+// of every failed unit: Report keeps it for command hooks only, and a
+// NodeHooks shows the last lines of any hook that failed.
+func (n *node) reportUnits(ctx context.Context, sd apply.Systemd, st *apply.State) ([]apply.UnitReport, error) {
+	reports, err := apply.Report(ctx, sd, agentUnits(st), n.opts)
+	if err != nil {
+		return nil, err
+	}
+	for i := range reports {
+		r := &reports[i]
+		if r.Phase != "" || r.Error != "" || len(r.Journal) > 0 || !unitFailed(*r) {
+			continue
+		}
+		if s, err := sd.Status(ctx, r.StatusOf); err == nil {
+			r.Journal = s.Journal
+		}
+	}
+	return reports, nil
+}
+
+// agentUnits is st with only the units of the agent's sets: the node's own
+// specs are neither reported nor asked about.
+func agentUnits(st *apply.State) *apply.State {
+	out := *st
+	out.Units = nil
+	for _, u := range st.Units {
+		if v1alpha1.HostHooksOfSet(u.Set) != "" {
+			out.Units = append(out.Units, u)
+		}
+	}
+	return &out
+}
+
+// applySets plans sets and carries the plan out. A set whose units
+// conflict (with another set's, or with a file hostprov did not write) is
+// taken out of the plan and reported with the conflict, so that it keeps
+// no other set from being applied.
+func (n *node) applySets(ctx context.Context, sd apply.Systemd, sets []apply.SpecSet, st *apply.State, outcomes map[string]*outcome) {
+	fail := func(set, msg string) {
+		if o := outcomes[v1alpha1.HostHooksOfSet(set)]; o != nil && o.message == "" {
+			o.message = msg
+		}
+	}
+	var p *apply.Plan
+	for len(sets) > 0 {
+		var err error
+		p, err = apply.NewPlanSets(ctx, sets, st, n.opts)
+		if err != nil {
+			for _, s := range sets {
+				fail(s.Name, "the apply could not be planned: "+err.Error())
+			}
+			return
+		}
+		if len(p.Conflicts) == 0 {
+			break
+		}
+		owners := ownerOf(sets, st)
+		drop := map[string][]string{}
+		for _, c := range p.Conflicts {
+			drop[owners[c.Unit]] = append(drop[owners[c.Unit]], c.String())
+		}
+		if msgs, ok := drop[""]; ok {
+			// A conflict of no set's: nothing can be applied.
+			for _, s := range sets {
+				fail(s.Name, "the apply has conflicts, so nothing was applied: "+strings.Join(msgs, "; "))
+			}
+			return
+		}
+		var rest []apply.SpecSet
+		for _, s := range sets {
+			if msgs, ok := drop[s.Name]; ok {
+				// Reported Failed at its hash: the node tried
+				// these hooks.
+				fail(s.Name, "not applied: "+strings.Join(msgs, "; "))
+				continue
+			}
+			rest = append(rest, s)
+		}
+		sets = rest
+	}
+	if len(sets) == 0 {
+		return
+	}
+	owners := ownerOf(sets, st)
+	for _, u := range p.Units {
+		if u.Change != "none" {
+			if o := outcomes[v1alpha1.HostHooksOfSet(owners[u.Unit])]; o != nil {
+				o.changed = true
+			}
+		}
+	}
+	logger := apply.LoggerFunc(func(ev apply.Event) {
+		if ev.Action == apply.EvUnchanged {
+			return
+		}
+		if ev.Error != "" {
+			n.log.Warn(ev.Text(), "error", ev.Error)
+			return
+		}
+		n.log.Info(ev.Text())
+	})
+	res, err := apply.Execute(ctx, p, sd, logger)
+	if err == nil {
+		return
+	}
+	blamed := false
+	for _, ev := range res.Events {
+		if ev.Action == apply.EvFailed {
+			set := owners[ev.Unit]
+			if set == "" {
+				set = owners[unitOfInstance(ev.Unit)]
+			}
+			if set != "" {
+				blamed = true
+				if o := outcomes[v1alpha1.HostHooksOfSet(set)]; o != nil && o.action == prune {
+					fail(set, "its units could not be removed: "+ev.Op+" "+ev.Unit+": "+ev.Error)
+				}
+			}
+		}
+	}
+	// A unit that failed to start is its hook's result, which the
+	// report shows; anything else stopped the apply as a whole.
+	if !blamed || !onlyStartFailures(res.Events) {
+		for _, s := range sets {
+			fail(s.Name, "the apply failed: "+err.Error())
+		}
+	}
+}
+
+// onlyStartFailures reports whether every failed action of the apply is a
+// start or restart: the hooks ran and failed, and the apply itself
+// finished.
+func onlyStartFailures(evs []apply.Event) bool {
+	for _, ev := range evs {
+		if ev.Action != apply.EvFailed {
+			continue
+		}
+		switch apply.ActionKind(ev.Op) {
+		case apply.ActStart, apply.ActRestart, apply.ActTryRestart:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// ownerOf maps every unit of sets, and every unit of the state, to its
+// spec set.
+func ownerOf(sets []apply.SpecSet, st *apply.State) map[string]string {
+	m := map[string]string{}
+	for _, u := range st.Units {
+		m[u.Name] = u.Set
+	}
+	for _, s := range sets {
+		for _, u := range s.Units {
+			m[u.Name] = s.Name
+		}
+	}
+	return m
+}
+
+// unitOfInstance is the template of an instance ("a@b.service" is of
+// "a@.service"), or unit itself.
+func unitOfInstance(unit string) string {
+	at := strings.IndexByte(unit, '@')
+	dot := strings.LastIndexByte(unit, '.')
+	if at < 0 || dot < at {
+		return unit
+	}
+	return unit[:at+1] + unit[dot:]
+}
+
+// status is the NodeHooks status of nh after a sync with the outcomes and
+// the reports of r, at now. AppliedAt moves only when something happened
+// to the set: its units changed, it applied other hooks, or it was
+// removed; a sync that changes nothing writes nothing.
+func status(nh *v1alpha1.NodeHooks, hh *v1alpha1.HostHooks, o *outcome, reports []apply.UnitReport, now time.Time) v1alpha1.NodeHooksStatus {
+	old := nh.Status
+	set := v1alpha1.SetName(nh.Spec.HostHooks)
+	var units []apply.UnitReport
+	for _, r := range reports {
+		if r.Set == set {
+			units = append(units, r)
+		}
+	}
+	if o == nil {
+		o = &outcome{action: prune}
+	}
+	st := v1alpha1.NodeHooksStatus{AppliedHash: old.AppliedHash, Message: o.message}
+	switch o.action {
+	case prune:
+		if len(units) == 0 {
+			st = v1alpha1.NodeHooksStatus{Phase: v1alpha1.NodeRemoved}
+			break
+		}
+		st.Phase = v1alpha1.NodeFailed
+		if st.Message == "" {
+			st.Message = "the node still has units of these hooks, which it is to remove"
+		}
+	case applySet, invalid, failedKept:
+		st.AppliedHash = o.hash
+	case leave:
+		if len(units) == 0 {
+			st.Phase = v1alpha1.NodePending
+		}
+	}
+	if st.Phase == "" {
+		st.Phase = v1alpha1.NodeSucceeded
+		if st.Message != "" {
+			st.Phase = v1alpha1.NodeFailed
+		}
+	}
+	if st.Phase != v1alpha1.NodeRemoved {
+		st.Hooks = hookResults(units, hh)
+		for _, h := range st.Hooks {
+			switch {
+			case hookFailed(h):
+				st.Phase = v1alpha1.NodeFailed
+			case st.Phase == v1alpha1.NodeSucceeded && hookRunning(h):
+				st.Phase = v1alpha1.NodeApplying
+			}
+		}
+	}
+	st.AppliedAt = old.AppliedAt
+	if o.changed || st.AppliedHash != old.AppliedHash ||
+		st.Phase == v1alpha1.NodeRemoved && old.Phase != v1alpha1.NodeRemoved && old.Phase != "" {
+		t := metav1.NewTime(now).Rfc3339Copy()
+		st.AppliedAt = &t
+	}
+	return st
+}
+
+func hookFailed(h v1alpha1.HookResult) bool {
+	return h.Phase == apply.PhaseFailed || h.Phase == "failed"
+}
+
+func hookRunning(h v1alpha1.HookResult) bool {
+	switch h.Phase {
+	case apply.PhaseRunning, "activating", "reloading", "deactivating":
+		return true
+	}
+	return false
+}
+
+// hookResults are the reports of a set's units as NodeHooks hook results,
+// in the order of the hooks of hh (when known), output kept only for
+// failures.
+func hookResults(units []apply.UnitReport, hh *v1alpha1.HostHooks) []v1alpha1.HookResult {
+	index := func(hook string) int {
+		if hh != nil {
+			for i, h := range hh.Spec.Hooks {
+				if h.Name == hook {
+					return i
+				}
+			}
+		}
+		return len(units) + 1<<20
+	}
+	units = slices.Clone(units)
+	sort.SliceStable(units, func(i, j int) bool {
+		a, b := index(units[i].Hook), index(units[j].Hook)
+		if a != b {
+			return a < b
+		}
+		return units[i].Unit < units[j].Unit
+	})
+	var out []v1alpha1.HookResult
+	for _, r := range units {
+		h := v1alpha1.HookResult{Name: r.Hook, Unit: r.Unit, Phase: r.Phase}
+		if h.Name == "" {
+			h.Name = r.Unit
+		}
+		failed := unitFailed(r)
+		switch {
+		case r.Error != "":
+			h.Phase, h.Message = "unknown", r.Error
+		case h.Phase == "":
+			h.Phase = r.ActiveState
+			if failed {
+				h.Phase = "failed"
+			}
+		case failed && h.Phase != apply.PhaseFailed:
+			h.Phase = apply.PhaseFailed
+		}
+		if failed {
+			if r.ExecMainCode == apply.CLDExited && r.ExecMainStatus != 0 {
+				code := r.ExecMainStatus
+				h.ExitCode = &code
+			}
+			if r.Result != "" && r.Result != "success" {
+				h.Reason = r.Result
+			}
+			switch r.LoadState {
+			case "error", "bad-setting", "not-found":
+				h.Reason, h.Message = "load "+r.LoadState, "systemd could not load the unit: see journalctl -u "+r.Unit
+			}
+			if h.Message == "" && r.StepsNote != "" {
+				h.Message = r.StepsNote
+			}
+			h.Output = r.Journal
+		}
+		for _, s := range r.Steps {
+			h.Steps = append(h.Steps, v1alpha1.StepResult{Name: s.Name, State: s.State, ExitCode: s.ExitCode,
+				Signal: s.Signal, Reason: s.Reason, StartedAt: metaTime(s.Start), FinishedAt: metaTime(s.End)})
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// unitFailed tells whether a report shows a unit that failed, as hostprov
+// status tells it: systemd says so, a step failed, systemd could not load
+// the unit, or its start failed at the last apply and systemd knows
+// nothing of it.
+func unitFailed(r apply.UnitReport) bool {
+	switch {
+	case r.ActiveState == "failed", r.Phase == apply.PhaseFailed:
+		return true
+	case r.LoadState == "error", r.LoadState == "bad-setting":
+		return true
+	}
+	return r.ActiveState == "" && r.Retry && r.Error == ""
+}
+
+// metaTime is t at the precision the API keeps (seconds), so that a status
+// read back compares equal to the one written.
+func metaTime(t *time.Time) *metav1.Time {
+	if t == nil {
+		return nil
+	}
+	m := metav1.NewTime(*t).Rfc3339Copy()
+	return &m
+}

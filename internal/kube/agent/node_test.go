@@ -1,0 +1,368 @@
+package agent
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/hostprov/hostprov/pkg/apis/hostprov/v1alpha1"
+	"github.com/hostprov/hostprov/pkg/apply"
+	"github.com/hostprov/hostprov/pkg/apply/applytest"
+	"github.com/hostprov/hostprov/pkg/render"
+)
+
+const testNode = "worker-1"
+
+// fakeNode is a node of the agent over applytest's fake systemd, in a
+// directory of its own.
+type fakeNode struct {
+	t  *testing.T
+	n  *node
+	sd *applytest.Fake
+}
+
+func newFakeNode(t *testing.T) *fakeNode {
+	t.Helper()
+	opts := apply.Options{Root: t.TempDir()}
+	if err := apply.PrepareDirs(opts); err != nil {
+		t.Fatal(err)
+	}
+	sd := applytest.New()
+	sd.UnitDir = opts.UnitDirPath()
+	return &fakeNode{t: t, sd: sd,
+		n: &node{opts: opts, log: slog.New(slog.NewTextHandler(io.Discard, nil)), builds: map[string]built{}}}
+}
+
+func hostHooks(name string, selector map[string]string, hooks ...v1alpha1.Hook) *v1alpha1.HostHooks {
+	hh := &v1alpha1.HostHooks{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.HostHooksSpec{Hooks: hooks}}
+	if selector != nil {
+		hh.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: selector}
+	}
+	return hh
+}
+
+func service(name string) v1alpha1.Hook {
+	return v1alpha1.Hook{Name: name, Exec: []string{"/bin/sleep", "infinity"}}
+}
+
+// nodeHooks is hh's NodeHooks for the test node, approved for its current
+// hooks when approved.
+func nodeHooks(hh *v1alpha1.HostHooks, approved bool) *v1alpha1.NodeHooks {
+	nh := &v1alpha1.NodeHooks{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.NodeHooksName(hh.Name, testNode), UID: types.UID("uid-" + hh.Name)},
+		Spec: v1alpha1.NodeHooksSpec{NodeName: testNode, HostHooks: hh.Name}}
+	if approved {
+		nh.Spec.HooksHash = v1alpha1.HooksHash(hh.Spec.Hooks)
+	}
+	return nh
+}
+
+func (f *fakeNode) view(ls labels.Set, hhs []*v1alpha1.HostHooks, nhs []*v1alpha1.NodeHooks) *view {
+	v := &view{labels: ls, hostHooks: map[string]*v1alpha1.HostHooks{}, nodeHooks: nhs}
+	for _, hh := range hhs {
+		v.hostHooks[hh.Name] = hh
+	}
+	return v
+}
+
+// sync syncs v and returns the status of every NodeHooks of v, by name,
+// after writing it into the NodeHooks as the API server would keep it.
+func (f *fakeNode) sync(v *view) map[string]v1alpha1.NodeHooksStatus {
+	f.t.Helper()
+	r, err := f.n.sync(context.Background(), f.sd, v)
+	if err != nil {
+		f.t.Fatalf("sync: %v", err)
+	}
+	out := map[string]v1alpha1.NodeHooksStatus{}
+	for _, nh := range v.nodeHooks {
+		st := status(nh, v.hostHooks[nh.Spec.HostHooks], r.outcomes[nh.Spec.HostHooks], r.reports, time.Now())
+		nh.Status = st
+		out[nh.Spec.HostHooks] = st
+	}
+	return out
+}
+
+func (f *fakeNode) state() *apply.State {
+	f.t.Helper()
+	st, err := apply.LoadState(apply.StatePath(f.n.opts.StateDirPath()))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return st
+}
+
+func (f *fakeNode) setsInState() []string {
+	var out []string
+	for _, u := range f.state().Units {
+		if !slices.Contains(out, u.Set) {
+			out = append(out, u.Set)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// unitOf is the unit a hook of hh renders to.
+func unitOf(t *testing.T, hh *v1alpha1.HostHooks, hook int) string {
+	t.Helper()
+	set, _ := (&node{builds: map[string]built{}}).build(hh, "x").set, 0
+	for _, u := range set.Units {
+		if u.Hook == hook {
+			return u.Name
+		}
+	}
+	t.Fatalf("no unit for hook %d of %s", hook, hh.Name)
+	return ""
+}
+
+// The decisions: an approved HostHooks that selects the node is applied;
+// one not approved yet, or approved for other hooks, is left as it is; one
+// that selects other nodes never reaches this one; and all of it is one
+// apply with one reload.
+func TestApprovedSelectedAppliedOthersLeft(t *testing.T) {
+	f := newFakeNode(t)
+	workers := map[string]string{"role": "worker"}
+	a := hostHooks("a", workers, service("a-svc"))
+	b := hostHooks("b", nil, service("b-svc"))
+	c := hostHooks("c", workers, service("c-svc"))
+	other := hostHooks("gpu", map[string]string{"gpu": "yes"}, service("gpu-svc"))
+	nhA, nhB, nhC := nodeHooks(a, true), nodeHooks(b, true), nodeHooks(c, false)
+	stale := nodeHooks(hostHooks("c", workers, service("c-old")), true) // approved for hooks c no longer has
+	stale.Name, stale.UID, stale.Spec.HostHooks = "d."+testNode, "uid-d", "d"
+	d := hostHooks("d", workers, service("d-svc"))
+	v := f.view(labels.Set{"role": "worker"}, []*v1alpha1.HostHooks{a, b, c, d, other}, []*v1alpha1.NodeHooks{nhA, nhB, nhC, stale})
+	got := f.sync(v)
+
+	if want := []string{"hosthooks.a", "hosthooks.b"}; !slices.Equal(f.setsInState(), want) {
+		t.Errorf("sets on the node: %q, want %q", f.setsInState(), want)
+	}
+	if n := f.sd.Count("reload"); n != 1 {
+		t.Errorf("%d reloads, want 1 for both sets: %q", n, f.sd.Log())
+	}
+	for _, u := range []string{unitOf(t, a, 0), unitOf(t, b, 0)} {
+		if !f.sd.Active(u) {
+			t.Errorf("%s not started: %q", u, f.sd.Log())
+		}
+	}
+	for _, name := range []string{"a", "b"} {
+		st := got[name]
+		if st.Phase != v1alpha1.NodeSucceeded || st.AppliedHash != v.nodeHooksOf(name).Spec.HooksHash || st.AppliedAt == nil ||
+			len(st.Hooks) != 1 || st.Hooks[0].Name != name+"-svc" || st.Hooks[0].Phase != "active" {
+			t.Errorf("%s: status %+v; want Succeeded at its hash, one active hook", name, st)
+		}
+	}
+	for _, name := range []string{"c", "d"} {
+		if st := got[name]; st.Phase != v1alpha1.NodePending || st.AppliedHash != "" || len(st.Hooks) != 0 || st.AppliedAt != nil {
+			t.Errorf("%s: status %+v; want Pending, nothing applied", name, st)
+		}
+	}
+
+	// Again, with nothing changed: no call to systemd that changes
+	// anything, the same statuses.
+	f.sd.Reset()
+	again := f.sync(v)
+	if log := f.sd.Log(); len(log) != 0 {
+		t.Errorf("a sync with nothing changed called systemd: %q", log)
+	}
+	for name, st := range got {
+		if !statusEqual(st, again[name]) {
+			t.Errorf("%s: status changed by a sync that changed nothing:\n%+v\n%+v", name, st, again[name])
+		}
+	}
+}
+
+func statusEqual(a, b v1alpha1.NodeHooksStatus) bool {
+	return a.Phase == b.Phase && a.AppliedHash == b.AppliedHash && a.Message == b.Message &&
+		(a.AppliedAt == nil) == (b.AppliedAt == nil) && (a.AppliedAt == nil || a.AppliedAt.Equal(b.AppliedAt)) &&
+		len(a.Hooks) == len(b.Hooks)
+}
+
+// A HostHooks that no longer selects the node, that is being deleted, or
+// that is gone, has its set pruned, in one apply, and its NodeHooks says
+// Removed; the node's own spec set (not the agent's) is never touched.
+func TestPruneUnselectedDeletedGoneNeverOwn(t *testing.T) {
+	f := newFakeNode(t)
+	// The node's own spec, as hostprov apply -d /etc/hostprov/hooks.d
+	// installs it.
+	own, diags := render.Build("hooks.d/local.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n  - name: local\n    exec: [/bin/sleep, infinity]\n"))
+	if diags.HasErrors(false) {
+		t.Fatal(diags)
+	}
+	st, _ := apply.LoadState(apply.StatePath(f.n.opts.StateDirPath()))
+	p, err := apply.NewPlanSets(context.Background(), []apply.SpecSet{{Name: "local", Units: own, HookNames: []string{"local"}}}, st, f.n.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply.Execute(context.Background(), p, f.sd, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	ls := labels.Set{"role": "worker"}
+	relabel := hostHooks("relabel", map[string]string{"role": "worker"}, service("relabel-svc"))
+	deleting := hostHooks("deleting", nil, service("deleting-svc"))
+	gone := hostHooks("gone", nil, service("gone-svc"))
+	keep := hostHooks("keep", nil, service("keep-svc"))
+	all := []*v1alpha1.HostHooks{relabel, deleting, gone, keep}
+	var nhs []*v1alpha1.NodeHooks
+	for _, hh := range all {
+		nhs = append(nhs, nodeHooks(hh, true))
+	}
+	f.sync(f.view(ls, all, nhs))
+	if want := []string{"hosthooks.deleting", "hosthooks.gone", "hosthooks.keep", "hosthooks.relabel", "local"}; !slices.Equal(f.setsInState(), want) {
+		t.Fatalf("sets: %q, want %q", f.setsInState(), want)
+	}
+
+	f.sd.Reset()
+	now := metav1.Now()
+	deleting.DeletionTimestamp = &now
+	got := f.sync(f.view(labels.Set{"role": "infra"}, []*v1alpha1.HostHooks{relabel, deleting, keep}, nhs))
+	if want := []string{"hosthooks.keep", "local"}; !slices.Equal(f.setsInState(), want) {
+		t.Errorf("sets after pruning: %q, want %q", f.setsInState(), want)
+	}
+	if n := f.sd.Count("reload"); n != 1 {
+		t.Errorf("%d reloads, want one for the three sets pruned: %q", n, f.sd.Log())
+	}
+	for _, name := range []string{"relabel", "deleting", "gone"} {
+		u := unitOf(t, hostHooks(name, nil, service(name+"-svc")), 0)
+		if f.sd.Active(u) {
+			t.Errorf("%s still active", u)
+		}
+		if _, err := os.Lstat(filepath.Join(f.n.opts.UnitDirPath(), u)); !os.IsNotExist(err) {
+			t.Errorf("%s still on disk (%v)", u, err)
+		}
+		if st := got[name]; st.Phase != v1alpha1.NodeRemoved || st.AppliedHash != "" || len(st.Hooks) != 0 || st.AppliedAt == nil {
+			t.Errorf("%s: %+v; want Removed, nothing applied, when", name, st)
+		}
+	}
+	if !f.sd.Active(own[0].Name) {
+		t.Errorf("the node's own %s was touched: %q", own[0].Name, f.sd.Log())
+	}
+	for _, c := range f.sd.Calls() {
+		if slices.Contains(c.Units, own[0].Name) {
+			t.Errorf("systemd was asked about the node's own unit: %s", c)
+		}
+	}
+	if st := got["keep"]; st.Phase != v1alpha1.NodeSucceeded {
+		t.Errorf("keep: %+v", st)
+	}
+}
+
+// Without its Node the agent decides nothing: no labels is no reason to
+// prune.
+func TestNoNodeNoPrune(t *testing.T) {
+	f := newFakeNode(t)
+	hh := hostHooks("a", nil, service("a-svc"))
+	nh := nodeHooks(hh, true)
+	f.sync(f.view(labels.Set{}, []*v1alpha1.HostHooks{hh}, []*v1alpha1.NodeHooks{nh}))
+	f.sd.Reset()
+	f.sync(f.view(nil, nil, []*v1alpha1.NodeHooks{nh}))
+	if log := f.sd.Log(); len(log) != 0 || !slices.Equal(f.setsInState(), []string{"hosthooks.a"}) {
+		t.Errorf("without the Node: calls %q, sets %q; want none, the set kept", log, f.setsInState())
+	}
+}
+
+// Hooks that fail hostprov's validation are not applied, and the node says
+// why, at the fields; the units of earlier hooks stay.
+func TestInvalidHooksReportedNotApplied(t *testing.T) {
+	f := newFakeNode(t)
+	hh := hostHooks("a", nil, service("a-svc"))
+	nh := nodeHooks(hh, true)
+	f.sync(f.view(labels.Set{}, []*v1alpha1.HostHooks{hh}, []*v1alpha1.NodeHooks{nh}))
+	bad := hostHooks("a", nil, service("a-svc"), v1alpha1.Hook{Name: "b", Exec: []string{""}})
+	nh.Spec.HooksHash = v1alpha1.HooksHash(bad.Spec.Hooks)
+	f.sd.Reset()
+	got := f.sync(f.view(labels.Set{}, []*v1alpha1.HostHooks{bad}, []*v1alpha1.NodeHooks{nh}))["a"]
+	if log := f.sd.Log(); len(log) != 0 {
+		t.Errorf("invalid hooks reached systemd: %q", log)
+	}
+	if got.Phase != v1alpha1.NodeFailed || got.AppliedHash != nh.Spec.HooksHash || !strings.Contains(got.Message, "spec.hooks[1].exec") ||
+		len(got.Hooks) != 1 || got.Hooks[0].Phase != "active" {
+		t.Errorf("status %+v; want Failed at the new hash, the message at spec.hooks[1].exec, the old hook still active", got)
+	}
+}
+
+// A hook whose start fails is reported with its exit code and reason; a
+// later sync for the same hooks (another event, a restarted agent) does
+// not run it again; new hooks do.
+func TestFailedStartReportedNotRetried(t *testing.T) {
+	f := newFakeNode(t)
+	hh := hostHooks("a", nil, service("a-svc"), service("a-other"))
+	nh := nodeHooks(hh, true)
+	u := unitOf(t, hh, 0)
+	f.sd.FailOn("start", u, errStart)
+	got := f.sync(f.view(labels.Set{}, []*v1alpha1.HostHooks{hh}, []*v1alpha1.NodeHooks{nh}))["a"]
+	if got.Phase != v1alpha1.NodeFailed || got.AppliedHash != nh.Spec.HooksHash || len(got.Hooks) != 2 {
+		t.Fatalf("status %+v; want Failed at its hash with two hooks", got)
+	}
+	h := got.Hooks[0]
+	if h.Name != "a-svc" || h.Phase != "failed" || h.ExitCode == nil || *h.ExitCode != 1 || h.Reason != "exit-code" {
+		t.Errorf("failed hook %+v; want a-svc failed, exit code 1, reason exit-code", h)
+	}
+	if o := got.Hooks[1]; o.Phase != "active" || o.ExitCode != nil || len(o.Output) != 0 {
+		t.Errorf("other hook %+v; want active, no exit code, no output", o)
+	}
+	if got.Message != "" {
+		t.Errorf("message %q: a hook that failed is its hook's result, not the apply's", got.Message)
+	}
+
+	f.sd.Reset()
+	f.sync(f.view(labels.Set{"x": "y"}, []*v1alpha1.HostHooks{hh}, []*v1alpha1.NodeHooks{nh}))
+	if n := f.sd.Count("start") + f.sd.Count("restart"); n != 0 {
+		t.Errorf("the failed hook ran again on an unrelated sync: %q", f.sd.Log())
+	}
+
+	// Hooks fixed: a new hash, approved: it runs.
+	f.sd.FailOn("start", u, nil)
+	fixed := hostHooks("a", nil, service("a-svc"), service("a-other"), service("a-third"))
+	nh.Spec.HooksHash = v1alpha1.HooksHash(fixed.Spec.Hooks)
+	f.sd.Reset()
+	got = f.sync(f.view(labels.Set{}, []*v1alpha1.HostHooks{fixed}, []*v1alpha1.NodeHooks{nh}))["a"]
+	if !f.sd.Active(u) || got.Phase != v1alpha1.NodeSucceeded {
+		t.Errorf("after new hooks: %s active %v, status %+v; calls %q", u, f.sd.Active(u), got, f.sd.Log())
+	}
+}
+
+var errStart = &startError{}
+
+type startError struct{}
+
+func (*startError) Error() string { return "job failed: exit-code" }
+
+// A unit of an agent's set that the node's own spec claims too is a
+// conflict of that set only: it is reported and not applied, and the
+// others are.
+func TestConflictKeepsOnlyItsSet(t *testing.T) {
+	f := newFakeNode(t)
+	own, diags := render.Build("hooks.d/local.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n  - name: shared\n    exec: [/bin/sleep, infinity]\n"))
+	if diags.HasErrors(false) {
+		t.Fatal(diags)
+	}
+	p, err := apply.NewPlanSets(context.Background(), []apply.SpecSet{{Name: "local", Units: own, HookNames: []string{"shared"}}}, f.state(), f.n.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply.Execute(context.Background(), p, f.sd, nil); err != nil {
+		t.Fatal(err)
+	}
+	clash := hostHooks("clash", nil, service("shared"))
+	fine := hostHooks("fine", nil, service("fine-svc"))
+	got := f.sync(f.view(labels.Set{}, []*v1alpha1.HostHooks{clash, fine}, []*v1alpha1.NodeHooks{nodeHooks(clash, true), nodeHooks(fine, true)}))
+	if st := got["clash"]; st.Phase != v1alpha1.NodeFailed || !strings.Contains(st.Message, "spec set local owns it") {
+		t.Errorf("clash: %+v; want Failed with the conflict", st)
+	}
+	if st := got["fine"]; st.Phase != v1alpha1.NodeSucceeded {
+		t.Errorf("fine: %+v; want Succeeded", st)
+	}
+	if want := []string{"hosthooks.fine", "local"}; !slices.Equal(f.setsInState(), want) {
+		t.Errorf("sets %q, want %q", f.setsInState(), want)
+	}
+}

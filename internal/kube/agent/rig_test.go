@@ -1,0 +1,386 @@
+package agent
+
+// The agent against a real API server (internal/kubetest) and a real
+// systemd (internal/rig): the test plays the controller, creating the
+// NodeHooks and approving hooks by hand, and reads what the agent did from
+// the API server and from systemd.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/hostprov/hostprov/internal/kubetest"
+	"github.com/hostprov/hostprov/internal/rig"
+	"github.com/hostprov/hostprov/pkg/apis/hostprov/v1alpha1"
+	"github.com/hostprov/hostprov/pkg/apply"
+	"github.com/hostprov/hostprov/pkg/render"
+)
+
+func init() { ctrllog.SetLogger(logr.Discard()) }
+
+// rigCluster is one node of a real cluster: a Node object, and a rig as
+// its systemd.
+type rigCluster struct {
+	t    *testing.T
+	c    *kubetest.Cluster
+	cl   client.Client
+	r    *rig.Rig
+	node string
+}
+
+func newRigCluster(t *testing.T) *rigCluster {
+	t.Helper()
+	r := rig.Start(t)
+	c := kubetest.Start(t)
+	c.InstallCRDs(t, "../../../deploy/crds")
+	k := &rigCluster{t: t, c: c, cl: c.Client(t), r: r, node: "node-a"}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: k.node, Labels: map[string]string{"role": "worker"}}}
+	if err := k.cl.Create(t.Context(), n); err != nil {
+		t.Fatal(err)
+	}
+	if err := apply.PrepareDirs(apply.Options{Root: r.Root}); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// logWriter sends the agent's log to the test's, until the test ends.
+type logWriter struct {
+	mu   sync.Mutex
+	t    *testing.T
+	done bool
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
+}
+
+// startAgent runs an agent for the node and returns it with the function
+// that stops it and waits for its end (also called when the test ends).
+func (k *rigCluster) startAgent() (*Agent, func()) {
+	k.t.Helper()
+	lw := &logWriter{t: k.t}
+	a, err := New(Config{NodeName: k.node, REST: k.c.Config(), Options: apply.Options{Root: k.r.Root},
+		Log: slog.New(slog.NewTextHandler(lw, nil)),
+		Connect: func(ctx context.Context) (*Systemd, error) {
+			return Dial(ctx, k.r.Socket, func(ctx context.Context, args ...string) ([]byte, error) {
+				out, err := k.r.Run(ctx, append([]string{"journalctl"}, args...)...)
+				return []byte(out), err
+			})
+		}})
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					k.t.Errorf("agent: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				k.t.Error("the agent did not end within 30s of its context")
+			}
+			lw.mu.Lock()
+			lw.done = true
+			lw.mu.Unlock()
+		})
+	}
+	k.t.Cleanup(stop)
+	return a, stop
+}
+
+// approve creates or updates hh, and its NodeHooks approved for its
+// hooks, as the controller would.
+func (k *rigCluster) approve(hh *v1alpha1.HostHooks) *v1alpha1.NodeHooks {
+	k.t.Helper()
+	ctx := k.t.Context()
+	var cur v1alpha1.HostHooks
+	if err := k.cl.Get(ctx, client.ObjectKeyFromObject(hh), &cur); err == nil {
+		cur.Spec = hh.Spec
+		if err := k.cl.Update(ctx, &cur); err != nil {
+			k.t.Fatal(err)
+		}
+	} else if err := k.cl.Create(ctx, hh); err != nil {
+		k.t.Fatal(err)
+	}
+	name := v1alpha1.NodeHooksName(hh.Name, k.node)
+	var nh v1alpha1.NodeHooks
+	if err := k.cl.Get(ctx, client.ObjectKey{Name: name}, &nh); err == nil {
+		nh.Spec.HooksHash = v1alpha1.HooksHash(hh.Spec.Hooks)
+		if err := k.cl.Update(ctx, &nh); err != nil {
+			k.t.Fatal(err)
+		}
+		return &nh
+	}
+	nh = v1alpha1.NodeHooks{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			v1alpha1.LabelNode: v1alpha1.LabelValue(k.node), v1alpha1.LabelHostHooks: v1alpha1.LabelValue(hh.Name)}},
+		Spec: v1alpha1.NodeHooksSpec{NodeName: k.node, HostHooks: hh.Name, HooksHash: v1alpha1.HooksHash(hh.Spec.Hooks)}}
+	if err := k.cl.Create(ctx, &nh); err != nil {
+		k.t.Fatal(err)
+	}
+	return &nh
+}
+
+// waitFor waits until the NodeHooks named name satisfies ok, and returns
+// it.
+func (k *rigCluster) waitFor(name, what string, ok func(*v1alpha1.NodeHooks) bool) *v1alpha1.NodeHooks {
+	k.t.Helper()
+	var nh v1alpha1.NodeHooks
+	err := wait.PollUntilContextTimeout(k.t.Context(), 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := k.cl.Get(ctx, client.ObjectKey{Name: name}, &nh); err != nil {
+			return false, err
+		}
+		return ok(&nh), nil
+	})
+	if err != nil {
+		k.t.Fatalf("NodeHooks %s: %s: %v; status:\n%s", name, what, err, statusJSON(&nh))
+	}
+	return &nh
+}
+
+func statusJSON(nh *v1alpha1.NodeHooks) string {
+	b, _ := json.MarshalIndent(nh.Status, "", "  ")
+	return string(b)
+}
+
+// runs counts the lines the hooks appended to file in the rig's /var/lib.
+func (k *rigCluster) runs(file string) int {
+	k.t.Helper()
+	data, err := os.ReadFile(filepath.Join(k.r.Root, "var/lib", file))
+	if os.IsNotExist(err) {
+		return 0
+	}
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return strings.Count(string(data), "\n")
+}
+
+func (k *rigCluster) unitStatus(unit string) apply.UnitStatus {
+	k.t.Helper()
+	m, err := Dial(k.t.Context(), k.r.Socket, nil)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	defer m.Close()
+	st, err := m.Status(k.t.Context(), unit)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return st
+}
+
+func hook(h *v1alpha1.HookResult) string { return fmt.Sprintf("%+v", *h) }
+
+func findHook(nh *v1alpha1.NodeHooks, name string) *v1alpha1.HookResult {
+	for i := range nh.Status.Hooks {
+		if nh.Status.Hooks[i].Name == name {
+			return &nh.Status.Hooks[i]
+		}
+	}
+	return nil
+}
+
+// The whole life of a HostHooks on one node: applied and reported with its
+// steps; a hook that fails after the apply reported through systemd's
+// signals, without another apply; a failing step with its exit code and
+// output; a restarted agent that changes and runs nothing; the HostHooks
+// deleted and its units pruned, the node's own spec untouched throughout.
+func TestRigAgentLifecycle(t *testing.T) {
+	k := newRigCluster(t)
+	ctx := t.Context()
+
+	// The node's own spec, as hostprov apply -d /etc/hostprov/hooks.d
+	// installs it.
+	own, diags := render.Build("hooks.d/local.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n"+
+		"  - name: local\n    steps:\n      - name: mark\n        sh: echo run >> /var/lib/local-runs\n"))
+	if diags.HasErrors(false) {
+		t.Fatal(diags)
+	}
+	opts := apply.Options{Root: k.r.Root}
+	st, _ := apply.LoadState(apply.StatePath(opts.StateDirPath()))
+	p, err := apply.NewPlanSets(ctx, []apply.SpecSet{{Name: "local", Units: own, HookNames: []string{"local"}}}, st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Dial(ctx, k.r.Socket, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply.Execute(ctx, p, m, nil); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+
+	prepare := v1alpha1.Hook{Name: "prepare", Steps: []v1alpha1.Step{
+		{Name: "mark", Sh: "echo run >> /var/lib/prepare-runs"},
+		{Name: "check", Run: []string{"/bin/true"}},
+	}}
+	daemon := v1alpha1.Hook{Name: "daemon", Exec: []string{"/bin/sleep", "infinity"}}
+	hh := &v1alpha1.HostHooks{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: v1alpha1.HostHooksSpec{
+		NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "worker"}},
+		Hooks:        []v1alpha1.Hook{prepare, daemon}}}
+	nh := k.approve(hh)
+	a, stop := k.startAgent()
+
+	hash := nh.Spec.HooksHash
+	got := k.waitFor(nh.Name, "Succeeded", func(nh *v1alpha1.NodeHooks) bool {
+		return nh.Status.Phase == v1alpha1.NodeSucceeded && nh.Status.AppliedHash == hash
+	})
+	if p := findHook(got, "prepare"); p == nil || p.Phase != apply.PhaseSucceeded || len(p.Steps) != 2 ||
+		p.Steps[0].State != "succeeded" || p.Steps[1].State != "succeeded" || p.Steps[0].ExitCode == nil || *p.Steps[0].ExitCode != 0 ||
+		p.Steps[0].StartedAt == nil || len(p.Output) != 0 {
+		t.Errorf("prepare: %v; want succeeded, two steps that exited 0, no output", p)
+	}
+	if d := findHook(got, "daemon"); d == nil || d.Phase != "active" {
+		t.Errorf("daemon: %v; want active", d)
+	}
+	if got.Status.AppliedAt == nil || got.Status.Message != "" {
+		t.Errorf("status %s", statusJSON(got))
+	}
+	if n := k.runs("prepare-runs"); n != 1 {
+		t.Errorf("prepare ran %d times, want 1", n)
+	}
+	for _, u := range []string{"prepare.service", "daemon.service"} {
+		if s := k.unitStatus(u); s.ActiveState != "active" || s.UnitFileState != "enabled" {
+			t.Errorf("%s: %s, %s; want active, enabled", u, s.ActiveState, s.UnitFileState)
+		}
+	}
+
+	// A hook that starts well and fails 2s later: the apply is over by
+	// then, and systemd's signals report it.
+	late := v1alpha1.Hook{Name: "late", Type: "exec", Exec: []string{"/bin/sh", "-c", "sleep 2; echo late failure; exit 4"}}
+	hh.Spec.Hooks = []v1alpha1.Hook{prepare, daemon, late}
+	nh = k.approve(hh)
+	hash = nh.Spec.HooksHash
+	k.waitFor(nh.Name, "applied the late hook", func(nh *v1alpha1.NodeHooks) bool {
+		return nh.Status.AppliedHash == hash && findHook(nh, "late") != nil
+	})
+	syncs := a.Stats().Syncs
+	got = k.waitFor(nh.Name, "Failed by the late hook, with its output", func(nh *v1alpha1.NodeHooks) bool {
+		l := findHook(nh, "late")
+		return nh.Status.Phase == v1alpha1.NodeFailed && l != nil && len(l.Output) > 0
+	})
+	if l := findHook(got, "late"); l == nil || l.Phase != "failed" || l.ExitCode == nil || *l.ExitCode != 4 || l.Reason != "exit-code" ||
+		!strings.Contains(strings.Join(l.Output, "\n"), "late failure") {
+		t.Errorf("late: %v; want failed, exit code 4, reason exit-code, its output", l)
+	}
+	if s := a.Stats(); s.Syncs != syncs || s.Refreshes == 0 {
+		t.Errorf("stats %+v (syncs %d when the late hook was applied): the failure must come from a refresh, not another apply", s, syncs)
+	}
+	if n := k.runs("prepare-runs"); n != 1 {
+		t.Errorf("prepare ran %d times, want 1", n)
+	}
+
+	// A failing step: its exit code, its output, the steps after it not
+	// run.
+	bad := v1alpha1.Hook{Name: "bad", Steps: []v1alpha1.Step{
+		{Name: "fine", Run: []string{"/bin/true"}},
+		{Name: "broken", Sh: "echo bad-step-output >&2; echo run >> /var/lib/bad-runs; exit 3"},
+		{Name: "never", Run: []string{"/bin/true"}},
+	}}
+	hh.Spec.Hooks = []v1alpha1.Hook{prepare, daemon, bad}
+	nh = k.approve(hh)
+	hash = nh.Spec.HooksHash
+	got = k.waitFor(nh.Name, "Failed by the bad step", func(nh *v1alpha1.NodeHooks) bool {
+		b := findHook(nh, "bad")
+		return nh.Status.AppliedHash == hash && b != nil && b.Phase == apply.PhaseFailed
+	})
+	b := findHook(got, "bad")
+	if b.ExitCode == nil || *b.ExitCode != 3 || len(b.Steps) != 3 || b.Steps[1].State != "failed" || b.Steps[1].ExitCode == nil ||
+		*b.Steps[1].ExitCode != 3 || b.Steps[2].State != "not run" || !strings.Contains(strings.Join(b.Output, "\n"), "bad-step-output") {
+		t.Errorf("bad: %s; want exit code 3 at step broken, never not run, its output", hook(b))
+	}
+	if got.Status.Phase != v1alpha1.NodeFailed || findHook(got, "late") != nil {
+		t.Errorf("status %s; want Failed, the late hook gone", statusJSON(got))
+	}
+	if _, err := os.Stat(filepath.Join(k.r.UnitDir, "late.service")); !os.IsNotExist(err) {
+		t.Errorf("late.service not pruned with its hook: %v", err)
+	}
+	before := got.Status
+
+	// A new agent: no change on the node, nothing run again (the failed
+	// hook included), no status written.
+	stop()
+	a, stop = k.startAgent()
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return a.Stats().Syncs > 0, nil
+	})
+	if err != nil {
+		t.Fatal("the new agent did not sync")
+	}
+	// Long enough for a write to show, were one made.
+	time.Sleep(time.Second)
+	if err := k.cl.Get(ctx, client.ObjectKey{Name: nh.Name}, got); err != nil {
+		t.Fatal(err)
+	}
+	if s := a.Stats(); s.StatusWrites != 0 {
+		t.Errorf("the restarted agent wrote %d statuses; want none: was\n%s\nnow\n%s", s.StatusWrites, statusJSON(&v1alpha1.NodeHooks{Status: before}), statusJSON(got))
+	}
+	for file, want := range map[string]int{"prepare-runs": 1, "bad-runs": 1, "local-runs": 1} {
+		if n := k.runs(file); n != want {
+			t.Errorf("%s: %d runs after the agent's restart, want %d", file, n, want)
+		}
+	}
+
+	// The HostHooks deleted (no controller holds it with a finalizer
+	// here): its units are pruned, the NodeHooks says Removed, the
+	// node's own spec stays.
+	if err := k.cl.Delete(ctx, hh); err != nil {
+		t.Fatal(err)
+	}
+	got = k.waitFor(nh.Name, "Removed", func(nh *v1alpha1.NodeHooks) bool { return nh.Status.Phase == v1alpha1.NodeRemoved })
+	if got.Status.AppliedHash != "" || len(got.Status.Hooks) != 0 {
+		t.Errorf("removed: %s", statusJSON(got))
+	}
+	for _, u := range []string{"prepare.service", "daemon.service", "bad.service"} {
+		if _, err := os.Lstat(filepath.Join(k.r.UnitDir, u)); !os.IsNotExist(err) {
+			t.Errorf("%s still in the unit directory (%v)", u, err)
+		}
+		if s := k.unitStatus(u); s.ActiveState == "active" {
+			t.Errorf("%s still active", u)
+		}
+	}
+	if s := k.unitStatus(own[0].Name); s.ActiveState != "active" {
+		t.Errorf("the node's own %s: %s; want active, untouched", own[0].Name, s.ActiveState)
+	}
+	st, err = apply.LoadState(apply.StatePath(opts.StateDirPath()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range st.Units {
+		if u.Set != "local" {
+			t.Errorf("the state still has %s of %s", u.Name, u.Set)
+		}
+	}
+	if n := k.runs("local-runs"); n != 1 {
+		t.Errorf("the node's own hook ran %d times, want 1", n)
+	}
+}
