@@ -98,9 +98,20 @@ generate:
 # run on a directory). Its one binary picks its tool by argv[0], so it is
 # installed under that name. It links libblkid through cgo: .ci/setup
 # installs libblkid-dev and gcc.
+#
+# kube-apiserver is the API server the Kubernetes tests run against (with
+# Debian's etcd, etcd-server). It is built from k8s.io/kubernetes at
+# KUBE_VERSION as pinned by the module in tools/kube-apiserver (go.mod
+# replaces every staging module with its release); the version is stamped
+# in as the release build does, so the check below can read it back.
+# KUBE_VERSION must be the version that go.mod requires. A cold build takes
+# several minutes.
 TOOLS ?= bin/tools
 IGNITION_VERSION ?= v2.24.0
 IGNITION_MAIN = github.com/coreos/ignition/v2/internal
+KUBE_VERSION ?= v1.37.2
+KUBE_VERSION_PKG = k8s.io/component-base/version
+KUBE_VERSION_PARTS = $(subst ., ,$(patsubst v%,%,$(KUBE_VERSION)))
 
 tools:
 	@if [ "$$($(TOOLS)/ignition-apply --version 2>/dev/null)" = "Ignition $(IGNITION_VERSION)" ]; then \
@@ -112,6 +123,20 @@ tools:
 	    -ldflags "-X $(IGNITION_MAIN)/version.Raw=$(IGNITION_VERSION)" $(IGNITION_MAIN)@$(IGNITION_VERSION) && \
 	  mv -f "$$tmp/internal" $(TOOLS)/ignition-apply && \
 	  $(TOOLS)/ignition-apply --version; \
+	fi
+	@if [ "$$($(TOOLS)/kube-apiserver --version 2>/dev/null)" = "Kubernetes $(KUBE_VERSION)" ]; then \
+	  echo "tools: $(TOOLS)/kube-apiserver is Kubernetes $(KUBE_VERSION) already"; \
+	else \
+	  echo "tools: building $(TOOLS)/kube-apiserver from k8s.io/kubernetes@$(KUBE_VERSION) (tools/kube-apiserver)"; \
+	  mkdir -p $(TOOLS) && tmp=$$(mktemp -d $(abspath $(TOOLS))/.build.XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
+	  $(GO) -C tools/kube-apiserver build -o "$$tmp/kube-apiserver" -ldflags " \
+	    -X $(KUBE_VERSION_PKG).gitVersion=$(KUBE_VERSION) \
+	    -X $(KUBE_VERSION_PKG).gitMajor=$(word 1,$(KUBE_VERSION_PARTS)) \
+	    -X $(KUBE_VERSION_PKG).gitMinor=$(word 2,$(KUBE_VERSION_PARTS)) \
+	    -X $(KUBE_VERSION_PKG).gitTreeState=clean" \
+	    k8s.io/kubernetes/cmd/kube-apiserver && \
+	  mv -f "$$tmp/kube-apiserver" $(TOOLS)/kube-apiserver && \
+	  $(TOOLS)/kube-apiserver --version; \
 	fi
 
 clean:
