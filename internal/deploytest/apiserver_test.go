@@ -138,7 +138,7 @@ func TestDeployOnAPIServer(t *testing.T) {
 	c.NodeIdentity(t, namespace, agentSA, "node-b") // Node node-b
 
 	t.Run("agent", func(t *testing.T) { testAgent(ctx, t, c, admin, agent, hh, nodeHooks) })
-	t.Run("controller", func(t *testing.T) { testController(ctx, t, c, admin, a, others) })
+	t.Run("controller", func(t *testing.T) { testController(ctx, t, c, admin, a, others, hh) })
 	t.Run("people", func(t *testing.T) { testPeople(ctx, t, c, admin, hh) })
 	t.Run("webhook", func(t *testing.T) { testWebhook(ctx, t, admin, hh) })
 }
@@ -270,7 +270,7 @@ func testAgent(ctx context.Context, t *testing.T, c *kubetest.Cluster, admin, ag
 	}
 }
 
-func testController(ctx context.Context, t *testing.T, c *kubetest.Cluster, admin client.Client, a *applier, objs []deploytest.Object) {
+func testController(ctx context.Context, t *testing.T, c *kubetest.Cluster, admin client.Client, a *applier, objs []deploytest.Object, hh *v1alpha1.HostHooks) {
 	user := "system:serviceaccount:" + namespace + ":" + controllerSA
 	for _, r := range []struct {
 		verb, resource, sub, ns, name string
@@ -320,6 +320,42 @@ func testController(ctx context.Context, t *testing.T, c *kubetest.Cluster, admi
 	if err := ctrl.Patch(ctx, vwc, client.RawPatch(types.JSONPatchType, []byte(caPatch))); err != nil {
 		t.Errorf("controller writing its webhook's CA: %v", err)
 	}
+	// The controller policy: nothing of the webhook but its CA, and no
+	// HostHooks' spec, though RBAC would allow both.
+	for _, p := range []string{
+		`[{"op":"replace","path":"/webhooks/0/failurePolicy","value":"Ignore"}]`,
+		`[{"op":"replace","path":"/webhooks/0/clientConfig/service/path","value":"/allow-all"}]`,
+		`[{"op":"replace","path":"/webhooks/0/rules/0/operations","value":["DELETE"]}]`,
+		`[{"op":"remove","path":"/webhooks/0/matchConditions"}]`,
+		`[{"op":"add","path":"/webhooks/0/objectSelector","value":{"matchLabels":{"never":"x"}}}]`,
+		`[{"op":"add","path":"/webhooks/-","value":{"name":"more.hostprov.dev","admissionReviewVersions":["v1"],"sideEffects":"None","clientConfig":{"url":"https://example.com/"}}}]`,
+	} {
+		err := ctrl.Patch(ctx, get(ctx, t, admin, vwc), client.RawPatch(types.JSONPatchType, []byte(p)))
+		if err == nil || !strings.Contains(err.Error(), "hostprov-controller-limits") || !strings.Contains(err.Error(), "only the CA") {
+			t.Errorf("controller patching its webhook configuration with %s: %v; want the controller policy to refuse it", p, err)
+		}
+	}
+	h := get(ctx, t, ctrl, hh)
+	h.Finalizers = append(h.Finalizers, v1alpha1.Finalizer)
+	if err := ctrl.Update(ctx, h); err != nil {
+		t.Errorf("controller adding its finalizer: %v", err)
+	}
+	h = get(ctx, t, ctrl, hh)
+	h.Finalizers = nil
+	if err := ctrl.Update(ctx, h); err != nil {
+		t.Errorf("controller removing its finalizer: %v", err)
+	}
+	h = get(ctx, t, ctrl, hh)
+	h.Spec.Hooks[0].Steps[0].Run = []string{"/bin/sh", "-c", "anything"}
+	if err := ctrl.Update(ctx, h); err == nil || !strings.Contains(err.Error(), "may not change a HostHooks' spec") {
+		t.Errorf("controller changing a HostHooks' spec: %v; want the controller policy to refuse it", err)
+	}
+	h = get(ctx, t, ctrl, hh)
+	h.Status.MatchedNodes = 2
+	if err := ctrl.Status().Update(ctx, h); err != nil {
+		t.Errorf("controller writing a HostHooks' status: %v", err)
+	}
+
 	other := &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses"}}
 	create(ctx, t, admin, other)
 	wantForbidden(t, "controller patching another webhook configuration", ctrl.Patch(ctx, other,

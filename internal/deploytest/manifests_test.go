@@ -236,9 +236,19 @@ func TestNamesAgree(t *testing.T) {
 	if len(vap.Spec.MatchConditions) != 1 || !strings.Contains(vap.Spec.MatchConditions[0].Expression, "'"+agentUser+"'") {
 		t.Errorf("the agent policy's match conditions %+v do not name %s", vap.Spec.MatchConditions, agentUser)
 	}
-	vapb := decode[admissionv1.ValidatingAdmissionPolicyBinding](t, objs, "ValidatingAdmissionPolicyBinding", vap.Name)
-	if vapb.Spec.PolicyName != vap.Name || !slices.Equal(vapb.Spec.ValidationActions, []admissionv1.ValidationAction{admissionv1.Deny}) {
-		t.Errorf("the agent policy's binding: %+v", vapb.Spec)
+	cvap := decode[admissionv1.ValidatingAdmissionPolicy](t, objs, "ValidatingAdmissionPolicy", "hostprov-controller-limits")
+	controllerUser := "system:serviceaccount:" + namespace + ":" + dep.Spec.Template.Spec.ServiceAccountName
+	if len(cvap.Spec.MatchConditions) != 1 || !strings.Contains(cvap.Spec.MatchConditions[0].Expression, "'"+controllerUser+"'") {
+		t.Errorf("the controller policy's match conditions %+v do not name %s", cvap.Spec.MatchConditions, controllerUser)
+	}
+	for _, p := range []*admissionv1.ValidatingAdmissionPolicy{vap, cvap} {
+		b := decode[admissionv1.ValidatingAdmissionPolicyBinding](t, objs, "ValidatingAdmissionPolicyBinding", p.Name)
+		if b.Spec.PolicyName != p.Name || !slices.Equal(b.Spec.ValidationActions, []admissionv1.ValidationAction{admissionv1.Deny}) {
+			t.Errorf("policy %s's binding: %+v", p.Name, b.Spec)
+		}
+		if p.Spec.FailurePolicy == nil || *p.Spec.FailurePolicy != admissionv1.Fail {
+			t.Errorf("policy %s's failurePolicy %v, want Fail", p.Name, p.Spec.FailurePolicy)
+		}
 	}
 
 	vwc := decode[admissionv1.ValidatingWebhookConfiguration](t, objs, "ValidatingWebhookConfiguration", "hostprov-hosthooks")
