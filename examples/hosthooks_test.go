@@ -3,6 +3,7 @@ package examples_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -60,5 +61,34 @@ func TestISCSIHostHooks(t *testing.T) {
 	}
 	if d := cmp.Diff(wantUnits, got); d != "" {
 		t.Errorf("the HostHooks' units differ from hostprov.yaml's (-hostprov.yaml +hosthooks.yaml):\n%s", d)
+	}
+}
+
+// TestReadmeHostHooks checks the HostHooks of the README's Kubernetes
+// section as the API server and the agent would: no field the type lacks,
+// and hostprov's validation passes its hooks.
+func TestReadmeHostHooks(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n### HostHooks\n")
+	if !ok {
+		t.Fatal("README.md has no HostHooks section")
+	}
+	_, block, ok := strings.Cut(section, "```yaml\n")
+	block, _, ok2 := strings.Cut(block, "```\n")
+	if !ok || !ok2 {
+		t.Fatal("the README's HostHooks section has no YAML block")
+	}
+	var hh v1alpha1.HostHooks
+	if err := yaml.UnmarshalStrict([]byte(block), &hh); err != nil {
+		t.Fatalf("the README's HostHooks: %v\n%s", err, block)
+	}
+	if hh.Kind != "HostHooks" || hh.APIVersion != v1alpha1.GroupVersion.String() {
+		t.Errorf("the README's HostHooks is %s %s", hh.APIVersion, hh.Kind)
+	}
+	if _, diags := kube.Build(&hh); len(diags) != 0 {
+		t.Errorf("the README's HostHooks: %v", diags)
 	}
 }
