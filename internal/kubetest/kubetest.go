@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostprov/hostprov/internal/sdtool"
 )
@@ -53,6 +54,10 @@ type Cluster struct {
 	certData []byte // PEM: the admin's client certificate ...
 	keyData  []byte // ... and its key
 	dir      string
+
+	adminOnce sync.Once
+	admin     client.Client // Client's, made at its first call
+	adminErr  error
 }
 
 // How long the API server may take to become ready; it is about 3 s on a
@@ -144,11 +149,14 @@ func Start(t testing.TB) *Cluster {
 }
 
 // Config is a client configuration of the cluster's admin (a member of
-// system:masters, which RBAC lets do anything). Each call returns a new
-// copy for the caller to change (QPS, user agent, ...).
+// system:masters, which RBAC lets do anything), without client-side rate
+// limits (QPS -1): the test's own calls should not queue behind each
+// other, while the server's priority and fairness still applies. Each
+// call returns a new copy for the caller to change.
 func (c *Cluster) Config() *rest.Config {
 	return &rest.Config{
 		Host: c.host,
+		QPS:  -1,
 		TLSClientConfig: rest.TLSClientConfig{
 			CAData:   bytes.Clone(c.caData),
 			CertData: bytes.Clone(c.certData),
