@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostprov/hostprov/internal/deploytest"
+	"github.com/hostprov/hostprov/internal/kube/admission"
 	"github.com/hostprov/hostprov/internal/kubetest"
 	"github.com/hostprov/hostprov/pkg/apis/hostprov/v1alpha1"
 )
@@ -440,7 +441,7 @@ func testWebhook(ctx context.Context, t *testing.T, admin client.Client, hh *v1a
 	if err == nil || !strings.Contains(err.Error(), `failed calling webhook "hosthooks.hostprov.dev"`) {
 		t.Errorf("creating a HostHooks with the webhook unanswered: %v; want it refused by the webhook's failure", err)
 	}
-	if !strings.Contains(fmt.Sprint(err), "/validate-hosthooks") {
+	if !strings.Contains(fmt.Sprint(err), admission.Path) {
 		t.Errorf("the webhook call went elsewhere: %v", err)
 	}
 	h := get(ctx, t, admin, hh)
