@@ -1,0 +1,142 @@
+package deploytest_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hostprov/hostprov/internal/rig"
+	"github.com/hostprov/hostprov/internal/sdtool"
+)
+
+// dropAll runs a command as the agent's container does (deploy/agent.yaml):
+// uid and gid 0, no supplementary group, no capability at all (none
+// effective, permitted, inheritable or ambient, and an empty bounding set,
+// so an exec cannot regain any), and no_new_privs
+// (allowPrivilegeEscalation: false).
+var dropAll = []string{"setpriv", "--reuid=0", "--regid=0", "--clear-groups",
+	"--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"}
+
+// TestAgentPrivileges backs deploy/agent.yaml's claim that the agent needs
+// uid 0 and no capability: in a real systemd, hostprov run as root with
+// every capability dropped applies a spec (writes units, state and stamps,
+// enables, starts, restarts through systemd's private socket, one hook a
+// command hook), reports its status and removes it; the same as any other
+// uid is refused by systemd.
+func TestAgentPrivileges(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := rig.Start(t)
+	bin := buildHostprov(t)
+	if err := r.Install(bin, "/opt/hostprov"); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, error) {
+		return r.Run(ctx, append(append([]string{}, dropAll...), args...)...)
+	}
+
+	status, err := run("grep", "^Cap", "/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(status), "\n") {
+		if f := strings.Fields(l); len(f) != 2 || strings.Trim(f[1], "0") != "" {
+			t.Fatalf("the command still has capabilities: %s", status)
+		}
+	}
+
+	spec := func(version string) string {
+		return `apiVersion: hostprov/v1alpha1
+kind: Hooks
+metadata:
+  name: hosthooks.privileges
+hooks:
+- name: priv-service
+  exec: [/bin/sleep, infinity]
+  env: {VERSION: "` + version + `"}
+- name: priv-steps
+  when: Always
+  steps:
+  - name: first
+    run: [/bin/true]
+  - name: second
+    sh: echo ` + version + `
+`
+	}
+	for _, version := range []string{"1", "2"} {
+		if err := os.WriteFile(filepath.Join(r.Root, "spec.yaml"), []byte(spec(version)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := run("/opt/hostprov", "apply", "-f", "/spec.yaml"); err != nil {
+			t.Fatalf("apply of version %s without capabilities: %v\n%s", version, err, out)
+		}
+		for _, u := range []string{"priv-service.service", "priv-steps.service"} {
+			p, err := r.Conn.GetUnitPropertiesContext(ctx, u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p["ActiveState"] != "active" || p["UnitFileState"] != "enabled" {
+				t.Errorf("version %s: %s is %v and %v, want active and enabled", version, u, p["ActiveState"], p["UnitFileState"])
+			}
+		}
+	}
+	env, err := rig.EnvironmentOf(ctx, r.Conn, "priv-service.service")
+	if err != nil || strings.Join(env, " ") != "VERSION=2" {
+		t.Errorf("priv-service.service has environment %q (%v), want VERSION=2: not restarted with the change", env, err)
+	}
+	if out, err := run("/opt/hostprov", "status", "--set", "hosthooks.privileges"); err != nil {
+		t.Errorf("status without capabilities: %v\n%s", err, out)
+	}
+	if out, err := run("/opt/hostprov", "remove", "--all"); err != nil {
+		t.Errorf("remove without capabilities: %v\n%s", err, out)
+	}
+	if _, err := os.Lstat(filepath.Join(r.UnitDir, "priv-service.service")); !os.IsNotExist(err) {
+		t.Errorf("priv-service.service still there after remove: %v", err)
+	}
+
+	// Root is needed: systemd's private socket refuses any other uid
+	// (and the files are root's), so the agent cannot run as the image's
+	// non-root user.
+	// It gets directories of its own to write, so that only systemd can
+	// refuse it.
+	for _, d := range []string{"nonroot/units", "nonroot/state"} {
+		p := filepath.Join(r.Root, d)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(p, 65532, 65532); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := r.Run(ctx, "setpriv", "--reuid=65532", "--regid=65532", "--clear-groups", "--",
+		"/opt/hostprov", "apply", "-f", "/spec.yaml", "--unit-dir", "/nonroot/units", "--state-dir", "/nonroot/state")
+	if err == nil {
+		t.Errorf("apply as uid 65532 succeeded:\n%s", out)
+	} else if !strings.Contains(err.Error(), "/run/systemd/private") {
+		t.Errorf("apply as uid 65532: %v; want systemd's socket refusing it", err)
+	} else {
+		t.Logf("as uid 65532: %v", err)
+	}
+}
+
+// buildHostprov builds cmd/hostprov as it is built for a node and the image
+// (static, no cgo) and returns its path.
+func buildHostprov(t *testing.T) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		sdtool.Unavailable(t, "the go command is needed to build hostprov for this test: %v", err)
+	}
+	out := filepath.Join(t.TempDir(), "hostprov")
+	cmd := exec.Command(goTool, "build", "-o", out, "./cmd/hostprov")
+	cmd.Dir = filepath.Join("..", "..")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/hostprov: %v\n%s", err, msg)
+	}
+	return out
+}
