@@ -6,7 +6,7 @@ BIN ?= bin/hostprov
 FUZZTIME ?= 30s
 FUZZMINIMIZE ?= 60s
 
-.PHONY: build image test bench bench-butane crash lint fuzz golden generate tools package clean
+.PHONY: build image test bench bench-butane bench-fleet crash lint fuzz golden generate tools package clean
 
 build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/hostprov
@@ -54,6 +54,16 @@ BENCH_RUNS ?= 5
 bench-butane:
 	$(GO) build -o bin/benchbutane ./internal/cmd/benchbutane
 	bin/benchbutane -n '$(BENCH_HOOKS)' -runs $(BENCH_RUNS)
+
+# hostprov on Kubernetes at fleet scale: the controller and FLEET_NODES
+# agents (fake systemd, real watches and clients) in one process against a
+# real API server and etcd (make tools builds kube-apiserver; etcd is
+# Debian's etcd-server). It prints the time from a HostHooks change to its
+# aggregated Complete status, API requests per node per change, and the
+# API server's request rate at rest. See BenchmarkFleet.
+FLEET_NODES ?= 1000
+bench-fleet:
+	HOSTPROV_FLEET_NODES=$(FLEET_NODES) $(GO) test -run '^$$' -bench '^BenchmarkFleet$$' -benchtime 1x -timeout 60m -v ./internal/kube/e2e
 
 # A crash campaign against a real systemd (as root): the kill-point test
 # (every file step and systemd call of an apply in turn) and CRASH_KILLS
