@@ -138,8 +138,28 @@ func TestDeployOnAPIServer(t *testing.T) {
 	agent := newClient(t, agentCfg)
 	c.NodeIdentity(t, namespace, agentSA, "node-b") // Node node-b
 
+	// The API server takes up new policies and webhooks a moment after
+	// they are stored: wait for each to refuse what it refuses (tried
+	// with a dry run, which admission sees and nothing stores).
+	waitPolicy(ctx, t, "hostprov-agent-own-node", func() error {
+		other := get(ctx, t, agent, nodeHooks["node-b"])
+		other.Status.Message = "probe"
+		return agent.Status().Update(ctx, other, client.DryRunAll)
+	})
+	ctrl := newClient(t, c.NodeIdentity(t, namespace, controllerSA, "node-c"))
+	waitPolicy(ctx, t, "hostprov-controller-limits", func() error {
+		h := get(ctx, t, admin, hh)
+		h.Spec.Hooks[0].Name = "probe"
+		return ctrl.Update(ctx, h, client.DryRunAll)
+	})
+
+	waitPolicy(ctx, t, `failed calling webhook "hosthooks.hostprov.dev"`, func() error {
+		return admin.Create(ctx, &v1alpha1.HostHooks{ObjectMeta: metav1.ObjectMeta{Name: "probe"},
+			Spec: v1alpha1.HostHooksSpec{Hooks: []v1alpha1.Hook{{Name: "a", Exec: []string{"/bin/true"}}}}}, client.DryRunAll)
+	})
+
 	t.Run("agent", func(t *testing.T) { testAgent(ctx, t, c, admin, agent, hh, nodeHooks) })
-	t.Run("controller", func(t *testing.T) { testController(ctx, t, c, admin, a, others, hh) })
+	t.Run("controller", func(t *testing.T) { testController(ctx, t, admin, ctrl, a, others, hh) })
 	t.Run("people", func(t *testing.T) { testPeople(ctx, t, c, admin, hh) })
 	t.Run("webhook", func(t *testing.T) { testWebhook(ctx, t, admin, hh) })
 }
@@ -271,7 +291,7 @@ func testAgent(ctx context.Context, t *testing.T, c *kubetest.Cluster, admin, ag
 	}
 }
 
-func testController(ctx context.Context, t *testing.T, c *kubetest.Cluster, admin client.Client, a *applier, objs []deploytest.Object, hh *v1alpha1.HostHooks) {
+func testController(ctx context.Context, t *testing.T, admin, ctrl client.Client, a *applier, objs []deploytest.Object, hh *v1alpha1.HostHooks) {
 	user := "system:serviceaccount:" + namespace + ":" + controllerSA
 	for _, r := range []struct {
 		verb, resource, sub, ns, name string
@@ -301,9 +321,8 @@ func testController(ctx context.Context, t *testing.T, c *kubetest.Cluster, admi
 		}
 	}
 
-	// With its pod's token, it fills the webhook's Secret and CA, and no
+	// With its pod's token (ctrl), it fills the webhook's Secret and CA, and no
 	// other; applying deploy/ again keeps what it wrote.
-	ctrl := newClient(t, c.NodeIdentity(t, namespace, controllerSA, "node-c"))
 	secret := &corev1.Secret{}
 	if err := ctrl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: certSecret}, secret); err != nil {
 		t.Fatalf("controller getting its Secret: %v", err)
@@ -585,4 +604,18 @@ func selfSignedPEM(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// waitPolicy waits until admission refuses what try does, with an error
+// that names policy (a ValidatingAdmissionPolicy, or the failing webhook).
+func waitPolicy(ctx context.Context, t *testing.T, policy string, try func() error) {
+	t.Helper()
+	var err error
+	werr := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		err = try()
+		return err != nil && strings.Contains(err.Error(), policy), nil
+	})
+	if werr != nil {
+		t.Fatalf("policy %s never took effect: the last try gave %v", policy, err)
+	}
 }

@@ -13,17 +13,22 @@ import (
 	"github.com/hostprov/hostprov/internal/sdtool"
 )
 
-// dropAll runs a command as the agent's container does (deploy/agent.yaml):
-// uid and gid 0, no supplementary group, no capability at all (none
-// effective, permitted, inheritable or ambient, and an empty bounding set,
-// so an exec cannot regain any), and no_new_privs
-// (allowPrivilegeEscalation: false).
-var dropAll = []string{"setpriv", "--reuid=0", "--regid=0", "--clear-groups",
-	"--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"}
+// asAgent runs a command as the agent's container does (deploy/agent.yaml):
+// in a mount namespace of its own where everything is read-only
+// (readOnlyRootFilesystem) but the three host paths it mounts, and /dev
+// and /proc as a container runtime leaves them; as uid and gid 0, with no
+// supplementary group, no capability at all (none effective, permitted,
+// inheritable or ambient, and an empty bounding set, so an exec cannot
+// regain any), and no_new_privs (allowPrivilegeEscalation: false).
+var asAgent = []string{"unshare", "--mount", "--propagation", "private", "sh", "-ec", `
+for d in /etc/systemd/system /var/lib/hostprov /run/systemd; do mkdir -p "$d"; mount --bind "$d" "$d"; done
+for m in / /run /run/lock /usr/local /dev/shm; do mount -o remount,bind,ro "$m"; done
+exec setpriv --reuid=0 --regid=0 --clear-groups --inh-caps=-all --ambient-caps=-all --bounding-set=-all --no-new-privs -- "$@"
+`, "sh"}
 
 // TestAgentPrivileges backs deploy/agent.yaml's claim that the agent needs
-// uid 0 and no capability: in a real systemd, hostprov run as root with
-// every capability dropped applies a spec (writes units, state and stamps,
+// uid 0, no capability and no writable file system but its three host
+// paths: in a real systemd, hostprov run so applies a spec (writes units, state and stamps,
 // enables, starts, restarts through systemd's private socket, one hook a
 // command hook), reports its status and removes it; the same as any other
 // uid is refused by systemd.
@@ -36,7 +41,7 @@ func TestAgentPrivileges(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func(args ...string) (string, error) {
-		return r.Run(ctx, append(append([]string{}, dropAll...), args...)...)
+		return r.Run(ctx, append(append([]string{}, asAgent...), args...)...)
 	}
 
 	status, err := run("grep", "^Cap", "/proc/self/status")
@@ -46,6 +51,12 @@ func TestAgentPrivileges(t *testing.T) {
 	for _, l := range strings.Split(strings.TrimSpace(status), "\n") {
 		if f := strings.Fields(l); len(f) != 2 || strings.Trim(f[1], "0") != "" {
 			t.Fatalf("the command still has capabilities: %s", status)
+		}
+	}
+
+	for _, p := range []string{"/probe", "/tmp/probe", "/run/probe", "/var/lib/probe"} {
+		if out, err := run("sh", "-c", ": > "+p); err == nil || !strings.Contains(err.Error(), "Read-only file system") {
+			t.Fatalf("writing %s as the agent: %v %s; want a read-only file system", p, err, out)
 		}
 	}
 

@@ -135,6 +135,7 @@ func (w *warnings) take() []string {
 // with every problem at its field; and the CRD's schema refuses what is
 // not even of the right type before the webhook is asked.
 func TestWebhook(t *testing.T) {
+	t.Parallel() // each has a cluster of its own
 	c := kubetest.Start(t)
 	c.InstallCRDs(t, "../../../deploy/crds")
 	startWebhook(t, c)

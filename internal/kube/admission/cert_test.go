@@ -36,6 +36,7 @@ const (
 // the webhook configuration trusts it; a replica that finds the Secret
 // unusable replaces it and keeps trusting the old CA.
 func TestEnsureCertificate(t *testing.T) {
+	t.Parallel() // each has a cluster of its own
 	c := kubetest.Start(t)
 	cl := c.Client(t)
 	ctx := t.Context()
@@ -227,6 +228,7 @@ func serveAndCall(t *testing.T, cert tls.Certificate, ca []byte) {
 // A replica that loses the race to create (or to replace) the Secret
 // serves the winner's certificate, not the one it made.
 func TestEnsureCertificateLosesRace(t *testing.T) {
+	t.Parallel() // each has a cluster of its own
 	c := kubetest.Start(t)
 	cl := c.Client(t)
 	ctx := t.Context()
