@@ -110,8 +110,8 @@ func New(cfg Config) (*Agent, error) {
 		cfg.SystemdSocket = sdbus.PrivateSocket
 	}
 	if cfg.Connect == nil {
-		socket := cfg.SystemdSocket
-		cfg.Connect = func(ctx context.Context) (*Systemd, error) { return Dial(ctx, socket, nil) }
+		socket, opts := cfg.SystemdSocket, cfg.Options
+		cfg.Connect = func(ctx context.Context) (*Systemd, error) { return DialNode(ctx, socket, opts) }
 	}
 	scheme := runtime.NewScheme()
 	if err := corev1.AddToScheme(scheme); err != nil {

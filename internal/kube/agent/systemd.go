@@ -86,6 +86,24 @@ func Dial(ctx context.Context, socket string, journalctl func(ctx context.Contex
 	return &Systemd{Systemd: m, Changes: changes, Lost: m.Done(), Close: m.Close}, nil
 }
 
+// DialNode is Dial for an agent in a pod: it reads a failed unit's journal
+// with the node's journalctl, run by the node's systemd (see
+// sdbus.Manager.HostJournalctl), through the state directory of opts,
+// which the pod mounts from the node.
+func DialNode(ctx context.Context, socket string, opts apply.Options) (*Systemd, error) {
+	sd, err := Dial(ctx, socket, nil)
+	if err != nil {
+		return nil, err
+	}
+	stateDir := opts.StateDir
+	if stateDir == "" {
+		stateDir = apply.DefaultStateDir
+	}
+	m := sd.Systemd.(*sdbus.Manager)
+	m.RunJournalctl = m.HostJournalctl(stateDir, opts.StateDirPath())
+	return sd, nil
+}
+
 func send(ch chan<- UnitState, s UnitState, done <-chan struct{}) {
 	select {
 	case ch <- s:

@@ -104,11 +104,9 @@ func (f *fleet) startAgent(node string, r *rig.Rig, cfg *rest.Config) {
 	lw := &logWriter{t: f.t, prefix: node + ": "}
 	a, err := agent.New(agent.Config{NodeName: node, REST: cfg, Options: apply.Options{Root: r.Root},
 		Log: slog.New(slog.NewTextHandler(lw, nil)),
+		// As in its pod: the node's journal read by the node's systemd.
 		Connect: func(ctx context.Context) (*agent.Systemd, error) {
-			return agent.Dial(ctx, r.Socket, func(ctx context.Context, args ...string) ([]byte, error) {
-				out, err := r.Run(ctx, append([]string{"journalctl"}, args...)...)
-				return []byte(out), err
-			})
+			return agent.DialNode(ctx, r.Socket, apply.Options{Root: r.Root})
 		}})
 	if err != nil {
 		f.t.Fatal(err)
