@@ -2,7 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -95,6 +97,24 @@ func TestControllerCommand(t *testing.T) {
 		}
 	}
 
+	// The probes answer where the log says they are.
+	m := regexp.MustCompile(`name="health probe" addr=(127\.0\.0\.1:[0-9]+)`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Errorf("the log does not say where the probes are:\n%s", stderr.String())
+	} else {
+		for _, probe := range []string{"/healthz", "/readyz"} {
+			resp, err := http.Get("http://" + m[1] + probe)
+			if err != nil {
+				t.Errorf("%s: %v", probe, err)
+				continue
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("%s: %s", probe, resp.Status)
+			}
+		}
+	}
+
 	// The command has its signal handler by now: it acted.
 	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -110,7 +130,7 @@ func TestControllerCommand(t *testing.T) {
 	if stdout.String() != "" {
 		t.Errorf("stdout: %q", stdout.String())
 	}
-	if !strings.Contains(stderr.String(), "successfully acquired lease "+ns+"/"+controller.LeaseName) {
+	if !regexp.MustCompile(`msg="Successfully acquired lease" .*lock=` + ns + "/" + controller.LeaseName).MatchString(stderr.String()) {
 		t.Errorf("the log does not say the lease was acquired:\n%s", stderr.String())
 	}
 }
