@@ -514,11 +514,14 @@ func TestControllerLeaderElection(t *testing.T) {
 	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	// Each controller's writes carry its name as their field manager.
+	// The lease lasts as long as by default, so that a loaded machine
+	// does not make the leader miss a renewal; a stopped leader gives it
+	// up, and the other, trying often, takes over at once.
 	opts := controller.Options{
 		Namespace: ns, LeaderElection: true,
-		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond,
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 250 * time.Millisecond,
 	}
+	// Each controller's writes carry its name as their field manager.
 	cfgA, cfgB := c.Config(), c.Config()
 	cfgA.UserAgent, cfgB.UserAgent = "controller-a", "controller-b"
 	a, stopA := startController(t, cfgA, opts)
