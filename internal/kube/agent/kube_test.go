@@ -24,9 +24,11 @@ import (
 // An agent that has applied does nothing more while nothing that matters
 // changes: not for the controller's HostHooks status, a Node's status or
 // annotations, the labels of a NodeHooks, or its own status writes. A
-// label change that deselects the node prunes; one that selects it again
-// applies again, for the hooks still approved.
-func TestKubeIdleAgentAndLabels(t *testing.T) {
+// signal of one of its units makes a refresh (a report, no apply), one of
+// another unit nothing; a lost connection to systemd a new one and a sync
+// that changes nothing. A label change that deselects the node prunes; one
+// that selects it again applies again, for the hooks still approved.
+func TestKubeAgentIdleSignalsLabels(t *testing.T) {
 	c := kubetest.Start(t)
 	c.InstallCRDs(t, "../../../deploy/crds")
 	cl := c.Client(t)
@@ -40,9 +42,16 @@ func TestKubeIdleAgentAndLabels(t *testing.T) {
 		t.Fatal(err)
 	}
 	sd := applytest.New()
+	// Each connection has its signals and its end, which the test
+	// controls.
+	conns := make(chan *fakeConn, 10)
 	a, err := New(Config{NodeName: node.Name, REST: c.Config(), Options: opts,
-		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Connect: func(context.Context) (*Systemd, error) { return &Systemd{Systemd: sd}, nil }})
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Connect: func(context.Context) (*Systemd, error) {
+			fc := &fakeConn{changes: make(chan UnitState, 1), lost: make(chan struct{})}
+			conns <- fc
+			return &Systemd{Systemd: sd, Changes: fc.changes, Lost: fc.lost}, nil
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +137,33 @@ func TestKubeIdleAgentAndLabels(t *testing.T) {
 		t.Errorf("an idle agent worked: stats %+v, then %+v; systemd calls %q", before, after, sd.Log())
 	}
 
+	// A signal of one of its units: a refresh, no sync; of another
+	// unit: nothing.
+	conn := <-conns
+	conn.changes <- UnitState{Unit: "other.service", ActiveState: "failed"}
+	time.Sleep(200 * time.Millisecond)
+	if after := a.Stats(); after != before {
+		t.Errorf("a signal of a unit not the agent's: stats %+v, then %+v", before, after)
+	}
+	conn.changes <- UnitState{Unit: unit, ActiveState: "deactivating"}
+	waitStats(t, a, func(s Stats) bool { return s.Refreshes == before.Refreshes+1 })
+	if after := a.Stats(); after.Syncs != before.Syncs || after.StatusWrites != before.StatusWrites {
+		t.Errorf("a signal of the agent's unit, whose status did not change: stats %+v, then %+v; want one refresh only", before, after)
+	}
+	// The connection lost: the agent connects again and syncs, which
+	// changes nothing on the node and writes nothing.
+	before = a.Stats()
+	close(conn.lost)
+	select {
+	case <-conns:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the agent did not connect again")
+	}
+	waitStats(t, a, func(s Stats) bool { return s.Syncs > before.Syncs })
+	if after := a.Stats(); after.StatusWrites != before.StatusWrites || len(sd.Log()) != 0 {
+		t.Errorf("a new connection: stats %+v, then %+v, systemd calls %q; want a sync that changes nothing", before, after, sd.Log())
+	}
+
 	// Deselected: pruned, Removed.
 	node.Labels = map[string]string{"role": "infra"}
 	if err := cl.Update(ctx, node); err != nil {
@@ -148,5 +184,20 @@ func TestKubeIdleAgentAndLabels(t *testing.T) {
 	waitPhase(v1alpha1.NodeSucceeded)
 	if !sd.Active(unit) {
 		t.Errorf("%s not started again: %q", unit, sd.Log())
+	}
+}
+
+type fakeConn struct {
+	changes chan UnitState
+	lost    chan struct{}
+}
+
+func waitStats(t *testing.T, a *Agent, ok func(Stats) bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return ok(a.Stats()), nil
+	})
+	if err != nil {
+		t.Fatalf("stats %+v: %v", a.Stats(), err)
 	}
 }

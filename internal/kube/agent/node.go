@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sort"
@@ -135,10 +136,13 @@ func (n *node) decide(v *view, st *apply.State) ([]apply.SpecSet, map[string]*ou
 		if hh.DeletionTimestamp != nil {
 			continue
 		}
+		hash := v1alpha1.HooksHash(hh.Spec.Hooks)
 		ok, err := selects(hh, v.labels)
 		if err != nil {
+			// Neither applied nor pruned: a selector that cannot be
+			// read says nothing about this node.
 			keep[name] = true
-			out[name] = &outcome{action: invalid, message: "spec.nodeSelector: " + err.Error()}
+			out[name] = &outcome{action: invalid, hash: hash, message: "spec.nodeSelector: " + err.Error()}
 			continue
 		}
 		if !ok {
@@ -146,7 +150,6 @@ func (n *node) decide(v *view, st *apply.State) ([]apply.SpecSet, map[string]*ou
 		}
 		keep[name] = true
 		nh := v.nodeHooksOf(name)
-		hash := v1alpha1.HooksHash(hh.Spec.Hooks)
 		if nh == nil || nh.Spec.HooksHash != hash {
 			out[name] = &outcome{action: leave}
 			continue
@@ -261,7 +264,12 @@ func (n *node) reportUnits(ctx context.Context, sd apply.Systemd, st *apply.Stat
 	}
 	for i := range reports {
 		r := &reports[i]
-		if r.Phase != "" || r.Error != "" || len(r.Journal) > 0 || !unitFailed(*r) {
+		if r.Error != "" {
+			// Not a hook's result but systemd's silence: nothing is
+			// reported on it.
+			return nil, &systemdError{fmt.Errorf("systemd could not tell the state of %s: %s", r.StatusOf, r.Error)}
+		}
+		if r.Phase != "" || len(r.Journal) > 0 || !unitFailed(*r) {
 			continue
 		}
 		if s, err := sd.Status(ctx, r.StatusOf); err == nil {
@@ -584,3 +592,10 @@ func metaTime(t *time.Time) *metav1.Time {
 	m := metav1.NewTime(*t).Rfc3339Copy()
 	return &m
 }
+
+// systemdError is a sync that failed because systemd did not answer: the
+// agent connects again before it tries again.
+type systemdError struct{ err error }
+
+func (e *systemdError) Error() string { return e.err.Error() }
+func (e *systemdError) Unwrap() error { return e.err }
