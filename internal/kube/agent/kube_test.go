@@ -27,7 +27,8 @@ import (
 // signal of one of its units makes a refresh (a report, no apply), one of
 // another unit nothing; a lost connection to systemd a new one and a sync
 // that changes nothing. A label change that deselects the node prunes; one
-// that selects it again applies again, for the hooks still approved.
+// that selects it again applies again, for the hooks still approved; a
+// deletion that the controller's finalizer holds prunes.
 func TestKubeAgentIdleSignalsLabels(t *testing.T) {
 	c := kubetest.Start(t)
 	c.InstallCRDs(t, "../../../deploy/crds")
@@ -184,6 +185,30 @@ func TestKubeAgentIdleSignalsLabels(t *testing.T) {
 	waitPhase(v1alpha1.NodeSucceeded)
 	if !sd.Active(unit) {
 		t.Errorf("%s not started again: %q", unit, sd.Log())
+	}
+
+	// Deleted while the controller's finalizer holds it: pruned,
+	// Removed, and the object stays until the finalizer goes.
+	if err := cl.Get(ctx, client.ObjectKeyFromObject(hh), hh); err != nil {
+		t.Fatal(err)
+	}
+	hh.Finalizers = []string{v1alpha1.Finalizer}
+	if err := cl.Update(ctx, hh); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Delete(ctx, hh); err != nil {
+		t.Fatal(err)
+	}
+	waitPhase(v1alpha1.NodeRemoved)
+	if sd.Active(unit) {
+		t.Errorf("%s still active after its HostHooks was deleted", unit)
+	}
+	if err := cl.Get(ctx, client.ObjectKeyFromObject(hh), hh); err != nil || hh.DeletionTimestamp == nil {
+		t.Fatalf("the HostHooks held by its finalizer: %v, deletion %v", err, hh.DeletionTimestamp)
+	}
+	hh.Finalizers = nil
+	if err := cl.Update(ctx, hh); err != nil {
+		t.Fatal(err)
 	}
 }
 
