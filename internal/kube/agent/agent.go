@@ -384,6 +384,7 @@ func (a *Agent) sync(ctx context.Context, sd *Systemd) error {
 		a.cfg.Log.Info("waiting for the Node to be seen", "node", a.cfg.NodeName)
 		return nil
 	}
+	a.node.applying = func(names []string) { a.writeApplying(ctx, v, names) }
 	r, err := a.node.sync(ctx, sd.Systemd, v)
 	if err != nil {
 		return err
@@ -499,6 +500,31 @@ func (a *Agent) writeStatuses(ctx context.Context, v *view, r *result) error {
 	}
 	a.mu.Unlock()
 	return errors.Join(errs...)
+}
+
+// writeApplying says, in the NodeHooks of the HostHooks named, that the
+// node is applying their hooks: the phase Applying, the rest as it was. A
+// write that fails is left to the status after the apply.
+func (a *Agent) writeApplying(ctx context.Context, v *view, names []string) {
+	for _, name := range names {
+		nh := v.nodeHooksOf(name)
+		if nh == nil {
+			continue
+		}
+		st := *nh.Status.DeepCopy()
+		a.mu.Lock()
+		if w, ok := a.written[nh.UID]; ok && w.rv != nh.ResourceVersion {
+			st = *w.status.DeepCopy()
+		}
+		a.mu.Unlock()
+		if st.Phase == v1alpha1.NodeApplying {
+			continue
+		}
+		st.Phase, st.Message = v1alpha1.NodeApplying, ""
+		if err := a.writeStatus(ctx, nh, st); err != nil {
+			a.cfg.Log.Warn("could not say the node is applying", "nodehooks", nh.Name, "error", err)
+		}
+	}
 }
 
 // writeStatus replaces the status of nh with st through the status

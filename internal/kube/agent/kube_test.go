@@ -226,3 +226,89 @@ func waitStats(t *testing.T, a *Agent, ok func(Stats) bool) {
 		t.Fatalf("stats %+v: %v", a.Stats(), err)
 	}
 }
+
+// gatedSystemd is the fake systemd whose starts wait for the test.
+type gatedSystemd struct {
+	*applytest.Fake
+	gate chan struct{}
+}
+
+func (g *gatedSystemd) Start(ctx context.Context, name string) error {
+	<-g.gate
+	return g.Fake.Start(ctx, name)
+}
+
+func (g *gatedSystemd) Queue(ctx context.Context, kind apply.ActionKind, name string) (func() error, error) {
+	return func() error {
+		<-g.gate
+		w, err := g.Fake.Queue(ctx, kind, name)
+		if err != nil {
+			return err
+		}
+		return w()
+	}, nil
+}
+
+// While the starts of an apply wait, the NodeHooks says Applying; when
+// they are done, Succeeded.
+func TestKubeAgentApplying(t *testing.T) {
+	c := kubetest.Start(t)
+	c.InstallCRDs(t, "../../../deploy/crds")
+	cl := c.Client(t)
+	ctx := t.Context()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-d"}}
+	if err := cl.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	opts := apply.Options{Root: t.TempDir()}
+	sd := &gatedSystemd{Fake: applytest.New(), gate: make(chan struct{})}
+	a, err := New(Config{NodeName: node.Name, REST: c.Config(), Options: opts,
+		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Connect: func(context.Context) (*Systemd, error) { return &Systemd{Systemd: sd}, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(actx) }()
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			close(sd.gate)
+		}
+		cancel()
+		<-done
+	})
+	hh := &v1alpha1.HostHooks{ObjectMeta: metav1.ObjectMeta{Name: "slow"}, Spec: v1alpha1.HostHooksSpec{
+		Hooks: []v1alpha1.Hook{service("slow-svc")}}}
+	if err := cl.Create(ctx, hh); err != nil {
+		t.Fatal(err)
+	}
+	nh := &v1alpha1.NodeHooks{
+		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.NodeHooksName(hh.Name, node.Name), Labels: map[string]string{
+			v1alpha1.LabelNode: v1alpha1.LabelValue(node.Name), v1alpha1.LabelHostHooks: v1alpha1.LabelValue(hh.Name)}},
+		Spec: v1alpha1.NodeHooksSpec{NodeName: node.Name, HostHooks: hh.Name, HooksHash: v1alpha1.HooksHash(hh.Spec.Hooks)}}
+	if err := cl.Create(ctx, nh); err != nil {
+		t.Fatal(err)
+	}
+	phase := func(want v1alpha1.NodePhase) {
+		t.Helper()
+		var got v1alpha1.NodeHooks
+		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			if err := cl.Get(ctx, client.ObjectKeyFromObject(nh), &got); err != nil {
+				return false, err
+			}
+			return got.Status.Phase == want, nil
+		})
+		if err != nil {
+			t.Fatalf("NodeHooks not %s: %v; status %s", want, err, statusJSON(&got))
+		}
+	}
+	phase(v1alpha1.NodeApplying)
+	if u := unitOf(t, hh, 0); sd.Active(u) {
+		t.Fatalf("%s active before its start was let through", u)
+	}
+	close(sd.gate)
+	released = true
+	phase(v1alpha1.NodeSucceeded)
+}

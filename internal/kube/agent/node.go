@@ -86,6 +86,9 @@ type node struct {
 	opts   apply.Options
 	log    *slog.Logger
 	builds map[string]built // by HostHooks name
+	// applying, when set, is called with the HostHooks whose units a
+	// plan changes, before it is carried out: starts may take minutes.
+	applying func(hostHooks []string)
 }
 
 // selects reports whether hh selects a node with these labels. An unset
@@ -348,6 +351,18 @@ func (n *node) applySets(ctx context.Context, sd apply.Systemd, sets []apply.Spe
 			if o := outcomes[v1alpha1.HostHooksOfSet(owners[u.Unit])]; o != nil {
 				o.changed = true
 			}
+		}
+	}
+	if n.applying != nil {
+		var names []string
+		for name, o := range outcomes {
+			if o.action == applySet && o.changed {
+				names = append(names, name)
+			}
+		}
+		if len(names) > 0 {
+			sort.Strings(names)
+			n.applying(names)
 		}
 	}
 	logger := apply.LoggerFunc(func(ev apply.Event) {
