@@ -13,15 +13,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/hostprov/hostprov/internal/kubetest"
 	"github.com/hostprov/hostprov/internal/rig"
 	"github.com/hostprov/hostprov/pkg/apis/hostprov/v1alpha1"
 )
+
+// The clients of kubetest log through controller-runtime, which complains
+// of a logger never set.
+func init() { ctrllog.SetLogger(logr.Discard()) }
 
 // syncBuffer is a bytes.Buffer for a process's stderr that the test reads
 // while the process writes.

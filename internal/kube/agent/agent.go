@@ -227,11 +227,17 @@ func (a *Agent) Run(ctx context.Context) error {
 			sleep(ctx, d)
 			continue
 		}
-		backoff.reset()
-		a.serve(ctx, sd)
+		err = a.serve(ctx, sd)
 		if sd.Close != nil {
 			sd.Close()
 		}
+		if err == nil {
+			backoff.reset()
+			continue
+		}
+		d := backoff.next()
+		a.cfg.Log.Error("systemd did not answer; connecting again", "error", err, "retry in", d)
+		sleep(ctx, d)
 	}
 	return nil
 }
@@ -286,8 +292,10 @@ func (a *Agent) watch(ctx context.Context) error {
 
 // serve is the worker while the connection sd to systemd lasts: it syncs
 // once, then whenever asked, and refreshes the report when systemd signals
-// a change of one of the agent's units.
-func (a *Agent) serve(ctx context.Context, sd *Systemd) {
+// a change of one of the agent's units. It returns nil when ctx ends or
+// the connection is lost, and the error of a sync that systemd did not
+// answer, after which the connection is not to be trusted.
+func (a *Agent) serve(ctx context.Context, sd *Systemd) error {
 	a.want(true)
 	if sd.Changes != nil {
 		stop := make(chan struct{})
@@ -299,10 +307,10 @@ func (a *Agent) serve(ctx context.Context, sd *Systemd) {
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-sd.Lost:
 			a.cfg.Log.Warn("the connection to systemd ended; connecting again")
-			return
+			return nil
 		case <-retry:
 			retry = nil
 			a.want(true)
@@ -319,6 +327,10 @@ func (a *Agent) serve(ctx context.Context, sd *Systemd) {
 			err = a.sync(ctx, sd)
 		case doRefresh:
 			err = a.refresh(ctx, sd)
+		}
+		var se *systemdError
+		if errors.As(err, &se) && ctx.Err() == nil {
+			return err
 		}
 		if err != nil && ctx.Err() == nil {
 			d := backoff.next()
@@ -372,6 +384,7 @@ func (a *Agent) sync(ctx context.Context, sd *Systemd) error {
 		a.cfg.Log.Info("waiting for the Node to be seen", "node", a.cfg.NodeName)
 		return nil
 	}
+	a.node.applying = func(names []string) { a.writeApplying(ctx, v, names) }
 	r, err := a.node.sync(ctx, sd.Systemd, v)
 	if err != nil {
 		return err
@@ -487,6 +500,31 @@ func (a *Agent) writeStatuses(ctx context.Context, v *view, r *result) error {
 	}
 	a.mu.Unlock()
 	return errors.Join(errs...)
+}
+
+// writeApplying says, in the NodeHooks of the HostHooks named, that the
+// node is applying their hooks: the phase Applying, the rest as it was. A
+// write that fails is left to the status after the apply.
+func (a *Agent) writeApplying(ctx context.Context, v *view, names []string) {
+	for _, name := range names {
+		nh := v.nodeHooksOf(name)
+		if nh == nil {
+			continue
+		}
+		st := *nh.Status.DeepCopy()
+		a.mu.Lock()
+		if w, ok := a.written[nh.UID]; ok && w.rv != nh.ResourceVersion {
+			st = *w.status.DeepCopy()
+		}
+		a.mu.Unlock()
+		if st.Phase == v1alpha1.NodeApplying {
+			continue
+		}
+		st.Phase, st.Message = v1alpha1.NodeApplying, ""
+		if err := a.writeStatus(ctx, nh, st); err != nil {
+			a.cfg.Log.Warn("could not say the node is applying", "nodehooks", nh.Name, "error", err)
+		}
+	}
 }
 
 // writeStatus replaces the status of nh with st through the status

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sort"
@@ -85,6 +86,9 @@ type node struct {
 	opts   apply.Options
 	log    *slog.Logger
 	builds map[string]built // by HostHooks name
+	// applying, when set, is called with the HostHooks whose units a
+	// plan changes, before it is carried out: starts may take minutes.
+	applying func(hostHooks []string)
 }
 
 // selects reports whether hh selects a node with these labels. An unset
@@ -135,10 +139,13 @@ func (n *node) decide(v *view, st *apply.State) ([]apply.SpecSet, map[string]*ou
 		if hh.DeletionTimestamp != nil {
 			continue
 		}
+		hash := v1alpha1.HooksHash(hh.Spec.Hooks)
 		ok, err := selects(hh, v.labels)
 		if err != nil {
+			// Neither applied nor pruned: a selector that cannot be
+			// read says nothing about this node.
 			keep[name] = true
-			out[name] = &outcome{action: invalid, message: "spec.nodeSelector: " + err.Error()}
+			out[name] = &outcome{action: invalid, hash: hash, message: "spec.nodeSelector: " + err.Error()}
 			continue
 		}
 		if !ok {
@@ -146,7 +153,6 @@ func (n *node) decide(v *view, st *apply.State) ([]apply.SpecSet, map[string]*ou
 		}
 		keep[name] = true
 		nh := v.nodeHooksOf(name)
-		hash := v1alpha1.HooksHash(hh.Spec.Hooks)
 		if nh == nil || nh.Spec.HooksHash != hash {
 			out[name] = &outcome{action: leave}
 			continue
@@ -261,7 +267,12 @@ func (n *node) reportUnits(ctx context.Context, sd apply.Systemd, st *apply.Stat
 	}
 	for i := range reports {
 		r := &reports[i]
-		if r.Phase != "" || r.Error != "" || len(r.Journal) > 0 || !unitFailed(*r) {
+		if r.Error != "" {
+			// Not a hook's result but systemd's silence: nothing is
+			// reported on it.
+			return nil, &systemdError{fmt.Errorf("systemd could not tell the state of %s: %s", r.StatusOf, r.Error)}
+		}
+		if r.Phase != "" || len(r.Journal) > 0 || !unitFailed(*r) {
 			continue
 		}
 		if s, err := sd.Status(ctx, r.StatusOf); err == nil {
@@ -340,6 +351,18 @@ func (n *node) applySets(ctx context.Context, sd apply.Systemd, sets []apply.Spe
 			if o := outcomes[v1alpha1.HostHooksOfSet(owners[u.Unit])]; o != nil {
 				o.changed = true
 			}
+		}
+	}
+	if n.applying != nil {
+		var names []string
+		for name, o := range outcomes {
+			if o.action == applySet && o.changed {
+				names = append(names, name)
+			}
+		}
+		if len(names) > 0 {
+			sort.Strings(names)
+			n.applying(names)
 		}
 	}
 	logger := apply.LoggerFunc(func(ev apply.Event) {
@@ -584,3 +607,10 @@ func metaTime(t *time.Time) *metav1.Time {
 	m := metav1.NewTime(*t).Rfc3339Copy()
 	return &m
 }
+
+// systemdError is a sync that failed because systemd did not answer: the
+// agent connects again before it tries again.
+type systemdError struct{ err error }
+
+func (e *systemdError) Error() string { return e.err.Error() }
+func (e *systemdError) Unwrap() error { return e.err }

@@ -42,6 +42,9 @@ type Options struct {
 	// MetricsAddr and HealthAddr are where the metrics and the health
 	// probes (/healthz, /readyz) are served; "" or "0" serves none.
 	MetricsAddr, HealthAddr string
+	// StatusInterval is the least time between two status writes of a
+	// HostHooks (see Reconciler); zero is DefaultStatusInterval.
+	StatusInterval time.Duration
 	// Logger receives the manager's logs.
 	Logger logr.Logger
 }
@@ -128,7 +131,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 			return nil, err
 		}
 	}
-	if err := (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&Reconciler{Client: mgr.GetClient(), StatusInterval: opts.StatusInterval}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	return mgr, nil

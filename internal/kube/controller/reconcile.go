@@ -33,12 +33,43 @@ type Reconciler struct {
 	Client client.Client
 	// Now is the clock of the conditions; nil is time.Now.
 	Now func() time.Time
+	// StatusInterval is the least time between two status writes of a
+	// HostHooks; zero is DefaultStatusInterval. A change within it is
+	// written when it ends: a rollout over 1,000 nodes, each reporting,
+	// writes the status about once a StatusInterval, not once a node.
+	StatusInterval time.Duration
 
 	mu sync.Mutex
+	// wrote is when the status of each HostHooks was last written.
+	wrote map[string]time.Time
 	// approved are, for each HostHooks, the approvals the cache may not
 	// show yet: so that a reconcile from a cache that lags does not send
 	// the same patch again.
 	approved map[string]map[string]approval
+}
+
+// DefaultStatusInterval is the least time between two status writes of
+// a HostHooks, unless Reconciler.StatusInterval says otherwise.
+const DefaultStatusInterval = time.Second
+
+// statusWait is how long the status of the HostHooks named hh must wait
+// before it is written at now; zero when it may be written, which is then
+// taken to be done.
+func (r *Reconciler) statusWait(hh string, now time.Time) time.Duration {
+	interval := r.StatusInterval
+	if interval <= 0 {
+		interval = DefaultStatusInterval
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if last, ok := r.wrote[hh]; ok && now.Sub(last) < interval && now.Sub(last) >= 0 {
+		return interval - now.Sub(last)
+	}
+	if r.wrote == nil {
+		r.wrote = make(map[string]time.Time)
+	}
+	r.wrote[hh] = now
+	return 0
 }
 
 // approval is an approval for hash of a NodeHooks that the cache had at
@@ -143,7 +174,8 @@ func (r *Reconciler) allHostHooks(ctx context.Context, _ client.Object) []reconc
 }
 
 // Reconcile carries out Decide's decision for the HostHooks req names.
-// Every write is one request and none waits for the cache: approvals and
+// Every write is one request, the writes of one kind go out in parallel,
+// and none waits for the cache: approvals and
 // deletions are merge patches and deletes that need no resourceVersion,
 // and a create that finds its NodeHooks made already (the cache lags
 // behind the controller's own writes) is no error. Those writes are the
@@ -156,6 +188,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if apierrors.IsNotFound(err) {
 			r.mu.Lock()
 			r.setApproved(req.Name, nil)
+			delete(r.wrote, req.Name)
 			r.mu.Unlock()
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -179,6 +212,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		now = r.Now
 	}
 	d := Decide(&hh, nodes, nhl.Items, now())
+	var result reconcile.Result
 
 	if d.AddFinalizer {
 		orig := hh.DeepCopy()
@@ -209,15 +243,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			at[nhl.Items[i].Name] = known{nhl.Items[i].ResourceVersion, true}
 		}
 	}
-	for _, nh := range d.Create {
+	var mu sync.Mutex // guards errs and at while the writes run
+	fail := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+	each(len(d.Create), func(i int) {
+		nh := d.Create[i]
 		err := r.Client.Create(ctx, nh)
 		if err != nil && !apierrors.IsAlreadyExists(err) {
-			errs = append(errs, fmt.Errorf("creating NodeHooks %s: %w", nh.Name, err))
+			fail(fmt.Errorf("creating NodeHooks %s: %w", nh.Name, err))
 		}
 		if err == nil {
+			mu.Lock()
 			at[nh.Name] = known{rv: nh.ResourceVersion}
+			mu.Unlock()
 		}
-	}
+	})
 	pending := r.pending(hh.Name, nhl.Items)
 	if len(d.Approve) > 0 {
 		h := d.Status.HooksHash
@@ -225,37 +268,48 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err != nil {
 			return reconcile.Result{}, err
 		}
-		for _, name := range d.Approve {
-			if a, ok := pending[name]; ok && a.hash == h {
-				continue
+		if pending == nil {
+			pending = make(map[string]approval)
+		}
+		// Every node of one decision may apply at once, so their
+		// approvals go out at once too.
+		each(len(d.Approve), func(i int) {
+			name := d.Approve[i]
+			mu.Lock()
+			a, ok := pending[name]
+			mu.Unlock()
+			if ok && a.hash == h {
+				return
 			}
 			nh := &v1alpha1.NodeHooks{ObjectMeta: metav1.ObjectMeta{Name: name}}
 			if err := r.Client.Patch(ctx, nh, client.RawPatch(types.MergePatchType, patch)); err != nil {
-				// The rest wait: approving out of order would break
-				// the rollout's order.
-				errs = append(errs, fmt.Errorf("approving NodeHooks %s: %w", name, err))
-				break
+				fail(fmt.Errorf("approving NodeHooks %s: %w", name, err))
+				return
 			}
+			mu.Lock()
 			if k := at[name]; k.rv != "" || !k.inCache {
-				if pending == nil {
-					pending = make(map[string]approval)
-				}
 				pending[name] = approval{hash: h, rv: k.rv, absent: !k.inCache}
 			}
-		}
+			mu.Unlock()
+		})
 		r.mu.Lock()
 		r.setApproved(hh.Name, pending)
 		r.mu.Unlock()
 	}
-	for _, nh := range d.Delete {
+	each(len(d.Delete), func(i int) {
+		nh := d.Delete[i]
 		uid := nh.UID
 		err := r.Client.Delete(ctx, &v1alpha1.NodeHooks{ObjectMeta: metav1.ObjectMeta{Name: nh.Name}},
 			client.Preconditions{UID: &uid})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			errs = append(errs, fmt.Errorf("deleting NodeHooks %s: %w", nh.Name, err))
+			fail(fmt.Errorf("deleting NodeHooks %s: %w", nh.Name, err))
 		}
+	})
+	// The status of a HostHooks that is going away is of no more use.
+	if d.StatusChanged && !d.RemoveFinalizer {
+		result.RequeueAfter = r.statusWait(hh.Name, time.Now())
 	}
-	if d.StatusChanged {
+	if d.StatusChanged && !d.RemoveFinalizer && result.RequeueAfter == 0 {
 		patch, err := statusPatch(hh.Status, d.Status)
 		if err == nil {
 			err = r.Client.Status().Patch(ctx, &hh, client.RawPatch(types.MergePatchType, patch))
@@ -277,7 +331,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, fmt.Errorf("removing the finalizer: %w", err)
 		}
 	}
-	return reconcile.Result{}, nil
+	return result, nil
 }
 
 // statusPatch is a merge patch that makes a HostHooks status, whatever it
@@ -317,4 +371,32 @@ func statusPatch(old, to v1alpha1.HostHooksStatus) ([]byte, error) {
 		}
 	}
 	return json.Marshal(map[string]any{"status": m})
+}
+
+// writers is how many writes of one kind a reconcile has in flight: the
+// NodeHooks of 1,000 new nodes are made in a second or so, not one after
+// another.
+const writers = 16
+
+// each calls f(0) to f(n-1), up to writers of them at a time, and returns
+// when all returned.
+func each(n int, f func(i int)) {
+	if n == 1 {
+		f(0)
+		return
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(n, writers) {
+		wg.Go(func() {
+			for i := range next {
+				f(i)
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }

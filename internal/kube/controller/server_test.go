@@ -122,7 +122,12 @@ func startController(t *testing.T, cfg *rest.Config, opts controller.Options) (m
 // error after waitFor.
 func eventually(t *testing.T, what string, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
+	eventuallyWithin(t, waitFor, what, f)
+}
+
+func eventuallyWithin(t *testing.T, within time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	for {
 		err := f()
 		if err == nil {
@@ -509,11 +514,14 @@ func TestControllerLeaderElection(t *testing.T) {
 	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	// Each controller's writes carry its name as their field manager.
+	// The lease lasts as long as by default, so that a loaded machine
+	// does not make the leader miss a renewal; a stopped leader gives it
+	// up, and the other, trying often, takes over at once.
 	opts := controller.Options{
 		Namespace: ns, LeaderElection: true,
-		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond,
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 250 * time.Millisecond,
 	}
+	// Each controller's writes carry its name as their field manager.
 	cfgA, cfgB := c.Config(), c.Config()
 	cfgA.UserAgent, cfgB.UserAgent = "controller-a", "controller-b"
 	a, stopA := startController(t, cfgA, opts)
@@ -652,8 +660,8 @@ func condition(hh *v1alpha1.HostHooks, typ string) metav1.Condition {
 // TestControllerThousandNodes rolls a HostHooks out to 1,000 nodes, 10%
 // at a time, with agents that succeed as soon as they are approved: the
 // controller makes one NodeHooks and one approval per node, reads nothing
-// but by its watches, and writes the status far less often than a node
-// reports. The time it takes is logged, not judged: a benchmark's to
+// but by its watches, and writes the status once a second at most, not
+// once a node. The time it takes is logged, not judged: a benchmark's to
 // measure.
 func TestControllerThousandNodes(t *testing.T) {
 	if testing.Short() {
@@ -699,6 +707,7 @@ func TestControllerThousandNodes(t *testing.T) {
 	var reqs requests
 	cfg := c.Config()
 	cfg.Wrap(reqs.wrap)
+	started := time.Now()
 	startController(t, cfg, controller.Options{})
 
 	hooks := []v1alpha1.Hook{{Name: "hello", Exec: []string{"/bin/echo", "hello"}}}
@@ -715,7 +724,8 @@ func TestControllerThousandNodes(t *testing.T) {
 	// The agents: each approved node reports success, once.
 	reported := map[string]bool{}
 	maxApplying := 0
-	eventually(t, "the rollout to 1,000 nodes", func() error {
+	// Minutes on a loaded machine; seconds on a quiet one.
+	eventuallyWithin(t, 10*time.Minute, "the rollout to 1,000 nodes", func() error {
 		nhs, err := nodeHooks(ctx, cl, "big")
 		if err != nil {
 			return err
@@ -755,8 +765,10 @@ func TestControllerThousandNodes(t *testing.T) {
 	if got := reqs.count("POST /apis/hostprov.dev/v1alpha1/nodehooks"); got < n || got > n+n/10 {
 		t.Errorf("%d creates of NodeHooks for %d nodes", got, n)
 	}
-	if got := reqs.count("PATCH /apis/hostprov.dev/v1alpha1/hosthooks/NAME/status"); got > n/2 {
-		t.Errorf("%d status writes for %d nodes' reports", got, n)
+	// At most one status write a second (DefaultStatusInterval), however
+	// many nodes report.
+	if got, most := reqs.count("PATCH /apis/hostprov.dev/v1alpha1/hosthooks/NAME/status"), int(time.Since(started)/controller.DefaultStatusInterval)+1; got > most {
+		t.Errorf("%d status writes in %v, more than one a %v", got, time.Since(started), controller.DefaultStatusInterval)
 	}
 	for _, key := range []string{"GET /apis/hostprov.dev/v1alpha1/nodehooks/NAME", "GET /api/v1/nodes/NAME", "GET /apis/hostprov.dev/v1alpha1/hosthooks/NAME"} {
 		if got := reqs.count(key); got != 0 {
