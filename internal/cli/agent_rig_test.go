@@ -13,12 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/hostprov/hostprov/internal/kubetest"
 	"github.com/hostprov/hostprov/internal/rig"
@@ -27,7 +25,6 @@ import (
 
 // The clients of kubetest log through controller-runtime, which complains
 // of a logger never set.
-func init() { ctrllog.SetLogger(logr.Discard()) }
 
 // syncBuffer is a bytes.Buffer for a process's stderr that the test reads
 // while the process writes.
