@@ -38,6 +38,17 @@ func TestControllerCommand(t *testing.T) {
 	c.InstallCRDs(t, "../../deploy/crds")
 	cl := c.Client(t)
 	ctx := t.Context()
+	// An established CRD may be missing from discovery for a moment
+	// still, on a loaded machine.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		err := cl.List(ctx, &v1alpha1.HostHooksList{})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
 	const ns = "hostprov-test"
 	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)

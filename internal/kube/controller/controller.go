@@ -63,10 +63,10 @@ func Scheme() (*runtime.Scheme, error) {
 }
 
 // NewManager is a manager that runs the controller against the cluster of
-// cfg, with leader election as opts says. A cfg with no QPS set gets no
-// client-side rate limit. Start runs it; it returns when
-// its context ends or when it loses the lease, after which the process
-// must end: another controller acts by then.
+// cfg, with leader election as opts says; a cfg with no QPS set gets no
+// client-side rate limit. Start runs it: it returns when its context ends
+// or when it loses the lease, after which the process must end, since
+// another controller acts by then.
 func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	s, err := Scheme()
 	if err != nil {

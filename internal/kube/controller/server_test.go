@@ -41,7 +41,13 @@ func startCluster(t *testing.T) (*kubetest.Cluster, client.Client) {
 	t.Helper()
 	c := kubetest.Start(t)
 	c.InstallCRDs(t, "../../../deploy/crds")
-	return c, c.Client(t)
+	cl := c.Client(t)
+	// An established CRD may be missing from discovery for a moment
+	// still, on a loaded machine: wait until the client finds it.
+	eventually(t, "HostHooks in discovery", func() error {
+		return cl.List(t.Context(), &v1alpha1.HostHooksList{})
+	})
+	return c, cl
 }
 
 // requests counts a client's requests by method and path, with the names
