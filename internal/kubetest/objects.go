@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -116,6 +117,28 @@ func (c *Cluster) InstallCRDs(t testing.TB, dir string) {
 		})
 		if err != nil {
 			t.Fatalf("kubetest: CRD %s not established: %v (conditions %+v)", crd.Name, err, got.Status.Conditions)
+		}
+	}
+	// Established is not yet served by discovery, which clients map
+	// kinds to resources with: a client asking in between gets "no
+	// matches for kind".
+	dc, err := discovery.NewDiscoveryClientForConfig(c.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, crd := range crds {
+		for _, v := range crd.Spec.Versions {
+			gv := crd.Spec.Group + "/" + v.Name
+			err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, establishTimeout, true, func(context.Context) (bool, error) {
+				rl, err := dc.ServerResourcesForGroupVersion(gv)
+				if err != nil {
+					return false, nil
+				}
+				return slices.ContainsFunc(rl.APIResources, func(r metav1.APIResource) bool { return r.Name == crd.Spec.Names.Plural }), nil
+			})
+			if err != nil {
+				t.Fatalf("kubetest: CRD %s established but not in discovery of %s: %v", crd.Name, gv, err)
+			}
 		}
 	}
 }
