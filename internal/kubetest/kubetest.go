@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostprov/hostprov/internal/sdtool"
 )
@@ -53,6 +54,10 @@ type Cluster struct {
 	certData []byte // PEM: the admin's client certificate ...
 	keyData  []byte // ... and its key
 	dir      string
+
+	adminOnce sync.Once
+	admin     client.Client // Client's, made at its first call
+	adminErr  error
 }
 
 // How long the API server may take to become ready; it is about 3 s on a
@@ -127,28 +132,32 @@ func Start(t testing.TB) *Cluster {
 		t.Fatalf("kubetest: starting kube-apiserver: %v", err)
 	}
 	t.Cleanup(func() {
+		etcdDied := etcd.exited()
 		api.stop()
 		etcd.stop()
 		if t.Failed() {
 			t.Logf("kubetest: the end of kube-apiserver's log:\n%s", tail(api.log, 60))
-			if etcd.exited() {
+			if etcdDied {
 				t.Logf("kubetest: etcd exited early; the end of its log:\n%s", tail(etcd.log, 30))
 			}
 		}
 	})
 
 	if err := c.waitReady(api, etcd); err != nil {
-		t.Fatalf("kubetest: %v\nthe end of kube-apiserver's log:\n%s", err, tail(api.log, 60))
+		t.Fatalf("kubetest: %v", err) // the cleanup prints the logs
 	}
 	return c
 }
 
 // Config is a client configuration of the cluster's admin (a member of
-// system:masters, which RBAC lets do anything). Each call returns a new
-// copy for the caller to change (QPS, user agent, ...).
+// system:masters, which RBAC lets do anything), without client-side rate
+// limits (QPS -1): the test's own calls should not queue behind each
+// other, while the server's priority and fairness still applies. Each
+// call returns a new copy for the caller to change.
 func (c *Cluster) Config() *rest.Config {
 	return &rest.Config{
 		Host: c.host,
+		QPS:  -1,
 		TLSClientConfig: rest.TLSClientConfig{
 			CAData:   bytes.Clone(c.caData),
 			CertData: bytes.Clone(c.certData),
@@ -175,7 +184,7 @@ func (c *Cluster) waitReady(api, etcd *process) error {
 			return fmt.Errorf("kube-apiserver exited: %v", api.err)
 		}
 		if etcd.exited() {
-			return fmt.Errorf("etcd exited: %v\nthe end of its log:\n%s", etcd.err, tail(etcd.log, 30))
+			return fmt.Errorf("etcd exited: %v", etcd.err)
 		}
 		lastErr = c.ready(certFile)
 		if lastErr == nil {
@@ -190,15 +199,19 @@ func (c *Cluster) waitReady(api, etcd *process) error {
 func (c *Cluster) ready(certFile string) error {
 	if c.caData == nil {
 		// The file holds the serving certificate followed by the CA
-		// that signed it; both together are the roots to trust. It is
-		// written whole before the server listens.
+		// that signed it: the roots to trust. It is written whole
+		// before the server listens, so it is read once it does.
+		conn, err := net.DialTimeout("tcp", strings.TrimPrefix(c.host, "https://"), time.Second)
+		if err != nil {
+			return err
+		}
+		conn.Close()
 		data, err := os.ReadFile(certFile)
 		if err != nil {
 			return err
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(data) || !bytes.Contains(data, []byte("-----END CERTIFICATE-----\n")) {
-			return fmt.Errorf("%s: no certificate yet", certFile)
+		if !x509.NewCertPool().AppendCertsFromPEM(data) {
+			return fmt.Errorf("%s: no certificate", certFile)
 		}
 		c.caData = data
 	}

@@ -42,10 +42,16 @@ func init() {
 }
 
 // Client is a client of the cluster's admin (see Config) for Scheme's
-// types.
+// types. Every call returns the same one; it is safe for concurrent use.
 func (c *Cluster) Client(t testing.TB) client.Client {
 	t.Helper()
-	return newClient(t, c.Config())
+	c.adminOnce.Do(func() {
+		c.admin, c.adminErr = client.New(c.Config(), client.Options{Scheme: Scheme})
+	})
+	if c.adminErr != nil {
+		t.Fatalf("kubetest: client: %v", c.adminErr)
+	}
+	return c.admin
 }
 
 func newClient(t testing.TB, cfg *rest.Config) client.Client {
@@ -170,7 +176,8 @@ func (c *Cluster) Kubeconfig(t testing.TB) string {
 // to a Pod of serviceAccount in namespace ns that runs on node. It creates
 // what is missing of the Node, the namespace, the service account and the
 // Pod (no kubelet runs it: it stays Pending), then requests the token
-// (TokenRequest), valid for an hour.
+// (TokenRequest), valid for an hour. The configuration has client-go's
+// default rate limits, as an agent's would.
 //
 // The API server puts the node's name into such a token, and so into the
 // user's extra authentication.kubernetes.io/node-name; the user is

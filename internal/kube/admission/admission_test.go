@@ -1,0 +1,236 @@
+package admission
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hostprov/hostprov/internal/kubetest"
+	"github.com/hostprov/hostprov/pkg/apis/hostprov/v1alpha1"
+)
+
+const webhookName = "hosthooks.hostprov.dev"
+
+// startWebhook serves the webhook on a free port of 127.0.0.1 until t
+// ends, with a certificate for that address, and registers it with the
+// cluster; it returns once the API server calls it.
+func startWebhook(t *testing.T, c *kubetest.Cluster) {
+	t.Helper()
+	data, err := newCertificate(nil, []net.IP{net.IPv4(127, 0, 0, 1)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(data["tls.crt"], data["tls.key"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	mux := http.NewServeMux()
+	mux.Handle(Path, NewHandler(logr.Discard()))
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- Serve(ctx, addr, cert, mux) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+
+	cl := c.Client(t)
+	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "hostprov"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name: webhookName,
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{
+				URL:      ptr.To("https://" + addr + Path),
+				CABundle: data[CAKey],
+			},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+				Rule: admissionregistrationv1.Rule{
+					APIGroups:   []string{v1alpha1.GroupVersion.Group},
+					APIVersions: []string{v1alpha1.GroupVersion.Version},
+					Resources:   []string{"hosthooks"},
+					Scope:       ptr.To(admissionregistrationv1.ClusterScope),
+				},
+			}},
+			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			AdmissionReviewVersions: []string{"v1"},
+			TimeoutSeconds:          ptr.To[int32](10),
+		}},
+	}
+	if err := cl.Create(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	// The API server picks the configuration up from its informer: probe
+	// with a dry run until the webhook answers.
+	probe := hostHooks("probe", v1alpha1.Hook{Name: "probe", Exec: []string{"/bin/true"}, Steps: []v1alpha1.Step{{Name: "s", Run: []string{"/bin/true"}}}})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := cl.Create(t.Context(), probe.DeepCopy(), client.DryRunAll)
+		if err != nil && strings.Contains(err.Error(), `admission webhook "`+webhookName+`" denied the request`) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the API server does not call the webhook: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func hostHooks(name string, hooks ...v1alpha1.Hook) *v1alpha1.HostHooks {
+	return &v1alpha1.HostHooks{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.HostHooksSpec{Hooks: hooks}}
+}
+
+// warnings records the warnings the API server sends a client.
+type warnings struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (w *warnings) HandleWarningHeaderWithContext(_ context.Context, code int, _, text string) {
+	if code == 299 {
+		w.mu.Lock()
+		w.list = append(w.list, text)
+		w.mu.Unlock()
+	}
+}
+
+func (w *warnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	l := w.list
+	w.list = nil
+	return l
+}
+
+// Through the real API server: a HostHooks hostprov accepts is stored,
+// with hostprov's warnings shown to the client; one it refuses is refused
+// with every problem at its field; and the CRD's schema refuses what is
+// not even of the right type before the webhook is asked.
+func TestWebhook(t *testing.T) {
+	t.Parallel() // each has a cluster of its own
+	c := kubetest.Start(t)
+	c.InstallCRDs(t, "../../../deploy/crds")
+	startWebhook(t, c)
+
+	var warned warnings
+	cfg := c.Config()
+	cfg.WarningHandlerWithContext = &warned
+	cl, err := client.New(cfg, client.Options{Scheme: kubetest.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+
+	ok := hostHooks("iscsi",
+		v1alpha1.Hook{Name: "install-iscsi", Steps: []v1alpha1.Step{{Name: "install", Run: []string{"/usr/bin/apt-get", "install", "-y", "open-iscsi"}}}},
+		v1alpha1.Hook{Name: "tuned", Exec: []string{"/usr/sbin/tuned"}, Directives: map[string][]string{"Service": {"NoSuchKey=1"}}},
+	)
+	if err := cl.Create(ctx, ok); err != nil {
+		t.Fatalf("a valid HostHooks refused: %v", err)
+	}
+	const warning = "spec.hooks[1].directives.Service[0]: systemd does not know NoSuchKey= in [Service] and ignores it"
+	if got := warned.take(); !slices.Contains(got, warning) {
+		t.Errorf("warnings %q, want %q", got, warning)
+	}
+
+	bad := hostHooks("bad",
+		v1alpha1.Hook{Name: "fine", Exec: []string{"/bin/true"}},
+		v1alpha1.Hook{Name: "both", Exec: []string{"/bin/true"}, Steps: []v1alpha1.Step{{Name: "s", Run: []string{"/bin/true"}}}},
+		v1alpha1.Hook{Name: "empty-step", Steps: []v1alpha1.Step{{Name: "nothing"}}},
+		v1alpha1.Hook{Name: "a/b", Exec: []string{"/bin/true"}},
+	)
+	err = cl.Create(ctx, bad)
+	want := map[string]string{
+		"spec.hooks[1].exec":     "exec is not used with steps (hint: steps are the hook's commands",
+		"spec.hooks[2].steps[0]": "the step has neither run nor sh (hint: add run:",
+		"spec.hooks[3].name":     `hook name "a/b" looks like a path (hint: a hook name is a unit name`,
+	}
+	checkInvalid(t, err, want)
+
+	// An update is checked as a create is ...
+	ok.Spec.Hooks[0].Steps[0].Run = nil
+	err = cl.Update(ctx, ok)
+	checkInvalid(t, err, map[string]string{"spec.hooks[0].steps[0]": "the step has neither run nor sh"})
+
+	// ... and so is a node selector.
+	ok.Spec.Hooks[0].Steps[0].Run = []string{"/bin/true"}
+	ok.Spec.NodeSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "role", Operator: "Near"}}}
+	err = cl.Update(ctx, ok)
+	checkInvalid(t, err, map[string]string{"spec.nodeSelector.matchExpressions[0].operator": `"Near"`})
+
+	// The CRD's schema refuses a value of no allowed kind before the
+	// webhook is asked.
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1alpha1.GroupVersion.String(),
+		"kind":       "HostHooks",
+		"metadata":   map[string]any{"name": "sometimes"},
+		"spec": map[string]any{"hooks": []any{map[string]any{
+			"name": "maybe", "when": "Sometimes", "steps": []any{map[string]any{"name": "s", "run": []any{"/bin/true"}}},
+		}}},
+	}}
+	err = cl.Create(ctx, u)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), `spec.hooks[0].when: Unsupported value: "Sometimes"`) || strings.Contains(err.Error(), "admission webhook") {
+		t.Errorf("when: Sometimes: %v, want refused by the schema", err)
+	}
+}
+
+// checkInvalid checks that err is the webhook's refusal with exactly the
+// causes of want: field → the start of its message.
+func checkInvalid(t *testing.T, err error, want map[string]string) {
+	t.Helper()
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || !apierrors.IsInvalid(err) {
+		t.Fatalf("error %v, want Invalid", err)
+	}
+	s := status.Status()
+	if !strings.HasPrefix(s.Message, `admission webhook "`+webhookName+`" denied the request: `) {
+		t.Errorf("message %q, not the webhook's", s.Message)
+	}
+	if s.Details == nil {
+		t.Fatalf("no details: %+v", s)
+	}
+	got := map[string]string{}
+	for _, c := range s.Details.Causes {
+		got[c.Field] = c.Message
+		if !strings.Contains(s.Message, c.Message) {
+			t.Errorf("message %q does not list %s: %q", s.Message, c.Field, c.Message)
+		}
+	}
+	for field, msg := range want {
+		if !strings.Contains(got[field], msg) {
+			t.Errorf("cause at %s: %q, want %q in it", field, got[field], msg)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("causes %q, want %d", got, len(want))
+	}
+	t.Logf("refused: %s", s.Message)
+}
