@@ -418,6 +418,15 @@ func (a *Agent) refresh(ctx context.Context, sd *Systemd) error {
 		c.changed = false
 		r.outcomes[name] = &c
 	}
+	// A NodeHooks that came after the last sync waits for the next,
+	// which its event asked for: the last sync decided nothing for it.
+	known := v.nodeHooks[:0:0]
+	for _, nh := range v.nodeHooks {
+		if r.outcomes[nh.Spec.HostHooks] != nil {
+			known = append(known, nh)
+		}
+	}
+	v.nodeHooks = known
 	return a.writeStatuses(ctx, v, r)
 }
 

@@ -252,6 +252,7 @@ func (g *gatedSystemd) Queue(ctx context.Context, kind apply.ActionKind, name st
 // While the starts of an apply wait, the NodeHooks says Applying; when
 // they are done, Succeeded.
 func TestKubeAgentApplying(t *testing.T) {
+	t.Parallel()
 	c := kubetest.Start(t)
 	c.InstallCRDs(t, "../../../deploy/crds")
 	cl := c.Client(t)

@@ -523,14 +523,15 @@ func hookRunning(h v1alpha1.HookResult) bool {
 // failures.
 func hookResults(units []apply.UnitReport, hh *v1alpha1.HostHooks) []v1alpha1.HookResult {
 	index := func(hook string) int {
-		if hh != nil {
-			for i, h := range hh.Spec.Hooks {
-				if h.Name == hook {
-					return i
-				}
+		if hh == nil {
+			return 0 // by unit name
+		}
+		for i, h := range hh.Spec.Hooks {
+			if h.Name == hook {
+				return i
 			}
 		}
-		return len(units) + 1<<20
+		return len(hh.Spec.Hooks) // after the hooks of hh: units of hooks it no longer has
 	}
 	units = slices.Clone(units)
 	sort.SliceStable(units, func(i, j int) bool {

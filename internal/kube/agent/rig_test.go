@@ -214,6 +214,7 @@ func findHook(nh *v1alpha1.NodeHooks, name string) *v1alpha1.HookResult {
 // output; a restarted agent that changes and runs nothing; the HostHooks
 // deleted and its units pruned, the node's own spec untouched throughout.
 func TestRigAgentLifecycle(t *testing.T) {
+	t.Parallel()
 	k := newRigCluster(t)
 	ctx := t.Context()
 
