@@ -481,19 +481,7 @@ func (a *Agent) writeStatuses(ctx context.Context, v *view, r *result) error {
 	for _, nh := range v.nodeHooks {
 		live[nh.UID] = true
 		name := nh.Spec.HostHooks
-		st := status(nh, v.hostHooks[name], r.outcomes[name], r.reports, now)
-		cur := nh.Status
-		a.mu.Lock()
-		if w, ok := a.written[nh.UID]; ok {
-			if w.rv != "" && w.rv == nh.ResourceVersion {
-				// The cache has caught up with the agent's write:
-				// from now on it is the truth.
-				delete(a.written, nh.UID)
-			} else {
-				cur = w.status
-			}
-		}
-		a.mu.Unlock()
+		cur, st := a.next(nh, v.hostHooks[name], r.outcomes[name], r.reports, now)
 		if equality.Semantic.DeepEqual(cur, st) {
 			continue
 		}
@@ -509,6 +497,31 @@ func (a *Agent) writeStatuses(ctx context.Context, v *view, r *result) error {
 	}
 	a.mu.Unlock()
 	return errors.Join(errs...)
+}
+
+// next is the status the agent knows nh has, cur, and the one it is to
+// have after a sync with outcome o and reports, st.
+//
+// The new status follows from the last one the agent knows of: its own
+// write while the cache lags behind it. From the cache's, it would undo
+// that write (its appliedAt, its hash), and the two would take turns for
+// as long as the cache lags, which a loaded API server makes long.
+func (a *Agent) next(nh *v1alpha1.NodeHooks, hh *v1alpha1.HostHooks, o *outcome, reports []apply.UnitReport, now time.Time) (cur, st v1alpha1.NodeHooksStatus) {
+	cur = nh.Status
+	a.mu.Lock()
+	if w, ok := a.written[nh.UID]; ok {
+		if w.rv != "" && w.rv == nh.ResourceVersion {
+			// The cache has caught up with the agent's write: from
+			// now on it is the truth.
+			delete(a.written, nh.UID)
+		} else {
+			cur = w.status
+		}
+	}
+	a.mu.Unlock()
+	known := *nh
+	known.Status = cur
+	return cur, status(&known, hh, o, reports, now)
 }
 
 // writeApplying says, in the NodeHooks of the HostHooks named, that the
