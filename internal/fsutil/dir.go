@@ -1,6 +1,8 @@
 package fsutil
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -328,4 +330,149 @@ func fileMode(m uint32) fs.FileMode {
 
 func sortEntries(es []Entry) {
 	slices.SortFunc(es, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
+}
+
+// Stat is what Dir.Stat says of a name: its type and permission bits (as
+// fs.FileMode, set-id and sticky bits included), owner, inode and size.
+type Stat struct {
+	Mode     fs.FileMode
+	UID, GID int
+	Ino      uint64
+	Size     int64
+}
+
+// Stat describes name in d without following it.
+func (d *Dir) Stat(name string) (Stat, error) {
+	if err := checkName(name); err != nil {
+		return Stat{}, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return Stat{}, &fs.PathError{Op: "lstat", Path: d.Join(name), Err: err}
+	}
+	return statOf(&st), nil
+}
+
+// StatSelf describes d itself.
+func (d *Dir) StatSelf() (Stat, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(d.fd, &st); err != nil {
+		return Stat{}, &fs.PathError{Op: "stat", Path: d.path, Err: err}
+	}
+	return statOf(&st), nil
+}
+
+func statOf(st *unix.Stat_t) Stat {
+	m := fileMode(st.Mode) | fs.FileMode(st.Mode&0o777)
+	if st.Mode&unix.S_ISUID != 0 {
+		m |= fs.ModeSetuid
+	}
+	if st.Mode&unix.S_ISGID != 0 {
+		m |= fs.ModeSetgid
+	}
+	if st.Mode&unix.S_ISVTX != 0 {
+		m |= fs.ModeSticky
+	}
+	return Stat{Mode: m, UID: int(st.Uid), GID: int(st.Gid), Ino: st.Ino, Size: st.Size}
+}
+
+// modeBits is perm with its set-id and sticky bits as chmod takes them.
+func modeBits(perm os.FileMode) uint32 {
+	m := uint32(perm.Perm())
+	if perm&fs.ModeSetuid != 0 {
+		m |= unix.S_ISUID
+	}
+	if perm&fs.ModeSetgid != 0 {
+		m |= unix.S_ISGID
+	}
+	if perm&fs.ModeSticky != 0 {
+		m |= unix.S_ISVTX
+	}
+	return m
+}
+
+// SetOwnerMode gives d itself the owner (when set) and then the mode perm.
+func (d *Dir) SetOwnerMode(owner *Owner, perm os.FileMode) error {
+	if owner != nil {
+		if err := unix.Fchown(d.fd, owner.UID, owner.GID); err != nil {
+			return &fs.PathError{Op: "chown", Path: d.path, Err: err}
+		}
+	}
+	if err := unix.Fchmod(d.fd, modeBits(perm)); err != nil {
+		return &fs.PathError{Op: "chmod", Path: d.path, Err: err}
+	}
+	return nil
+}
+
+// Symlink makes name in d a symbolic link to target, atomically: the link
+// is made under a temporary name, given owner (when set, without following
+// it), and renamed over name, which may be a file or a link but not a
+// directory. d is synced. It returns the new link's inode.
+func (d *Dir) Symlink(target, name string, owner *Owner) (uint64, error) {
+	if err := checkName(name); err != nil {
+		return 0, err
+	}
+	var b [8]byte
+	for {
+		rand.Read(b[:])
+		tmp := TempPrefix + name + TempInfix + hex.EncodeToString(b[:])
+		killpoint.At("create")
+		err := unix.Symlinkat(target, d.fd, tmp)
+		if errors.Is(err, unix.EEXIST) {
+			continue
+		}
+		if err != nil {
+			return 0, &fs.PathError{Op: "symlink", Path: d.Join(name), Err: err}
+		}
+		return d.commitTemp(tmp, name, owner)
+	}
+}
+
+// Link makes name in d a hard link to the file from in dir src (never
+// following a link at from), atomically as Symlink does. It returns the
+// inode, which is from's.
+func (d *Dir) Link(src *Dir, from, name string) (uint64, error) {
+	if err := checkName(name); err != nil {
+		return 0, err
+	}
+	if err := checkName(from); err != nil {
+		return 0, err
+	}
+	var b [8]byte
+	for {
+		rand.Read(b[:])
+		tmp := TempPrefix + name + TempInfix + hex.EncodeToString(b[:])
+		killpoint.At("create")
+		err := unix.Linkat(src.fd, from, d.fd, tmp, 0)
+		if errors.Is(err, unix.EEXIST) {
+			continue
+		}
+		if err != nil {
+			return 0, &fs.PathError{Op: "link", Path: d.Join(name), Err: err}
+		}
+		return d.commitTemp(tmp, name, nil)
+	}
+}
+
+// commitTemp chowns the temporary entry tmp (not following it), renames
+// it over name and syncs d; on error tmp is removed.
+func (d *Dir) commitTemp(tmp, name string, owner *Owner) (uint64, error) {
+	fail := func(op string, err error) (uint64, error) {
+		unix.Unlinkat(d.fd, tmp, 0)
+		return 0, &fs.PathError{Op: op, Path: d.Join(name), Err: err}
+	}
+	if owner != nil {
+		if err := unix.Fchownat(d.fd, tmp, owner.UID, owner.GID, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return fail("chown", err)
+		}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(d.fd, tmp, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return fail("lstat", err)
+	}
+	killpoint.At("rename")
+	if err := unix.Renameat(d.fd, tmp, d.fd, name); err != nil {
+		return fail("rename", err)
+	}
+	return st.Ino, d.Sync()
 }

@@ -44,7 +44,13 @@ type File struct {
 	Name string
 	Data []byte
 	Perm os.FileMode
+	// Owner, when set, is given to the file before it is renamed into
+	// place, so that it is never visible with another owner.
+	Owner *Owner
 }
+
+// Owner is a numeric owner and group.
+type Owner struct{ UID, GID int }
 
 // Path is the file's path, for messages.
 func (f File) Path() string { return f.Dir.Join(f.Name) }
@@ -144,7 +150,13 @@ func (b *Batch) prepare(files []File) error {
 		}
 		// The file is created through the umask; set its mode before
 		// the rename so that it is never visible with the wrong one.
-		if err := unix.Fchmod(fd, uint32(file.Perm.Perm())); err != nil {
+		if file.Owner != nil {
+			if err := unix.Fchown(fd, file.Owner.UID, file.Owner.GID); err != nil {
+				return pathError("chown", file.Path(), err)
+			}
+		}
+		// After the chown, which clears the set-id bits.
+		if err := unix.Fchmod(fd, uint32(modeBits(file.Perm))); err != nil {
 			return pathError("chmod", file.Path(), err)
 		}
 		var st unix.Stat_t
