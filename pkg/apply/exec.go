@@ -72,6 +72,8 @@ type executor struct {
 	saved  *State                 // the state as last written (or read)
 	path   string                 // the state file, for messages
 	failed map[string]bool
+	// pathInodes are the inodes of the paths placed outside the unit dir.
+	pathInodes map[string]uint64
 }
 
 func execute(ctx context.Context, p *Plan, sd Systemd, log Logger, files fileOps) (*Result, error) {
@@ -202,6 +204,10 @@ func (e *executor) save(st *State) error {
 
 func (e *executor) run(ctx context.Context) error {
 	p := e.p
+	// Every download is made and checked before anything is written.
+	if err := e.fetchSources(ctx); err != nil {
+		return err
+	}
 	intent := p.intent()
 	if err := e.save(intent); err != nil {
 		return err
@@ -220,6 +226,12 @@ func (e *executor) run(ctx context.Context) error {
 		return err
 	}
 	if err := e.writeFiles(intent); err != nil {
+		return err
+	}
+	if err := e.save(intent); err != nil {
+		return err
+	}
+	if err := e.writePaths(intent); err != nil {
 		return err
 	}
 	if err := e.save(intent); err != nil {
@@ -246,6 +258,7 @@ func (e *executor) run(ctx context.Context) error {
 			}
 		}
 	}
+	e.finalPaths(final)
 	return e.save(final)
 }
 
@@ -257,7 +270,7 @@ func (e *executor) prepareFiles(intent *State) error {
 	var rels []string
 	for i := range e.p.Files {
 		f := &e.p.Files[i]
-		if f.Op != OpAdd && f.Op != OpChange {
+		if f.Op != OpAdd && f.Op != OpChange || f.Kind != "" {
 			continue
 		}
 		dir, name, err := e.dirOf(f.rel, true)
@@ -321,8 +334,8 @@ func (e *executor) writeFiles(intent *State) error {
 	next := 0 // the file of batch that comes next in plan order
 	for i := range e.p.Files {
 		f := &e.p.Files[i]
-		if f.Stamp {
-			continue // removeStamps, after systemd reloaded
+		if f.Stamp || f.Kind != "" {
+			continue // removeStamps, after systemd reloaded; writePaths
 		}
 		switch f.Op {
 		case OpUnchanged:
@@ -723,8 +736,9 @@ func (p *Plan) intent() *State {
 			unitOf(uc.Unit).Incomplete = true
 		}
 	}
+	p.pathIntent(s)
 	for _, f := range p.Files {
-		if f.Op != OpAdd && f.Op != OpChange {
+		if f.Op != OpAdd && f.Op != OpChange || f.Kind != "" {
 			continue
 		}
 		u := unitOf(f.Unit)

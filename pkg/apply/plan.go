@@ -3,10 +3,12 @@ package apply
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hostprov/hostprov/internal/fsutil"
 	"github.com/hostprov/hostprov/pkg/hooks"
@@ -57,7 +59,17 @@ type Options struct {
 	// state, and NewPlanFromState plans a re-apply of the same inputs
 	// without the units. It must change whenever the units could.
 	Inputs string
+	// Paths are the files, directories and links of the spec's hooks
+	// (NewPlan; NewPlanSets takes them from each SpecSet).
+	Paths []Path
+	// HTTPClient downloads the sources of files; nil is a client with
+	// DownloadTimeout.
+	HTTPClient *http.Client
 }
+
+// DownloadTimeout is how long the download of one file's source may take
+// with the default client.
+const DownloadTimeout = 5 * time.Minute
 
 func (o *Options) defaults() {
 	if o.UnitDir == "" {
@@ -124,8 +136,22 @@ type FileChange struct {
 	Old []byte `json:"-"`
 	New []byte `json:"-"`
 
-	rel    string // the path relative to the unit dir
-	oldIno uint64 // the inode of the file on disk
+	// Hook, Kind, Mode, Owner ("UID:GID"), Target and Source are set for
+	// a file, directory or link a hook places outside the unit directory
+	// (Kind is empty for unit files, drop-ins and stamps). The content of
+	// a file with a Source is not known before Execute downloads it.
+	Hook   string   `json:"hook,omitempty"`
+	Kind   PathKind `json:"kind,omitempty"`
+	Mode   string   `json:"mode,omitempty"`
+	Owner  string   `json:"owner,omitempty"`
+	Target string   `json:"target,omitempty"`
+	Source string   `json:"source,omitempty"`
+
+	rel    string      // the path relative to the unit dir
+	oldIno uint64      // the inode of the file on disk
+	path   *pathChange // for a path outside the unit dir
+	// parentDir marks a directory made for a path below it.
+	parentDir bool
 }
 
 // changes reports whether the operation changes the disk.
@@ -134,8 +160,8 @@ func (f *FileChange) changes() bool {
 }
 
 // changesUnit reports whether the operation changes a file systemd reads:
-// a unit file or drop-in, not a stamp.
-func (f *FileChange) changesUnit() bool { return f.changes() && !f.Stamp }
+// a unit file or drop-in, not a stamp nor a path outside the unit dir.
+func (f *FileChange) changesUnit() bool { return f.changes() && !f.Stamp && f.Kind == "" }
 
 // ActionKind is a systemd action.
 type ActionKind string
@@ -236,6 +262,21 @@ func (p *Plan) Counts() (add, change, remove int) {
 			remove++
 		}
 	}
+	// A file, directory or link a hook places counts as one resource.
+	for i := range p.Files {
+		f := &p.Files[i]
+		if f.Kind == "" || !f.changes() || f.parentDir {
+			continue // a parent directory goes with what is in it
+		}
+		switch f.Op {
+		case OpAdd:
+			add++
+		case OpChange:
+			change++
+		case OpRemove:
+			remove++
+		}
+	}
 	return
 }
 
@@ -284,7 +325,12 @@ func NewPlan(ctx context.Context, desired []render.Unit, st *State, opts Options
 			return ""
 		}
 		return "removed from the spec"
-	}})
+	}, prunePath: func(*PathState) string {
+		if opts.NoPrune {
+			return ""
+		}
+		return "removed from the spec"
+	}, paths: opts.Paths})
 }
 
 // checkDesired refuses a unit whose name or drop-in names would leave the
@@ -317,6 +363,8 @@ type SpecSet struct {
 	// hook i (Options.HookNames of a plan of one spec).
 	Units     []render.Unit
 	HookNames []string
+	// Paths are the files, directories and links of the set's hooks.
+	Paths []Path
 }
 
 // NewPlanSets plans the spec sets of one apply together, with at most one
@@ -348,6 +396,21 @@ func NewPlanSets(ctx context.Context, sets []SpecSet, st *State, opts Options) (
 			return nil, fmt.Errorf("spec set %s is given twice: each spec of a node needs its own metadata.name", s.Name)
 		}
 		applying[s.Name] = true
+	}
+	var paths []Path
+	for _, s := range sets {
+		for _, sp := range s.Paths {
+			sp.set = s.Name
+			paths = append(paths, sp)
+		}
+	}
+	// The sets last applied from a file of SpecDir that is gone: their
+	// paths go with their units.
+	gone := map[string]bool{}
+	for _, su := range st.Units {
+		if opts.SpecDir != "" && su.Set != "" && !applying[su.Set] && inDir(su.Where, opts.SpecDir) {
+			gone[su.Set] = true
+		}
 	}
 	seen := map[string]bool{}
 	owner := map[string]render.Unit{}
@@ -391,6 +454,18 @@ func NewPlanSets(ctx context.Context, sets []SpecSet, st *State, opts Options) (
 		},
 		others: func(su *StateUnit) bool { return su.Set != "" && !applying[su.Set] },
 		meta:   meta,
+		prunePath: func(sp *PathState) string {
+			switch {
+			case opts.NoPrune:
+				return ""
+			case sp.Set == "" || applying[sp.Set]:
+				return "removed from the spec"
+			case opts.SpecDir != "" && gone[sp.Set]:
+				return "its spec set " + sp.Set + " is gone from " + opts.SpecDir
+			}
+			return ""
+		},
+		paths: paths,
 	})
 	if err != nil {
 		return nil, err
@@ -422,6 +497,11 @@ type rules struct {
 	others func(*StateUnit) bool
 	// meta holds, by desired unit, its Set and Where.
 	meta map[string]StateUnit
+	// paths are the desired files, directories and links, and prunePath
+	// gives the reason to remove a path of the state the spec does not
+	// have, or "" to keep it.
+	paths     []Path
+	prunePath func(*PathState) string
 }
 
 // NewRemovePlan plans removing the owned units with the given unit or hook
@@ -448,8 +528,22 @@ func NewRemovePlan(ctx context.Context, names []string, st *State, opts Options)
 			return nil, fmt.Errorf("%s: not a unit or hook hostprov installed; it owns %s", n, strings.Join(owned, ", "))
 		}
 	}
+	hooks := map[string]bool{}
+	for _, u := range st.Units {
+		if want[u.Name] && u.Hook != "" {
+			hooks[u.Hook] = true
+		}
+	}
+	for _, n := range names {
+		hooks[n] = true
+	}
 	return newPlan(ctx, nil, st, opts, rules{prune: func(su *StateUnit) string {
 		if !want[su.Name] {
+			return ""
+		}
+		return "removed by hostprov remove"
+	}, prunePath: func(sp *PathState) string {
+		if !hooks[sp.Hook] {
 			return ""
 		}
 		return "removed by hostprov remove"
@@ -464,6 +558,8 @@ type planner struct {
 	// the apply (node paths); stamps is the stamp directory, read once.
 	keepStamps map[string]bool
 	stamps     *stampDir
+	// desired are the desired units by name.
+	desired map[string]*render.Unit
 }
 
 // newPlan plans the desired units and, of the state's other units, removes
@@ -491,8 +587,10 @@ func newPlan(_ context.Context, desired []render.Unit, st *State, opts Options, 
 	}
 	next := &State{Version: StateVersion, UnitDir: opts.UnitDir}
 	inSpec := map[string]bool{}
+	p.desired = map[string]*render.Unit{}
 	for i := range desired {
 		inSpec[desired[i].Name] = true
+		p.desired[desired[i].Name] = &desired[i]
 	}
 	// No stamp that a unit file names after the apply is removed, even
 	// one whose name another unit's stamps share (stamp names keep only
@@ -544,6 +642,13 @@ func newPlan(_ context.Context, desired []render.Unit, st *State, opts Options, 
 		if su != nil {
 			next.Units = append(next.Units, su)
 		}
+	}
+	prunePath := r.prunePath
+	if prunePath == nil {
+		prunePath = func(*PathState) string { return "" }
+	}
+	if err := p.planPaths(r.paths, next, prunePath); err != nil {
+		return nil, err
 	}
 	p.finish()
 	p.next = next

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/rogpeppe/go-internal/diff"
@@ -23,6 +24,16 @@ func (p *Plan) WriteText(w io.Writer) error {
 			// An empty file, whose diff would say nothing.
 			fmt.Fprintf(&b, "remove %s (%s)\n\n", f.Path, f.Reason)
 			continue
+		}
+		if f.Kind != "" {
+			if head := f.pathHeader(); head != "" {
+				b.WriteString(head)
+				if f.Kind != KindFile || f.Op == OpRemove && f.Old == nil || f.Op != OpRemove && f.Source != "" ||
+					f.Op == OpChange && bytes.Equal(f.Old, f.New) {
+					b.WriteByte('\n')
+					continue // nothing a diff would show
+				}
+			}
 		}
 		if f.OldLink != "" {
 			fmt.Fprintf(&b, "# %s is a symbolic link to %s\n", f.Path, f.OldLink)
@@ -77,6 +88,35 @@ func (p *Plan) WriteText(w io.Writer) error {
 	b.WriteString(p.Summary() + "\n")
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// pathHeader is the line that says what the plan does to a file, directory
+// or link a hook places: its kind, mode and owner, a link's target, a
+// download's source.
+func (f *FileChange) pathHeader() string {
+	var notes []string
+	if f.Hook != "" {
+		notes = append(notes, "hook "+f.Hook)
+	}
+	if f.Op != OpRemove {
+		if f.Mode != "" {
+			notes = append(notes, "mode "+f.Mode)
+		}
+		if f.Owner != "" {
+			notes = append(notes, "owner "+f.Owner)
+		}
+		if f.Source != "" {
+			notes = append(notes, "from "+f.Source)
+		}
+	}
+	if f.Reason != "" {
+		notes = append(notes, f.Reason)
+	}
+	what := f.Path
+	if f.Kind == KindLink && f.Target != "" {
+		what += " -> " + f.Target
+	}
+	return fmt.Sprintf("# %s %s %s (%s)\n", f.Op, f.Kind, what, strings.Join(notes, ", "))
 }
 
 // PlanJSON is the plan as tools read it (hostprov plan -o json).

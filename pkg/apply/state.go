@@ -17,7 +17,17 @@ import (
 
 // StateVersion is the format version of the state file. A state file with
 // another version is refused rather than guessed at.
-const StateVersion = 1
+//
+// Version 2 adds Paths (files, directories and links outside the unit
+// directory). It is written only when the state has paths: a state
+// without is version 1, as it always was, so that an earlier hostprov
+// still reads it; one with paths is version 2, which an earlier hostprov
+// refuses with its format-version error rather than forgetting the paths.
+// Version 1 is read as version 2 without paths.
+const StateVersion = 2
+
+// stateVersionNoPaths is the version written for a state without paths.
+const stateVersionNoPaths = 1
 
 // StateFileName is the name of the state file in the state directory.
 const StateFileName = "state.json"
@@ -43,6 +53,9 @@ type State struct {
 	// Empty otherwise.
 	Inputs string       `json:"inputs,omitempty"`
 	Units  []*StateUnit `json:"units"`
+	// Paths are the files, directories and links hostprov placed for
+	// hooks outside the unit directory, parents before what is in them.
+	Paths []*PathState `json:"paths,omitempty"`
 }
 
 // StateUnit is one owned unit.
@@ -134,7 +147,7 @@ func (s *State) file(path string) (*StateUnit, *StateFile) {
 	return nil, nil
 }
 
-// StatePath is the state file's path in a state directory.
+// PathState is the state file's path in a state directory.
 func StatePath(stateDir string) string { return filepath.Join(stateDir, StateFileName) }
 
 // MaxStateSize is the largest state file hostprov reads: some hundred
@@ -234,8 +247,14 @@ func ParseState(data []byte) (*State, error) {
 	if dec.More() {
 		return nil, errors.New("data after the JSON object")
 	}
-	if st.Version != StateVersion {
-		return nil, fmt.Errorf("format version %d, this hostprov reads version %d", st.Version, StateVersion)
+	switch {
+	case st.Version == stateVersionNoPaths && len(st.Paths) > 0:
+		return nil, errors.New("format version 1 has no paths")
+	case st.Version != StateVersion && st.Version != stateVersionNoPaths:
+		return nil, fmt.Errorf("format version %d, this hostprov reads versions %d and %d", st.Version, stateVersionNoPaths, StateVersion)
+	}
+	if err := checkStatePaths(&st); err != nil {
+		return nil, err
 	}
 	seen, seenFile := map[string]bool{}, map[string]bool{}
 	for i, u := range st.Units {
@@ -292,6 +311,9 @@ func (s *State) Save(path string) error {
 // plan made from the state lists them as a plan made from the spec does.
 func (s *State) marshal() ([]byte, error) {
 	s.Version = StateVersion
+	if len(s.Paths) == 0 {
+		s.Version = stateVersionNoPaths
+	}
 	if s.Units == nil {
 		s.Units = []*StateUnit{}
 	}
@@ -318,14 +340,24 @@ func (s *State) interrupted() bool {
 			}
 		}
 	}
+	for _, sp := range s.Paths {
+		if sp.Next != "" {
+			return true
+		}
+	}
 	return false
 }
 
 // equal reports whether two states encode the same: nil and empty lists
 // are alike, as they are in the file.
 func (s *State) equal(o *State) bool {
-	if s.UnitDir != o.UnitDir || s.Inputs != o.Inputs || len(s.Units) != len(o.Units) {
+	if s.UnitDir != o.UnitDir || s.Inputs != o.Inputs || len(s.Units) != len(o.Units) || len(s.Paths) != len(o.Paths) {
 		return false
+	}
+	for i := range s.Paths {
+		if *s.Paths[i] != *o.Paths[i] {
+			return false
+		}
 	}
 	for i, u := range s.Units {
 		v := o.Units[i]
@@ -354,6 +386,9 @@ func (s *State) clone() *State {
 			cu.Enabled = &e
 		}
 		c.Units = append(c.Units, &cu)
+	}
+	for _, sp := range s.Paths {
+		c.Paths = append(c.Paths, cloneStatePath(sp))
 	}
 	return c
 }

@@ -18,7 +18,8 @@ import "context"
 // why.
 func NewPlanFromState(_ context.Context, st *State, opts Options) (p *Plan, ok bool, err error) {
 	opts.defaults()
-	if st == nil || opts.Inputs == "" || st.Inputs != opts.Inputs || st.UnitDir != opts.UnitDir {
+	// Files, directories and links a hook places are compared by NewPlan.
+	if st == nil || opts.Inputs == "" || st.Inputs != opts.Inputs || st.UnitDir != opts.UnitDir || len(st.Paths) > 0 || len(opts.Paths) > 0 {
 		return nil, false, nil
 	}
 	p = &Plan{opts: opts, state: st, next: st.clone(), Files: []FileChange{}, Actions: []Action{},

@@ -1,0 +1,703 @@
+package apply
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/hostprov/hostprov/internal/fsutil"
+)
+
+// PathKind is what a Path places: a file, a directory or a link.
+type PathKind string
+
+// Path kinds.
+const (
+	KindFile      PathKind = "file"
+	KindDirectory PathKind = "directory"
+	KindLink      PathKind = "link"
+)
+
+// Path is a file, directory or link a hook places outside the unit
+// directory (a hook's files:, directories: and links:), as apply wants it.
+type Path struct {
+	// Hook is the name of the hook it belongs to: when a file of a hook
+	// changes, the hook's units restart.
+	Hook string
+	Kind PathKind
+	// Path is the absolute, clean path on the node.
+	Path string
+	// Contents are a file's bytes; nil with Source.
+	Contents []byte
+	// Source is the URL a file is downloaded from at apply time, and
+	// Hash the hash it must have ("sha256-HEX" or "sha512-HEX").
+	Source string
+	Hash   string
+	// Mode holds the permission bits (and set-id and sticky bits); zero
+	// means 0644 for a file, 0755 for a directory.
+	Mode fs.FileMode
+	// User and Group own it: a name of the node's /etc/passwd or
+	// /etc/group, a numeric id, or "" for root.
+	User, Group string
+	// Overwrite lets the file or link replace one hostprov did not
+	// place (as --adopt does for all).
+	Overwrite bool
+	// Target is a link's target; Hard makes it a hard link to the file
+	// at Target (an absolute node path).
+	Target string
+	Hard   bool
+
+	set string // the spec set, in a plan of sets
+}
+
+func (p *Path) mode() fs.FileMode {
+	if p.Mode != 0 || p.Kind == KindLink {
+		return p.Mode
+	}
+	if p.Kind == KindDirectory {
+		return 0o755
+	}
+	return 0o644
+}
+
+// PathState is a file, directory or link hostprov placed outside the unit
+// directory. As for unit files, the state is what makes it hostprov's: only
+// what it created (its bytes and its inode, a link's target and inode, a
+// directory's inode) is removed when the spec no longer has it.
+type PathState struct {
+	Path string   `json:"path"`
+	Kind PathKind `json:"kind"`
+	Hook string   `json:"hook,omitempty"`
+	Set  string   `json:"set,omitempty"`
+	// SHA256, Inode, Next and NextInode are a file's, as StateFile's;
+	// Inode is also a link's or a directory's.
+	SHA256    string `json:"sha256,omitempty"`
+	Inode     uint64 `json:"inode,omitempty"`
+	Next      string `json:"next,omitempty"`
+	NextInode uint64 `json:"nextInode,omitempty"`
+	// Target and Hard are a link's.
+	Target string `json:"target,omitempty"`
+	Hard   bool   `json:"hard,omitempty"`
+	// Parent marks a directory hostprov made because a path below it
+	// needed it, not one a hook names: it goes, when empty, once no path
+	// below it is wanted.
+	Parent bool `json:"parent,omitempty"`
+	// Existed marks a path that was there before hostprov took it over
+	// (overwrite: true, --adopt, a directory that existed), and
+	// PriorSHA256 is the hash of the file it replaced. Pruning leaves
+	// such a path in place and only forgets it: removing it would not
+	// give back what the user had, and would take the path away.
+	Existed     bool   `json:"existed,omitempty"`
+	PriorSHA256 string `json:"priorSha256,omitempty"`
+}
+
+func (s *PathState) owns(hash string) bool {
+	return hash != "" && (hash == s.SHA256 || hash == s.Next)
+}
+
+// Path returns the state of the node path p, or nil.
+func (s *State) Path(p string) *PathState {
+	for _, sp := range s.Paths {
+		if sp.Path == p {
+			return sp
+		}
+	}
+	return nil
+}
+
+// checkNodePath refuses a path that is not absolute and clean, and one
+// in the unit or state directory, which are hostprov's own.
+func checkNodePath(p string, opts Options) error {
+	if !path.IsAbs(p) || path.Clean(p) != p || p == "/" || strings.ContainsRune(p, 0) {
+		return fmt.Errorf("%q is not an absolute, clean path below /", p)
+	}
+	for _, d := range []string{opts.unitDir(), opts.stateDir()} {
+		if p == d || strings.HasPrefix(p, d+"/") || strings.HasPrefix(d, p+"/") {
+			return fmt.Errorf("%s is in or above %s, which is hostprov's own: hooks place units as units, not as files", p, d)
+		}
+	}
+	return nil
+}
+
+// checkStatePaths checks the paths of a state file, so that a tampered one
+// cannot make hostprov remove something in its own directories or twice.
+func checkStatePaths(st *State) error {
+	seen := map[string]bool{}
+	opts := Options{UnitDir: st.UnitDir}
+	for i, sp := range st.Paths {
+		if sp == nil {
+			return fmt.Errorf("paths[%d] is null", i)
+		}
+		if err := checkNodePath(sp.Path, opts); err != nil {
+			return fmt.Errorf("paths[%d]: %v", i, err)
+		}
+		switch sp.Kind {
+		case KindFile, KindDirectory, KindLink:
+		default:
+			return fmt.Errorf("paths[%d]: kind %q is not file, directory or link", i, sp.Kind)
+		}
+		if seen[sp.Path] {
+			return fmt.Errorf("paths[%d]: %s is listed twice", i, sp.Path)
+		}
+		seen[sp.Path] = true
+		for _, h := range []string{sp.SHA256, sp.Next, sp.PriorSHA256} {
+			if h != "" && !isHexHash(h) {
+				return fmt.Errorf("paths[%d]: %q is not a hex SHA-256", i, h)
+			}
+		}
+	}
+	return nil
+}
+
+// pathChange is what a plan knows of a path beyond its FileChange.
+type pathChange struct {
+	want   *Path
+	owner  *fsutil.Owner
+	mode   fs.FileMode
+	parent bool       // a missing parent directory
+	done   *PathState // its state after the apply (the plan's next)
+}
+
+// planPaths plans the desired paths and the pruning of the state's others,
+// after the units. prune gives the reason to remove a path of the state
+// that is not desired, or "" to keep it.
+func (p *planner) planPaths(desired []Path, next *State, prune func(*PathState) string) error {
+	if len(desired) == 0 && len(p.state.Paths) == 0 {
+		return nil
+	}
+	n := newNodeFS(p.opts)
+	acc, err := readAccounts(n)
+	if err != nil {
+		return err
+	}
+	wanted := map[string]*Path{}
+	var order []string
+	for i := range desired {
+		d := &desired[i]
+		if err := checkNodePath(d.Path, p.opts); err != nil {
+			return fmt.Errorf("hook %s: %v", d.Hook, err)
+		}
+		if o := wanted[d.Path]; o != nil {
+			return fmt.Errorf("%s is placed by hook %s and by hook %s: a path belongs to one hook", d.Path, o.Hook, d.Hook)
+		}
+		wanted[d.Path] = d
+		order = append(order, d.Path)
+	}
+	// Parents a path needs that no hook names: made 0755 root, and
+	// recorded so that pruning takes them away again.
+	parents := map[string]bool{}
+	for _, d := range desired {
+		w, err := n.walk(d.Path)
+		if err != nil {
+			return err
+		}
+		if w.dir != nil {
+			w.dir.Close()
+		}
+		for _, m := range w.missing {
+			if wanted[m] == nil && !parents[m] {
+				parents[m] = true
+				order = append(order, m)
+			}
+		}
+	}
+	// Parents before what is in them, so that Execute can make them in
+	// order; a parent of an earlier apply that is still needed stays.
+	for _, sp := range p.state.Paths {
+		if sp.Parent && wanted[sp.Path] == nil && !parents[sp.Path] && p.needed(sp.Path, wanted) {
+			parents[sp.Path] = true
+			order = append(order, sp.Path)
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool { return depth(order[i]) < depth(order[j]) })
+	changed := map[string][]string{} // hook -> paths changed
+	for _, np := range order {
+		want := wanted[np]
+		if want == nil {
+			want = &Path{Kind: KindDirectory, Path: np, Mode: 0o755}
+		}
+		pc := &pathChange{want: want, parent: wanted[np] == nil, mode: want.mode()}
+		uid, err := acc.id(want.User, true)
+		if err != nil {
+			return fmt.Errorf("hook %s: %s: %v", want.Hook, np, err)
+		}
+		gid, err := acc.id(want.Group, false)
+		if err != nil {
+			return fmt.Errorf("hook %s: %s: %v", want.Hook, np, err)
+		}
+		pc.owner = &fsutil.Owner{UID: uid, GID: gid}
+		fc, sp, err := p.planPath(n, pc)
+		if err != nil {
+			return err
+		}
+		p.Files = append(p.Files, fc)
+		if sp != nil {
+			sp.Set = want.set
+			next.Paths = append(next.Paths, sp)
+			pc.done = sp
+		}
+		if fc.changes() && want.Hook != "" {
+			changed[want.Hook] = append(changed[want.Hook], np)
+		}
+	}
+	// The state's paths the spec no longer has: deepest first, so that
+	// a directory is empty when its turn comes.
+	var gone []*PathState
+	whys := map[*PathState]string{}
+	for _, sp := range p.state.Paths {
+		if wanted[sp.Path] != nil || parents[sp.Path] {
+			continue
+		}
+		why := prune(sp)
+		if sp.Parent && why == "" && !p.needed(sp.Path, wanted) && !p.keptBelow(sp.Path, prune) {
+			why = "no path below it is placed any more"
+		}
+		if why == "" {
+			next.Paths = append(next.Paths, cloneStatePath(sp))
+			continue
+		}
+		gone = append(gone, sp)
+		whys[sp] = why
+	}
+	sort.SliceStable(gone, func(i, j int) bool { return depth(gone[i].Path) > depth(gone[j].Path) })
+	removing := map[string]bool{}
+	for _, sp := range gone {
+		fc, keep, err := p.prunePath(n, sp, whys[sp], removing)
+		if err != nil {
+			return err
+		}
+		if fc != nil {
+			p.Files = append(p.Files, *fc)
+			if fc.Op == OpRemove {
+				removing[sp.Path] = true
+			}
+		}
+		if keep {
+			next.Paths = append(next.Paths, cloneStatePath(sp))
+		}
+	}
+	p.restartFor(changed)
+	return nil
+}
+
+// needed reports whether a wanted path is below dir.
+func (p *planner) needed(dir string, wanted map[string]*Path) bool {
+	for w := range wanted {
+		if strings.HasPrefix(w, dir+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// keptBelow reports whether a path of the state below dir stays.
+func (p *planner) keptBelow(dir string, prune func(*PathState) string) bool {
+	for _, sp := range p.state.Paths {
+		if strings.HasPrefix(sp.Path, dir+"/") && !sp.Parent && prune(sp) == "" {
+			return true
+		}
+	}
+	return false
+}
+
+func depth(p string) int { return strings.Count(p, "/") }
+
+func cloneStatePath(sp *PathState) *PathState {
+	c := *sp
+	return &c
+}
+
+// planPath plans one wanted path and returns its FileChange and its state
+// after the apply (nil when the plan cannot be applied).
+func (p *planner) planPath(n nodeFS, pc *pathChange) (FileChange, *PathState, error) {
+	want := pc.want
+	fc := FileChange{Hook: want.Hook, Path: want.Path, Kind: want.Kind, Mode: fmt.Sprintf("%04o", modeNum(pc.mode)),
+		Owner: fmt.Sprintf("%d:%d", pc.owner.UID, pc.owner.GID), Target: want.Target, Source: want.Source, path: pc, parentDir: pc.parent}
+	if want.Kind == KindLink {
+		fc.Mode = ""
+	}
+	prev := p.state.Path(want.Path)
+	conflict := func(why string) (FileChange, *PathState, error) {
+		fc.Op, fc.Reason = OpKeep, why
+		p.Conflicts = append(p.Conflicts, Problem{Unit: hookOr(want), Path: want.Path, Message: why})
+		return fc, nil, nil
+	}
+	keep := func(why string) (FileChange, *PathState, error) {
+		fc.Op, fc.Drift, fc.Reason = OpKeep, true, why
+		p.Warnings = append(p.Warnings, Problem{Unit: hookOr(want), Path: want.Path, Message: why})
+		c := cloneStatePath(prev)
+		c.Hook = want.Hook
+		return fc, c, nil
+	}
+	if want.Kind == KindFile {
+		if want.Contents != nil {
+			fc.New, fc.NewSHA256 = want.Contents, hashOf(want.Contents)
+		} else {
+			if !strings.HasPrefix(want.Source, "https://") && !strings.HasPrefix(want.Source, "http://") {
+				return conflict(sourceHint(want.Source))
+			}
+			if algo, hex, ok := strings.Cut(want.Hash, "-"); ok && algo == "sha256" {
+				fc.NewSHA256 = hex
+			}
+		}
+	}
+	w, err := n.walk(want.Path)
+	if err != nil {
+		return fc, nil, err
+	}
+	var cur onDisk
+	if w.dir != nil {
+		cur, err = look(w.dir, path.Base(want.Path))
+		w.dir.Close()
+		if err != nil {
+			return fc, nil, err
+		}
+	}
+	if w.bad != "" {
+		return conflict(w.bad)
+	}
+	fc.Old, fc.OldSHA256, fc.OldLink, fc.oldIno = cur.data, cur.hash, cur.link, cur.st.Ino
+	done := &PathState{Path: want.Path, Kind: want.Kind, Hook: want.Hook, Parent: pc.parent, Target: want.Target, Hard: want.Hard}
+	if prev != nil {
+		done.Existed, done.PriorSHA256 = prev.Existed, prev.PriorSHA256
+	}
+	metaOK := cur.exists && cur.st.UID == pc.owner.UID && cur.st.GID == pc.owner.GID &&
+		cur.st.Mode&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky) == pc.mode
+	mayReplace := want.Overwrite || p.opts.Adopt
+	adopt := func(reason string) {
+		done.Existed = true
+		if cur.isFile() {
+			done.PriorSHA256 = cur.hash
+		}
+		fc.Reason = reason
+	}
+	switch want.Kind {
+	case KindDirectory:
+		switch {
+		case !cur.exists:
+			fc.Op, fc.Reason = OpAdd, "new"
+			if prev != nil {
+				fc.Reason = "missing on disk"
+			}
+		case !cur.isDir():
+			if prev != nil {
+				return keep(fmt.Sprintf("hostprov made this directory, but it is now a %s; left alone: move it away", describe(cur)))
+			}
+			return conflict(fmt.Sprintf("a %s that hostprov did not place is where the spec puts a directory; move it away", describe(cur)))
+		case metaOK:
+			fc.Op = OpUnchanged
+			done.Inode = cur.st.Ino
+			if prev == nil {
+				adopt("exists already")
+			}
+		default:
+			fc.Op, fc.Reason = OpChange, "mode or owner differs from the spec"
+			done.Inode = cur.st.Ino
+			if prev == nil {
+				adopt("exists already; mode and owner set as the spec says")
+			}
+		}
+		return fc, done, nil
+	case KindLink:
+		if want.Hard {
+			tino, bad, err := p.hardTarget(n, want.Target)
+			if err != nil {
+				return fc, nil, err
+			}
+			if bad != "" {
+				return conflict(bad)
+			}
+			if cur.isFile() && tino != 0 && cur.st.Ino == tino {
+				fc.Op, done.Inode = OpUnchanged, cur.st.Ino
+				return fc, done, nil
+			}
+		} else if cur.isLink() && cur.link == want.Target {
+			fc.Op, done.Inode = OpUnchanged, cur.st.Ino
+			return fc, done, nil
+		}
+		switch {
+		case !cur.exists:
+			fc.Op, fc.Reason = OpAdd, "new"
+		case cur.isDir():
+			return conflict("a directory is where the spec puts a link; move it away")
+		case prev != nil && prev.Kind == KindLink && (cur.isLink() && cur.link == prev.Target && !prev.Hard || prev.Hard && cur.st.Ino == prev.Inode):
+			fc.Op, fc.Reason = OpChange, "target changed"
+		case prev != nil && !p.opts.Force:
+			return keep("hostprov made this link, but it was changed since (drift); left alone: put the change into the hook spec, or run apply with --force to replace it")
+		case prev != nil:
+			fc.Op, fc.Drift, fc.Reason = OpChange, true, "changed since hostprov made it; replaced (--force)"
+		case !mayReplace:
+			return conflict(fmt.Sprintf("a %s that hostprov did not place is where the spec puts a link; move it away, or set overwrite: true on it (or run with --adopt) to replace it", describe(cur)))
+		default:
+			fc.Op = OpChange
+			adopt("replaces what was there (overwrite)")
+		}
+		return fc, done, nil
+	}
+	// A file.
+	same := func() bool {
+		if want.Contents != nil {
+			return cur.hash == fc.NewSHA256
+		}
+		return cur.isFile() && hashMatches(want.Hash, cur.data)
+	}
+	switch {
+	case !cur.exists:
+		fc.Op, fc.Reason = OpAdd, "new"
+		if prev != nil {
+			fc.Reason = "missing on disk"
+		}
+	case cur.isDir() || !cur.isFile() && !cur.isLink():
+		return conflict(fmt.Sprintf("a %s is where the spec puts a file; move it away", describe(cur)))
+	case prev != nil && !cur.isLink() && prev.owns(cur.hash):
+		switch {
+		case same() && metaOK:
+			fc.Op = OpUnchanged
+		case same():
+			fc.Op, fc.Reason = OpChange, "mode or owner differs from the spec"
+		default:
+			fc.Op, fc.Reason = OpChange, "content changed"
+		}
+	case prev != nil:
+		switch {
+		case same() && metaOK:
+			fc.Op, fc.Reason = OpUnchanged, "edited on disk to what the spec says"
+		case p.opts.Force:
+			fc.Op, fc.Drift, fc.Reason = OpChange, true, "edited since hostprov wrote it; overwritten (--force)"
+		default:
+			return keep("edited since hostprov wrote it (drift); left alone: put the edit into the hook spec, or run apply with --force to overwrite it")
+		}
+	case same() && metaOK:
+		fc.Op = OpUnchanged
+		adopt("exists already with what the spec says")
+	case !mayReplace:
+		return conflict(fmt.Sprintf("this %s exists and hostprov did not write it; hostprov never overwrites a file it does not own: move it away, or set overwrite: true on it (or run with --adopt) to replace it", describe(cur)))
+	default:
+		fc.Op = OpChange
+		adopt("replaces a file hostprov did not write (overwrite)")
+	}
+	if fc.Op == OpUnchanged {
+		done.SHA256, done.Inode = cur.hash, cur.st.Ino
+	} else {
+		done.SHA256 = fc.NewSHA256 // filled in for a download by Execute
+	}
+	pc.done = done
+	return fc, done, nil
+}
+
+// hardTarget returns the inode of the file a hard link points to, or 0
+// when it does not exist yet (a file of the spec, written first).
+func (p *planner) hardTarget(n nodeFS, target string) (uint64, string, error) {
+	w, err := n.walk(target)
+	if err != nil {
+		return 0, "", err
+	}
+	if w.bad != "" {
+		return 0, "the hard link's target: " + w.bad, nil
+	}
+	if w.dir == nil {
+		return 0, "", nil
+	}
+	defer w.dir.Close()
+	cur, err := look(w.dir, path.Base(target))
+	if err != nil {
+		return 0, "", err
+	}
+	if cur.exists && !cur.isFile() {
+		return 0, fmt.Sprintf("the hard link's target %s is a %s, not a file", target, describe(cur)), nil
+	}
+	return cur.st.Ino, "", nil
+}
+
+// prunePath plans removing a path of the state. keep reports that it stays
+// recorded (left alone with a warning); fc is nil when it is gone already
+// or is only forgotten.
+func (p *planner) prunePath(n nodeFS, sp *PathState, why string, removing map[string]bool) (*FileChange, bool, error) {
+	fc := &FileChange{Hook: sp.Hook, Path: sp.Path, Kind: sp.Kind, Target: sp.Target, Op: OpRemove, Reason: why, parentDir: sp.Parent}
+	if sp.Existed {
+		// Forgotten, left in place: see PathState.Existed.
+		fc.Op, fc.Reason = OpKeep, why+"; left in place, as it was there before hostprov took it over"
+		return fc, false, nil
+	}
+	w, err := n.walk(sp.Path)
+	if err != nil {
+		return nil, false, err
+	}
+	if w.bad != "" {
+		fc.Op, fc.Reason = OpKeep, w.bad
+		p.Warnings = append(p.Warnings, Problem{Unit: hookOr(&Path{Hook: sp.Hook}), Path: sp.Path, Message: "not removed: " + w.bad})
+		return fc, true, nil
+	}
+	if w.dir == nil {
+		return nil, false, nil
+	}
+	cur, err := look(w.dir, path.Base(sp.Path))
+	if err != nil {
+		w.dir.Close()
+		return nil, false, err
+	}
+	fc.Old, fc.OldSHA256, fc.OldLink, fc.oldIno = cur.data, cur.hash, cur.link, cur.st.Ino
+	if !cur.exists {
+		w.dir.Close()
+		return nil, false, nil
+	}
+	var mine bool
+	switch sp.Kind {
+	case KindFile:
+		mine = cur.isFile() && sp.owns(cur.hash) && cur.st.Ino != 0 &&
+			(cur.hash == sp.SHA256 && cur.st.Ino == sp.Inode || cur.hash == sp.Next && cur.st.Ino == sp.NextInode)
+	case KindLink:
+		mine = cur.st.Ino == sp.Inode && sp.Inode != 0 && (sp.Hard || cur.isLink() && cur.link == sp.Target)
+	case KindDirectory:
+		mine = cur.isDir() && cur.st.Ino == sp.Inode && sp.Inode != 0
+		if mine {
+			empty, err := emptyBut(w.dir, path.Base(sp.Path), sp.Path, removing)
+			if err != nil {
+				w.dir.Close()
+				return nil, false, err
+			}
+			if !empty {
+				w.dir.Close()
+				fc.Op, fc.Reason = OpKeep, why+"; not empty, so left in place and forgotten"
+				return fc, false, nil
+			}
+		}
+	}
+	w.dir.Close()
+	if mine {
+		return fc, false, nil
+	}
+	if p.opts.Force && sp.Kind != KindDirectory {
+		fc.Drift, fc.Reason = true, why+"; changed since hostprov placed it (--force)"
+		return fc, false, nil
+	}
+	fc.Op, fc.Drift = OpKeep, true
+	fc.Reason = "changed since hostprov placed it (drift); left alone: remove it by hand, or run with --force to remove it"
+	p.Warnings = append(p.Warnings, Problem{Unit: hookOr(&Path{Hook: sp.Hook}), Path: sp.Path, Message: fc.Reason})
+	return fc, true, nil
+}
+
+// emptyBut reports whether the directory name in dir holds nothing but
+// entries the plan removes.
+func emptyBut(dir *fsutil.Dir, name, nodePath string, removing map[string]bool) (bool, error) {
+	sub, err := dir.OpenDir(name)
+	if err != nil {
+		return false, fsError("reading", nodePath, err)
+	}
+	defer sub.Close()
+	ents, err := sub.ReadDir()
+	if err != nil {
+		return false, fsError("reading", nodePath, err)
+	}
+	for _, e := range ents {
+		if !removing[path.Join(nodePath, e.Name)] {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// restartFor restarts the units of every hook a changed path belongs to,
+// which read it: a service does not see a new config file until it
+// restarts. Units started or restarted anyway, masked or disabled ones,
+// are left as planned.
+func (p *planner) restartFor(changed map[string][]string) {
+	if len(changed) == 0 {
+		return
+	}
+	for i := range p.Units {
+		uc := &p.Units[i]
+		paths := changed[uc.Hook]
+		if len(paths) == 0 || uc.Change == "remove" {
+			continue
+		}
+		d := p.desired[uc.Unit]
+		if d == nil || d.Mask || d.Enabled != nil && !*d.Enabled {
+			continue
+		}
+		run := runName(d.Name, d.Contents)
+		if run == "" || slices.ContainsFunc(p.Actions, func(a Action) bool {
+			return a.Unit == run && (a.Kind == ActStart || a.Kind == ActRestart || a.Kind == ActTryRestart || a.Kind == ActStop)
+		}) {
+			continue
+		}
+		kind := ActRestart
+		if d.Enabled == nil {
+			kind = ActTryRestart
+		}
+		p.Actions = append(p.Actions, Action{Kind: kind, Unit: run, Reason: "a file of its hook changed: " + strings.Join(paths, ", ")})
+		if uc.Change == "none" {
+			uc.Change = "change"
+		}
+	}
+}
+
+func hookOr(p *Path) string {
+	if p.Hook == "" {
+		return "(no hook)"
+	}
+	return "hook " + p.Hook
+}
+
+func describe(o onDisk) string {
+	switch {
+	case o.isFile():
+		return "file"
+	case o.isLink():
+		return "symbolic link to " + o.link
+	}
+	return kindOf(o.st.Mode)
+}
+
+func modeNum(m fs.FileMode) uint32 {
+	n := uint32(m.Perm())
+	if m&fs.ModeSetuid != 0 {
+		n |= 0o4000
+	}
+	if m&fs.ModeSetgid != 0 {
+		n |= 0o2000
+	}
+	if m&fs.ModeSticky != 0 {
+		n |= 0o1000
+	}
+	return n
+}
+
+// hashMatches reports whether data has the hash of a verification
+// ("sha256-HEX" or "sha512-HEX").
+func hashMatches(want string, data []byte) bool {
+	algo, h, ok := strings.Cut(want, "-")
+	if !ok {
+		return false
+	}
+	var sum []byte
+	switch algo {
+	case "sha256":
+		s := sha256.Sum256(data)
+		sum = s[:]
+	case "sha512":
+		s := sha512.Sum512(data)
+		sum = s[:]
+	default:
+		return false
+	}
+	got, err := hex.DecodeString(h)
+	return err == nil && bytes.Equal(got, sum)
+}
+
+// sourceHint says why a source cannot be downloaded by apply.
+func sourceHint(src string) string {
+	scheme, _, _ := strings.Cut(src, "://")
+	switch scheme {
+	case "s3", "gs", "arn":
+		return fmt.Sprintf("source %s: hostprov apply downloads only https:// and http:// URLs (it has no %s client); give a presigned https:// URL of the object, or render for Ignition, which fetches %s:// itself", src, scheme, scheme)
+	}
+	return fmt.Sprintf("source %s: hostprov apply downloads only https:// and http:// URLs", src)
+}
