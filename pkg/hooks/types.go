@@ -195,6 +195,12 @@ func (h *Hook) IsEnabled() bool {
 	return (h.Enabled == nil || *h.Enabled) && h.When != WhenNever
 }
 
+// HasStorage reports whether the hook puts files, directories or links on
+// the machine. A hook that does nothing else renders no unit.
+func (h *Hook) HasStorage() bool {
+	return len(h.Files)+len(h.Directories)+len(h.Links) > 0
+}
+
 // Generated reports whether the hook is of the generated kind: whether
 // any field that makes unit content is set, so that the hook renders to a
 // unit file of its own. A hook that is not raw and not generated only adds
