@@ -2,6 +2,7 @@ package kube
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,10 +72,17 @@ func TestBuildProblemsAtFields(t *testing.T) {
 }
 
 // Every field of a hook in the hook spec is a field of the API's Hook, by
-// the same name, and no other: the CRD is the hook spec.
+// the same name, and no other: the CRD is the hook spec. Files,
+// directories and links are not in the API yet: the agent does not apply
+// them, and a HostHooks object has no directory for local: files.
 func TestHookFieldsAreTheSpecs(t *testing.T) {
 	api := jsonFields(v1alpha1.Hook{})
-	spec := hooks.HookFields()
+	var spec []string
+	for _, f := range hooks.HookFields() {
+		if !slices.Contains(hooks.StorageFields(), f) {
+			spec = append(spec, f)
+		}
+	}
 	if strings.Join(api, ",") != strings.Join(spec, ",") {
 		t.Errorf("API Hook fields:\n %v\nhook spec fields:\n %v", api, spec)
 	}

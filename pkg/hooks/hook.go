@@ -18,7 +18,7 @@ var hookFields = []string{
 	"type", "exec", "pre", "expandEnv", "specifiers", "remainAfterExit", "env", "environmentFile", "workingDirectory",
 	"user", "group", "restart", "restartSec", "timeoutStartSec", "timeoutStopSec",
 	"stateDirectory", "logsDirectory", "configurationDirectory", "steps", "when",
-	"directives", "dropins",
+	"directives", "dropins", "files", "directories", "links",
 }
 
 // generatedFields make up a generated unit. With useRawManifest the
@@ -171,6 +171,12 @@ func (d *decoder) hook(v value) (Hook, bool) {
 			h.Directives = d.directives(e.value)
 		case "dropins":
 			h.Dropins = d.dropins(e.value)
+		case "files":
+			h.Files = d.files(e.value)
+		case "directories":
+			h.Directories = d.directories(e.value)
+		case "links":
+			h.Links = d.links(e.value)
 		default:
 			st.unknown = true
 			d.unknownField(e, "hook")
@@ -307,7 +313,8 @@ func (d *decoder) checkHook(v value, h *Hook, st hookState) {
 // fields had problems of their own is not called empty as well.
 func (d *decoder) hookIsEmpty(h *Hook, st hookState) bool {
 	if strings.TrimSpace(h.Manifest) != "" || len(h.Exec) > 0 || len(h.Pre) > 0 || len(h.Steps) > 0 || len(h.Directives) > 0 ||
-		len(h.Dropins) > 0 || h.Mask || h.UseRawManifest || st.present["enabled"] || st.unknown {
+		len(h.Dropins) > 0 || h.Mask || h.UseRawManifest || st.present["enabled"] || st.unknown ||
+		h.HasStorage() {
 		return false
 	}
 	for _, f := range hookFields {

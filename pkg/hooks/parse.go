@@ -274,6 +274,7 @@ func (d *decoder) hooks(v value) {
 			firstName[h.Name] = d.spec.Where(namePath)
 		}
 	}
+	d.checkClaims()
 }
 
 // splitLines splits the source at the line breaks YAML counts (LF, CRLF,

@@ -147,6 +147,13 @@ type Hook struct {
 
 	// Dropins are written as NAME.d/<Dropin.Name>.
 	Dropins []Dropin
+
+	// Files, Directories and Links are what the hook needs on the
+	// machine besides its unit, such as its configuration file. They are
+	// written before the hook's unit starts.
+	Files       []File
+	Directories []Directory
+	Links       []Link
 }
 
 // Step is one command of a command hook. Exactly one of Run and Sh is set.
@@ -188,6 +195,12 @@ func (h *Hook) IsEnabled() bool {
 	return (h.Enabled == nil || *h.Enabled) && h.When != WhenNever
 }
 
+// HasStorage reports whether the hook puts files, directories or links on
+// the machine. A hook that does nothing else renders no unit.
+func (h *Hook) HasStorage() bool {
+	return len(h.Files)+len(h.Directories)+len(h.Links) > 0
+}
+
 // Generated reports whether the hook is of the generated kind: whether
 // any field that makes unit content is set, so that the hook renders to a
 // unit file of its own. A hook that is not raw and not generated only adds
@@ -202,3 +215,63 @@ func (h *Hook) Generated() bool {
 		h.TimeoutStartSec != "" || h.TimeoutStopSec != "" || h.RemainAfterExit != nil ||
 		h.StateDirectory != "" || h.LogsDirectory != "" || h.ConfigurationDirectory != ""
 }
+
+// File is an entry of a hook's files: a file the hook needs on the
+// machine, such as its service's configuration. Exactly one of Contents,
+// Local and Source gives its bytes.
+type File struct {
+	// Path is where the file goes: absolute and normalised, without "..".
+	Path string
+	// Contents is the file's text, written inline; nil when not given, so
+	// that contents: "" (an empty file) is told apart from no contents.
+	Contents *string
+	// Local names a file relative to the spec's directory (never outside
+	// it), read when the spec is rendered.
+	Local string
+	// Source is a URL to fetch the file from (https:// or s3://, as
+	// Ignition accepts). It needs Hash.
+	Source string
+	// Hash is verification.hash: "sha256-HEX" or "sha512-HEX", the digest
+	// the file's bytes must have.
+	Hash string
+	// Mode is the file's permission bits, written in octal; nil means
+	// the default, 0644.
+	Mode *uint32
+	// User and Group own the file: a name or a decimal id. Empty means
+	// root.
+	User  string
+	Group string
+	// Overwrite replaces a file of another origin that is at Path already;
+	// without it such a file is an error (as in Ignition).
+	Overwrite bool
+}
+
+// Directory is an entry of a hook's directories.
+type Directory struct {
+	// Path is absolute and normalised, without "..".
+	Path string
+	// Mode is the permission bits, written in octal; nil means 0755.
+	Mode *uint32
+	// User and Group own the directory: a name or a decimal id. Empty
+	// means root.
+	User  string
+	Group string
+}
+
+// Link is an entry of a hook's links.
+type Link struct {
+	// Path is where the link is: absolute and normalised, without "..".
+	Path string
+	// Target is what the link points to. For a symbolic link it may be
+	// relative (to the link's directory); a hard link's target is an
+	// absolute path.
+	Target string
+	// Hard makes a hard link instead of a symbolic one.
+	Hard bool
+}
+
+// Default modes of files and directories that give none.
+const (
+	DefaultFileMode      uint32 = 0o644
+	DefaultDirectoryMode uint32 = 0o755
+)

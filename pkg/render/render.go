@@ -63,14 +63,8 @@ func Build(file string, data []byte) ([]Unit, hooks.Diagnostics) {
 // document is no spec at all), for what it says besides the units: its
 // metadata.
 func BuildSpec(file string, data []byte) (*hooks.Spec, []Unit, hooks.Diagnostics) {
-	spec, diags := hooks.Parse(file, data)
-	if spec == nil {
-		return nil, nil, diags
-	}
-	us, more := buildUnits(spec, diags)
-	diags = append(diags, more...)
-	diags.Sort()
-	return spec, us, diags
+	r, diags := BuildAll(file, data)
+	return r.Spec, r.Units, diags
 }
 
 // Units builds the units of a parsed spec and checks them. It is Build
@@ -207,6 +201,10 @@ func (b *builder) hook(i int) (Unit, bool) {
 	b.seen[name] = i
 
 	u := Unit{Name: name, Hook: i, HookName: h.Name, Mask: h.Mask, Pos: b.spec.Where(p)}
+	if h.HasStorage() && !h.UseRawManifest && !h.Generated() && !h.Mask && h.Enabled == nil && len(h.Dropins) == 0 {
+		// The hook only puts files on the machine: there is no unit.
+		return Unit{}, false
+	}
 	if b.refusedIn(i) {
 		// What the parser could not read is missing from the hook, so a
 		// unit built from the rest would only give problems that follow

@@ -1,0 +1,216 @@
+package render
+
+import (
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/hostprov/hostprov/pkg/hooks"
+)
+
+// MaxLocalSize is the largest file that local: reads, in bytes. Every
+// output carries the bytes inline, and user data is limited (16 KiB on
+// EC2, a few megabytes elsewhere); a larger file belongs behind source:.
+const MaxLocalSize = 4 << 20
+
+// stdinName is what the command line calls a spec read from standard
+// input; it has no directory for local: to be relative to.
+const stdinName = "<stdin>"
+
+// BuildAll is the whole pipeline from spec bytes: parse and check the
+// spec, build its units and its storage (files, directories, links), and
+// check them. file is the spec's path: local: files are read relative to
+// its directory, at render time, and may not be outside it. It returns
+// every problem found, sorted by position; the Result must not be used
+// when they hold an error. Build and BuildSpec are BuildAll for callers
+// that need only the units.
+func BuildAll(file string, data []byte) (Result, hooks.Diagnostics) {
+	spec, diags := hooks.Parse(file, data)
+	if spec == nil {
+		return Result{}, diags
+	}
+	b := newBuilder(spec, diags)
+	us := b.units()
+	st := b.storage(file)
+	diags = append(diags, b.diags...)
+	diags.Sort()
+	return Result{Spec: spec, Units: us, Storage: st}, diags
+}
+
+// storage builds the Storage of the spec, reading local files relative
+// to the directory of file.
+func (b *builder) storage(file string) Storage {
+	var st Storage
+	for i := range b.spec.Hooks {
+		h := &b.spec.Hooks[i]
+		for k, f := range h.Files {
+			p := fmt.Sprintf("hooks[%d].files[%d]", i, k)
+			if b.refusedBelow(p) {
+				continue
+			}
+			sf := StorageFile{Path: f.Path, Mode: hooks.DefaultFileMode, User: owner(f.User), Group: owner(f.Group),
+				Source: f.Source, Hash: f.Hash, Overwrite: f.Overwrite, Hook: i, Pos: b.spec.Where(p)}
+			if f.Mode != nil {
+				sf.Mode = *f.Mode
+			}
+			switch {
+			case f.Contents != nil:
+				sf.Contents = []byte(*f.Contents)
+			case f.Local != "":
+				data, ok := b.readLocal(p+".local", file, f.Local)
+				if !ok {
+					continue
+				}
+				sf.Contents, sf.Local = data, f.Local
+			}
+			if sf.Contents != nil && f.Hash != "" {
+				if got := digest(f.Hash, sf.Contents); got != f.Hash {
+					b.errorf(p+".verification.hash", fmt.Sprintf("if the contents are right, write hash: %s", got),
+						"the file's contents do not have this hash")
+					continue
+				}
+			}
+			st.Files = append(st.Files, sf)
+		}
+		for k, d := range h.Directories {
+			p := fmt.Sprintf("hooks[%d].directories[%d]", i, k)
+			if b.refusedBelow(p) {
+				continue
+			}
+			sd := Directory{Path: d.Path, Mode: hooks.DefaultDirectoryMode, User: owner(d.User), Group: owner(d.Group), Hook: i, Pos: b.spec.Where(p)}
+			if d.Mode != nil {
+				sd.Mode = *d.Mode
+			}
+			st.Directories = append(st.Directories, sd)
+		}
+		for k, l := range h.Links {
+			p := fmt.Sprintf("hooks[%d].links[%d]", i, k)
+			if b.refusedBelow(p) {
+				continue
+			}
+			st.Links = append(st.Links, Link{Path: l.Path, Target: l.Target, Hard: l.Hard, Hook: i, Pos: b.spec.Where(p)})
+		}
+	}
+	return st
+}
+
+// refusedBelow reports whether the parser refused the value at p or any
+// value inside it.
+func (b *builder) refusedBelow(p string) bool {
+	for q := range b.refused {
+		if q == p || strings.HasPrefix(q, p+".") || strings.HasPrefix(q, p+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+// readLocal reads local, relative to the directory of the spec file,
+// refusing a file outside that directory (through a symbolic link too)
+// and anything but a regular file.
+func (b *builder) readLocal(p, file, local string) ([]byte, bool) {
+	if file == stdinName || file == "-" || file == "" {
+		b.errorf(p, "write the spec to a file next to the file it names, and render that", "a spec read from standard input has no directory for local %s to be relative to", local)
+		return nil, false
+	}
+	dir := filepath.Dir(file)
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		b.errorf(p, "", "cannot read local %s: %v", local, err)
+		return nil, false
+	}
+	name := filepath.Join(dir, filepath.FromSlash(local))
+	real, err := filepath.EvalSymlinks(name)
+	if err != nil {
+		hint := "local is relative to the directory of the spec, " + dir
+		if !errors.Is(err, os.ErrNotExist) {
+			hint = ""
+		}
+		b.errorf(p, hint, "cannot read local %s: %v", local, unwrapPath(err))
+		return nil, false
+	}
+	if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		b.errorf(p, "copy the file into the spec's directory: a spec and its files move together",
+			"local %s is a link to %s, outside the spec's directory %s", local, real, dir)
+		return nil, false
+	}
+	fh, err := os.Open(real)
+	if err != nil {
+		b.errorf(p, "", "cannot read local %s: %v", local, unwrapPath(err))
+		return nil, false
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	switch {
+	case err != nil:
+		b.errorf(p, "", "cannot read local %s: %v", local, unwrapPath(err))
+		return nil, false
+	case !fi.Mode().IsRegular():
+		b.errorf(p, "name a regular file; a directory's files each need an entry of their own", "local %s is not a regular file", local)
+		return nil, false
+	case fi.Size() > MaxLocalSize:
+		b.errorf(p, "put a file this large behind source: (an https:// URL with verification.hash)",
+			"local %s is %d bytes; user data carries at most %d", local, fi.Size(), MaxLocalSize)
+		return nil, false
+	}
+	data, err := io.ReadAll(io.LimitReader(fh, MaxLocalSize+1))
+	if err != nil {
+		b.errorf(p, "", "cannot read local %s: %v", local, unwrapPath(err))
+		return nil, false
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return data, true
+}
+
+// unwrapPath drops the path from an *os.PathError, whose message repeats
+// what the diagnostic says already.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// digest is the hash of data with the algorithm of want ("sha256-..." or
+// "sha512-..."), in the same form.
+func digest(want string, data []byte) string {
+	if strings.HasPrefix(want, "sha256-") {
+		s := sha256.Sum256(data)
+		return "sha256-" + hex.EncodeToString(s[:])
+	}
+	s := sha512.Sum512(data)
+	return "sha512-" + hex.EncodeToString(s[:])
+}
+
+// owner is a user or group as the parser decoded it: a decimal id or a
+// name; "" is root.
+func owner(s string) Owner {
+	if s == "" {
+		return Owner{}
+	}
+	if id, err := strconv.Atoi(s); err == nil && id >= 0 {
+		return Owner{ID: &id}
+	}
+	return Owner{Name: s}
+}
+
+// String shows o as the spec wrote it; root for the zero Owner.
+func (o Owner) String() string {
+	switch {
+	case o.ID != nil:
+		return strconv.Itoa(*o.ID)
+	case o.Name != "":
+		return o.Name
+	}
+	return "root"
+}
