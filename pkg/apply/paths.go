@@ -10,9 +10,11 @@ import (
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/hostprov/hostprov/internal/fsutil"
+	"github.com/hostprov/hostprov/pkg/render"
 )
 
 // PathKind is what a Path places: a file, a directory or a link.
@@ -53,6 +55,9 @@ type Path struct {
 	// at Target (an absolute node path).
 	Target string
 	Hard   bool
+	// Where is the entry's place in the spec ("FILE:LINE:COL"), for
+	// messages.
+	Where string
 
 	set string // the spec set, in a plan of sets
 }
@@ -182,10 +187,10 @@ func (p *planner) planPaths(desired []Path, next *State, prune func(*PathState) 
 	for i := range desired {
 		d := &desired[i]
 		if err := checkNodePath(d.Path, p.opts); err != nil {
-			return fmt.Errorf("hook %s: %v", d.Hook, err)
+			return fmt.Errorf("%shook %s: %v", at(d.Where), d.Hook, err)
 		}
 		if o := wanted[d.Path]; o != nil {
-			return fmt.Errorf("%s is placed by hook %s and by hook %s: a path belongs to one hook", d.Path, o.Hook, d.Hook)
+			return fmt.Errorf("%s%s is placed by hook %s (%s) and by hook %s: a path belongs to one hook", at(d.Where), d.Path, o.Hook, orDash(o.Where), d.Hook)
 		}
 		wanted[d.Path] = d
 		order = append(order, d.Path)
@@ -226,11 +231,11 @@ func (p *planner) planPaths(desired []Path, next *State, prune func(*PathState) 
 		pc := &pathChange{want: want, parent: wanted[np] == nil, mode: want.mode()}
 		uid, err := acc.id(want.User, true)
 		if err != nil {
-			return fmt.Errorf("hook %s: %s: %v", want.Hook, np, err)
+			return fmt.Errorf("%shook %s: %s: %v", at(want.Where), want.Hook, np, err)
 		}
 		gid, err := acc.id(want.Group, false)
 		if err != nil {
-			return fmt.Errorf("hook %s: %s: %v", want.Hook, np, err)
+			return fmt.Errorf("%shook %s: %s: %v", at(want.Where), want.Hook, np, err)
 		}
 		pc.owner = &fsutil.Owner{UID: uid, GID: gid}
 		fc, sp, err := p.planPath(n, pc)
@@ -639,6 +644,14 @@ func (p *planner) restartFor(changed map[string][]string) {
 	}
 }
 
+// at is the prefix of a message about the entry at where.
+func at(where string) string {
+	if where == "" {
+		return ""
+	}
+	return where + ": "
+}
+
 func hookOr(p *Path) string {
 	if p.Hook == "" {
 		return "(no hook)"
@@ -700,4 +713,53 @@ func sourceHint(src string) string {
 		return fmt.Sprintf("source %s: hostprov apply downloads only https:// and http:// URLs (it has no %s client); give a presigned https:// URL of the object, or render for Ignition, which fetches %s:// itself", src, scheme, scheme)
 	}
 	return fmt.Sprintf("source %s: hostprov apply downloads only https:// and http:// URLs", src)
+}
+
+// PathsOf turns the storage of a rendered spec into the paths apply
+// places; hookNames[i] is the name of hook i (SpecSet.HookNames).
+func PathsOf(st render.Storage, hookNames []string) []Path {
+	name := func(i int) string {
+		if i >= 0 && i < len(hookNames) {
+			return hookNames[i]
+		}
+		return ""
+	}
+	var ps []Path
+	for _, d := range st.Directories {
+		ps = append(ps, Path{Hook: name(d.Hook), Kind: KindDirectory, Path: d.Path, Mode: modeOf(d.Mode),
+			User: ownerOf(d.User), Group: ownerOf(d.Group), Where: d.Pos.String()})
+	}
+	for _, f := range st.Files {
+		ps = append(ps, Path{Hook: name(f.Hook), Kind: KindFile, Path: f.Path, Contents: f.Contents, Source: f.Source,
+			Hash: f.Hash, Mode: modeOf(f.Mode), User: ownerOf(f.User), Group: ownerOf(f.Group), Overwrite: f.Overwrite,
+			Where: f.Pos.String()})
+	}
+	for _, l := range st.Links {
+		ps = append(ps, Path{Hook: name(l.Hook), Kind: KindLink, Path: l.Path, Target: l.Target, Hard: l.Hard,
+			Where: l.Pos.String()})
+	}
+	return ps
+}
+
+// modeOf is a spec's octal mode (set-id and sticky bits included) as a
+// FileMode.
+func modeOf(m uint32) fs.FileMode {
+	mode := fs.FileMode(m & 0o777)
+	if m&0o4000 != 0 {
+		mode |= fs.ModeSetuid
+	}
+	if m&0o2000 != 0 {
+		mode |= fs.ModeSetgid
+	}
+	if m&0o1000 != 0 {
+		mode |= fs.ModeSticky
+	}
+	return mode
+}
+
+func ownerOf(o render.Owner) string {
+	if o.ID != nil {
+		return strconv.Itoa(*o.ID)
+	}
+	return o.Name
 }

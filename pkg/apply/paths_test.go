@@ -1,0 +1,401 @@
+package apply_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/hostprov/hostprov/pkg/apply"
+	"github.com/hostprov/hostprov/pkg/render"
+)
+
+// planStorage plans hooksYAML, files, directories and links included, as
+// the CLI does.
+func (n *node) planStorage(hooksYAML string, mods ...func(*apply.Options)) (*apply.Plan, error) {
+	n.t.Helper()
+	if hooksYAML == "" {
+		hooksYAML = " []\n"
+	}
+	data := []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n" + hooksYAML)
+	r, diags := render.BuildAll("spec.yaml", data)
+	if diags.HasErrors(false) {
+		n.t.Fatalf("bad spec: %v", diags)
+	}
+	var names []string
+	for _, h := range r.Spec.Hooks {
+		names = append(names, h.Name)
+	}
+	opts := n.opts
+	opts.HookNames = names
+	opts.Paths = apply.PathsOf(r.Storage, names)
+	for _, m := range mods {
+		m(&opts)
+	}
+	return apply.NewPlan(context.Background(), r.Units, n.state(), opts)
+}
+
+func (n *node) applyStorage(hooksYAML string, mods ...func(*apply.Options)) (*apply.Plan, []string, error) {
+	n.t.Helper()
+	p, err := n.planStorage(hooksYAML, mods...)
+	if err != nil {
+		n.t.Fatalf("plan: %v", err)
+	}
+	n.sd.Reset()
+	_, err = apply.Execute(context.Background(), p, n.sd, nil)
+	return p, n.sd.Log(), err
+}
+
+func (n *node) mustApplyStorage(hooksYAML string, mods ...func(*apply.Options)) (*apply.Plan, []string) {
+	n.t.Helper()
+	p, calls, err := n.applyStorage(hooksYAML, mods...)
+	if err != nil {
+		n.t.Fatalf("apply: %v", err)
+	}
+	return p, calls
+}
+
+// at is the path on this machine of a node path.
+func (n *node) at(p string) string { return filepath.Join(n.root, p) }
+
+func (n *node) writeNode(p, data string) {
+	n.t.Helper()
+	if err := os.MkdirAll(filepath.Dir(n.at(p)), 0o755); err != nil {
+		n.t.Fatal(err)
+	}
+	if err := os.WriteFile(n.at(p), []byte(data), 0o644); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+func (n *node) readNode(p string) string {
+	n.t.Helper()
+	data, err := os.ReadFile(n.at(p))
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return string(data)
+}
+
+func (n *node) gone(p string) bool {
+	_, err := os.Lstat(n.at(p))
+	return os.IsNotExist(err)
+}
+
+// nodeWithUsers is a node whose /etc/passwd and /etc/group know app (uid
+// and gid 1234).
+func nodeWithUsers(t *testing.T) *node {
+	n := newNode(t)
+	n.writeNode("/etc/passwd", "root:x:0:0::/root:/bin/sh\napp:x:1234:1234::/var/lib/app:/sbin/nologin\n")
+	n.writeNode("/etc/group", "root:x:0:\napp:x:1234:\n")
+	return n
+}
+
+func needRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("this test needs root (chown) and CI=true")
+		}
+		t.Skip("needs root to chown")
+	}
+}
+
+const appSpec = `- name: app
+  exec: [/usr/bin/app]
+  files:
+    - {path: /etc/app/config.toml, contents: "listen = 9100\n", mode: 0600, user: app, group: "0"}
+  directories: [{path: /var/lib/app, mode: 0750, user: app, group: app}]
+  links: [{path: /etc/app/current, target: /opt/app}]
+`
+
+func owner(t *testing.T, path string) (uint32, uint32, os.FileMode) {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	return st.Uid, st.Gid, fi.Mode()
+}
+
+// A hook's file, directory and link are placed with their modes and
+// owners (names resolved in the node's /etc/passwd and /etc/group), the
+// parent hostprov had to make is recorded, a re-apply changes nothing, a
+// changed file restarts the hook's unit, and pruning removes them all.
+func TestPathsLifecycle(t *testing.T) {
+	needRoot(t)
+	n := nodeWithUsers(t)
+	p, _ := n.mustApplyStorage(appSpec)
+	if a, c, r := p.Counts(); a != 4 || c != 0 || r != 0 {
+		t.Errorf("counts = %d %d %d, want 4 added (unit, file, directory, link)", a, c, r)
+	}
+	if got := n.readNode("/etc/app/config.toml"); got != "listen = 9100\n" {
+		t.Errorf("config = %q", got)
+	}
+	if uid, gid, mode := owner(t, n.at("/etc/app/config.toml")); uid != 1234 || gid != 0 || mode.Perm() != 0o600 {
+		t.Errorf("config: %d:%d %v, want 1234:0 0600", uid, gid, mode)
+	}
+	if uid, gid, mode := owner(t, n.at("/var/lib/app")); uid != 1234 || gid != 1234 || mode.Perm() != 0o750 || !mode.IsDir() {
+		t.Errorf("/var/lib/app: %d:%d %v, want a directory 1234:1234 0750", uid, gid, mode)
+	}
+	if target, err := os.Readlink(n.at("/etc/app/current")); err != nil || target != "/opt/app" {
+		t.Errorf("link: %q %v", target, err)
+	}
+	st := n.state()
+	if st.Version != 2 {
+		t.Errorf("state version %d, want 2 with paths", st.Version)
+	}
+	if sp := st.Path("/etc/app"); sp == nil || !sp.Parent || sp.Inode == 0 {
+		t.Errorf("/etc/app in the state: %+v, want a parent with its inode", sp)
+	}
+	if sp := st.Path("/etc/app/config.toml"); sp == nil || sp.Inode == 0 || sp.SHA256 == "" || sp.Hook != "app" {
+		t.Errorf("config in the state: %+v", sp)
+	}
+
+	again, err := n.planStorage(appSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.HasChanges() || len(again.Actions) != 0 {
+		var b bytes.Buffer
+		again.WriteText(&b)
+		t.Errorf("re-apply plans changes:\n%s", b.String())
+	}
+
+	n.sd.SetActive("app.service", true)
+	changed := strings.Replace(appSpec, "9100", "9200", 1)
+	p, calls := n.mustApplyStorage(changed)
+	if !strings.Contains(join(calls), "restart app.service") {
+		t.Errorf("calls = %v, want app.service restarted for its changed file", calls)
+	}
+	if strings.Contains(join(calls), "reload") {
+		t.Errorf("calls = %v: no unit file changed, so no daemon-reload", calls)
+	}
+	var b bytes.Buffer
+	p.WriteText(&b)
+	for _, want := range []string{"# change file /etc/app/config.toml (hook app, mode 0600, owner 1234:0, content changed)", "-listen = 9100", "+listen = 9200",
+		"restart  app.service  a file of its hook changed: /etc/app/config.toml"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("plan text lacks %q:\n%s", want, b.String())
+		}
+	}
+	j, _ := json.Marshal(p)
+	if !strings.Contains(string(j), `"kind":"file"`) || !strings.Contains(string(j), `"hook":"app"`) {
+		t.Errorf("plan JSON lacks the file's kind and hook: %s", j)
+	}
+
+	p, _ = n.mustApplyStorage("- name: app\n  exec: [/usr/bin/app]\n")
+	if a, c, r := p.Counts(); a != 0 || c != 0 || r != 3 {
+		t.Errorf("prune counts = %d %d %d, want 3 removed", a, c, r)
+	}
+	for _, gone := range []string{"/etc/app/config.toml", "/etc/app/current", "/etc/app", "/var/lib/app"} {
+		if !n.gone(gone) {
+			t.Errorf("%s was not pruned", gone)
+		}
+	}
+	if n.gone("/etc/passwd") {
+		t.Error("/etc went with /etc/app")
+	}
+	if st := n.state(); len(st.Paths) != 0 || st.Version != 1 {
+		t.Errorf("state after prune: version %d, paths %+v; want version 1 and none", st.Version, st.Paths)
+	}
+}
+
+// A file edited on disk is drift: kept and reported, overwritten with
+// --force; pruning keeps it too.
+func TestPathsDrift(t *testing.T) {
+	n := newNode(t)
+	spec := "- name: conf\n  files: [{path: /etc/conf.d/a, contents: \"one\\n\"}]\n"
+	n.mustApplyStorage(spec)
+	n.writeNode("/etc/conf.d/a", "edited\n")
+	p, _ := n.mustApplyStorage(strings.Replace(spec, "one", "two", 1))
+	if len(p.Warnings) == 0 || !strings.Contains(p.Warnings[len(p.Warnings)-1].Message, "drift") {
+		t.Errorf("warnings = %v, want drift", p.Warnings)
+	}
+	if got := n.readNode("/etc/conf.d/a"); got != "edited\n" {
+		t.Errorf("drifted file = %q, overwritten without --force", got)
+	}
+	p, _ = n.mustApplyStorage("")
+	if !strings.Contains(join(warnings(p)), "drift") || n.gone("/etc/conf.d/a") {
+		t.Errorf("prune of a drifted file: warnings %v, gone %v; want kept", p.Warnings, n.gone("/etc/conf.d/a"))
+	}
+	n.mustApplyStorage(strings.Replace(spec, "one", "two", 1), force)
+	if got := n.readNode("/etc/conf.d/a"); got != "two\n" {
+		t.Errorf("after --force: %q", got)
+	}
+}
+
+func warnings(p *apply.Plan) []string {
+	var s []string
+	for _, w := range p.Warnings {
+		s = append(s, w.String())
+	}
+	return s
+}
+
+// A file that hostprov did not write is a conflict; overwrite: true
+// replaces it, records what it replaced, and pruning leaves it in place.
+func TestPathsOverwrite(t *testing.T) {
+	n := newNode(t)
+	n.writeNode("/etc/motd", "the user's\n")
+	spec := "- name: motd\n  files: [{path: /etc/motd, contents: \"hostprov's\\n\"}]\n"
+	p, err := n.planStorage(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Conflicts) != 1 || !strings.Contains(p.Conflicts[0].Message, "overwrite: true") {
+		t.Fatalf("conflicts = %v, want one naming overwrite", p.Conflicts)
+	}
+	if _, err := apply.Execute(context.Background(), p, n.sd, nil); err == nil || n.readNode("/etc/motd") != "the user's\n" {
+		t.Fatalf("a plan with a conflict was applied: %v", err)
+	}
+	n.mustApplyStorage(strings.Replace(spec, "}]", ", overwrite: true}]", 1))
+	if got := n.readNode("/etc/motd"); got != "hostprov's\n" {
+		t.Errorf("motd = %q", got)
+	}
+	sp := n.state().Path("/etc/motd")
+	if sp == nil || !sp.Existed || sp.PriorSHA256 != hashHex("the user's\n") {
+		t.Errorf("state = %+v, want existed with the prior hash", sp)
+	}
+	n.mustApplyStorage("")
+	if n.gone("/etc/motd") {
+		t.Error("pruning removed a file that was there before hostprov took it over")
+	}
+	if n.state().Path("/etc/motd") != nil {
+		t.Error("the pruned path is still recorded")
+	}
+}
+
+func hashHex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// A symbolic link among a path's parents is refused: nothing is written
+// where it points.
+func TestPathsSymlinkParent(t *testing.T) {
+	n := newNode(t)
+	elsewhere := t.TempDir()
+	if err := os.MkdirAll(n.at("/etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, n.at("/etc/app")); err != nil {
+		t.Fatal(err)
+	}
+	p, err := n.planStorage("- name: app\n  files: [{path: /etc/app/config, contents: x}]\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Conflicts) != 1 || !strings.Contains(p.Conflicts[0].Message, "/etc/app, a directory on its way, is a symbolic link to "+elsewhere) {
+		t.Fatalf("conflicts = %v", p.Conflicts)
+	}
+	if _, err := apply.Execute(context.Background(), p, n.sd, nil); err == nil {
+		t.Fatal("applied")
+	}
+	if ents, _ := os.ReadDir(elsewhere); len(ents) != 0 {
+		t.Errorf("written through the link: %v", ents)
+	}
+}
+
+// A user the node does not know is an error of the plan that names the
+// hook and the entry's place.
+func TestPathsUnknownUser(t *testing.T) {
+	n := nodeWithUsers(t)
+	_, err := n.planStorage("- name: app\n  files: [{path: /etc/a, contents: x, user: nobody-here}]\n")
+	if err == nil || !strings.Contains(err.Error(), "spec.yaml:") || !strings.Contains(err.Error(), "hook app") ||
+		!strings.Contains(err.Error(), `user "nobody-here" is not in the node's /etc/passwd`) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// A source is downloaded over TLS and checked against its hash before
+// anything is written: a wrong hash writes nothing, not even the other
+// files of the plan; s3:// is refused with a hint.
+func TestPathsSource(t *testing.T) {
+	body := []byte("#!/bin/sh\necho downloaded\n")
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/tool" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(body)
+	}))
+	defer srv.Close()
+	client := func(o *apply.Options) { o.HTTPClient = srv.Client() }
+	good := hex.EncodeToString(func() []byte { s := sha512.Sum512(body); return s[:] }())
+	bad := hashHex("something else")
+	spec := func(hash string) string {
+		return "- name: tool\n  files:\n    - {path: /etc/inline, contents: x}\n    - path: /usr/local/bin/tool\n      source: " + srv.URL + "/tool\n      verification: {hash: " + hash + "}\n      mode: 0755\n"
+	}
+
+	n := newNode(t)
+	_, _, err := n.applyStorage(spec("sha256-"+bad), client)
+	if err == nil || !strings.Contains(err.Error(), "does not have the hash") || !strings.Contains(err.Error(), "nothing was changed") {
+		t.Fatalf("bad hash: err = %v", err)
+	}
+	if !n.gone("/etc/inline") || !n.gone("/usr/local/bin/tool") || len(n.state().Paths) != 0 {
+		t.Fatal("something was written although a download had the wrong hash")
+	}
+
+	p, _ := n.mustApplyStorage(spec("sha512-"+good), client)
+	if got := n.readNode("/usr/local/bin/tool"); got != string(body) {
+		t.Errorf("tool = %q", got)
+	}
+	if _, _, mode := owner(t, n.at("/usr/local/bin/tool")); mode.Perm() != 0o755 {
+		t.Errorf("mode %v", mode)
+	}
+	var b bytes.Buffer
+	p.WriteText(&b)
+	if !strings.Contains(b.String(), "from "+srv.URL+"/tool") {
+		t.Errorf("plan text does not name the source:\n%s", b.String())
+	}
+	if sp := n.state().Path("/usr/local/bin/tool"); sp == nil || sp.SHA256 != hashHex(string(body)) {
+		t.Errorf("state = %+v, want the download's sha256", sp)
+	}
+	// The same hash again: nothing to download, nothing changes.
+	srv.Close()
+	if again, err := n.planStorage(spec("sha512-"+good), client); err != nil || again.HasChanges() {
+		t.Errorf("re-plan: %v, changes %v", err, again != nil && again.HasChanges())
+	}
+
+	n = newNode(t)
+	p, err = n.planStorage("- name: tool\n  files:\n    - path: /opt/tool\n      source: s3://bucket/tool\n      verification: {hash: sha256-" + bad + "}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Conflicts) != 1 || !strings.Contains(p.Conflicts[0].Message, "presigned https:// URL") {
+		t.Errorf("s3: conflicts = %v", p.Conflicts)
+	}
+}
+
+// A state of version 1 (no paths) is read, and one is written again
+// while no path is recorded; a version 1 state with paths is refused.
+func TestStateVersions(t *testing.T) {
+	st, err := apply.ParseState([]byte(`{"version": 1, "unitDir": "/etc/systemd/system", "units": []}`))
+	if err != nil || st.Version != 1 {
+		t.Fatalf("version 1: %v %+v", err, st)
+	}
+	if _, err := apply.ParseState([]byte(`{"version": 1, "units": [], "paths": [{"path": "/etc/a", "kind": "file"}]}`)); err == nil {
+		t.Error("a version 1 state with paths was read")
+	}
+	for name, data := range map[string]string{
+		"relative":  `{"version": 2, "units": [], "paths": [{"path": "etc/a", "kind": "file"}]}`,
+		"unit-dir":  `{"version": 2, "units": [], "paths": [{"path": "/etc/systemd/system/x.service", "kind": "file"}]}`,
+		"kind":      `{"version": 2, "units": [], "paths": [{"path": "/etc/a", "kind": "socket"}]}`,
+		"twice":     `{"version": 2, "units": [], "paths": [{"path": "/etc/a", "kind": "file"}, {"path": "/etc/a", "kind": "file"}]}`,
+		"version-3": `{"version": 3, "units": []}`,
+	} {
+		if _, err := apply.ParseState([]byte(data)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
