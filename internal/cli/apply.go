@@ -577,6 +577,10 @@ is, as it stops an apply (see hostprov apply --help), with exit code 143 or 130.
 					for _, u := range st.Units {
 						names = append(names, u.Name)
 					}
+					// Hooks with files but no unit.
+					for _, h := range pathHooks(st) {
+						names = append(names, h)
+					}
 				} else if err := checkInstalled(names, st); err != nil {
 					return nil, err
 				}
@@ -615,7 +619,7 @@ func checkInstalled(names []string, st *apply.State) error {
 				break
 			}
 		}
-		if !found {
+		if !found && !slices.Contains(pathHooks(st), n) {
 			unknown = append(unknown, n)
 		}
 	}
@@ -658,6 +662,18 @@ func checkInstalled(names []string, st *apply.State) error {
 		hint = "did you mean " + m + "? " + hint
 	}
 	return invalid("%s; nothing was removed\n\thint: %s", what, hint)
+}
+
+// pathHooks are the hooks of the files, directories and links the state
+// records.
+func pathHooks(st *apply.State) []string {
+	var hs []string
+	for _, p := range st.Paths {
+		if p.Hook != "" && !slices.Contains(hs, p.Hook) {
+			hs = append(hs, p.Hook)
+		}
+	}
+	return hs
 }
 
 // runApply takes the lock, reads the state, makes the plan with makePlan,

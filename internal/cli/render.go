@@ -151,7 +151,8 @@ func (f *specFlags) buildSets(c *cobra.Command, in []inputs.File) ([]render.Unit
 	setOfUnit := map[string]string{}     // unit -> its set
 	f.sets = nil
 	for _, i := range in {
-		spec, us, d := render.BuildSpec(i.Name, i.Data)
+		r, d := render.BuildAll(i.Name, i.Data)
+		spec, us := r.Spec, r.Units
 		diags = append(diags, d...)
 		labels = append(labels, i.Name)
 		if spec == nil {
@@ -183,7 +184,11 @@ func (f *specFlags) buildSets(c *cobra.Command, in []inputs.File) ([]render.Unit
 			byUnit[u.Name], setOfUnit[u.Name] = u, name
 		}
 		all = append(all, us...)
-		f.sets = append(f.sets, apply.SpecSet{Name: name, Units: us})
+		var hookNames []string
+		for _, h := range spec.Hooks {
+			hookNames = append(hookNames, h.Name)
+		}
+		f.sets = append(f.sets, apply.SpecSet{Name: name, Units: us, Paths: apply.PathsOf(r.Storage, hookNames)})
 	}
 	label := strings.Join(labels, ", ")
 	if f.dir != "" {

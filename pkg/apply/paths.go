@@ -326,7 +326,7 @@ func (p *planner) planPath(n nodeFS, pc *pathChange) (FileChange, *PathState, er
 	fc := FileChange{Hook: want.Hook, Path: want.Path, Kind: want.Kind, Mode: fmt.Sprintf("%04o", modeNum(pc.mode)),
 		Owner: fmt.Sprintf("%d:%d", pc.owner.UID, pc.owner.GID), Target: want.Target, Source: want.Source, path: pc, parentDir: pc.parent}
 	if want.Kind == KindLink {
-		fc.Mode = ""
+		fc.Mode, fc.Owner = "", "" // a link has neither of its own
 	}
 	prev := p.state.Path(want.Path)
 	conflict := func(why string) (FileChange, *PathState, error) {
@@ -388,6 +388,9 @@ func (p *planner) planPath(n nodeFS, pc *pathChange) (FileChange, *PathState, er
 		switch {
 		case !cur.exists:
 			fc.Op, fc.Reason = OpAdd, "new"
+			if pc.parent {
+				fc.Reason = "new, for what is placed in it"
+			}
 			if prev != nil {
 				fc.Reason = "missing on disk"
 			}
@@ -569,9 +572,11 @@ func (p *planner) prunePath(n nodeFS, sp *PathState, why string, removing map[st
 				return nil, false, err
 			}
 			if !empty {
+				// Kept and recorded: it goes once what is in it
+				// does (a drifted file of hostprov's, say).
 				w.dir.Close()
-				fc.Op, fc.Reason = OpKeep, why+"; not empty, so left in place and forgotten"
-				return fc, false, nil
+				fc.Op, fc.Reason = OpKeep, why+"; not empty, so left in place"
+				return fc, true, nil
 			}
 		}
 	}

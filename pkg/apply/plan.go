@@ -517,6 +517,9 @@ func NewRemovePlan(ctx context.Context, names []string, st *State, opts Options)
 				found = true
 			}
 		}
+		for _, sp := range st.Paths {
+			found = found || sp.Hook == n
+		}
 		if !found {
 			var owned []string
 			for _, u := range st.Units {
