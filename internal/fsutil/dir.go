@@ -474,5 +474,8 @@ func (d *Dir) commitTemp(tmp, name string, owner *Owner) (uint64, error) {
 	if err := unix.Renameat(d.fd, tmp, d.fd, name); err != nil {
 		return fail("rename", err)
 	}
+	// A rename between two links to one file does nothing and succeeds:
+	// the temporary name would stay.
+	unix.Unlinkat(d.fd, tmp, 0)
 	return st.Ino, d.Sync()
 }

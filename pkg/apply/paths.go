@@ -221,8 +221,24 @@ func (p *planner) planPaths(desired []Path, next *State, prune func(*PathState) 
 			order = append(order, sp.Path)
 		}
 	}
-	sort.SliceStable(order, func(i, j int) bool { return depth(order[i]) < depth(order[j]) })
+	// Directories first, parents before what is in them; then files;
+	// then links, a hard link after the file it links to.
+	rank := func(np string) int {
+		if w := wanted[np]; w != nil && w.Kind == KindFile {
+			return 1
+		} else if w != nil && w.Kind == KindLink {
+			return 2
+		}
+		return 0
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		if ri, rj := rank(order[i]), rank(order[j]); ri != rj {
+			return ri < rj
+		}
+		return depth(order[i]) < depth(order[j])
+	})
 	changed := map[string][]string{} // hook -> paths changed
+	p.rewritten = map[string]bool{}
 	for _, np := range order {
 		want := wanted[np]
 		if want == nil {
@@ -247,6 +263,9 @@ func (p *planner) planPaths(desired []Path, next *State, prune func(*PathState) 
 			sp.Set = want.set
 			next.Paths = append(next.Paths, sp)
 			pc.done = sp
+		}
+		if fc.changes() && want.Kind == KindFile {
+			p.rewritten[np] = true
 		}
 		if fc.changes() && want.Hook != "" {
 			changed[want.Hook] = append(changed[want.Hook], np)
@@ -422,7 +441,9 @@ func (p *planner) planPath(n nodeFS, pc *pathChange) (FileChange, *PathState, er
 			if bad != "" {
 				return conflict(bad)
 			}
-			if cur.isFile() && tino != 0 && cur.st.Ino == tino {
+			// A file of the spec that is rewritten gets a new inode
+			// (it is replaced by rename): the link is made again.
+			if cur.isFile() && tino != 0 && cur.st.Ino == tino && !p.rewritten[want.Target] {
 				fc.Op, done.Inode = OpUnchanged, cur.st.Ino
 				return fc, done, nil
 			}
@@ -437,6 +458,9 @@ func (p *planner) planPath(n nodeFS, pc *pathChange) (FileChange, *PathState, er
 			return conflict("a directory is where the spec puts a link; move it away")
 		case prev != nil && prev.Kind == KindLink && (cur.isLink() && cur.link == prev.Target && !prev.Hard || prev.Hard && cur.st.Ino == prev.Inode):
 			fc.Op, fc.Reason = OpChange, "target changed"
+			if want.Hard && prev.Hard && prev.Target == want.Target {
+				fc.Reason = "its target is rewritten"
+			}
 		case prev != nil && !p.opts.Force:
 			return keep("hostprov made this link, but it was changed since (drift); left alone: put the change into the hook spec, or run apply with --force to replace it")
 		case prev != nil:

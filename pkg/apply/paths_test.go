@@ -399,3 +399,42 @@ func TestStateVersions(t *testing.T) {
 		}
 	}
 }
+
+// A hard link is the file it links to; when that file is rewritten (a new
+// inode, since files are replaced by rename), the link is made again.
+func TestPathsHardLink(t *testing.T) {
+	n := newNode(t)
+	spec := "- name: tool\n  files: [{path: /opt/tool/bin, contents: \"v1\\n\", mode: 0755}]\n  links: [{path: /usr/bin/tool, target: /opt/tool/bin, hard: true}, {path: /etc/tool, target: /opt/tool}]\n"
+	n.mustApplyStorage(spec)
+	ino := func(p string) uint64 {
+		fi, err := os.Lstat(n.at(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Sys().(*syscall.Stat_t).Ino
+	}
+	if ino("/usr/bin/tool") != ino("/opt/tool/bin") {
+		t.Fatal("the hard link is not the file")
+	}
+	if p, err := n.planStorage(spec); err != nil || p.HasChanges() {
+		t.Fatalf("re-plan: %v, changes %v", err, p != nil && p.HasChanges())
+	}
+	p, _ := n.mustApplyStorage(strings.Replace(spec, "v1", "v2", 1))
+	if got := n.readNode("/usr/bin/tool"); got != "v2\n" || ino("/usr/bin/tool") != ino("/opt/tool/bin") {
+		t.Errorf("after the file changed, the link has %q and is the file: %v", got, ino("/usr/bin/tool") == ino("/opt/tool/bin"))
+	}
+	var b bytes.Buffer
+	p.WriteText(&b)
+	if !strings.Contains(b.String(), "# change link /usr/bin/tool -> /opt/tool/bin (hook tool, its target is rewritten)") {
+		t.Errorf("plan:\n%s", b.String())
+	}
+	if ents, _ := os.ReadDir(n.at("/usr/bin")); len(ents) != 1 {
+		t.Errorf("/usr/bin holds %v, want the link alone (no temporary file)", ents)
+	}
+	n.mustApplyStorage("")
+	for _, p := range []string{"/usr/bin/tool", "/etc/tool", "/opt/tool/bin", "/opt/tool", "/opt", "/usr/bin", "/usr"} {
+		if !n.gone(p) {
+			t.Errorf("%s not pruned", p)
+		}
+	}
+}

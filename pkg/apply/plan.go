@@ -563,6 +563,8 @@ type planner struct {
 	stamps     *stampDir
 	// desired are the desired units by name.
 	desired map[string]*render.Unit
+	// rewritten are the files of hooks the plan writes (node paths).
+	rewritten map[string]bool
 }
 
 // newPlan plans the desired units and, of the state's other units, removes
