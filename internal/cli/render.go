@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
@@ -44,6 +45,13 @@ type specFlags struct {
 	// sets are the spec sets build made: one per hostprov spec, or one
 	// for the kops manifests together.
 	sets []apply.SpecSet
+	// storage is what the specs put on the machine besides units: the
+	// files, directories and links of every spec, in order.
+	storage render.Storage
+	// noStorage, when set, says why the command cannot do what a spec's
+	// files, directories and links ask; build refuses each of them,
+	// at its place, with it.
+	noStorage string
 }
 
 func (f *specFlags) register(c *cobra.Command) {
@@ -150,10 +158,13 @@ func (f *specFlags) buildSets(c *cobra.Command, in []inputs.File) ([]render.Unit
 	byUnit := map[string]render.Unit{}   // unit -> the first hook that makes it
 	setOfUnit := map[string]string{}     // unit -> its set
 	f.sets = nil
+	f.storage = render.Storage{}
+	claimed := map[string]hooks.Position{} // path -> the entry that claims it
 	for _, i := range in {
 		r, d := render.BuildAll(i.Name, i.Data)
 		spec, us := r.Spec, r.Units
 		diags = append(diags, d...)
+		diags = append(diags, f.addStorage(r.Storage, claimed)...)
 		labels = append(labels, i.Name)
 		if spec == nil {
 			continue
@@ -198,6 +209,45 @@ func (f *specFlags) buildSets(c *cobra.Command, in []inputs.File) ([]render.Unit
 		label = f.dir + " (no *.yaml file)"
 	}
 	return all, f.verdict(c, label, diags)
+}
+
+// addStorage adds a spec's storage to f.storage and reports what another
+// spec claims already, and, when the command cannot write storage, every
+// entry.
+func (f *specFlags) addStorage(st render.Storage, claimed map[string]hooks.Position) hooks.Diagnostics {
+	var diags hooks.Diagnostics
+	check := func(kind, p string, pos hooks.Position) bool {
+		if f.noStorage != "" {
+			diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: pos,
+				Message: fmt.Sprintf("%s %s: %s", kind, p, f.noStorage),
+				Hint:    "render the spec into user data with --format ignition, butane or cloud-init, which carry files, directories and links"})
+			return false
+		}
+		if first, dup := claimed[p]; dup && first.File != pos.File {
+			diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: pos,
+				Message: fmt.Sprintf("%s is claimed already by another spec, at %s", p, first),
+				Hint:    "there can be only one thing at a path: keep it in one of the specs"})
+			return false
+		}
+		claimed[p] = pos
+		return true
+	}
+	for _, x := range st.Files {
+		if check("file", x.Path, x.Pos) {
+			f.storage.Files = append(f.storage.Files, x)
+		}
+	}
+	for _, x := range st.Directories {
+		if check("directory", x.Path, x.Pos) {
+			f.storage.Directories = append(f.storage.Directories, x)
+		}
+	}
+	for _, x := range st.Links {
+		if check("link", x.Path, x.Pos) {
+			f.storage.Links = append(f.storage.Links, x)
+		}
+	}
+	return diags
 }
 
 // specDir is the absolute directory of -d, or "".
@@ -488,6 +538,8 @@ type renderFlags struct {
 	butaneVersion   string
 	mime            bool
 	kopsAPIVersion  string
+	// storage is the specs' files, directories and links (specFlags.storage).
+	storage render.Storage
 }
 
 // outputFormat is one output of render. check looks at the flags before the
@@ -520,6 +572,9 @@ var outputFormats = []outputFormat{
 		write: func(w io.Writer, f *renderFlags, us []render.Unit) error {
 			b, err := render.Ignition(us, f.ignitionOptions())
 			if err != nil {
+				if storageRefused(err) {
+					return err
+				}
 				return failure("building the Ignition config: %v", err)
 			}
 			return write(w, b)
@@ -536,6 +591,9 @@ var outputFormats = []outputFormat{
 		write: func(w io.Writer, f *renderFlags, us []render.Unit) error {
 			b, err := render.Butane(us, f.butaneOptions())
 			if err != nil {
+				if storageRefused(err) {
+					return err
+				}
 				return failure("building the Butane config: %v", err)
 			}
 			return write(w, b)
@@ -546,8 +604,11 @@ var outputFormats = []outputFormat{
 		help:  "a #cloud-config document (--mime wraps it in a MIME message) on standard output",
 		flags: []string{"mime"},
 		write: func(w io.Writer, f *renderFlags, us []render.Unit) error {
-			b, err := render.CloudInit(us, render.CloudInitOptions{MIME: f.mime})
+			b, err := render.CloudInit(us, render.CloudInitOptions{MIME: f.mime, Storage: f.storage})
 			if err != nil {
+				if storageRefused(err) {
+					return err
+				}
 				return failure("building the cloud-config: %v", err)
 			}
 			return write(w, b)
@@ -565,7 +626,7 @@ var outputFormats = []outputFormat{
 			return invalid("unknown --kops-api-version %q: use %s or %s", f.kopsAPIVersion, render.KopsV1Alpha2, render.KopsV1Alpha3)
 		},
 		write: func(w io.Writer, f *renderFlags, us []render.Unit) error {
-			b, err := render.Kops(us, render.KopsOptions{APIVersion: f.kopsAPIVersion})
+			b, err := render.Kops(us, render.KopsOptions{APIVersion: f.kopsAPIVersion, Storage: f.storage})
 			if err != nil {
 				// The spec asks for what kops cannot express: the
 				// input, not the machine, is at fault. A *KopsError
@@ -582,8 +643,8 @@ var outputFormats = []outputFormat{
 	{
 		name: "units",
 		help: `every unit file after a "# NAME" line, to read`,
-		write: func(w io.Writer, _ *renderFlags, us []render.Unit) error {
-			return write(w, render.Text(us))
+		write: func(w io.Writer, f *renderFlags, us []render.Unit) error {
+			return write(w, append(render.Text(us), storageText(f.storage)...))
 		},
 	},
 	{
@@ -597,6 +658,9 @@ var outputFormats = []outputFormat{
 			return nil
 		},
 		write: func(_ io.Writer, f *renderFlags, us []render.Unit) error {
+			if !f.storage.Empty() {
+				return invalid("--format dir writes a unit directory, and the spec has files, directories or links, which belong elsewhere on the machine: render them with --format ignition, butane or cloud-init")
+			}
 			if err := render.WriteDir(f.out, us); err != nil {
 				return failure("writing units: %v", err)
 			}
@@ -606,11 +670,49 @@ var outputFormats = []outputFormat{
 }
 
 func (f *renderFlags) ignitionOptions() render.IgnitionOptions {
-	return render.IgnitionOptions{Version: f.ignitionVersion, Pretty: f.pretty}
+	return render.IgnitionOptions{Version: f.ignitionVersion, Pretty: f.pretty, Storage: f.storage}
 }
 
 func (f *renderFlags) butaneOptions() render.ButaneOptions {
-	return render.ButaneOptions{Variant: f.variant, Version: f.butaneVersion, IgnitionVersion: f.ignitionVersion}
+	return render.ButaneOptions{Variant: f.variant, Version: f.butaneVersion, IgnitionVersion: f.ignitionVersion, Storage: f.storage}
+}
+
+// storageRefused reports whether err is an output's refusal of a file,
+// directory or link (hooks.Diagnostics at the entries), which render's
+// RunE reports like the spec's own problems.
+func storageRefused(err error) bool {
+	var ds hooks.Diagnostics
+	return errors.As(err, &ds)
+}
+
+// storageText lists files, directories and links after the units of
+// --format units, one line each.
+func storageText(st render.Storage) []byte {
+	var b strings.Builder
+	for _, x := range st.Directories {
+		fmt.Fprintf(&b, "\n# directory %s (%04o, %s:%s)\n", x.Path, x.Mode, x.User, x.Group)
+	}
+	for _, x := range st.Files {
+		from := "inline"
+		switch {
+		case x.Source != "":
+			from = "from " + x.Source
+		case x.Local != "":
+			from = "from local " + x.Local
+		}
+		fmt.Fprintf(&b, "\n# file %s (%04o, %s:%s, %s)\n", x.Path, x.Mode, x.User, x.Group, from)
+		if x.Contents != nil && utf8.Valid(x.Contents) {
+			b.Write(x.Contents)
+		}
+	}
+	for _, x := range st.Links {
+		kind := "symbolic link"
+		if x.Hard {
+			kind = "hard link"
+		}
+		fmt.Fprintf(&b, "\n# %s %s -> %s\n", kind, x.Path, x.Target)
+	}
+	return []byte(b.String())
 }
 
 // optionError turns an output option that cannot be met into a usage error.
@@ -714,9 +816,15 @@ Nothing is written when the spec has an error.`,
 			if err != nil {
 				return err
 			}
+			rf.storage = sf.storage
 			err = of.write(c.OutOrStdout(), &rf, us)
 			if e := sf.kopsRefusal(c, err); e != nil {
 				return e
+			}
+			if storageRefused(err) {
+				var ds hooks.Diagnostics
+				errors.As(err, &ds)
+				return sf.verdict(c, strings.Join(sf.files, ", "), ds)
 			}
 			return err
 		},

@@ -61,6 +61,11 @@ type ButaneOptions struct {
 	Variant         string // "fcos" (the default) or "flatcar"
 	Version         string // the Butane spec version
 	IgnitionVersion string // the Ignition spec version the config must translate to
+	// Storage is what the config writes besides the units: files,
+	// directories and links. Files from local: are written as local:,
+	// relative to the spec's directory: translate with butane
+	// --files-dir set to it.
+	Storage Storage
 }
 
 // Resolve returns the options with the variant and both versions filled in,
@@ -161,6 +166,17 @@ func Butane(us []Unit, opts ButaneOptions) ([]byte, error) {
 		return nil, err
 	}
 	doc := yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "variant", yamlStr(opts.Variant), "version", yamlStr(opts.Version))
+	// What the Ignition version cannot carry is refused here as there.
+	if _, err := ignitionStorage(opts.Storage, opts.IgnitionVersion); err != nil {
+		return nil, err
+	}
+	st, err := butaneStorage(opts.Storage)
+	if err != nil {
+		return nil, err
+	}
+	if st != nil {
+		yamlPairs(doc, "storage", st)
+	}
 	if len(ius) > 0 {
 		list := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, u := range ius {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -278,7 +279,7 @@ func TestButaneOptions(t *testing.T) {
 	} {
 		got, err := tc.in.Resolve()
 		if tc.message == "" {
-			if err != nil || got != tc.want {
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("%+v resolves to %+v, %v; want %+v", tc.in, got, err, tc.want)
 			}
 			continue

@@ -26,6 +26,9 @@ type CloudInitOptions struct {
 	// on. Check the output format with CheckMIME first: a MIME envelope
 	// keeps Ignition and coreos-cloudinit machines from booting.
 	MIME bool
+	// Storage is what the document writes besides the units: files,
+	// directories and links.
+	Storage Storage
 }
 
 // CloudInitUnitDir is where the cloud-init output writes unit files and
@@ -106,8 +109,13 @@ jobs without waiting, so that a long hook does not hold up cloud-init.`
 // The same units give the same bytes, every time.
 func CloudInit(us []Unit, opts CloudInitOptions) ([]byte, error) {
 	doc := &yaml.Node{Kind: yaml.MappingNode}
-	if files := Files(us); len(files) > 0 {
+	stFiles, stCmds, err := cloudInitStorage(opts.Storage)
+	if err != nil {
+		return nil, err
+	}
+	if files := Files(us); len(files)+len(stFiles) > 0 {
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
+		seq.Content = append(seq.Content, stFiles...)
 		for _, f := range files {
 			seq.Content = append(seq.Content, cloudInitFile(CloudInitUnitDir+"/"+f.Path, f.Contents))
 		}
@@ -117,6 +125,7 @@ func CloudInit(us []Unit, opts CloudInitOptions) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	cmds = append(stCmds, cmds...)
 	if len(cmds) > 0 {
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, argv := range cmds {

@@ -102,6 +102,9 @@ type IgnitionOptions struct {
 	Version string
 	// Pretty indents the JSON.
 	Pretty bool
+	// Storage is what the config writes besides the units: files,
+	// directories and links, under storage:.
+	Storage Storage
 }
 
 // Resolve returns the options with the defaults filled in, or an
@@ -152,7 +155,11 @@ func Ignition(us []Unit, opts IgnitionOptions) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return writeIgnition(opts.Version, ius, opts.Pretty)
+	st, err := ignitionStorage(opts.Storage, opts.Version)
+	if err != nil {
+		return nil, err
+	}
+	return writeIgnition(opts.Version, ius, st, opts.Pretty)
 }
 
 // ignUnit is what Ignition is told about one unit, the same in every spec
@@ -296,6 +303,7 @@ type ignitionJSON struct {
 	Ignition struct {
 		Version string `json:"version"`
 	} `json:"ignition"`
+	Storage *ignitionStorageJSON `json:"storage,omitempty"`
 	Systemd *ignitionSystemdJSON `json:"systemd,omitempty"`
 }
 
@@ -318,9 +326,10 @@ type ignitionDropinJSON struct {
 
 // writeIgnition writes the config of version with the units as
 // ignitionJSON, compact or indented, ending with a newline.
-func writeIgnition(version string, us []ignUnit, pretty bool) ([]byte, error) {
+func writeIgnition(version string, us []ignUnit, st *ignitionStorageJSON, pretty bool) ([]byte, error) {
 	var c ignitionJSON
 	c.Ignition.Version = version
+	c.Storage = st
 	if len(us) > 0 {
 		units := make([]ignitionUnitJSON, len(us))
 		for i, u := range us {

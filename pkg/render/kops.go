@@ -20,6 +20,9 @@ type KopsOptions struct {
 	// is spelled: v1alpha2 says `disabled: true`, v1alpha3 `enabled: false`,
 	// and each version refuses the other's field.
 	APIVersion string
+	// Storage is refused: a kops hook cannot carry files, directories or
+	// links. Kops returns a *KopsError with each entry at its place.
+	Storage Storage
 }
 
 // Kops API versions.
@@ -205,6 +208,9 @@ func Kops(us []Unit, opts KopsOptions) ([]byte, error) {
 	case KopsV1Alpha2, KopsV1Alpha3:
 	default:
 		return nil, fmt.Errorf("kops API version %q: want %s or %s", opts.APIVersion, KopsV1Alpha2, KopsV1Alpha3)
+	}
+	if err := kopsStorage(opts.Storage); err != nil {
+		return nil, err
 	}
 	hs, err := KopsHooks(us)
 	if err != nil {

@@ -1,0 +1,379 @@
+package render_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coreos/butane/config"
+	"github.com/coreos/butane/config/common"
+	"github.com/vincent-petithory/dataurl"
+
+	"github.com/hostprov/hostprov/internal/golden"
+	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/pkg/hooks"
+	"github.com/hostprov/hostprov/pkg/render"
+)
+
+// storageDir holds the golden specs with files, directories and links, and
+// the files their local: entries name.
+var storageDir = filepath.Join("..", "..", "testdata", "golden", "storage")
+
+// storageGoldens are the specs of storageDir by name.
+func storageGoldens(t *testing.T) map[string]string {
+	t.Helper()
+	ms, err := filepath.Glob(filepath.Join(storageDir, "*.yaml"))
+	if err != nil || len(ms) < 2 {
+		t.Fatalf("found %d storage goldens (%v); the tests expect the ones in the repository", len(ms), err)
+	}
+	out := map[string]string{}
+	for _, m := range ms {
+		out[strings.TrimSuffix(filepath.Base(m), ".yaml")] = m
+	}
+	return out
+}
+
+func buildAll(t *testing.T, path string) render.Result {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, diags := render.BuildAll(path, data)
+	if len(diags) > 0 {
+		t.Fatalf("golden specs must render without any diagnostic:\n%v", diags.Error())
+	}
+	return r
+}
+
+// TestStorageGolden renders the storage goldens to Ignition, Butane and
+// cloud-init. A file from source: cannot be carried by cloud-init, which
+// refuses it at the file.
+func TestStorageGolden(t *testing.T) {
+	for name, path := range storageGoldens(t) {
+		t.Run(name, func(t *testing.T) {
+			r := buildAll(t, path)
+			ign, err := render.Ignition(r.Units, render.IgnitionOptions{Pretty: true, Storage: r.Storage})
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden.Check(t, filepath.Join(storageDir, name+".ign.json"), ign)
+			bu, err := render.Butane(r.Units, render.ButaneOptions{Storage: r.Storage})
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden.Check(t, filepath.Join(storageDir, name+".bu"), bu)
+			ci, err := render.CloudInit(r.Units, render.CloudInitOptions{Storage: r.Storage})
+			hasSource := false
+			for _, f := range r.Storage.Files {
+				hasSource = hasSource || f.Source != ""
+			}
+			if hasSource {
+				var ds hooks.Diagnostics
+				if !errors.As(err, &ds) || !strings.Contains(ds.Error(), "cloud-init cannot download a file and check its hash") ||
+					ds[0].Pos.File != path || ds[0].Pos.Line == 0 {
+					t.Fatalf("cloud-init output of a file from source: %v, want a refusal at the file", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden.Check(t, filepath.Join(storageDir, name+".cloud-init.yml"), ci)
+		})
+	}
+}
+
+// ignStorage is what the tests read back from storage: of an Ignition
+// config.
+type ignStorage struct {
+	Storage struct {
+		Files []struct {
+			Path     string `json:"path"`
+			Mode     *int   `json:"mode"`
+			Contents struct {
+				Source       *string `json:"source"`
+				Compression  *string `json:"compression"`
+				Verification struct {
+					Hash *string `json:"hash"`
+				} `json:"verification"`
+			} `json:"contents"`
+		} `json:"files"`
+		Directories []struct {
+			Path string `json:"path"`
+			Mode *int   `json:"mode"`
+		} `json:"directories"`
+		Links []struct {
+			Path   string  `json:"path"`
+			Target *string `json:"target"`
+			Hard   *bool   `json:"hard"`
+		} `json:"links"`
+	} `json:"storage"`
+}
+
+// decodeContents returns the bytes of an inline data URL, gunzipped when
+// the config says compression: gzip.
+func decodeContents(t *testing.T, source string, compression *string) []byte {
+	t.Helper()
+	u, err := dataurl.DecodeString(source)
+	if err != nil {
+		t.Fatalf("%q: %v", source, err)
+	}
+	if compression == nil || *compression == "" {
+		return u.Data
+	}
+	if *compression != "gzip" {
+		t.Fatalf("compression %q", *compression)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(u.Data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestStorageIgnitionEveryVersion parses the storage goldens with the
+// parser of every Ignition version (no error, no warning) and reads back
+// every file's bytes and mode, every directory and link. Ignition 3.0.0
+// knows only sha512, so a spec with a sha256 hash is refused there, at the
+// file.
+func TestStorageIgnitionEveryVersion(t *testing.T) {
+	compressed := false
+	for name, path := range storageGoldens(t) {
+		r := buildAll(t, path)
+		for _, v := range render.IgnitionVersions() {
+			t.Run(name+"/"+v, func(t *testing.T) {
+				ign, err := render.Ignition(r.Units, render.IgnitionOptions{Version: v, Storage: r.Storage})
+				sha256 := false
+				for _, f := range r.Storage.Files {
+					sha256 = sha256 || strings.HasPrefix(f.Hash, "sha256-")
+				}
+				if v == "3.0.0" && sha256 {
+					var ds hooks.Diagnostics
+					if !errors.As(err, &ds) || !strings.Contains(ds.Error(), "Ignition 3.0.0 verifies only sha512 hashes") {
+						t.Fatalf("got %v, want the sha256 hash refused", err)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				j, rpt, err := ignitionParsers[v](ign)
+				if err != nil || len(rpt.Entries) > 0 {
+					t.Fatalf("Ignition %s: %v\n%s\n%s", v, err, rpt, ign)
+				}
+				var got ignStorage
+				if err := json.Unmarshal(j, &got); err != nil {
+					t.Fatal(err)
+				}
+				if len(got.Storage.Files) != len(r.Storage.Files) || len(got.Storage.Directories) != len(r.Storage.Directories) ||
+					len(got.Storage.Links) != len(r.Storage.Links) {
+					t.Fatalf("Ignition has %d files, %d directories, %d links; want %d, %d, %d", len(got.Storage.Files),
+						len(got.Storage.Directories), len(got.Storage.Links), len(r.Storage.Files), len(r.Storage.Directories), len(r.Storage.Links))
+				}
+				for i, want := range r.Storage.Files {
+					f := got.Storage.Files[i]
+					if f.Path != want.Path || f.Mode == nil || *f.Mode != int(want.Mode) || f.Contents.Source == nil {
+						t.Errorf("files[%d] = %+v, want %s mode %o", i, f, want.Path, want.Mode)
+						continue
+					}
+					if want.Source != "" {
+						if *f.Contents.Source != want.Source || f.Contents.Verification.Hash == nil || *f.Contents.Verification.Hash != want.Hash {
+							t.Errorf("files[%d]: source %s, hash %v; want %s, %s", i, *f.Contents.Source, f.Contents.Verification.Hash, want.Source, want.Hash)
+						}
+						continue
+					}
+					compressed = compressed || (f.Contents.Compression != nil && *f.Contents.Compression == "gzip")
+					if b := decodeContents(t, *f.Contents.Source, f.Contents.Compression); !bytes.Equal(b, want.Contents) {
+						t.Errorf("files[%d] %s: contents %q, want %q", i, want.Path, b, want.Contents)
+					}
+				}
+				for i, want := range r.Storage.Links {
+					l := got.Storage.Links[i]
+					if l.Path != want.Path || l.Target == nil || *l.Target != want.Target || (l.Hard != nil && *l.Hard) != want.Hard {
+						t.Errorf("links[%d] = %+v, want %+v", i, l, want)
+					}
+				}
+			})
+		}
+	}
+	if !compressed {
+		t.Error("no golden file's contents were compressed: the goldens should show compression: gzip")
+	}
+}
+
+// TestStorageButaneTranslates: Butane's own translation of the Butane
+// golden, with the spec's directory as --files-dir, is the Ignition
+// output.
+func TestStorageButaneTranslates(t *testing.T) {
+	for name, path := range storageGoldens(t) {
+		t.Run(name, func(t *testing.T) {
+			r := buildAll(t, path)
+			for _, iv := range []string{"3.1.0", "3.2.0", "3.3.0", "3.4.0", "3.5.0"} {
+				bu, err := render.Butane(r.Units, render.ButaneOptions{IgnitionVersion: iv, Storage: r.Storage})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, rpt, err := config.TranslateBytes(bu, common.TranslateBytesOptions{TranslateOptions: common.TranslateOptions{FilesDir: filepath.Dir(path)}})
+				if err != nil || len(rpt.Entries) > 0 {
+					t.Fatalf("Butane %s: %v\n%s\n%s", iv, err, rpt, bu)
+				}
+				want, err := render.Ignition(r.Units, render.IgnitionOptions{Version: iv, Storage: r.Storage})
+				if err != nil {
+					t.Fatal(err)
+				}
+				sameJSON(t, name+" "+iv, want, got)
+			}
+		})
+	}
+}
+
+// TestStorageCloudInitSchema runs cloud-init's own validator on the
+// cloud-init output of the storage goldens without source:, and of files
+// owned by name, which are deferred.
+func TestStorageCloudInitSchema(t *testing.T) {
+	if _, err := exec.LookPath("cloud-init"); err != nil {
+		sdtool.Unavailable(t, "cloud-init not found (Debian package cloud-init)")
+	}
+	named := header + "- name: a\n  exec: [/bin/true]\n  files: [{path: /etc/a, contents: \"a\\n\", user: app, group: app, mode: 0600}]\n"
+	r, diags := render.BuildAll("named.yaml", []byte(named))
+	if len(diags) > 0 {
+		t.Fatal(diags)
+	}
+	docs := map[string]render.Result{"named": r, "files": buildAll(t, filepath.Join(storageDir, "files.yaml"))}
+	for name, r := range docs {
+		ci, err := render.CloudInit(r.Units, render.CloudInitOptions{Storage: r.Storage})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "named" && (!bytes.Contains(ci, []byte("owner: app:app")) || !bytes.Contains(ci, []byte("defer: true"))) {
+			t.Errorf("%s: a file owned by name is not deferred with its owner:\n%s", name, ci)
+		}
+		file := filepath.Join(t.TempDir(), name+".yaml")
+		if err := os.WriteFile(file, ci, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := cloudInitSchema(file)
+		if want := "Valid cloud-config: " + file + "\n"; err != nil || out != want {
+			t.Errorf("cloud-init schema -c %s: %v\n%s\n%s", name, err, out, ci)
+		}
+	}
+}
+
+// TestStorageIgnitionApply applies the Ignition output of the files
+// golden with Ignition's own apply tool to an empty root and checks, on
+// disk, every file's bytes, mode and owner, every directory's mode and
+// owner, and every link.
+func TestStorageIgnitionApply(t *testing.T) {
+	r := buildAll(t, filepath.Join(storageDir, "files.yaml"))
+	m := newIgnitionMachine(t)
+	ign, err := render.Ignition(r.Units, render.IgnitionOptions{Storage: r.Storage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inside, root, err := m.newRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if log, err := m.apply(ctx, inside, ign); err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	owner := func(p string, fi os.FileInfo, user, group render.Owner) {
+		st := fi.Sys().(*syscall.Stat_t)
+		id := func(o render.Owner) uint32 {
+			if o.ID != nil {
+				return uint32(*o.ID)
+			}
+			return 0
+		}
+		if st.Uid != id(user) || st.Gid != id(group) {
+			t.Errorf("%s is owned by %d:%d, want %s:%s", p, st.Uid, st.Gid, user, group)
+		}
+	}
+	for _, f := range r.Storage.Files {
+		p := filepath.Join(root, f.Path)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if !bytes.Equal(b, f.Contents) {
+			t.Errorf("%s has %q, want %q", f.Path, b, f.Contents)
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := uint32(fi.Mode().Perm()); got != f.Mode {
+			t.Errorf("%s has mode %04o, want %04o", f.Path, got, f.Mode)
+		}
+		owner(f.Path, fi, f.User, f.Group)
+	}
+	for _, d := range r.Storage.Directories {
+		fi, err := os.Lstat(filepath.Join(root, d.Path))
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if !fi.IsDir() || uint32(fi.Mode().Perm()) != d.Mode {
+			t.Errorf("%s is %v, want a directory with mode %04o", d.Path, fi.Mode(), d.Mode)
+		}
+		owner(d.Path, fi, d.User, d.Group)
+	}
+	for _, l := range r.Storage.Links {
+		p := filepath.Join(root, l.Path)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if !l.Hard {
+			if target, err := os.Readlink(p); err != nil || target != l.Target {
+				t.Errorf("%s links to %q (%v), want %q", l.Path, target, err, l.Target)
+			}
+			continue
+		}
+		tfi, err := os.Lstat(filepath.Join(root, l.Target))
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if !os.SameFile(fi, tfi) {
+			t.Errorf("%s is not a hard link to %s", l.Path, l.Target)
+		}
+	}
+}
+
+// A kops hook cannot carry files: each entry is refused at its place.
+func TestStorageKopsRefused(t *testing.T) {
+	path := filepath.Join(storageDir, "files.yaml")
+	r := buildAll(t, path)
+	_, err := render.Kops(r.Units, render.KopsOptions{Storage: r.Storage})
+	var ke *render.KopsError
+	if !errors.As(err, &ke) || !errors.Is(err, render.ErrKopsStorage) {
+		t.Fatalf("got %v, want a *KopsError with ErrKopsStorage", err)
+	}
+	ds := ke.Diagnostics()
+	if n := len(r.Storage.Files) + len(r.Storage.Directories) + len(r.Storage.Links); len(ds) != n {
+		t.Fatalf("%d diagnostics, want one per entry (%d):\n%v", len(ds), n, ds)
+	}
+	if !strings.HasPrefix(ds[0].String(), path+":15:9: error: hooks[0]: file /etc/node-exporter/web.yml: a kops hook is a unit and nothing else") {
+		t.Errorf("first diagnostic: %s", ds[0])
+	}
+}

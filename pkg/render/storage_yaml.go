@@ -1,0 +1,191 @@
+package render
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/hostprov/hostprov/pkg/hooks"
+)
+
+// yamlMode is a mode as Butane users write it: an octal integer (0644).
+func yamlMode(m uint32) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: fmt.Sprintf("%04o", m)}
+}
+
+// butaneOwner is a node's user or group in Butane: {id: N} or {name: x}.
+func butaneOwner(o Owner) *yaml.Node {
+	if o.ID != nil {
+		return yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "id", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(*o.ID)})
+	}
+	return yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlStr(o.Name))
+}
+
+// butaneStorage is storage: of the Butane output; nil when there is
+// nothing. Contents are written as Butane users write them: inline text as
+// contents.inline, a local file as contents.local (relative to the spec's
+// directory, which is butane's --files-dir), a download as contents.source
+// with verification.hash. Butane translates it to the same storage the
+// Ignition output has.
+func butaneStorage(st Storage) (*yaml.Node, error) {
+	if st.Empty() {
+		return nil, nil
+	}
+	n := &yaml.Node{Kind: yaml.MappingNode}
+	if len(st.Directories) > 0 {
+		seq := &yaml.Node{Kind: yaml.SequenceNode}
+		for _, d := range st.Directories {
+			e := yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "path", yamlStr(d.Path), "mode", yamlMode(d.Mode))
+			butaneOwners(e, d.User, d.Group)
+			seq.Content = append(seq.Content, e)
+		}
+		yamlPairs(n, "directories", seq)
+	}
+	if len(st.Files) > 0 {
+		seq := &yaml.Node{Kind: yaml.SequenceNode}
+		for _, f := range st.Files {
+			e := yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "path", yamlStr(f.Path), "mode", yamlMode(f.Mode))
+			butaneOwners(e, f.User, f.Group)
+			if f.Overwrite {
+				yamlPairs(e, "overwrite", yamlBool(true))
+			}
+			c := &yaml.Node{Kind: yaml.MappingNode}
+			switch {
+			case f.Source != "":
+				yamlPairs(c, "source", yamlStr(f.Source))
+			case f.Local != "":
+				yamlPairs(c, "local", yamlStr(f.Local))
+			case !utf8.Valid(f.Contents):
+				return nil, fmt.Errorf("%s: %s: contents are not valid UTF-8, which Butane's inline cannot carry", f.Pos, f.Path)
+			default:
+				yamlPairs(c, "inline", yamlText(f.Contents))
+			}
+			if f.Hash != "" {
+				yamlPairs(c, "verification", yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "hash", yamlStr(f.Hash)))
+			}
+			yamlPairs(e, "contents", c)
+			seq.Content = append(seq.Content, e)
+		}
+		yamlPairs(n, "files", seq)
+	}
+	if len(st.Links) > 0 {
+		seq := &yaml.Node{Kind: yaml.SequenceNode}
+		for _, l := range st.Links {
+			e := yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "path", yamlStr(l.Path), "target", yamlStr(l.Target))
+			if l.Hard {
+				yamlPairs(e, "hard", yamlBool(true))
+			}
+			seq.Content = append(seq.Content, e)
+		}
+		yamlPairs(n, "links", seq)
+	}
+	return n, nil
+}
+
+func butaneOwners(e *yaml.Node, user, group Owner) {
+	if !user.IsZero() {
+		yamlPairs(e, "user", butaneOwner(user))
+	}
+	if !group.IsZero() {
+		yamlPairs(e, "group", butaneOwner(group))
+	}
+}
+
+// cloudInitStorage returns the write_files entries and the runcmd commands
+// that put st on the machine. Files go to write_files with their
+// permissions and, when named, owner: owned by anyone but root they are
+// written with defer: true, late in the boot (cloud-final), so that an
+// owner created by the same boot exists by then. An owner given by id
+// cannot be named to write_files (cloud-init looks owners up by name): the
+// file is written as root and a chown in runcmd gives it to the id.
+// Directories and links have no cloud-init module: runcmd makes them,
+// before it starts any unit. cloud-init cannot verify a download, so a
+// file from source: is refused, at the file.
+func cloudInitStorage(st Storage) (files []*yaml.Node, cmds [][]string, err error) {
+	var diags hooks.Diagnostics
+	for _, d := range st.Directories {
+		cmds = append(cmds, []string{"mkdir", "-p", d.Path}, []string{"chmod", fmt.Sprintf("%04o", d.Mode), d.Path})
+		if c := chownCmd(d.User, d.Group, d.Path, false); c != nil {
+			cmds = append(cmds, c)
+		}
+	}
+	for _, f := range st.Files {
+		if f.Source != "" {
+			diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: f.Pos,
+				Message: "file " + f.Path + ": cloud-init cannot download a file and check its hash",
+				Hint:    "give the file's bytes with contents: or local:, or render for Ignition or Butane, which verify the download"})
+			continue
+		}
+		perm := yamlStr(fmt.Sprintf("%04o", f.Mode))
+		perm.Style = yaml.SingleQuotedStyle // a string: cloud-init refuses the integer 644
+		n := yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "path", yamlStr(f.Path), "permissions", perm)
+		byID := f.User.ID != nil || f.Group.ID != nil
+		if !byID {
+			n = yamlPairs(n, "owner", yamlStr(f.User.String()+":"+f.Group.String()))
+		}
+		if utf8.Valid(f.Contents) {
+			yamlPairs(n, "content", yamlText(f.Contents))
+		} else {
+			yamlPairs(n, "encoding", yamlStr("b64"), "content", yamlStr(base64.StdEncoding.EncodeToString(f.Contents)))
+		}
+		if !byID && (f.User.Name != "" || f.Group.Name != "") {
+			yamlPairs(n, "defer", yamlBool(true))
+		}
+		files = append(files, n)
+		if byID {
+			cmds = append(cmds, chownCmd(f.User, f.Group, f.Path, true))
+		}
+	}
+	for _, l := range st.Links {
+		if dir := path.Dir(l.Path); dir != "/" {
+			cmds = append(cmds, []string{"mkdir", "-p", dir})
+		}
+		if l.Hard {
+			cmds = append(cmds, []string{"ln", "-f", l.Target, l.Path})
+		} else {
+			cmds = append(cmds, []string{"ln", "-sfn", l.Target, l.Path})
+		}
+	}
+	if len(diags) > 0 {
+		return nil, nil, diags
+	}
+	return files, cmds, nil
+}
+
+// chownCmd gives path to user and group; nil when both are root and
+// always is false.
+func chownCmd(user, group Owner, p string, always bool) []string {
+	if user.IsZero() && group.IsZero() && !always {
+		return nil
+	}
+	return []string{"chown", user.String() + ":" + group.String(), p}
+}
+
+// ErrKopsStorage is why the kops output refuses files, directories and
+// links.
+var ErrKopsStorage = errors.New("a kops hook is a unit and nothing else: it cannot carry files, directories or links")
+
+// kopsStorage refuses st, each entry at its place in the spec.
+func kopsStorage(st Storage) error {
+	if st.Empty() {
+		return nil
+	}
+	var e KopsError
+	hint := "write the file in the unit's own ExecStartPre= (or a command hook's steps), or provision it with Ignition, Butane or cloud-init"
+	for _, f := range st.Files {
+		e.Problems = append(e.Problems, KopsProblem{Unit: "file " + f.Path, Hook: f.Hook, Pos: f.Pos, Err: ErrKopsStorage, Hint: hint})
+	}
+	for _, d := range st.Directories {
+		e.Problems = append(e.Problems, KopsProblem{Unit: "directory " + d.Path, Hook: d.Hook, Pos: d.Pos, Err: ErrKopsStorage,
+			Hint: "use StateDirectory= (stateDirectory:) or ExecStartPre=, or provision it with Ignition, Butane or cloud-init"})
+	}
+	for _, l := range st.Links {
+		e.Problems = append(e.Problems, KopsProblem{Unit: "link " + l.Path, Hook: l.Hook, Pos: l.Pos, Err: ErrKopsStorage, Hint: hint})
+	}
+	return &e
+}
