@@ -265,7 +265,6 @@ With --detailed-exitcode the exit code says the outcome, as Terraform's does:
 		},
 	}
 	sf.register(c)
-	sf.noStorage = "apply does not write files, directories and links yet"
 	nf.register(c)
 	cf.register(c)
 	c.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 for no changes, 2 for changes, 3 for drift only, 1 for an error")
@@ -478,7 +477,6 @@ to finish. A second signal ends hostprov at once.`,
 		},
 	}
 	sf.register(c)
-	sf.noStorage = "apply does not write files, directories and links yet"
 	nf.register(c)
 	nf.registerTimeout(c)
 	cf.register(c)
