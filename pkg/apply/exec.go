@@ -110,6 +110,7 @@ func execute(ctx context.Context, p *Plan, sd Systemd, log Logger, files fileOps
 	}()
 	if p.state.interrupted() {
 		e.removeTemps()
+		e.removePathTemps()
 	}
 	e.removeStateTemps()
 	e.saved = p.state.clone()

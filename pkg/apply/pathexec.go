@@ -226,3 +226,37 @@ func (e *executor) finalPaths(final *State) {
 		}
 	}
 }
+
+// removePathTemps removes the temporary files and links that an apply
+// killed while it placed paths left beside them (".NAME.tmp-*"): only
+// beside the paths the state records or the plan places, and only after an
+// interrupted apply, the only one that leaves any.
+func (e *executor) removePathTemps() {
+	n := newNodeFS(e.p.opts)
+	names := map[string]bool{}
+	for _, sp := range e.p.state.Paths {
+		names[sp.Path] = true
+	}
+	for i := range e.p.Files {
+		if f := &e.p.Files[i]; f.Kind != "" {
+			names[f.Path] = true
+		}
+	}
+	byDir := map[string][]string{}
+	for p := range names {
+		byDir[path.Dir(p)] = append(byDir[path.Dir(p)], path.Base(p))
+	}
+	for d, bases := range byDir {
+		w, err := n.walk(d + "/x")
+		if err != nil || w.dir == nil {
+			continue
+		}
+		ents, err := w.dir.ReadDir()
+		for _, ent := range ents {
+			if t := fsutil.TempOf(ent.Name); t != "" && slices.Contains(bases, t) && !ent.Type.IsDir() && err == nil {
+				w.dir.Remove(ent.Name)
+			}
+		}
+		w.dir.Close()
+	}
+}

@@ -341,7 +341,8 @@ func (s *State) interrupted() bool {
 		}
 	}
 	for _, sp := range s.Paths {
-		if sp.Next != "" {
+		// Only the intent records a path without its inode.
+		if sp.Next != "" || sp.Inode == 0 {
 			return true
 		}
 	}
