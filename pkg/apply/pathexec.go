@@ -22,7 +22,7 @@ func (e *executor) fetchSources(ctx context.Context) error {
 	}
 	for i := range e.p.Files {
 		f := &e.p.Files[i]
-		if f.Kind != KindFile || f.Source == "" || f.Op != OpAdd && f.Op != OpChange {
+		if f.Kind != KindFile || f.Source == "" || f.New != nil || f.Op != OpAdd && f.Op != OpChange {
 			continue
 		}
 		data, err := download(ctx, client, f.Source)

@@ -387,6 +387,10 @@ func (p *planner) planPath(n nodeFS, pc *pathChange) (FileChange, *PathState, er
 	if w.bad != "" {
 		return conflict(w.bad)
 	}
+	if prev != nil && p.otherSet != nil && p.otherSet(prev.Set) {
+		return conflict(fmt.Sprintf("spec set %s places it (hook %s, %s), but spec set %s owns it (hook %s, as last applied): a path belongs to one set; remove it from one of them",
+			orDash(want.set), want.Hook, orDash(want.Where), prev.Set, orDash(prev.Hook)))
+	}
 	fc.Old, fc.OldSHA256, fc.OldLink, fc.oldIno = cur.data, cur.hash, cur.link, cur.st.Ino
 	done := &PathState{Path: want.Path, Kind: want.Kind, Hook: want.Hook, Parent: pc.parent, Target: want.Target, Hard: want.Hard}
 	if prev != nil {
@@ -514,6 +518,11 @@ func (p *planner) planPath(n nodeFS, pc *pathChange) (FileChange, *PathState, er
 	default:
 		fc.Op = OpChange
 		adopt("replaces a file hostprov did not write (overwrite)")
+	}
+	if want.Source != "" && cur.isFile() && same() {
+		// The bytes are on disk already (only the mode or owner
+		// differs): nothing to download.
+		fc.New, fc.NewSHA256 = cur.data, cur.hash
 	}
 	if fc.Op == OpUnchanged {
 		done.SHA256, done.Inode = cur.hash, cur.st.Ino

@@ -361,10 +361,15 @@ func TestPathsSource(t *testing.T) {
 	if sp := n.state().Path("/usr/local/bin/tool"); sp == nil || sp.SHA256 != hashHex(string(body)) {
 		t.Errorf("state = %+v, want the download's sha256", sp)
 	}
-	// The same hash again: nothing to download, nothing changes.
+	// The same hash again: nothing to download, nothing changes; a new
+	// mode alone needs no download either (the server is gone).
 	srv.Close()
 	if again, err := n.planStorage(spec("sha512-"+good), client); err != nil || again.HasChanges() {
 		t.Errorf("re-plan: %v, changes %v", err, again != nil && again.HasChanges())
+	}
+	n.mustApplyStorage(strings.Replace(spec("sha512-"+good), "0755", "0700", 1), client)
+	if _, _, mode := owner(t, n.at("/usr/local/bin/tool")); mode.Perm() != 0o700 || n.readNode("/usr/local/bin/tool") != string(body) {
+		t.Errorf("after a new mode: %v", mode)
 	}
 
 	n = newNode(t)
@@ -492,4 +497,48 @@ func interrupted(st *apply.State) bool {
 		}
 	}
 	return false
+}
+
+// A path that another spec set owns is a conflict of the set that places
+// it too, and pruning one set leaves the other's paths alone.
+func TestPathsSets(t *testing.T) {
+	n := newNode(t)
+	set := func(name, hooksYAML string) apply.SpecSet {
+		data := []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n" + hooksYAML)
+		r, diags := render.BuildAll(name+".yaml", data)
+		if diags.HasErrors(false) {
+			t.Fatal(diags)
+		}
+		var names []string
+		for _, h := range r.Spec.Hooks {
+			names = append(names, h.Name)
+		}
+		return apply.SpecSet{Name: name, Units: r.Units, HookNames: names, Paths: apply.PathsOf(r.Storage, names)}
+	}
+	applySets := func(sets ...apply.SpecSet) *apply.Plan {
+		t.Helper()
+		p, err := apply.NewPlanSets(context.Background(), sets, n.state(), n.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Conflicts) == 0 {
+			if _, err := apply.Execute(context.Background(), p, n.sd, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return p
+	}
+	applySets(set("a", "- name: a\n  files: [{path: /etc/shared, contents: a}]\n"))
+	applySets(set("b", "- name: b\n  files: [{path: /etc/b, contents: b}]\n"))
+	p := applySets(set("b", "- name: b\n  files: [{path: /etc/shared, contents: b}]\n"))
+	if len(p.Conflicts) != 1 || !strings.Contains(p.Conflicts[0].Message, "spec set a owns it") {
+		t.Errorf("conflicts = %v", p.Conflicts)
+	}
+	if n.readNode("/etc/shared") != "a" || n.readNode("/etc/b") != "b" {
+		t.Error("a conflicting plan changed files")
+	}
+	applySets(set("b", " []\n"))
+	if !n.gone("/etc/b") || n.gone("/etc/shared") {
+		t.Errorf("pruning set b: /etc/b gone %v, /etc/shared gone %v", n.gone("/etc/b"), n.gone("/etc/shared"))
+	}
 }

@@ -465,7 +465,8 @@ func NewPlanSets(ctx context.Context, sets []SpecSet, st *State, opts Options) (
 			}
 			return ""
 		},
-		paths: paths,
+		paths:    paths,
+		otherSet: func(set string) bool { return set != "" && !applying[set] },
 	})
 	if err != nil {
 		return nil, err
@@ -502,6 +503,8 @@ type rules struct {
 	// have, or "" to keep it.
 	paths     []Path
 	prunePath func(*PathState) string
+	// otherSet reports a spec set that is not among those applied.
+	otherSet func(string) bool
 }
 
 // NewRemovePlan plans removing the owned units with the given unit or hook
@@ -565,6 +568,8 @@ type planner struct {
 	desired map[string]*render.Unit
 	// rewritten are the files of hooks the plan writes (node paths).
 	rewritten map[string]bool
+	// otherSet is rules.otherSet.
+	otherSet func(string) bool
 }
 
 // newPlan plans the desired units and, of the state's other units, removes
@@ -652,6 +657,7 @@ func newPlan(_ context.Context, desired []render.Unit, st *State, opts Options, 
 	if prunePath == nil {
 		prunePath = func(*PathState) string { return "" }
 	}
+	p.otherSet = r.otherSet
 	if err := p.planPaths(r.paths, next, prunePath); err != nil {
 		return nil, err
 	}
