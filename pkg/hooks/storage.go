@@ -210,7 +210,7 @@ func (d *decoder) absPath(v value) string {
 	if !ok {
 		return ""
 	}
-	name := label(v.path)
+	name := lastKey(v.path)
 	switch {
 	case s == "":
 		d.add(Error, v.pos, v.path, name+" is empty", "write an absolute path, such as /etc/myapp/config.toml")

@@ -67,6 +67,11 @@ reload systemd once so that it sees the files above; enable, disable and mask as
 the spec says; then start now what the boot has gone past. --no-block queues the
 jobs without waiting, so that a long hook does not hold up cloud-init.`
 
+// runcmdStorageComment explains the commands that make directories and
+// links, which come first.
+const runcmdStorageComment = `First the directories and links of the spec, which cloud-init has no module for, and
+the owners that write_files cannot set (numeric ids).`
+
 // CloudInit returns a #cloud-config document that installs the units:
 // write_files writes every unit file and drop-in under CloudInitUnitDir
 // (mode 0644, owner root, content exactly the unit's bytes), and runcmd
@@ -137,6 +142,9 @@ func CloudInit(us []Unit, opts CloudInitOptions) ([]byte, error) {
 		}
 		key := yamlStr("runcmd")
 		key.HeadComment = runcmdComment
+		if len(stCmds) > 0 {
+			key.HeadComment = runcmdStorageComment + "\n" + runcmdComment
+		}
 		doc.Content = append(doc.Content, key, seq)
 	}
 	var b bytes.Buffer

@@ -48,7 +48,9 @@ func build(t *testing.T, path string) []render.Unit {
 	if err != nil {
 		t.Fatal(err)
 	}
-	us, diags := render.Build(filepath.Base(path), data)
+	// The path, not only its name: local: files are read next to the
+	// spec.
+	us, diags := render.Build(path, data)
 	if len(diags) > 0 {
 		t.Fatalf("golden specs must render without any diagnostic:\n%v", diags.Error())
 	}

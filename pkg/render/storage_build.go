@@ -39,6 +39,7 @@ func BuildAll(file string, data []byte) (Result, hooks.Diagnostics) {
 	b := newBuilder(spec, diags)
 	us := b.units()
 	st := b.storage(file)
+	b.checkUnitPaths(us, st)
 	diags = append(diags, b.diags...)
 	diags.Sort()
 	return Result{Spec: spec, Units: us, Storage: st}, diags
@@ -99,6 +100,45 @@ func (b *builder) storage(file string) Storage {
 		}
 	}
 	return st
+}
+
+// UnitDir is where the user data outputs put unit files and drop-ins:
+// Ignition, Butane and cloud-init alike write them to the administrator's
+// unit directory.
+const UnitDir = "/etc/systemd/system"
+
+// checkUnitPaths refuses a file, directory or link at a path where a unit
+// file or drop-in of the spec goes, or its drop-in directory: two writers
+// of one path, of which the outputs would keep one or fail.
+func (b *builder) checkUnitPaths(us []Unit, st Storage) {
+	owned := map[string]string{} // path -> the unit that writes it
+	for _, u := range us {
+		if u.Contents != nil || u.Mask {
+			owned[UnitDir+"/"+u.Name] = u.Name
+		}
+		if len(u.Dropins) > 0 {
+			owned[UnitDir+"/"+u.Name+".d"] = u.Name
+		}
+		for _, d := range u.Dropins {
+			owned[UnitDir+"/"+u.Name+".d/"+d.Name] = u.Name
+		}
+	}
+	check := func(p string, pos hooks.Position, hook int, kind string) {
+		if unit, ok := owned[p]; ok {
+			b.diags = append(b.diags, hooks.Diagnostic{Severity: hooks.Error, Pos: pos, Path: fmt.Sprintf("hooks[%d]", hook),
+				Message: fmt.Sprintf("%s %s is where the unit %s is written", kind, p, unit),
+				Hint:    "write units as hooks (a drop-in as dropins:), not as files"})
+		}
+	}
+	for _, f := range st.Files {
+		check(f.Path, f.Pos, f.Hook, "file")
+	}
+	for _, d := range st.Directories {
+		check(d.Path, d.Pos, d.Hook, "directory")
+	}
+	for _, l := range st.Links {
+		check(l.Path, l.Pos, l.Hook, "link")
+	}
 }
 
 // refusedBelow reports whether the parser refused the value at p or any

@@ -2,6 +2,7 @@ package render_test
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,5 +135,48 @@ func TestBuildAllLocalFromStdin(t *testing.T) {
 	_, diags := render.BuildAll("<stdin>", []byte(spec))
 	if len(diags) != 1 || !strings.Contains(diags[0].String(), "<stdin>:5:29: error: hooks[0].files[0].local: a spec read from standard input has no directory") {
 		t.Errorf("diags = %v", diags)
+	}
+}
+
+// A file where a unit of the spec is written is refused: units are hooks.
+func TestBuildAllFileAtAUnitPath(t *testing.T) {
+	spec := header + `- name: app
+  exec: [/bin/true]
+  dropins: [{name: 10-a.conf, contents: "[Service]\nNice=5\n"}]
+  files:
+    - {path: /etc/systemd/system/app.service, contents: x}
+    - {path: /etc/systemd/system/app.service.d/10-a.conf, contents: x}
+    - {path: /etc/systemd/system/other.service, contents: x}
+`
+	_, diags := render.BuildAll("t.yaml", []byte(spec))
+	got := diags.Error()
+	for _, w := range []string{
+		"t.yaml:8:7: error: hooks[0]: file /etc/systemd/system/app.service is where the unit app.service is written",
+		"t.yaml:9:7: error: hooks[0]: file /etc/systemd/system/app.service.d/10-a.conf is where the unit app.service is written",
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("missing %q in:\n%s", w, got)
+		}
+	}
+	if len(diags) != 2 {
+		t.Errorf("%d diagnostics, want 2:\n%s", len(diags), got)
+	}
+}
+
+// Butane for Ignition 3.0.0 (fcos 1.0.0) refuses a sha256 hash, as the
+// Ignition output does.
+func TestButaneSHA256For300(t *testing.T) {
+	spec := header + "- name: a\n  files: [{path: /a, contents: \"\", verification: {hash: sha256-e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855}}]\n"
+	r, diags := render.BuildAll("t.yaml", []byte(spec))
+	if len(diags) > 0 {
+		t.Fatal(diags)
+	}
+	_, err := render.Butane(r.Units, render.ButaneOptions{IgnitionVersion: "3.0.0", Storage: r.Storage})
+	var ds hooks.Diagnostics
+	if !errors.As(err, &ds) || !strings.HasPrefix(ds.Error(), "t.yaml:5:11: error: file /a: Ignition 3.0.0 verifies only sha512 hashes") {
+		t.Errorf("got %v", err)
+	}
+	if _, err := render.Butane(r.Units, render.ButaneOptions{IgnitionVersion: "3.1.0", Storage: r.Storage}); err != nil {
+		t.Errorf("3.1.0: %v", err)
 	}
 }

@@ -40,6 +40,23 @@ func storageGoldens(t *testing.T) map[string]string {
 	for _, m := range ms {
 		out[strings.TrimSuffix(filepath.Base(m), ".yaml")] = m
 	}
+	// The examples with files, directories or links are goldens too.
+	ex, err := filepath.Glob(filepath.Join("..", "..", "examples", "*", "hostprov.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ex {
+		data, err := os.ReadFile(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, _ := render.BuildAll(m, data); !r.Storage.Empty() {
+			out["examples/"+filepath.Base(filepath.Dir(m))] = m
+		}
+	}
+	if _, ok := out["examples/node-metrics"]; !ok {
+		t.Fatal("examples/node-metrics is not among the storage goldens")
+	}
 	return out
 }
 
@@ -274,13 +291,26 @@ func TestStorageCloudInitSchema(t *testing.T) {
 	}
 }
 
-// TestStorageIgnitionApply applies the Ignition output of the files
-// golden with Ignition's own apply tool to an empty root and checks, on
+// TestStorageIgnitionApply applies the Ignition output of every storage
+// golden that needs no download with Ignition's own apply tool to an empty root and checks, on
 // disk, every file's bytes, mode and owner, every directory's mode and
 // owner, and every link.
 func TestStorageIgnitionApply(t *testing.T) {
-	r := buildAll(t, filepath.Join(storageDir, "files.yaml"))
 	m := newIgnitionMachine(t)
+	for name, path := range storageGoldens(t) {
+		r := buildAll(t, path)
+		fetch := false
+		for _, f := range r.Storage.Files {
+			fetch = fetch || f.Source != ""
+		}
+		if fetch {
+			continue // offline: nothing to download from
+		}
+		t.Run(name, func(t *testing.T) { checkIgnitionApplied(t, m, r) })
+	}
+}
+
+func checkIgnitionApplied(t *testing.T, m *ignitionMachine, r render.Result) {
 	ign, err := render.Ignition(r.Units, render.IgnitionOptions{Storage: r.Storage})
 	if err != nil {
 		t.Fatal(err)
