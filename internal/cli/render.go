@@ -441,6 +441,30 @@ func readSpec(c *cobra.Command, file string) (string, []byte, error) {
 	return file, data, nil
 }
 
+// readMerge reads a --merge file, at most as much as a spec may have.
+func readMerge(name string) (render.MergeFile, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return render.MergeFile{}, invalid("--merge %s: no such file", name)
+		}
+		return render.MergeFile{}, failure("%v", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, hooks.MaxSize+1))
+	if err != nil {
+		return render.MergeFile{}, failure("reading %s: %v", name, err)
+	}
+	if len(data) > hooks.MaxSize {
+		return render.MergeFile{}, invalid("--merge %s: larger than %d bytes", name, hooks.MaxSize)
+	}
+	dir, err := filepath.Abs(filepath.Dir(name))
+	if err != nil {
+		return render.MergeFile{}, failure("%v", err)
+	}
+	return render.MergeFile{Name: name, Data: data, Dir: dir}, nil
+}
+
 func printDiags(w io.Writer, diags hooks.Diagnostics) {
 	for _, d := range diags {
 		fmt.Fprintln(w, d.String())
@@ -483,6 +507,10 @@ type renderFlags struct {
 	butaneVersion   string
 	mime            bool
 	kopsAPIVersion  string
+	// merge are the configs of --merge, read before the spec; report
+	// prints their diagnostics and says whether to go on.
+	merge  []render.MergeFile
+	report func(diags hooks.Diagnostics) error
 }
 
 // outputFormat is one output of render. check looks at the flags before the
@@ -513,6 +541,16 @@ var outputFormats = []outputFormat{
 			return optionError(err)
 		},
 		write: func(w io.Writer, f *renderFlags, us []render.Unit) error {
+			if len(f.merge) > 0 {
+				b, diags, err := render.MergeIgnition(us, f.ignitionOptions(), f.merge)
+				if err != nil {
+					return failure("merging into the Ignition config: %v", err)
+				}
+				if err := f.report(diags); err != nil {
+					return err
+				}
+				return write(w, b)
+			}
 			b, err := render.Ignition(us, f.ignitionOptions())
 			if err != nil {
 				return failure("building the Ignition config: %v", err)
@@ -658,9 +696,10 @@ func checkFormatFlags(c *cobra.Command, format outputFormat) error {
 
 func newRender() *cobra.Command {
 	var (
-		sf     specFlags
-		format string
-		rf     renderFlags
+		sf         specFlags
+		format     string
+		rf         renderFlags
+		mergeFiles []string
 	)
 	var help strings.Builder
 	for _, f := range outputFormats {
@@ -700,6 +739,21 @@ Nothing is written when the spec has an error.`,
 			if err := checkFormatFlags(c, of); err != nil {
 				return err
 			}
+			if len(mergeFiles) > 0 {
+				if err := render.CheckMerge(format); err != nil {
+					return invalid("%v", err)
+				}
+				for _, name := range mergeFiles {
+					mf, err := readMerge(name)
+					if err != nil {
+						return err
+					}
+					rf.merge = append(rf.merge, mf)
+				}
+				rf.report = func(diags hooks.Diagnostics) error {
+					return sf.verdict(c, strings.Join(mergeFiles, ", "), diags)
+				}
+			}
 			if of.check != nil {
 				if err := of.check(&rf); err != nil {
 					return err
@@ -720,6 +774,8 @@ Nothing is written when the spec has an error.`,
 	c.Flags().StringVar(&format, "format", outputFormats[0].name, "output format: "+orList(formatNames()))
 	// No -o: across hostprov's commands -o is --output (text or json), as
 	// kubectl and terraform users read it; render's choice is --format.
+	c.Flags().StringArrayVar(&mergeFiles, "merge", nil,
+		"merge a config of your own into the output: an Ignition or Butane config (--format ignition, butane) or a cloud-config (cloud-init); repeat it for several, merged in order")
 	c.Flags().StringVar(&rf.out, "out", "", "directory to write to, for --format dir")
 	c.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		if strings.Contains(err.Error(), "shorthand flag: 'o'") {
