@@ -387,7 +387,9 @@ func userUnitPos(f MergeFile, unit, dropin string) hooks.Position {
 	if err != nil || c.Systemd.Units == nil {
 		return hooks.Position{File: f.Name}
 	}
-	at := func(line, col int64) hooks.Position { return hooks.Position{File: f.Name, Line: int(line), Column: int(col)} }
+	at := func(line, col int64) hooks.Position {
+		return hooks.Position{File: f.Name, Line: int(line), Column: int(col)}
+	}
 	for i, u := range *c.Systemd.Units {
 		if u.Name != unit {
 			continue
