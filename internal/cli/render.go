@@ -579,6 +579,16 @@ var outputFormats = []outputFormat{
 		help:  "a #cloud-config document (--mime wraps it in a MIME message) on standard output",
 		flags: []string{"mime"},
 		write: func(w io.Writer, f *renderFlags, us []render.Unit) error {
+			if len(f.merge) > 0 {
+				b, diags, err := render.MergeCloudInit(us, render.CloudInitOptions{MIME: f.mime}, f.merge)
+				if err != nil {
+					return failure("merging into the cloud-config: %v", err)
+				}
+				if err := f.report(diags); err != nil {
+					return err
+				}
+				return write(w, b)
+			}
 			b, err := render.CloudInit(us, render.CloudInitOptions{MIME: f.mime})
 			if err != nil {
 				return failure("building the cloud-config: %v", err)

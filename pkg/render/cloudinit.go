@@ -105,6 +105,31 @@ jobs without waiting, so that a long hook does not hold up cloud-init.`
 //
 // The same units give the same bytes, every time.
 func CloudInit(us []Unit, opts CloudInitOptions) ([]byte, error) {
+	doc, err := cloudInitDoc(us)
+	if err != nil {
+		return nil, err
+	}
+	return encodeCloudConfig(doc, opts)
+}
+
+// encodeCloudConfig writes a cloud-config document's root mapping after
+// its header line, wrapped in MIME when opts ask for it.
+func encodeCloudConfig(doc *yaml.Node, opts CloudInitOptions) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(cloudConfigHeader)
+	if len(doc.Content) == 0 {
+		b.WriteString("{}\n")
+	} else if err := yamlEncode(&b, doc); err != nil {
+		return nil, err
+	}
+	if opts.MIME {
+		return CloudInitMIME(b.Bytes())
+	}
+	return b.Bytes(), nil
+}
+
+// cloudInitDoc is the root mapping of CloudInit's document.
+func cloudInitDoc(us []Unit) (*yaml.Node, error) {
 	doc := &yaml.Node{Kind: yaml.MappingNode}
 	if files := Files(us); len(files) > 0 {
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
@@ -130,17 +155,7 @@ func CloudInit(us []Unit, opts CloudInitOptions) ([]byte, error) {
 		key.HeadComment = runcmdComment
 		doc.Content = append(doc.Content, key, seq)
 	}
-	var b bytes.Buffer
-	b.WriteString(cloudConfigHeader)
-	if len(doc.Content) == 0 {
-		b.WriteString("{}\n")
-	} else if err := yamlEncode(&b, doc); err != nil {
-		return nil, err
-	}
-	if opts.MIME {
-		return CloudInitMIME(b.Bytes())
-	}
-	return b.Bytes(), nil
+	return doc, nil
 }
 
 // writeFile is one entry of write_files.
