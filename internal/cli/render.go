@@ -567,6 +567,16 @@ var outputFormats = []outputFormat{
 			return optionError(err)
 		},
 		write: func(w io.Writer, f *renderFlags, us []render.Unit) error {
+			if len(f.merge) > 0 {
+				b, diags, err := render.MergeButane(us, f.butaneOptions(), f.merge)
+				if err != nil {
+					return failure("merging into the Butane config: %v", err)
+				}
+				if err := f.report(diags); err != nil {
+					return err
+				}
+				return write(w, b)
+			}
 			b, err := render.Butane(us, f.butaneOptions())
 			if err != nil {
 				return failure("building the Butane config: %v", err)
