@@ -178,9 +178,13 @@ func userIgnition(f MergeFile, version, format string) (any, hooks.Diagnostics) 
 			"translate the config to spec 3 (Ignition 2.x configs are not read by current Ignition)")
 	}
 	if semver.New(version).LessThan(v) {
+		hint := fmt.Sprintf("render with %s --ignition-version %s, or write the config for %s", format, v, version)
+		if _, ok := ignitionParsers[v.String()]; !ok {
+			vs := IgnitionVersions()
+			hint = fmt.Sprintf("hostprov writes Ignition %s to %s: write the config for one of them", vs[0], vs[len(vs)-1])
+		}
 		return fail(ignitionPos(f, isJSON, raw, at, "ignition", "version"),
-			fmt.Sprintf("the config is Ignition %s, newer than the output's %s: Ignition cannot translate a config to an older version", v, version),
-			fmt.Sprintf("render with %s --ignition-version %s, or write the config for %s", format, v, version))
+			fmt.Sprintf("the config is Ignition %s, newer than the output's %s: Ignition cannot translate a config to an older version", v, version), hint)
 	}
 	cfg, rpt, err := ignitionParsers[version].compat(raw)
 	diags = append(diags, reportDiags(rpt, at, "Ignition")...)
@@ -472,4 +476,19 @@ func CheckMerge(format string) error {
 		return errKopsMerge
 	}
 	return fmt.Errorf("--merge is only for --format ignition, butane or cloud-init: --format %s is not instance user data", format)
+}
+
+// ValidateIgnition is Ignition's own parse and validation of a config of
+// version, as diagnostics without positions (for generated output).
+func ValidateIgnition(version string, data []byte) hooks.Diagnostics {
+	p, ok := ignitionParsers[version]
+	if !ok {
+		return hooks.Diagnostics{{Severity: hooks.Error, Message: "unknown Ignition version " + version}}
+	}
+	_, rpt, err := p.parse(data)
+	diags := reportDiags(rpt, func(int64, int64) hooks.Position { return hooks.Position{} }, "Ignition")
+	if err != nil && !diags.HasErrors(false) {
+		diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Message: "Ignition: " + err.Error()})
+	}
+	return diags
 }
