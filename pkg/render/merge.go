@@ -212,7 +212,14 @@ func ignitionPos(f MergeFile, isJSON bool, raw []byte, at func(int64, int64) hoo
 	if err != nil {
 		return hooks.Position{File: f.Name}
 	}
-	return at(n.Start())
+	line, col := n.Start()
+	// An object's or a list's marker starts after its opening bracket:
+	// point at the bracket.
+	if m := n.GetMarker(); m.StartP != nil && m.StartP.Index > 0 && int(m.StartP.Index) <= len(raw) &&
+		(raw[m.StartP.Index-1] == '{' || raw[m.StartP.Index-1] == '[') && col > 1 {
+		col--
+	}
+	return at(line, col)
 }
 
 // yamlPos is where the value at the path (map keys and list indexes) is in
@@ -272,7 +279,7 @@ func reportDiags(rpt report.Report, at func(int64, int64) hooks.Position, tool s
 		} else {
 			pos = at(0, 0)
 		}
-		diags = append(diags, hooks.Diagnostic{Severity: sev, Pos: pos, Path: e.Context.String(),
+		diags = append(diags, hooks.Diagnostic{Severity: sev, Pos: pos, Path: contextPath(e.Context),
 			Message: tool + ": " + e.Message, Hint: "fix your config: " + tool + " says so of it on its own, without hostprov's units"})
 	}
 	return diags
@@ -491,4 +498,22 @@ func ValidateIgnition(version string, data []byte) hooks.Diagnostics {
 		diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Message: "Ignition: " + err.Error()})
 	}
 	return diags
+}
+
+// contextPath is an Ignition or Butane report's path the way hostprov
+// writes paths: storage.files[0].path.
+func contextPath(c path.ContextPath) string {
+	var b strings.Builder
+	for _, e := range c.Path {
+		switch e := e.(type) {
+		case int:
+			fmt.Fprintf(&b, "[%d]", e)
+		default:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			fmt.Fprint(&b, e)
+		}
+	}
+	return b.String()
 }
