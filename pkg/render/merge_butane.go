@@ -104,6 +104,27 @@ func MergeButane(us []Unit, opts ButaneOptions, files []MergeFile) ([]byte, hook
 		if len(clashes) > 0 {
 			continue
 		}
+		// The comments at the top of the file go with its first key
+		// that is kept (variant and version are hostprov's).
+		var top []string
+		for _, c := range []string{froot.HeadComment, user.HeadComment} {
+			if c != "" {
+				top = append(top, c)
+			}
+		}
+		for i := 0; i+1 < len(user.Content); i += 2 {
+			k := user.Content[i]
+			if k.Value != "variant" && k.Value != "version" {
+				if len(top) > 0 {
+					k.HeadComment = strings.Join(append(top, k.HeadComment), "\n")
+					k.HeadComment = strings.TrimSuffix(k.HeadComment, "\n")
+				}
+				break
+			}
+			if k.HeadComment != "" {
+				top = append(top, k.HeadComment)
+			}
+		}
 		diags = append(diags, mergeButaneDoc(doc, user, f)...)
 	}
 	diags.Sort()
