@@ -195,6 +195,24 @@ func userIgnition(f MergeFile, version, format string) (any, hooks.Diagnostics) 
 		}
 		return nil, diags
 	}
+	var replace struct {
+		Ignition struct {
+			Config struct {
+				Replace struct {
+					Source *string `json:"source"`
+				} `json:"replace"`
+			} `json:"config"`
+		} `json:"ignition"`
+	}
+	if b, err := json.Marshal(cfg); err == nil && json.Unmarshal(b, &replace) == nil && replace.Ignition.Config.Replace.Source != nil {
+		pos := ignitionPos(f, isJSON, raw, at, "ignition", "config", "replace")
+		if !isJSON {
+			pos = yamlPos(f, "ignition", "config", "replace")
+		}
+		return nil, append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: pos, Path: "ignition.config.replace",
+			Message: "ignition.config.replace makes Ignition use another config instead of this one at boot, and hostprov's units would go with it",
+			Hint:    "use ignition.config.merge to add a config, or put --merge on the config that replaces it"})
+	}
 	return cfg, diags
 }
 
