@@ -124,6 +124,7 @@ func TestMergeButaneTranslates(t *testing.T) {
 		cases[name] = f
 	}
 	us := build(t, filepath.Join(mergeDir, "hooks.yaml"))
+	var digests []string
 	for name, f := range cases {
 		t.Run(name, func(t *testing.T) {
 			if butaneRefuses(t, us, f) {
@@ -145,7 +146,15 @@ func TestMergeButaneTranslates(t *testing.T) {
 			if d := cmp.Diff(jsonData(t, ign), jsonData(t, fromButane)); d != "" {
 				t.Errorf("Butane's translation of the merged Butane config differs from the merged Ignition config (-ignition +butane):\n%s", d)
 			}
+			if name != "own.bu" {
+				digests = append(digests, fmt.Sprintf("%x  %s.bu", sha256.Sum256(bu), name))
+			}
 		})
+	}
+	// The corpus's merged Butane configs, as digests (see TestMergeCorpus).
+	if len(digests) > 0 && !t.Failed() {
+		sort.Strings(digests)
+		golden.Check(t, mergeGolden("corpus-butane.sha256"), []byte(strings.Join(digests, "\n")+"\n"))
 	}
 }
 
