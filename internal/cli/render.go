@@ -541,19 +541,14 @@ var outputFormats = []outputFormat{
 			return optionError(err)
 		},
 		write: func(w io.Writer, f *renderFlags, us []render.Unit) error {
-			if len(f.merge) > 0 {
-				b, diags, err := render.MergeIgnition(us, f.ignitionOptions(), f.merge)
-				if err != nil {
-					return failure("merging into the Ignition config: %v", err)
-				}
-				if err := f.report(diags); err != nil {
-					return err
-				}
-				return write(w, b)
-			}
 			b, err := render.Ignition(us, f.ignitionOptions())
 			if err != nil {
 				return failure("building the Ignition config: %v", err)
+			}
+			if len(f.merge) > 0 {
+				return f.merged(w, "the Ignition config", func() ([]byte, hooks.Diagnostics, error) {
+					return render.MergeIgnitionConfig(b, us, f.ignitionOptions(), f.merge)
+				})
 			}
 			return write(w, b)
 		},
@@ -567,19 +562,14 @@ var outputFormats = []outputFormat{
 			return optionError(err)
 		},
 		write: func(w io.Writer, f *renderFlags, us []render.Unit) error {
-			if len(f.merge) > 0 {
-				b, diags, err := render.MergeButane(us, f.butaneOptions(), f.merge)
-				if err != nil {
-					return failure("merging into the Butane config: %v", err)
-				}
-				if err := f.report(diags); err != nil {
-					return err
-				}
-				return write(w, b)
-			}
 			b, err := render.Butane(us, f.butaneOptions())
 			if err != nil {
 				return failure("building the Butane config: %v", err)
+			}
+			if len(f.merge) > 0 {
+				return f.merged(w, "the Butane config", func() ([]byte, hooks.Diagnostics, error) {
+					return render.MergeButaneConfig(b, us, f.butaneOptions(), f.merge)
+				})
 			}
 			return write(w, b)
 		},
@@ -590,14 +580,14 @@ var outputFormats = []outputFormat{
 		flags: []string{"mime"},
 		write: func(w io.Writer, f *renderFlags, us []render.Unit) error {
 			if len(f.merge) > 0 {
-				b, diags, err := render.MergeCloudInit(us, render.CloudInitOptions{MIME: f.mime}, f.merge)
+				// Merged into the document, then wrapped.
+				b, err := render.CloudInit(us, render.CloudInitOptions{})
 				if err != nil {
-					return failure("merging into the cloud-config: %v", err)
+					return failure("building the cloud-config: %v", err)
 				}
-				if err := f.report(diags); err != nil {
-					return err
-				}
-				return write(w, b)
+				return f.merged(w, "the cloud-config", func() ([]byte, hooks.Diagnostics, error) {
+					return render.MergeCloudInitConfig(b, us, render.CloudInitOptions{MIME: f.mime}, f.merge)
+				})
 			}
 			b, err := render.CloudInit(us, render.CloudInitOptions{MIME: f.mime})
 			if err != nil {
@@ -656,6 +646,19 @@ var outputFormats = []outputFormat{
 			return nil
 		},
 	},
+}
+
+// merged writes the output merge makes of hostprov's output and the
+// --merge files, after their diagnostics; nothing when one is an error.
+func (f *renderFlags) merged(w io.Writer, what string, merge func() ([]byte, hooks.Diagnostics, error)) error {
+	b, diags, err := merge()
+	if err != nil {
+		return failure("merging into %s: %v", what, err)
+	}
+	if err := f.report(diags); err != nil {
+		return err
+	}
+	return write(w, b)
 }
 
 func (f *renderFlags) ignitionOptions() render.IgnitionOptions {

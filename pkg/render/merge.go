@@ -80,6 +80,20 @@ func MergeIgnition(us []Unit, opts IgnitionOptions, files []MergeFile) ([]byte, 
 	if err != nil {
 		return nil, nil, err
 	}
+	return MergeIgnitionConfig(own, us, opts, files)
+}
+
+// MergeIgnitionConfig is MergeIgnition into own, hostprov's Ignition
+// config of the units (and whatever else the spec puts there) at
+// opts.Version. Besides units, a path that own's storage and a file both
+// have (files, directories, links) is an error at the file's entry unless
+// the two entries are the same: Ignition's merge would let the file's
+// win silently.
+func MergeIgnitionConfig(own []byte, us []Unit, opts IgnitionOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
+	opts, err := opts.Resolve()
+	if err != nil {
+		return nil, nil, err
+	}
 	p := ignitionParsers[opts.Version]
 	merged, rpt, err := p.parse(own)
 	if err != nil || rpt.IsFatal() {
@@ -97,6 +111,11 @@ func MergeIgnition(us []Unit, opts IgnitionOptions, files []MergeFile) ([]byte, 
 			return nil, nil, err
 		}
 		diags = append(diags, checkUnitClashes(us, nu, f)...)
+		d, err = checkStorageClashes(own, cfg, f)
+		if err != nil {
+			return nil, nil, err
+		}
+		diags = append(diags, d...)
 		merged, _ = merge.MergeStructTranscribe(merged, cfg)
 	}
 	diags.Sort()
@@ -534,4 +553,78 @@ func contextPath(c path.ContextPath) string {
 		}
 	}
 	return b.String()
+}
+
+// checkStorageClashes reports each path that hostprov's config (own) and
+// a user's config both have in storage, with entries that differ.
+func checkStorageClashes(own []byte, cfg any, f MergeFile) (hooks.Diagnostics, error) {
+	type storage struct {
+		Storage map[string][]map[string]any `json:"storage"`
+	}
+	var ours, theirs storage
+	if err := json.Unmarshal(own, &ours); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, &theirs); err != nil {
+		return nil, err
+	}
+	var diags hooks.Diagnostics
+	for _, kind := range []string{"files", "directories", "links"} {
+		byPath := map[string]map[string]any{}
+		for _, e := range ours.Storage[kind] {
+			if p, ok := e["path"].(string); ok {
+				byPath[p] = e
+			}
+		}
+		for i, e := range theirs.Storage[kind] {
+			p, _ := e["path"].(string)
+			o, ok := byPath[p]
+			if !ok {
+				continue
+			}
+			x, _ := pruneEmpty(e)
+			y, _ := pruneEmpty(o)
+			xb, _ := json.Marshal(x)
+			yb, _ := json.Marshal(y)
+			if bytes.Equal(xb, yb) {
+				continue
+			}
+			isJSON := bytes.HasPrefix(bytes.TrimLeft(f.Data, " \t\r\n"), []byte("{"))
+			at := func(line, col int64) hooks.Position {
+				return hooks.Position{File: f.Name, Line: int(line), Column: int(col)}
+			}
+			pos := hooks.Position{File: f.Name}
+			if isJSON {
+				pos = ignitionPos(f, true, f.Data, at, "storage", kind, i)
+			} else if n := yamlByPath(f, kind, p); n != nil {
+				pos = hooks.Position{File: f.Name, Line: n.Line, Column: n.Column}
+			}
+			diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: pos, Path: fmt.Sprintf("storage.%s[%d]", kind, i),
+				Message: fmt.Sprintf("%s is in hostprov's spec too, as another entry: Ignition's merge would keep only yours", p),
+				Hint:    "keep the path in one place: your config or the spec"})
+		}
+	}
+	return diags, nil
+}
+
+// yamlByPath is the entry of a Butane file's storage.<kind> with the path.
+func yamlByPath(f MergeFile, kind, p string) *yaml.Node {
+	var doc yaml.Node
+	if yaml.Unmarshal(f.Data, &doc) != nil || len(doc.Content) == 0 {
+		return nil
+	}
+	list := yamlAt(doc.Content[0], "storage", kind)
+	if list == nil || list.Kind != yaml.SequenceNode {
+		return nil
+	}
+	for _, e := range list.Content {
+		if n := yamlAt(e, "path"); n != nil && n.Value == p {
+			return e
+		}
+	}
+	return nil
 }

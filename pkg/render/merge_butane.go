@@ -47,6 +47,16 @@ func MergeButane(us []Unit, opts ButaneOptions, files []MergeFile) ([]byte, hook
 	if err != nil {
 		return nil, nil, err
 	}
+	return MergeButaneConfig(own, us, opts, files)
+}
+
+// MergeButaneConfig is MergeButane into own, hostprov's Butane config of
+// the units (and whatever else the spec puts there) for opts.
+func MergeButaneConfig(own []byte, us []Unit, opts ButaneOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
+	opts, err := opts.Resolve()
+	if err != nil {
+		return nil, nil, err
+	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(own, &root); err != nil {
 		return nil, nil, err

@@ -24,12 +24,40 @@ const CloudInitMergeRule = "list(append)+dict(no_replace,recurse_list)+str()"
 // a path hostprov writes is a clash unless it is the same entry; a clash
 // is an error at both places. The output is nil when there is an error.
 func MergeCloudInit(us []Unit, opts CloudInitOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
-	doc, err := cloudInitDoc(us)
+	own, err := CloudInit(us, CloudInitOptions{})
 	if err != nil {
 		return nil, nil, err
 	}
+	return MergeCloudInitConfig(own, us, opts, files)
+}
+
+// MergeCloudInitConfig is MergeCloudInit into own, hostprov's cloud-config
+// of the units (and whatever else the spec puts there), without MIME. A
+// write_files path of own that no unit writes is a clash at hostprov's
+// spec as a whole.
+func MergeCloudInitConfig(own []byte, us []Unit, opts CloudInitOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(own, &root); err != nil {
+		return nil, nil, fmt.Errorf("hostprov's own cloud-config: %v", err)
+	}
+	doc := &yaml.Node{Kind: yaml.MappingNode}
+	if len(root.Content) > 0 && root.Content[0].Kind == yaml.MappingNode {
+		doc = root.Content[0]
+		for _, n := range []*yaml.Node{&root, doc, firstKey(doc)} {
+			if n != nil {
+				n.HeadComment = stripHeader(n.HeadComment)
+			}
+		}
+	}
 	// Where each file hostprov writes comes from.
 	byPath := map[string]Unit{}
+	if wf := yamlAt(doc, "write_files"); wf != nil {
+		for _, item := range wf.Content {
+			if p := yamlAt(item, "path"); p != nil {
+				byPath[p.Value] = Unit{Name: p.Value}
+			}
+		}
+	}
 	for _, u := range us {
 		if u.Contents != nil && !u.Mask {
 			byPath[CloudInitUnitDir+"/"+u.Name] = u
@@ -88,8 +116,12 @@ func MergeCloudInit(us []Unit, opts CloudInitOptions, files []MergeFile) ([]byte
 				if sameYAML(item, ownWriteFile(doc, p.Value)) {
 					continue
 				}
+				by := "hostprov's spec"
+				if u.Pos.File != "" {
+					by = fmt.Sprintf("hostprov too, for %s at %s (hooks[%d], %s)", u.Name, u.Pos, u.Hook, u.HookName)
+				}
 				diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: pos(p), Path: "write_files.path",
-					Message: fmt.Sprintf("%s is written by hostprov too, for %s at %s (hooks[%d], %s), with other contents or mode", p.Value, u.Name, u.Pos, u.Hook, u.HookName),
+					Message: fmt.Sprintf("%s is written by %s, with other contents or mode", p.Value, by),
 					Hint:    "a unit file belongs to the spec: add a drop-in through the hook, or drop the entry from your cloud-config"})
 			}
 			wf.Content = kept

@@ -451,3 +451,77 @@ func TestMergeCorpusClash(t *testing.T) {
 		t.Fatalf("want one clash at both places, got:\n%s\n%s", diags.Error(), out)
 	}
 }
+
+// TestMergeNothing merges no file into every golden spec's outputs: each
+// is its output as it is without --merge, byte for byte, so that merging
+// reads hostprov's own output without changing it.
+func TestMergeNothing(t *testing.T) {
+	for name, path := range goldenSpecs(t) {
+		t.Run(name, func(t *testing.T) {
+			us := build(t, path)
+			for _, pretty := range []bool{false, true} {
+				want, err := render.Ignition(us, render.IgnitionOptions{Pretty: pretty})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, diags, err := render.MergeIgnition(us, render.IgnitionOptions{Pretty: pretty}, nil)
+				noDiags(t, "MergeIgnition", diags, err)
+				if d := cmp.Diff(string(want), string(got)); d != "" {
+					t.Errorf("Ignition (pretty %v) (-want +got):\n%s", pretty, d)
+				}
+			}
+			want, err := render.Butane(us, render.ButaneOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, diags, err := render.MergeButane(us, render.ButaneOptions{}, nil)
+			noDiags(t, "MergeButane", diags, err)
+			if d := cmp.Diff(string(want), string(got)); d != "" {
+				t.Errorf("Butane (-want +got):\n%s", d)
+			}
+			want, err = render.CloudInit(us, render.CloudInitOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, diags, err = render.MergeCloudInit(us, render.CloudInitOptions{}, nil)
+			noDiags(t, "MergeCloudInit", diags, err)
+			if d := cmp.Diff(string(want), string(got)); d != "" {
+				t.Errorf("cloud-init (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestMergeStorageClashes merges into a config of hostprov's that has a
+// file of its own (as a spec's files: give): the same path in the user's
+// config, as another entry, is an error at the user's entry; the same
+// entry is not.
+func TestMergeStorageClashes(t *testing.T) {
+	own := []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/app.conf","contents":{"source":"data:,a"},"mode":420}]}}`)
+	same := render.MergeFile{Name: "same.ign", Data: []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/app.conf","contents":{"source":"data:,a"},"mode":420}]}}`)}
+	other := render.MergeFile{Name: "other.bu", Data: []byte("variant: fcos\nversion: 1.5.0\nstorage:\n  files:\n    - path: /etc/other\n    - path: /etc/app.conf\n      contents:\n        inline: b\n")}
+	out, diags, err := render.MergeIgnitionConfig(own, nil, render.IgnitionOptions{}, []render.MergeFile{same})
+	noDiags(t, "the same entry", diags, err)
+	if !strings.Contains(string(out), `"/etc/app.conf"`) {
+		t.Errorf("merged: %s", out)
+	}
+	out, diags, err = render.MergeIgnitionConfig(own, nil, render.IgnitionOptions{}, []render.MergeFile{other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "other.bu:6:7: error: storage.files[1]: /etc/app.conf is in hostprov's spec too, as another entry: Ignition's merge would keep only yours"
+	if out != nil || len(diags) != 1 || !strings.HasPrefix(diags.Error(), want) {
+		t.Errorf("want %q, got:\n%s\n%s", want, diags.Error(), out)
+	}
+
+	ci := []byte("#cloud-config\nwrite_files:\n  - path: /etc/app.conf\n    content: a\n")
+	_, diags, err = render.MergeCloudInitConfig(ci, nil, render.CloudInitOptions{},
+		[]render.MergeFile{{Name: "mine.yml", Data: []byte("#cloud-config\nwrite_files:\n  - path: /etc/app.conf\n    content: b\n")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = "mine.yml:3:11: error: write_files.path: /etc/app.conf is written by hostprov's spec, with other contents or mode"
+	if len(diags) != 1 || !strings.HasPrefix(diags.Error(), want) {
+		t.Errorf("want %q, got:\n%s", want, diags.Error())
+	}
+}
