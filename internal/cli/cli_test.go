@@ -25,9 +25,9 @@ func TestScript(t *testing.T) {
 		Dir:           "testdata/script",
 		UpdateScripts: golden.Updating(),
 		Setup: func(env *testscript.Env) error {
-			// The examples and goldens, so that scripts can render the
+			// The examples, goldens and test data, so that scripts can render the
 			// examples as users do and compare with the same goldens.
-			for name, dir := range map[string]string{"EXAMPLES": "../../examples", "GOLDEN": "../../testdata/golden"} {
+			for name, dir := range map[string]string{"EXAMPLES": "../../examples", "GOLDEN": "../../testdata/golden", "TESTDATA": "../../testdata"} {
 				abs, err := filepath.Abs(dir)
 				if err != nil {
 					return err

@@ -496,6 +496,30 @@ func readSpec(c *cobra.Command, file string) (string, []byte, error) {
 	return file, data, nil
 }
 
+// readMerge reads a --merge file, at most as much as a spec may have.
+func readMerge(name string) (render.MergeFile, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return render.MergeFile{}, invalid("--merge %s: no such file", name)
+		}
+		return render.MergeFile{}, failure("%v", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, hooks.MaxSize+1))
+	if err != nil {
+		return render.MergeFile{}, failure("reading %s: %v", name, err)
+	}
+	if len(data) > hooks.MaxSize {
+		return render.MergeFile{}, invalid("--merge %s: larger than %d bytes", name, hooks.MaxSize)
+	}
+	dir, err := filepath.Abs(filepath.Dir(name))
+	if err != nil {
+		return render.MergeFile{}, failure("%v", err)
+	}
+	return render.MergeFile{Name: name, Data: data, Dir: dir}, nil
+}
+
 func printDiags(w io.Writer, diags hooks.Diagnostics) {
 	for _, d := range diags {
 		fmt.Fprintln(w, d.String())
@@ -540,6 +564,10 @@ type renderFlags struct {
 	kopsAPIVersion  string
 	// storage is the specs' files, directories and links (specFlags.storage).
 	storage render.Storage
+	// merge are the configs of --merge, read before the spec; report
+	// prints their diagnostics and says whether to go on.
+	merge  []render.MergeFile
+	report func(diags hooks.Diagnostics) error
 }
 
 // outputFormat is one output of render. check looks at the flags before the
@@ -577,6 +605,11 @@ var outputFormats = []outputFormat{
 				}
 				return failure("building the Ignition config: %v", err)
 			}
+			if len(f.merge) > 0 {
+				return f.merged(w, "the Ignition config", func() ([]byte, hooks.Diagnostics, error) {
+					return render.MergeIgnitionConfig(b, us, f.ignitionOptions(), f.merge)
+				})
+			}
 			return write(w, b)
 		},
 	},
@@ -596,6 +629,11 @@ var outputFormats = []outputFormat{
 				}
 				return failure("building the Butane config: %v", err)
 			}
+			if len(f.merge) > 0 {
+				return f.merged(w, "the Butane config", func() ([]byte, hooks.Diagnostics, error) {
+					return render.MergeButaneConfig(b, us, f.butaneOptions(), f.merge)
+				})
+			}
 			return write(w, b)
 		},
 	},
@@ -604,6 +642,19 @@ var outputFormats = []outputFormat{
 		help:  "a #cloud-config document (--mime wraps it in a MIME message) on standard output",
 		flags: []string{"mime"},
 		write: func(w io.Writer, f *renderFlags, us []render.Unit) error {
+			if len(f.merge) > 0 {
+				// Merged into the document, then wrapped.
+				b, err := render.CloudInit(us, render.CloudInitOptions{Storage: f.storage})
+				if err != nil {
+					if storageRefused(err) {
+						return err
+					}
+					return failure("building the cloud-config: %v", err)
+				}
+				return f.merged(w, "the cloud-config", func() ([]byte, hooks.Diagnostics, error) {
+					return render.MergeCloudInitConfig(b, us, render.CloudInitOptions{MIME: f.mime, Storage: f.storage}, f.merge)
+				})
+			}
 			b, err := render.CloudInit(us, render.CloudInitOptions{MIME: f.mime, Storage: f.storage})
 			if err != nil {
 				if storageRefused(err) {
@@ -667,6 +718,19 @@ var outputFormats = []outputFormat{
 			return nil
 		},
 	},
+}
+
+// merged writes the output merge makes of hostprov's output and the
+// --merge files, after their diagnostics; nothing when one is an error.
+func (f *renderFlags) merged(w io.Writer, what string, merge func() ([]byte, hooks.Diagnostics, error)) error {
+	b, diags, err := merge()
+	if err != nil {
+		return failure("merging into %s: %v", what, err)
+	}
+	if err := f.report(diags); err != nil {
+		return err
+	}
+	return write(w, b)
 }
 
 func (f *renderFlags) ignitionOptions() render.IgnitionOptions {
@@ -765,9 +829,10 @@ func checkFormatFlags(c *cobra.Command, format outputFormat) error {
 
 func newRender() *cobra.Command {
 	var (
-		sf     specFlags
-		format string
-		rf     renderFlags
+		sf         specFlags
+		format     string
+		rf         renderFlags
+		mergeFiles []string
 	)
 	var help strings.Builder
 	for _, f := range outputFormats {
@@ -807,6 +872,21 @@ Nothing is written when the spec has an error.`,
 			if err := checkFormatFlags(c, of); err != nil {
 				return err
 			}
+			if len(mergeFiles) > 0 {
+				if err := render.CheckMerge(format); err != nil {
+					return invalid("%v", err)
+				}
+				for _, name := range mergeFiles {
+					mf, err := readMerge(name)
+					if err != nil {
+						return err
+					}
+					rf.merge = append(rf.merge, mf)
+				}
+				rf.report = func(diags hooks.Diagnostics) error {
+					return sf.verdict(c, strings.Join(mergeFiles, ", "), diags)
+				}
+			}
 			if of.check != nil {
 				if err := of.check(&rf); err != nil {
 					return err
@@ -833,6 +913,8 @@ Nothing is written when the spec has an error.`,
 	c.Flags().StringVar(&format, "format", outputFormats[0].name, "output format: "+orList(formatNames()))
 	// No -o: across hostprov's commands -o is --output (text or json), as
 	// kubectl and terraform users read it; render's choice is --format.
+	c.Flags().StringArrayVar(&mergeFiles, "merge", nil,
+		"merge a config of your own into the output: an Ignition or Butane config (--format ignition, butane) or a cloud-config (cloud-init); repeat it for several, merged in order")
 	c.Flags().StringVar(&rf.out, "out", "", "directory to write to, for --format dir")
 	c.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		if strings.Contains(err.Error(), "shorthand flag: 'o'") {

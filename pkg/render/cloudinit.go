@@ -113,6 +113,31 @@ the owners that write_files cannot set (numeric ids).`
 //
 // The same units give the same bytes, every time.
 func CloudInit(us []Unit, opts CloudInitOptions) ([]byte, error) {
+	doc, err := cloudInitDoc(us, opts)
+	if err != nil {
+		return nil, err
+	}
+	return encodeCloudConfig(doc, opts)
+}
+
+// encodeCloudConfig writes a cloud-config document's root mapping after
+// its header line, wrapped in MIME when opts ask for it.
+func encodeCloudConfig(doc *yaml.Node, opts CloudInitOptions) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(cloudConfigHeader)
+	if len(doc.Content) == 0 {
+		b.WriteString("{}\n")
+	} else if err := yamlEncode(&b, doc); err != nil {
+		return nil, err
+	}
+	if opts.MIME {
+		return CloudInitMIME(b.Bytes())
+	}
+	return b.Bytes(), nil
+}
+
+// cloudInitDoc is the root mapping of CloudInit's document.
+func cloudInitDoc(us []Unit, opts CloudInitOptions) (*yaml.Node, error) {
 	doc := &yaml.Node{Kind: yaml.MappingNode}
 	stFiles, stCmds, err := cloudInitStorage(opts.Storage)
 	if err != nil {
@@ -147,17 +172,7 @@ func CloudInit(us []Unit, opts CloudInitOptions) ([]byte, error) {
 		}
 		doc.Content = append(doc.Content, key, seq)
 	}
-	var b bytes.Buffer
-	b.WriteString(cloudConfigHeader)
-	if len(doc.Content) == 0 {
-		b.WriteString("{}\n")
-	} else if err := yamlEncode(&b, doc); err != nil {
-		return nil, err
-	}
-	if opts.MIME {
-		return CloudInitMIME(b.Bytes())
-	}
-	return b.Bytes(), nil
+	return doc, nil
 }
 
 // writeFile is one entry of write_files.

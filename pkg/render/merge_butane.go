@@ -1,0 +1,267 @@
+package render
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	butane "github.com/coreos/butane/config"
+	butanecommon "github.com/coreos/butane/config/common"
+	"github.com/coreos/go-semver/semver"
+	"gopkg.in/yaml.v3"
+
+	"github.com/hostprov/hostprov/pkg/hooks"
+)
+
+// MergeButane returns the Butane config of the units with the user's
+// Butane configs merged into it, in order. The rule:
+//
+//   - a file is a Butane config of the output's variant, at the output's
+//     version or an older one of that variant; the merged config has the
+//     output's version (Butane's versions of a variant only add fields).
+//     An Ignition config is refused: Butane embeds one with
+//     ignition.config.merge instead.
+//   - the file's keys are kept as written (styles and comments as yaml.v3
+//     reads them), after hostprov's; variant and version are hostprov's.
+//   - a unit in systemd.units that the spec makes too is one entry, in
+//     hostprov's place: the file's entry as written, with the fields only
+//     hostprov sets (contents, enabled, mask) added, and hostprov's
+//     drop-ins the file does not name added before the file's own new
+//     ones. A unit or drop-in that both make differently is an error at
+//     both places (checkUnitClashes, the rule of MergeIgnition).
+//   - other units are added after hostprov's, and any other key hostprov
+//     writes too is merged as cloud-config keys are (mappings key by key,
+//     lists appended, a different value an error).
+//
+// Butane then translates the merged config to the same Ignition config as
+// MergeIgnition makes of the same units and files translated by Butane.
+// The merged config is translated with Butane as a check (local: files
+// from the first file's directory); its errors are reported. The output is
+// nil when there is an error.
+func MergeButane(us []Unit, opts ButaneOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
+	opts, err := opts.Resolve()
+	if err != nil {
+		return nil, nil, err
+	}
+	own, err := Butane(us, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return MergeButaneConfig(own, us, opts, files)
+}
+
+// MergeButaneConfig is MergeButane into own, hostprov's Butane config of
+// the units (and whatever else the spec puts there) for opts.
+func MergeButaneConfig(own []byte, us []Unit, opts ButaneOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
+	opts, err := opts.Resolve()
+	if err != nil {
+		return nil, nil, err
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(own, &root); err != nil {
+		return nil, nil, err
+	}
+	doc := root.Content[0]
+	var diags hooks.Diagnostics
+	for _, f := range files {
+		fail := func(pos hooks.Position, msg, hint string) {
+			diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: pos, Message: msg, Hint: hint})
+		}
+		if bytes.HasPrefix(bytes.TrimLeft(f.Data, " \t\r\n"), []byte("{")) {
+			fail(hooks.Position{File: f.Name}, "an Ignition config cannot be merged into Butane output: Butane would have to rewrite it",
+				fmt.Sprintf("render --format ignition --merge %s, or name it in your own Butane config under ignition.config.merge (local: %s) and translate that with butane --files-dir", f.Name, f.Name))
+			continue
+		}
+		var froot yaml.Node
+		if err := yaml.Unmarshal(f.Data, &froot); err != nil {
+			fail(yamlErrPos(f.Name, err), "not valid YAML: "+err.Error(), "check the file with butane --strict")
+			continue
+		}
+		if len(froot.Content) == 0 || froot.Content[0].Kind != yaml.MappingNode {
+			fail(hooks.Position{File: f.Name}, "not a Butane config: a Butane config is a mapping with variant: and version:", "give --merge a Butane config")
+			continue
+		}
+		user := froot.Content[0]
+		variant, version := yamlAt(user, "variant"), yamlAt(user, "version")
+		switch {
+		case variant == nil || version == nil:
+			fail(hooks.Position{File: f.Name, Line: user.Line, Column: user.Column}, "not a Butane config: it has no variant: or no version:", "give --merge a Butane config")
+			continue
+		case variant.Value != opts.Variant:
+			fail(hooks.Position{File: f.Name, Line: variant.Line, Column: variant.Column},
+				fmt.Sprintf("the config is for variant %s, the output for %s: Butane's variants are for different systems", variant.Value, opts.Variant),
+				fmt.Sprintf("render with --variant %s, or write the config for %s", variant.Value, opts.Variant))
+			continue
+		}
+		v, verr := semver.NewVersion(version.Value)
+		if verr != nil || semver.New(opts.Version).LessThan(*v) {
+			fail(hooks.Position{File: f.Name, Line: version.Line, Column: version.Column},
+				fmt.Sprintf("the config is Butane %s %s, newer than the output's %s", variant.Value, version.Value, opts.Version),
+				fmt.Sprintf("render with --butane-version %s, or write the config for %s", version.Value, opts.Version))
+			continue
+		}
+		cfg, d := userIgnition(f, opts.IgnitionVersion, "--format butane")
+		diags = append(diags, d...)
+		if cfg == nil {
+			continue
+		}
+		nu, err := neutralUnitsOf(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		clashes := checkUnitClashes(us, nu, f)
+		diags = append(diags, clashes...)
+		if len(clashes) > 0 {
+			continue
+		}
+		// The comments at the top of the file go with its first key
+		// that is kept (variant and version are hostprov's).
+		var top []string
+		for _, c := range []string{froot.HeadComment, user.HeadComment} {
+			if c != "" {
+				top = append(top, c)
+			}
+		}
+		for i := 0; i+1 < len(user.Content); i += 2 {
+			k := user.Content[i]
+			if k.Value != "variant" && k.Value != "version" {
+				if len(top) > 0 {
+					k.HeadComment = strings.Join(append(top, k.HeadComment), "\n")
+					k.HeadComment = strings.TrimSuffix(k.HeadComment, "\n")
+				}
+				break
+			}
+			if k.HeadComment != "" {
+				top = append(top, k.HeadComment)
+			}
+		}
+		diags = append(diags, mergeButaneDoc(doc, user, f)...)
+	}
+	diags.Sort()
+	if diags.HasErrors(false) {
+		return nil, diags, nil
+	}
+	var buf bytes.Buffer
+	if err := yamlEncode(&buf, doc); err != nil {
+		return nil, nil, err
+	}
+	out := buf.Bytes()
+	dir := ""
+	if len(files) > 0 {
+		dir = files[0].Dir
+	}
+	if _, rpt, err := butane.TranslateBytes(out, butanecommon.TranslateBytesOptions{TranslateOptions: butanecommon.TranslateOptions{FilesDir: dir}}); err != nil || rpt.IsFatal() {
+		var names []string
+		for _, f := range files {
+			names = append(names, f.Name)
+		}
+		msg := strings.TrimSpace(rpt.String())
+		if err != nil && msg == "" {
+			msg = err.Error()
+		}
+		diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: strings.Join(names, ", ")},
+			Message: "Butane cannot translate the merged config: " + msg,
+			Hint:    "change your config so that, merged with hostprov's units, it translates"})
+		return nil, diags, nil
+	}
+	return out, diags, nil
+}
+
+// mergeButaneDoc merges a user's Butane document into hostprov's by the
+// rule of MergeButane; the units are checked already.
+func mergeButaneDoc(doc, user *yaml.Node, f MergeFile) hooks.Diagnostics {
+	var diags hooks.Diagnostics
+	rest := &yaml.Node{Kind: yaml.MappingNode}
+	for i := 0; i+1 < len(user.Content); i += 2 {
+		k, v := user.Content[i], user.Content[i+1]
+		switch k.Value {
+		case "variant", "version":
+			continue
+		case "systemd":
+			if v.Kind == yaml.MappingNode {
+				mergeButaneSystemd(doc, k, v)
+				continue
+			}
+		}
+		rest.Content = append(rest.Content, k, v)
+	}
+	return append(diags, mergeYAML(doc, rest, f, "")...)
+}
+
+// mergeButaneSystemd merges the user's systemd: mapping into hostprov's.
+func mergeButaneSystemd(doc, key, user *yaml.Node) {
+	own := yamlAt(doc, "systemd")
+	if own == nil {
+		doc.Content = append(doc.Content, key, user)
+		return
+	}
+	ownUnits := yamlAt(own, "units")
+	for i := 0; i+1 < len(user.Content); i += 2 {
+		k, v := user.Content[i], user.Content[i+1]
+		if k.Value != "units" || ownUnits == nil || v.Kind != yaml.SequenceNode {
+			own.Content = append(own.Content, k, v)
+			continue
+		}
+		for _, uu := range v.Content {
+			name := yamlAt(uu, "name")
+			j := -1
+			for m, hu := range ownUnits.Content {
+				if n := yamlAt(hu, "name"); name != nil && n != nil && n.Value == name.Value {
+					j = m
+				}
+			}
+			if j < 0 {
+				ownUnits.Content = append(ownUnits.Content, uu)
+				continue
+			}
+			ownUnits.Content[j] = mergeButaneUnit(ownUnits.Content[j], uu)
+		}
+	}
+}
+
+// mergeButaneUnit is the user's unit entry with what only hostprov's sets.
+func mergeButaneUnit(own, user *yaml.Node) *yaml.Node {
+	has := func(n *yaml.Node, prefix string) bool {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if strings.HasPrefix(n.Content[i].Value, prefix) {
+				return true
+			}
+		}
+		return false
+	}
+	for i := 0; i+1 < len(own.Content); i += 2 {
+		k, v := own.Content[i], own.Content[i+1]
+		switch k.Value {
+		case "name":
+		case "contents", "enabled", "mask":
+			if !has(user, k.Value) {
+				user.Content = append(user.Content, k, v)
+			}
+		case "dropins":
+			ud := yamlAt(user, "dropins")
+			if ud == nil {
+				user.Content = append(user.Content, k, v)
+				continue
+			}
+			var list []*yaml.Node
+			seen := map[string]bool{}
+			for _, d := range v.Content {
+				n := yamlAt(d, "name")
+				for _, e := range ud.Content {
+					if en := yamlAt(e, "name"); en != nil && n != nil && en.Value == n.Value {
+						d = e
+					}
+				}
+				seen[n.Value] = true
+				list = append(list, d)
+			}
+			for _, e := range ud.Content {
+				if en := yamlAt(e, "name"); en == nil || !seen[en.Value] {
+					list = append(list, e)
+				}
+			}
+			ud.Content = list
+		}
+	}
+	return user
+}

@@ -1,0 +1,228 @@
+package render
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/hostprov/hostprov/pkg/hooks"
+)
+
+// CloudInitMergeRule is the rule MergeCloudInit merges by, in cloud-init's
+// own merge_how syntax: mappings merged key by key and recursively, lists
+// appended (hostprov's items first, then the file's), and a value both set
+// to something else is a clash (cloud-init's no_replace would keep
+// hostprov's silently; hostprov says so instead).
+const CloudInitMergeRule = "list(append)+dict(no_replace,recurse_list)+str()"
+
+// MergeCloudInit returns the cloud-config of the units with the user's
+// cloud-configs merged into it, in order, by CloudInitMergeRule: the
+// file's keys as written (comments and styles kept, as yaml.v3 reads
+// them), write_files and runcmd after hostprov's. A write_files entry for
+// a path hostprov writes is a clash unless it is the same entry; a clash
+// is an error at both places. The output is nil when there is an error.
+func MergeCloudInit(us []Unit, opts CloudInitOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
+	own, err := CloudInit(us, CloudInitOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	return MergeCloudInitConfig(own, us, opts, files)
+}
+
+// MergeCloudInitConfig is MergeCloudInit into own, hostprov's cloud-config
+// of the units (and whatever else the spec puts there), without MIME. A
+// write_files path of own that no unit writes is a clash at hostprov's
+// spec as a whole.
+func MergeCloudInitConfig(own []byte, us []Unit, opts CloudInitOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(own, &root); err != nil {
+		return nil, nil, fmt.Errorf("hostprov's own cloud-config: %v", err)
+	}
+	doc := &yaml.Node{Kind: yaml.MappingNode}
+	if len(root.Content) > 0 && root.Content[0].Kind == yaml.MappingNode {
+		doc = root.Content[0]
+		for _, n := range []*yaml.Node{&root, doc, firstKey(doc)} {
+			if n != nil {
+				n.HeadComment = stripHeader(n.HeadComment)
+			}
+		}
+	}
+	// Where each file hostprov writes comes from.
+	byPath := map[string]Unit{}
+	if wf := yamlAt(doc, "write_files"); wf != nil {
+		for _, item := range wf.Content {
+			if p := yamlAt(item, "path"); p != nil {
+				byPath[p.Value] = Unit{Name: p.Value}
+			}
+		}
+	}
+	for _, u := range us {
+		if u.Contents != nil && !u.Mask {
+			byPath[CloudInitUnitDir+"/"+u.Name] = u
+		}
+		for _, d := range u.Dropins {
+			byPath[CloudInitUnitDir+"/"+u.Name+".d/"+d.Name] = u
+		}
+	}
+	var diags hooks.Diagnostics
+	for _, f := range files {
+		pos := func(n *yaml.Node) hooks.Position { return hooks.Position{File: f.Name, Line: n.Line, Column: n.Column} }
+		if !bytes.HasPrefix(f.Data, []byte("#cloud-config")) {
+			diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: f.Name, Line: 1, Column: 1},
+				Message: "not a cloud-config: its first line is not #cloud-config",
+				Hint:    "start the file with the line #cloud-config (a MIME message or a script cannot be merged)"})
+			continue
+		}
+		var root yaml.Node
+		if err := yaml.Unmarshal(f.Data, &root); err != nil {
+			diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: yamlErrPos(f.Name, err),
+				Message: "not valid YAML: " + err.Error(), Hint: "check the file with cloud-init schema -c FILE"})
+			continue
+		}
+		if len(root.Content) == 0 {
+			continue // only the header: nothing to merge
+		}
+		user := root.Content[0]
+		// The header line is a comment to YAML: it goes with whichever
+		// node yaml.v3 hangs the first comments on, and hostprov's own
+		// header is written already.
+		for _, n := range []*yaml.Node{&root, user, firstKey(user)} {
+			if n != nil {
+				n.HeadComment = stripHeader(n.HeadComment)
+			}
+		}
+		if user.Kind != yaml.MappingNode {
+			diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: pos(user),
+				Message: "a cloud-config is a mapping of module keys", Hint: "write keys such as write_files:, users:, packages:"})
+			continue
+		}
+		// write_files entries for paths hostprov writes: identical ones
+		// are dropped, others are clashes.
+		if wf := yamlAt(user, "write_files"); wf != nil && wf.Kind == yaml.SequenceNode {
+			kept := wf.Content[:0:0]
+			for _, item := range wf.Content {
+				p := yamlAt(item, "path")
+				if p == nil || p.Kind != yaml.ScalarNode {
+					kept = append(kept, item)
+					continue
+				}
+				u, ours := byPath[p.Value]
+				if !ours {
+					kept = append(kept, item)
+					continue
+				}
+				if sameYAML(item, ownWriteFile(doc, p.Value)) {
+					continue
+				}
+				by := "hostprov's spec"
+				if u.Pos.File != "" {
+					by = fmt.Sprintf("hostprov too, for %s at %s (hooks[%d], %s)", u.Name, u.Pos, u.Hook, u.HookName)
+				}
+				diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: pos(p), Path: "write_files.path",
+					Message: fmt.Sprintf("%s is written by %s, with other contents or mode", p.Value, by),
+					Hint:    "a unit file belongs to the spec: add a drop-in through the hook, or drop the entry from your cloud-config"})
+			}
+			wf.Content = kept
+		}
+		diags = append(diags, mergeYAML(doc, user, f, "")...)
+	}
+	diags.Sort()
+	if diags.HasErrors(false) {
+		return nil, diags, nil
+	}
+	out, err := encodeCloudConfig(doc, opts)
+	return out, diags, err
+}
+
+// ownWriteFile is hostprov's write_files entry for path.
+func ownWriteFile(doc *yaml.Node, path string) *yaml.Node {
+	wf := yamlAt(doc, "write_files")
+	if wf == nil {
+		return nil
+	}
+	for _, item := range wf.Content {
+		if p := yamlAt(item, "path"); p != nil && p.Value == path {
+			return item
+		}
+	}
+	return nil
+}
+
+// sameYAML reports whether two nodes hold the same data.
+func sameYAML(a, b *yaml.Node) bool {
+	if a == nil || b == nil {
+		return false
+	}
+	var x, y any
+	if a.Decode(&x) != nil || b.Decode(&y) != nil {
+		return false
+	}
+	return yamlDump(x) == yamlDump(y)
+}
+
+func yamlDump(v any) string {
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// mergeYAML merges the mapping from into into by CloudInitMergeRule.
+func mergeYAML(into, from *yaml.Node, f MergeFile, prefix string) hooks.Diagnostics {
+	var diags hooks.Diagnostics
+	for i := 0; i+1 < len(from.Content); i += 2 {
+		k, v := from.Content[i], from.Content[i+1]
+		key := prefix + k.Value
+		j := -1
+		for m := 0; m+1 < len(into.Content); m += 2 {
+			if into.Content[m].Value == k.Value {
+				j = m
+			}
+		}
+		if j < 0 {
+			into.Content = append(into.Content, k, v)
+			continue
+		}
+		have := into.Content[j+1]
+		switch {
+		case have.Kind == yaml.MappingNode && v.Kind == yaml.MappingNode:
+			diags = append(diags, mergeYAML(have, v, f, key+".")...)
+		case have.Kind == yaml.SequenceNode && v.Kind == yaml.SequenceNode:
+			have.Content = append(have.Content, v.Content...)
+		case sameYAML(have, v):
+		default:
+			diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: f.Name, Line: v.Line, Column: v.Column}, Path: key,
+				Message: fmt.Sprintf("%s is set by hostprov's output (or an earlier --merge file) to something else, which cloud-init would not merge", key),
+				Hint:    "set " + strings.TrimPrefix(key, ".") + " in one place only"})
+		}
+	}
+	return diags
+}
+
+// yamlErrPos is the line of a yaml.v3 error ("yaml: line 3: ..."), or the
+// file alone.
+func yamlErrPos(file string, err error) hooks.Position {
+	var line int
+	if _, e := fmt.Sscanf(strings.TrimPrefix(err.Error(), "yaml: "), "line %d:", &line); e == nil {
+		return hooks.Position{File: file, Line: line}
+	}
+	return hooks.Position{File: file}
+}
+
+func firstKey(n *yaml.Node) *yaml.Node {
+	if n.Kind != yaml.MappingNode || len(n.Content) == 0 {
+		return nil
+	}
+	return n.Content[0]
+}
+
+// stripHeader drops a leading #cloud-config line from a comment.
+func stripHeader(c string) string {
+	if rest, ok := strings.CutPrefix(c, "#cloud-config"); ok && (rest == "" || rest[0] == '\n') {
+		return strings.TrimLeft(rest, "\n")
+	}
+	return c
+}
