@@ -58,7 +58,7 @@ func noDiags(t *testing.T, what string, diags hooks.Diagnostics, err error) {
 // TestMergeGolden merges the user's own configs of testdata/merge into the
 // spec there, for every output, and compares with the goldens.
 func TestMergeGolden(t *testing.T) {
-	us := build(t, filepath.Join(mergeDir, "hooks.yaml"))
+	us := mergeSpec(t)
 	for _, name := range []string{"own.ign", "own.bu"} {
 		t.Run(name, func(t *testing.T) {
 			out, diags, err := render.MergeIgnition(us, render.IgnitionOptions{Pretty: true}, []render.MergeFile{mergeFile(t, filepath.Join(mergeDir, name))})
@@ -85,7 +85,7 @@ func TestMergeGolden(t *testing.T) {
 // places, for every output, that every one is reported, and that nothing
 // is returned.
 func TestMergeClashes(t *testing.T) {
-	us := build(t, filepath.Join(mergeDir, "hooks.yaml"))
+	us := mergeSpec(t)
 	run := map[string]func([]render.MergeFile) ([]byte, hooks.Diagnostics, error){
 		"ignition": func(fs []render.MergeFile) ([]byte, hooks.Diagnostics, error) {
 			return render.MergeIgnition(us, render.IgnitionOptions{}, fs)
@@ -123,7 +123,7 @@ func TestMergeButaneTranslates(t *testing.T) {
 	for name, f := range corpusButane(t) {
 		cases[name] = f
 	}
-	us := build(t, filepath.Join(mergeDir, "hooks.yaml"))
+	us := mergeSpec(t)
 	var digests []string
 	for name, f := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -168,7 +168,7 @@ func TestMergeButaneTranslates(t *testing.T) {
 // copying corpus text into the project.
 func TestMergeCorpus(t *testing.T) {
 	bus := corpusButane(t)
-	us := build(t, filepath.Join(mergeDir, "hooks.yaml"))
+	us := mergeSpec(t)
 	var digests []string
 	for name, f := range bus {
 		t.Run(name, func(t *testing.T) {
@@ -381,7 +381,7 @@ func TestMergeIgnitionApply(t *testing.T) {
 	if _, err := exec.LookPath("systemctl"); err != nil {
 		sdtool.Unavailable(t, "systemctl not found (Debian package systemd)")
 	}
-	us := build(t, filepath.Join(mergeDir, "hooks.yaml"))
+	us := mergeSpec(t)
 	ign, diags, err := render.MergeIgnition(us, render.IgnitionOptions{}, []render.MergeFile{mergeFile(t, filepath.Join(mergeDir, "own.ign"))})
 	noDiags(t, "MergeIgnition", diags, err)
 	m := newIgnitionMachine(t)
@@ -524,4 +524,19 @@ func TestMergeStorageClashes(t *testing.T) {
 	if len(diags) != 1 || !strings.HasPrefix(diags.Error(), want) {
 		t.Errorf("want %q, got:\n%s", want, diags.Error())
 	}
+}
+
+// mergeSpec builds the merge tests' spec under its own name, so that the
+// messages of clashes name it as a user's spec file would.
+func mergeSpec(t *testing.T) []render.Unit {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(mergeDir, "hooks.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	us, diags := render.Build("hooks.yaml", data)
+	if len(diags) > 0 {
+		t.Fatalf("the merge spec must render without any diagnostic:\n%v", diags.Error())
+	}
+	return us
 }
