@@ -65,26 +65,36 @@ func TestParseNastyInputs(t *testing.T) {
 	for i := 1; i < 100; i++ {
 		bomb.WriteString("- {name: b, exec: [x], pre: *b}\n")
 	}
+	// Files under files, deep: each is below the last, so each is
+	// reported, but once, and every ancestor walk is as short as a path.
+	var deepFiles strings.Builder
+	deepFiles.WriteString(header + "- name: a\n  files:\n")
+	for i, p := 0, ""; i < 2000; i++ {
+		p += "/d"
+		deepFiles.WriteString("  - {path: " + p + ", contents: x}\n")
+	}
 	inputs := map[string]string{
-		"alias amplification":  bomb.String(),
-		"binary garbage":       string(garbage),
-		"NUL bytes":            "apiVersion: \x00\x00\n",
-		"invalid UTF-8":        header + "- name: \xff\xfe\n",
-		"deep flow nesting":    header + "- name: a\n  exec: " + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + "\n",
-		"deep block nesting":   header + "- name: a\n  env:\n" + deepMap(2000),
-		"deep list in pre":     header + "- name: a\n  pre: [[[[[[[[x]]]]]]]]\n",
-		"huge list":            hugeList.String(),
-		"many duplicate hooks": manyHooks.String(),
-		"billion laughs":       laughs + header + "- name: a\n  exec: *h\n  pre: *h\n  env: *h\n  directives: {Unit: *h}\n",
-		"self alias":           header + "- &h\n  name: a\n  exec: [/bin/true]\n  dropins: [*h]\n  pre: [*h]\n",
-		"alias to a hook list": "apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks: &l\n- name: a\n  exec: [/bin/true]\n  pre: *l\n",
-		"only a scalar":        "hello\n",
-		"CRLF line endings":    strings.ReplaceAll(header+"- name: a\n  manifest: |\n    A=1\n    [X]\n", "\n", "\r\n"),
-		"unicode line breaks":  header + "- name: a\u2028  exec: [x]\n",
-		"block scalar at EOF":  header + "- name: a\n  manifest: |",
-		"folded edge":          header + "- name: a\n  manifest: >2-\n\n\n      x\n\t\n    y\n",
-		"many documents":       strings.Repeat("---\na: 1\n", 1000),
-		"weird keys":           header + "- name: a\n  ? [a, b]\n  : 1\n  ? {a: b}\n  : 2\n  ~: 3\n  !!binary aGk=: 4\n",
+		"files under files":     deepFiles.String(),
+		"files through aliases": header + "- name: a\n  files: &f [{path: /a, contents: x}]\n- name: b\n  files: *f\n  links: [{path: /a/b, target: *f}]\n",
+		"alias amplification":   bomb.String(),
+		"binary garbage":        string(garbage),
+		"NUL bytes":             "apiVersion: \x00\x00\n",
+		"invalid UTF-8":         header + "- name: \xff\xfe\n",
+		"deep flow nesting":     header + "- name: a\n  exec: " + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + "\n",
+		"deep block nesting":    header + "- name: a\n  env:\n" + deepMap(2000),
+		"deep list in pre":      header + "- name: a\n  pre: [[[[[[[[x]]]]]]]]\n",
+		"huge list":             hugeList.String(),
+		"many duplicate hooks":  manyHooks.String(),
+		"billion laughs":        laughs + header + "- name: a\n  exec: *h\n  pre: *h\n  env: *h\n  directives: {Unit: *h}\n",
+		"self alias":            header + "- &h\n  name: a\n  exec: [/bin/true]\n  dropins: [*h]\n  pre: [*h]\n",
+		"alias to a hook list":  "apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks: &l\n- name: a\n  exec: [/bin/true]\n  pre: *l\n",
+		"only a scalar":         "hello\n",
+		"CRLF line endings":     strings.ReplaceAll(header+"- name: a\n  manifest: |\n    A=1\n    [X]\n", "\n", "\r\n"),
+		"unicode line breaks":   header + "- name: a\u2028  exec: [x]\n",
+		"block scalar at EOF":   header + "- name: a\n  manifest: |",
+		"folded edge":           header + "- name: a\n  manifest: >2-\n\n\n      x\n\t\n    y\n",
+		"many documents":        strings.Repeat("---\na: 1\n", 1000),
+		"weird keys":            header + "- name: a\n  ? [a, b]\n  : 1\n  ? {a: b}\n  : 2\n  ~: 3\n  !!binary aGk=: 4\n",
 	}
 	for name, src := range inputs {
 		t.Run(name, func(t *testing.T) {
@@ -118,6 +128,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(whereSrc))
 	f.Add([]byte(header + "- name: a\n  exec: /bin/echo hi\n  enabled: yes\n  env: {A-B: 1, A-B: 2}\n"))
 	f.Add([]byte(header + "- name: x.timer\n  mask: true\n  manifest: >\n    a\n\n    [B]\n"))
+	f.Add([]byte(header + "- name: a\n  files: [{path: /a, mode: 420, local: ../x, verification: {hash: sha1-x}}]\n  links: [{path: /a/b, target: c, hard: true}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		spec, diags := Parse("f.yaml", data)
 		checkWellFormed(t, spec, diags)

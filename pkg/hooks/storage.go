@@ -335,12 +335,19 @@ func (d *decoder) verification(v value) string {
 // mode decodes permission bits written in octal: 0644, "0644" or 0o644.
 func (d *decoder) mode(v value, def uint32) *uint32 {
 	n := v.node
-	if n.Kind != yaml.ScalarNode || isNull(n) {
-		d.str(v, false) // reports what it is
+	example := fmt.Sprintf("%04o", def)
+	switch {
+	case isNull(n):
+		d.noValue(v, "write the mode in octal, such as mode: "+example+", or remove the line for "+example)
+		return nil
+	case n.Kind != yaml.ScalarNode:
+		d.add(Error, v.pos, v.path, fmt.Sprintf("mode must be an octal number, not %s", yamlnode.KindName(n)), "write it such as mode: "+example)
+		return nil
+	case !knownScalarTag(n):
+		d.str(v, false) // reports the tag
 		return nil
 	}
 	s := n.Value
-	example := fmt.Sprintf("%04o", def)
 	switch {
 	case octalRE.MatchString(s):
 		m, err := strconv.ParseUint(strings.TrimPrefix(s, "0o"), 8, 32)

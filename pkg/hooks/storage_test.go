@@ -70,6 +70,10 @@ func TestParseStorageDiagnostics(t *testing.T) {
 			[]want{{"6:45", "hooks[0].files[0].mode", "not octal", "write mode: 0644", Error}}},
 		{"symbolic mode", svc + "  directories: [{path: /a, mode: u+rwx}]\n",
 			[]want{{"6:34", "hooks[0].directories[0].mode", "not an octal number", "0755", Error}}},
+		{"mode as a list", svc + "  directories: [{path: /a, mode: [7, 5, 5]}]\n",
+			[]want{{"6:34", "hooks[0].directories[0].mode", "mode must be an octal number, not a list", "mode: 0755", Error}}},
+		{"mode without a value", svc + "  files: [{path: /a, contents: x, mode: }]\n",
+			[]want{{"6:35", "hooks[0].files[0].mode", "mode has no value", "0644", Error}}},
 		{"mode too large", svc + "  directories: [{path: /a, mode: 017777}]\n",
 			[]want{{"6:34", "hooks[0].directories[0].mode", "more than 07777", "", Error}}},
 
