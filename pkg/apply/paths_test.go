@@ -548,3 +548,18 @@ func TestPathsSets(t *testing.T) {
 		t.Errorf("pruning set b: /etc/b gone %v, /etc/shared gone %v", n.gone("/etc/b"), n.gone("/etc/shared"))
 	}
 }
+
+// A path whose kind the spec changes (a file, now a link) is a conflict
+// that says how to get there, not drift.
+func TestPathsKindChange(t *testing.T) {
+	needRoot(t)
+	n := newNode(t)
+	n.mustApplyStorage("- name: a\n  files: [{path: /etc/a, contents: x}]\n")
+	p, err := n.planStorage("- name: a\n  links: [{path: /etc/a, target: /etc/b}]\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Conflicts) != 1 || !strings.Contains(p.Conflicts[0].Message, "hostprov placed a file here, and the spec now has a link") {
+		t.Errorf("conflicts = %v", p.Conflicts)
+	}
+}
