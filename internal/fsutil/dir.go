@@ -394,8 +394,14 @@ func modeBits(perm os.FileMode) uint32 {
 // SetOwnerMode gives d itself the owner (when set) and then the mode perm.
 func (d *Dir) SetOwnerMode(owner *Owner, perm os.FileMode) error {
 	if owner != nil {
-		if err := unix.Fchown(d.fd, owner.UID, owner.GID); err != nil {
-			return &fs.PathError{Op: "chown", Path: d.path, Err: err}
+		var st unix.Stat_t
+		if err := unix.Fstat(d.fd, &st); err != nil {
+			return &fs.PathError{Op: "stat", Path: d.path, Err: err}
+		}
+		if int(st.Uid) != owner.UID || int(st.Gid) != owner.GID {
+			if err := unix.Fchown(d.fd, owner.UID, owner.GID); err != nil {
+				return &fs.PathError{Op: "chown", Path: d.path, Err: err}
+			}
 		}
 	}
 	if err := unix.Fchmod(d.fd, modeBits(perm)); err != nil {
@@ -461,14 +467,14 @@ func (d *Dir) commitTemp(tmp, name string, owner *Owner) (uint64, error) {
 		unix.Unlinkat(d.fd, tmp, 0)
 		return 0, &fs.PathError{Op: op, Path: d.Join(name), Err: err}
 	}
-	if owner != nil {
-		if err := unix.Fchownat(d.fd, tmp, owner.UID, owner.GID, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return fail("chown", err)
-		}
-	}
 	var st unix.Stat_t
 	if err := unix.Fstatat(d.fd, tmp, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return fail("lstat", err)
+	}
+	if owner != nil && (int(st.Uid) != owner.UID || int(st.Gid) != owner.GID) {
+		if err := unix.Fchownat(d.fd, tmp, owner.UID, owner.GID, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return fail("chown", err)
+		}
 	}
 	killpoint.At("rename")
 	if err := unix.Renameat(d.fd, tmp, d.fd, name); err != nil {

@@ -150,18 +150,20 @@ func (b *Batch) prepare(files []File) error {
 		}
 		// The file is created through the umask; set its mode before
 		// the rename so that it is never visible with the wrong one.
-		if file.Owner != nil {
-			if err := unix.Fchown(fd, file.Owner.UID, file.Owner.GID); err != nil {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return pathError("stat", file.Path(), err)
+		}
+		// Only when the owner differs: a file created by its owner
+		// needs no privilege to keep it.
+		if o := file.Owner; o != nil && (int(st.Uid) != o.UID || int(st.Gid) != o.GID) {
+			if err := unix.Fchown(fd, o.UID, o.GID); err != nil {
 				return pathError("chown", file.Path(), err)
 			}
 		}
 		// After the chown, which clears the set-id bits.
 		if err := unix.Fchmod(fd, uint32(modeBits(file.Perm))); err != nil {
 			return pathError("chmod", file.Path(), err)
-		}
-		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil {
-			return pathError("stat", file.Path(), err)
 		}
 		b.inodes = append(b.inodes, st.Ino)
 	}

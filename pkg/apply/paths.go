@@ -387,6 +387,10 @@ func (p *planner) planPath(n nodeFS, pc *pathChange) (FileChange, *PathState, er
 	if w.bad != "" {
 		return conflict(w.bad)
 	}
+	if prev != nil && prev.Kind != want.Kind && !(prev.Parent && want.Kind == KindDirectory) {
+		return conflict(fmt.Sprintf("hostprov placed a %s here, and the spec now has a %s: apply the spec without this entry once (which removes the %s), then with it",
+			prev.Kind, want.Kind, prev.Kind))
+	}
 	if prev != nil && p.otherSet != nil && p.otherSet(prev.Set) {
 		return conflict(fmt.Sprintf("spec set %s places it (hook %s, %s), but spec set %s owns it (hook %s, as last applied): a path belongs to one set; remove it from one of them",
 			orDash(want.set), want.Hook, orDash(want.Where), prev.Set, orDash(prev.Hook)))

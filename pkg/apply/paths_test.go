@@ -213,6 +213,7 @@ func TestPathsLifecycle(t *testing.T) {
 // A file edited on disk is drift: kept and reported, overwritten with
 // --force; pruning keeps it too.
 func TestPathsDrift(t *testing.T) {
+	needRoot(t)
 	n := newNode(t)
 	spec := "- name: conf\n  files: [{path: /etc/conf.d/a, contents: \"one\\n\"}]\n"
 	n.mustApplyStorage(spec)
@@ -245,6 +246,7 @@ func warnings(p *apply.Plan) []string {
 // A file that hostprov did not write is a conflict; overwrite: true
 // replaces it, records what it replaced, and pruning leaves it in place.
 func TestPathsOverwrite(t *testing.T) {
+	needRoot(t)
 	n := newNode(t)
 	n.writeNode("/etc/motd", "the user's\n")
 	spec := "- name: motd\n  files: [{path: /etc/motd, contents: \"hostprov's\\n\"}]\n"
@@ -321,6 +323,7 @@ func TestPathsUnknownUser(t *testing.T) {
 // anything is written: a wrong hash writes nothing, not even the other
 // files of the plan; s3:// is refused with a hint.
 func TestPathsSource(t *testing.T) {
+	needRoot(t)
 	body := []byte("#!/bin/sh\necho downloaded\n")
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/tool" {
@@ -408,6 +411,7 @@ func TestStateVersions(t *testing.T) {
 // A hard link is the file it links to; when that file is rewritten (a new
 // inode, since files are replaced by rename), the link is made again.
 func TestPathsHardLink(t *testing.T) {
+	needRoot(t)
 	n := newNode(t)
 	spec := "- name: tool\n  files: [{path: /opt/tool/bin, contents: \"v1\\n\", mode: 0755}]\n  links: [{path: /usr/bin/tool, target: /opt/tool/bin, hard: true}, {path: /etc/tool, target: /opt/tool}]\n"
 	n.mustApplyStorage(spec)
@@ -448,6 +452,7 @@ func TestPathsHardLink(t *testing.T) {
 // end, leave the node as the spec says, every path recorded, and no
 // temporary file beside them.
 func TestPathsCrash(t *testing.T) {
+	needRoot(t)
 	const v1 = "- name: app\n  exec: [/usr/bin/app]\n  files: [{path: /etc/app/a, contents: \"1\\n\"}, {path: /etc/app/b, contents: \"1\\n\"}]\n  links: [{path: /etc/app/l, target: a}]\n"
 	v2 := strings.ReplaceAll(v1, `"1\n"`, `"2\n"`) + "  directories: [{path: /srv/app}]\n"
 	planted := 0
@@ -502,6 +507,7 @@ func interrupted(st *apply.State) bool {
 // A path that another spec set owns is a conflict of the set that places
 // it too, and pruning one set leaves the other's paths alone.
 func TestPathsSets(t *testing.T) {
+	needRoot(t)
 	n := newNode(t)
 	set := func(name, hooksYAML string) apply.SpecSet {
 		data := []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n" + hooksYAML)
@@ -540,5 +546,20 @@ func TestPathsSets(t *testing.T) {
 	applySets(set("b", " []\n"))
 	if !n.gone("/etc/b") || n.gone("/etc/shared") {
 		t.Errorf("pruning set b: /etc/b gone %v, /etc/shared gone %v", n.gone("/etc/b"), n.gone("/etc/shared"))
+	}
+}
+
+// A path whose kind the spec changes (a file, now a link) is a conflict
+// that says how to get there, not drift.
+func TestPathsKindChange(t *testing.T) {
+	needRoot(t)
+	n := newNode(t)
+	n.mustApplyStorage("- name: a\n  files: [{path: /etc/a, contents: x}]\n")
+	p, err := n.planStorage("- name: a\n  links: [{path: /etc/a, target: /etc/b}]\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Conflicts) != 1 || !strings.Contains(p.Conflicts[0].Message, "hostprov placed a file here, and the spec now has a link") {
+		t.Errorf("conflicts = %v", p.Conflicts)
 	}
 }

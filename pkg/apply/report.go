@@ -3,6 +3,8 @@ package apply
 import (
 	"context"
 	"fmt"
+	"path"
+	"slices"
 	"time"
 
 	"github.com/hostprov/hostprov/pkg/render"
@@ -243,7 +245,59 @@ func Report(ctx context.Context, sd Systemd, st *State, opts Options) ([]UnitRep
 		}
 		out = append(out, r)
 	}
+	if err := reportPaths(out, st, opts); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// reportPaths adds the files, directories and links of each hook to the
+// report of the hook's first unit, so that their drift shows and counts as
+// the unit files' does. The paths of a hook without a unit are not
+// reported, nor the parents hostprov made.
+func reportPaths(out []UnitReport, st *State, opts Options) error {
+	if len(st.Paths) == 0 {
+		return nil
+	}
+	n := newNodeFS(opts)
+	for _, sp := range st.Paths {
+		if sp.Parent || sp.Hook == "" {
+			continue
+		}
+		i := slices.IndexFunc(out, func(r UnitReport) bool { return r.Hook == sp.Hook })
+		if i < 0 {
+			continue
+		}
+		fr := FileReport{Path: sp.Path, SHA256: orDefault(sp.SHA256, sp.Next), State: "ok"}
+		w, err := n.walk(sp.Path)
+		if err != nil {
+			return err
+		}
+		var cur onDisk
+		if w.dir != nil {
+			cur, err = look(w.dir, path.Base(sp.Path))
+			w.dir.Close()
+			if err != nil {
+				return err
+			}
+		}
+		switch {
+		case w.bad != "":
+			fr.State = "drift"
+		case !cur.exists:
+			fr.State = "missing"
+		case sp.Kind == KindFile && (!cur.isFile() || !sp.owns(cur.hash)),
+			sp.Kind == KindDirectory && !cur.isDir(),
+			sp.Kind == KindLink && !sp.Hard && (!cur.isLink() || cur.link != sp.Target),
+			sp.Kind == KindLink && sp.Hard && cur.st.Ino != sp.Inode:
+			fr.State = "drift"
+		}
+		if fr.State != "ok" {
+			out[i].Drift = true
+		}
+		out[i].Files = append(out[i].Files, fr)
+	}
+	return nil
 }
 
 // exitPhrase says how a process ended, from its CLD_* code and status.
