@@ -447,7 +447,7 @@ func TestMergeCorpusClash(t *testing.T) {
 		t.Fatal(err)
 	}
 	if out != nil || len(diags) != 1 || diags[0].Pos.Line == 0 ||
-		!strings.Contains(diags[0].Message, "create-swapfile.service is made by hostprov's spec too, at hostprov.yaml:") {
+		!strings.Contains(diags[0].Message, "create-swapfile.service is made by hostprov's spec too, at ../../examples/swap/hostprov.yaml:8:3") {
 		t.Fatalf("want one clash at both places, got:\n%s\n%s", diags.Error(), out)
 	}
 }
