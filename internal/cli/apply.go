@@ -264,6 +264,7 @@ With --detailed-exitcode the exit code says the outcome, as Terraform's does:
 			return err
 		},
 	}
+	sf.noAccounts = "hostprov apply does not create users or groups yet"
 	sf.register(c)
 	nf.register(c)
 	cf.register(c)
@@ -476,6 +477,7 @@ to finish. A second signal ends hostprov at once.`,
 			}
 		},
 	}
+	sf.noAccounts = "hostprov apply does not create users or groups yet"
 	sf.register(c)
 	nf.register(c)
 	nf.registerTimeout(c)

@@ -87,7 +87,7 @@ paste by hand, use hostprov render --format kops.`,
 			return nil
 		},
 	}
-	sf.noStorage = "a kops hook is a unit and nothing else: it cannot carry files, directories or links"
+	sf.noStorage = "a kops hook is a unit and nothing else: it cannot carry files, directories, links, users or groups"
 	c.Flags().StringArrayVarP(&sf.files, "file", "f", []string{"hostprov.yaml"}, `hostprov hook spec to render ("-" for standard input)`)
 	c.Flags().BoolVar(&sf.strict, "strict", false, "treat warnings as errors")
 	c.Flags().StringVar(&cluster, "cluster", "", "kops manifest to write into (Cluster and InstanceGroup documents)")

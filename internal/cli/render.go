@@ -52,6 +52,9 @@ type specFlags struct {
 	// files, directories and links ask; build refuses each of them,
 	// at its place, with it.
 	noStorage string
+	// noAccounts, when set, says why the command cannot create a spec's
+	// users and groups; build refuses each of them, at its place.
+	noAccounts string
 }
 
 func (f *specFlags) register(c *cobra.Command) {
@@ -247,7 +250,31 @@ func (f *specFlags) addStorage(st render.Storage, claimed map[string]hooks.Posit
 			f.storage.Links = append(f.storage.Links, x)
 		}
 	}
-	return diags
+	if f.noAccounts != "" && f.noStorage == "" {
+		for _, x := range st.Groups {
+			diags = append(diags, accountRefused(f.noAccounts, "group", x.Name, x.Pos))
+		}
+		for _, x := range st.Users {
+			diags = append(diags, accountRefused(f.noAccounts, "user", x.Name, x.Pos))
+		}
+		return diags
+	}
+	if f.noStorage != "" {
+		for _, x := range st.Groups {
+			check("group", x.Name, x.Pos)
+		}
+		for _, x := range st.Users {
+			check("user", x.Name, x.Pos)
+		}
+		return diags
+	}
+	return append(diags, f.storage.AddAccounts(st)...)
+}
+
+// accountRefused refuses a user or group that the command cannot create.
+func accountRefused(why, kind, name string, pos hooks.Position) hooks.Diagnostic {
+	return hooks.Diagnostic{Severity: hooks.Error, Pos: pos, Message: fmt.Sprintf("%s %s: %s", kind, name, why),
+		Hint: "render the spec into user data with --format ignition, butane or cloud-init, which create users and groups at boot, or create the account on the node first"}
 }
 
 // specDir is the absolute directory of -d, or "".
@@ -710,7 +737,7 @@ var outputFormats = []outputFormat{
 		},
 		write: func(_ io.Writer, f *renderFlags, us []render.Unit) error {
 			if !f.storage.Empty() {
-				return invalid("--format dir writes a unit directory, and the spec has files, directories or links, which belong elsewhere on the machine: render them with --format ignition, butane or cloud-init")
+				return invalid("--format dir writes a unit directory, and the spec has files, directories, links, users or groups, which belong elsewhere on the machine: render them with --format ignition, butane or cloud-init")
 			}
 			if err := render.WriteDir(f.out, us); err != nil {
 				return failure("writing units: %v", err)
@@ -769,6 +796,12 @@ func storageText(st render.Storage) []byte {
 			b.Write(x.Contents)
 		}
 	}
+	for _, x := range st.Groups {
+		fmt.Fprintf(&b, "\n# group %s%s\n", x.Name, accountText(x.GID, x.System))
+	}
+	for _, x := range st.Users {
+		fmt.Fprintf(&b, "\n# user %s%s\n", x.Name, accountText(x.UID, x.System))
+	}
 	for _, x := range st.Links {
 		kind := "symbolic link"
 		if x.Hard {
@@ -777,6 +810,22 @@ func storageText(st render.Storage) []byte {
 		fmt.Fprintf(&b, "\n# %s %s -> %s\n", kind, x.Path, x.Target)
 	}
 	return []byte(b.String())
+}
+
+// accountText is the id and system flag of a user or group, for
+// storageText.
+func accountText(id *uint32, system bool) string {
+	var parts []string
+	if id != nil {
+		parts = append(parts, fmt.Sprint(*id))
+	}
+	if system {
+		parts = append(parts, "system")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 // optionError turns an output option that cannot be met into a usage error.

@@ -18,7 +18,7 @@ var hookFields = []string{
 	"type", "exec", "pre", "expandEnv", "specifiers", "remainAfterExit", "env", "environmentFile", "workingDirectory",
 	"user", "group", "restart", "restartSec", "timeoutStartSec", "timeoutStopSec",
 	"stateDirectory", "logsDirectory", "configurationDirectory", "steps", "when",
-	"directives", "dropins", "files", "directories", "links",
+	"directives", "dropins", "files", "directories", "links", "users", "groups",
 }
 
 // generatedFields make up a generated unit. With useRawManifest the
@@ -177,6 +177,10 @@ func (d *decoder) hook(v value) (Hook, bool) {
 			h.Directories = d.directories(e.value)
 		case "links":
 			h.Links = d.links(e.value)
+		case "users":
+			h.Users = d.users(e.value)
+		case "groups":
+			h.Groups = d.groups(e.value)
 		default:
 			st.unknown = true
 			d.unknownField(e, "hook")

@@ -275,6 +275,7 @@ func (d *decoder) hooks(v value) {
 		}
 	}
 	d.checkClaims()
+	d.checkAccounts()
 }
 
 // splitLines splits the source at the line breaks YAML counts (LF, CRLF,

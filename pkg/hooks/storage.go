@@ -23,7 +23,7 @@ var (
 
 	// storageFields are the hook fields that put things on the machine
 	// besides the unit.
-	storageFields = []string{"files", "directories", "links"}
+	storageFields = []string{"files", "directories", "links", "users", "groups"}
 
 	hashRE = regexp.MustCompile(`^(sha256-[0-9a-f]{64}|sha512-[0-9a-f]{128})$`)
 	// ownerNameRE is what useradd and systemd-sysusers accept as a user
@@ -39,8 +39,8 @@ func FileFields() []string      { return append([]string(nil), fileFields...) }
 func DirectoryFields() []string { return append([]string(nil), directoryFields...) }
 func LinkFields() []string      { return append([]string(nil), linkFields...) }
 
-// StorageFields are the fields of a hook that put files, directories and
-// links on the machine.
+// StorageFields are the fields of a hook that put files, directories,
+// links, users and groups on the machine.
 func StorageFields() []string { return append([]string(nil), storageFields...) }
 
 // entries decodes a list of mappings at v, calling f for each item that is
@@ -408,6 +408,9 @@ func (d *decoder) unknownStorageField(e entry, where string, known []string) {
 	}
 	if where == "file" && (e.name == "hash" || e.name == "sha256" || e.name == "sha512") {
 		hint = "write the hash under verification: {hash: sha512-HEX}"
+	}
+	if where == "user" && (e.name == "homedir" || e.name == "home_dir" || e.name == "homeDir") {
+		hint = "Butane and cloud-init call it home_dir and homedir: write home:"
 	}
 	if where == "file" && e.name == "inline" {
 		hint = "hostprov calls Butane's inline contents: write contents: |"

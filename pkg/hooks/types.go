@@ -154,6 +154,10 @@ type Hook struct {
 	Files       []File
 	Directories []Directory
 	Links       []Link
+	// Users and Groups are accounts the hook needs: created, before its
+	// files are written and its unit starts, when the machine lacks them.
+	Users  []User
+	Groups []Group
 }
 
 // Step is one command of a command hook. Exactly one of Run and Sh is set.
@@ -195,10 +199,11 @@ func (h *Hook) IsEnabled() bool {
 	return (h.Enabled == nil || *h.Enabled) && h.When != WhenNever
 }
 
-// HasStorage reports whether the hook puts files, directories or links on
-// the machine. A hook that does nothing else renders no unit.
+// HasStorage reports whether the hook puts files, directories, links,
+// users or groups on the machine. A hook that does nothing else renders no
+// unit.
 func (h *Hook) HasStorage() bool {
-	return len(h.Files)+len(h.Directories)+len(h.Links) > 0
+	return len(h.Files)+len(h.Directories)+len(h.Links)+len(h.Users)+len(h.Groups) > 0
 }
 
 // Generated reports whether the hook is of the generated kind: whether

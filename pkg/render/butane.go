@@ -174,6 +174,9 @@ func Butane(us []Unit, opts ButaneOptions) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if pw := butanePasswd(opts.Storage); pw != nil {
+		yamlPairs(doc, "passwd", pw)
+	}
 	if st != nil {
 		yamlPairs(doc, "storage", st)
 	}

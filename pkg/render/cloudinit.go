@@ -67,6 +67,13 @@ reload systemd once so that it sees the files above; enable, disable and mask as
 the spec says; then start now what the boot has gone past. --no-block queues the
 jobs without waiting, so that a long hook does not hold up cloud-init.`
 
+// bootcmdGroupsComment explains the bootcmd of groups.
+const bootcmdGroupsComment = `The groups with a gid, or system groups, which cloud-init's groups: cannot make;
+bootcmd runs at every boot, so each is added only when missing.`
+
+// usersComment explains the default entry of users:.
+const usersComment = "default keeps the image's default user, which users: would otherwise replace."
+
 // runcmdStorageComment explains the commands that make directories and
 // links, which come first.
 const runcmdStorageComment = `First the directories and links of the spec, which cloud-init has no module for, and
@@ -142,6 +149,24 @@ func cloudInitDoc(us []Unit, opts CloudInitOptions) (*yaml.Node, error) {
 	stFiles, stCmds, err := cloudInitStorage(opts.Storage)
 	if err != nil {
 		return nil, err
+	}
+	users, groups, bootcmd := cloudInitAccounts(opts.Storage)
+	if len(bootcmd) > 0 {
+		seq := &yaml.Node{Kind: yaml.SequenceNode}
+		for _, argv := range bootcmd {
+			seq.Content = append(seq.Content, yamlStrings(argv))
+		}
+		key := yamlStr("bootcmd")
+		key.HeadComment = bootcmdGroupsComment
+		doc.Content = append(doc.Content, key, seq)
+	}
+	if groups != nil {
+		doc.Content = append(doc.Content, yamlStr("groups"), groups)
+	}
+	if users != nil {
+		key := yamlStr("users")
+		key.HeadComment = usersComment
+		doc.Content = append(doc.Content, key, users)
 	}
 	if files := Files(us); len(files)+len(stFiles) > 0 {
 		seq := &yaml.Node{Kind: yaml.SequenceNode}

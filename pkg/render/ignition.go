@@ -103,7 +103,8 @@ type IgnitionOptions struct {
 	// Pretty indents the JSON.
 	Pretty bool
 	// Storage is what the config writes besides the units: files,
-	// directories and links, under storage:.
+	// directories and links under storage:, users and groups under
+	// passwd:.
 	Storage Storage
 }
 
@@ -159,7 +160,7 @@ func Ignition(us []Unit, opts IgnitionOptions) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return writeIgnition(opts.Version, ius, st, opts.Pretty)
+	return writeIgnition(opts.Version, ius, ignitionPasswd(opts.Storage), st, opts.Pretty)
 }
 
 // ignUnit is what Ignition is told about one unit, the same in every spec
@@ -303,6 +304,7 @@ type ignitionJSON struct {
 	Ignition struct {
 		Version string `json:"version"`
 	} `json:"ignition"`
+	Passwd  *ignitionPasswdJSON  `json:"passwd,omitempty"`
 	Storage *ignitionStorageJSON `json:"storage,omitempty"`
 	Systemd *ignitionSystemdJSON `json:"systemd,omitempty"`
 }
@@ -326,9 +328,10 @@ type ignitionDropinJSON struct {
 
 // writeIgnition writes the config of version with the units as
 // ignitionJSON, compact or indented, ending with a newline.
-func writeIgnition(version string, us []ignUnit, st *ignitionStorageJSON, pretty bool) ([]byte, error) {
+func writeIgnition(version string, us []ignUnit, pw *ignitionPasswdJSON, st *ignitionStorageJSON, pretty bool) ([]byte, error) {
 	var c ignitionJSON
 	c.Ignition.Version = version
+	c.Passwd = pw
 	c.Storage = st
 	if len(us) > 0 {
 		units := make([]ignitionUnitJSON, len(us))

@@ -69,7 +69,7 @@ func TestIgnitionDirect(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, err := writeIgnition(spec.version, us, nil, pretty)
+				got, err := writeIgnition(spec.version, us, nil, nil, pretty)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -5,18 +5,53 @@ import (
 )
 
 // Storage is what the hooks of a spec put on the machine besides units:
-// files, directories and links, each in spec order (hook by hook, then
-// entry by entry). Every output that can carry them does; apply writes
-// them. No two entries have the same Path.
+// files, directories and links, users and groups, each in spec order (hook
+// by hook, then entry by entry). Every output that can carry them does;
+// apply writes them. No two entries have the same Path; no two users or
+// groups the same Name.
 type Storage struct {
 	Files       []StorageFile
 	Directories []Directory
 	Links       []Link
+	Users       []User
+	Groups      []Group
 }
 
 // Empty reports whether s holds nothing.
 func (s Storage) Empty() bool {
+	return s.emptyPaths() && !s.HasAccounts()
+}
+
+// emptyPaths reports whether s has no files, directories or links.
+func (s Storage) emptyPaths() bool {
 	return len(s.Files) == 0 && len(s.Directories) == 0 && len(s.Links) == 0
+}
+
+// HasAccounts reports whether s has users or groups.
+func (s Storage) HasAccounts() bool { return len(s.Users)+len(s.Groups) > 0 }
+
+// User is a rendered entry of a hook's users. Entries of one name in
+// several hooks are one User, with the id any of them gives.
+type User struct {
+	Name string
+	// UID is nil when the system is to pick the id.
+	UID    *uint32
+	System bool
+	// Home and Shell are empty for the system's defaults.
+	Home   string
+	Shell  string
+	Groups []string
+	Hook   int
+	Pos    hooks.Position
+}
+
+// Group is a rendered entry of a hook's groups.
+type Group struct {
+	Name   string
+	GID    *uint32
+	System bool
+	Hook   int
+	Pos    hooks.Position
 }
 
 // StorageFile is a rendered entry of a hook's files. Either Contents holds

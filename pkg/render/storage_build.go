@@ -99,7 +99,69 @@ func (b *builder) storage(file string) Storage {
 			st.Links = append(st.Links, Link{Path: l.Path, Target: l.Target, Hard: l.Hard, Hook: i, Pos: b.spec.Where(p)})
 		}
 	}
+	b.accounts(&st)
 	return st
+}
+
+// accounts adds the users and groups of the spec to st. Entries of one
+// name are one account: the parser has refused two ids for it, and the
+// other fields must agree too where both entries give them.
+func (b *builder) accounts(st *Storage) {
+	users := map[string]int{}
+	groups := map[string]int{}
+	for i := range b.spec.Hooks {
+		h := &b.spec.Hooks[i]
+		for k, u := range h.Users {
+			p := fmt.Sprintf("hooks[%d].users[%d]", i, k)
+			if u.Name == "" || b.refusedBelow(p) {
+				continue
+			}
+			ru := User{Name: u.Name, UID: u.UID, System: u.System, Home: u.Home, Shell: u.Shell, Groups: u.Groups, Hook: i, Pos: b.spec.Where(p)}
+			j, dup := users[u.Name]
+			if !dup {
+				users[u.Name] = len(st.Users)
+				st.Users = append(st.Users, ru)
+				continue
+			}
+			first := &st.Users[j]
+			if first.UID == nil {
+				first.UID = ru.UID
+			}
+			for _, d := range []struct{ field, a, b string }{
+				{"system", strconv.FormatBool(first.System), strconv.FormatBool(ru.System)},
+				{"home", first.Home, ru.Home},
+				{"shell", first.Shell, ru.Shell},
+				{"groups", strings.Join(first.Groups, ","), strings.Join(ru.Groups, ",")},
+			} {
+				if d.a != d.b {
+					b.errorf(p, fmt.Sprintf("the first is on line %d: give both entries the same %s, or write the user once", first.Pos.Line, d.field),
+						"user %s is written already, with another %s", u.Name, d.field)
+					break
+				}
+			}
+		}
+		for k, g := range h.Groups {
+			p := fmt.Sprintf("hooks[%d].groups[%d]", i, k)
+			if g.Name == "" || b.refusedBelow(p) {
+				continue
+			}
+			rg := Group{Name: g.Name, GID: g.GID, System: g.System, Hook: i, Pos: b.spec.Where(p)}
+			j, dup := groups[g.Name]
+			if !dup {
+				groups[g.Name] = len(st.Groups)
+				st.Groups = append(st.Groups, rg)
+				continue
+			}
+			first := &st.Groups[j]
+			if first.GID == nil {
+				first.GID = rg.GID
+			}
+			if first.System != rg.System {
+				b.errorf(p, fmt.Sprintf("the first is on line %d: give both entries the same system, or write the group once", first.Pos.Line),
+					"group %s is written already, with another system", g.Name)
+			}
+		}
+	}
 }
 
 // UnitDir is where the user data outputs put unit files and drop-ins:

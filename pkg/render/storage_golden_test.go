@@ -319,6 +319,13 @@ func TestStorageIgnitionApply(t *testing.T) {
 		if fetch {
 			continue // offline: nothing to download from
 		}
+		if r.Storage.HasAccounts() {
+			// ignition-apply refuses passwd: ("cannot apply passwd
+			// live"): users and groups are checked by Ignition's
+			// parser and Butane's translation here, and on a rig by
+			// apply's tests.
+			continue
+		}
 		t.Run(name, func(t *testing.T) { checkIgnitionApplied(t, m, r) })
 	}
 }

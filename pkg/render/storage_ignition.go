@@ -79,7 +79,7 @@ func ignitionOwner(o Owner) *ignitionOwnerJSON {
 // fetched by Ignition and checked against its hash. Ignition 3.0.0 knows
 // only sha512 hashes; a sha256 one is refused there, at the file.
 func ignitionStorage(st Storage, version string) (*ignitionStorageJSON, error) {
-	if st.Empty() {
+	if st.emptyPaths() {
 		return nil, nil
 	}
 	out := &ignitionStorageJSON{}

@@ -33,7 +33,7 @@ func butaneOwner(o Owner) *yaml.Node {
 // with verification.hash. Butane translates it to the same storage the
 // Ignition output has.
 func butaneStorage(st Storage) (*yaml.Node, error) {
-	if st.Empty() {
+	if st.emptyPaths() {
 		return nil, nil
 	}
 	n := &yaml.Node{Kind: yaml.MappingNode}
@@ -167,7 +167,7 @@ func chownCmd(user, group Owner, p string, always bool) []string {
 }
 
 // ErrKopsStorage is why the kops output refuses files, directories and
-// links.
+// links (ErrKopsAccounts users and groups).
 var ErrKopsStorage = errors.New("a kops hook is a unit and nothing else: it cannot carry files, directories or links")
 
 // kopsStorage refuses st, each entry at its place in the spec.
@@ -176,6 +176,7 @@ func kopsStorage(st Storage) error {
 		return nil
 	}
 	var e KopsError
+	e.Problems = kopsAccountProblems(st)
 	hint := "write the file in the unit's own ExecStartPre= (or a command hook's steps), or provision it with Ignition, Butane or cloud-init"
 	for _, f := range st.Files {
 		e.Problems = append(e.Problems, KopsProblem{Unit: "file " + f.Path, Hook: f.Hook, Pos: f.Pos, Err: ErrKopsStorage, Hint: hint})

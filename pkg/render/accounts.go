@@ -1,0 +1,288 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/hostprov/hostprov/pkg/hooks"
+)
+
+// ignitionPasswdJSON is passwd: of an Ignition config, the same in every
+// spec version from 3.0.0 to 3.5.0 for the fields hostprov writes.
+// Ignition creates the groups, then the users, before it writes files, so
+// that a file may be owned by either.
+type ignitionPasswdJSON struct {
+	Groups []ignitionGroupJSON `json:"groups,omitempty"`
+	Users  []ignitionUserJSON  `json:"users,omitempty"`
+}
+
+type ignitionUserJSON struct {
+	Groups       []string `json:"groups,omitempty"`
+	HomeDir      *string  `json:"homeDir,omitempty"`
+	Name         string   `json:"name"`
+	PrimaryGroup *string  `json:"primaryGroup,omitempty"`
+	Shell        *string  `json:"shell,omitempty"`
+	System       *bool    `json:"system,omitempty"`
+	UID          *int     `json:"uid,omitempty"`
+}
+
+type ignitionGroupJSON struct {
+	Gid    *int   `json:"gid,omitempty"`
+	Name   string `json:"name"`
+	System *bool  `json:"system,omitempty"`
+}
+
+// PrimaryGroup is the group of u's name when s creates one, which is then
+// the user's primary group; "" when the tool that creates the user is to
+// make the user's group itself. Without it, useradd would refuse to make a
+// group that exists already.
+func (s Storage) PrimaryGroup(u User) string {
+	for _, g := range s.Groups {
+		if g.Name == u.Name {
+			return g.Name
+		}
+	}
+	return ""
+}
+
+func idPtr(id *uint32) *int {
+	if id == nil {
+		return nil
+	}
+	i := int(*id)
+	return &i
+}
+
+func strPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func trueOrNil(b bool) *bool {
+	if !b {
+		return nil
+	}
+	return boolPtr(true)
+}
+
+// ignitionPasswd is passwd: of the Ignition config; nil when the spec has
+// no users or groups.
+func ignitionPasswd(st Storage) *ignitionPasswdJSON {
+	if !st.HasAccounts() {
+		return nil
+	}
+	out := &ignitionPasswdJSON{}
+	for _, g := range st.Groups {
+		out.Groups = append(out.Groups, ignitionGroupJSON{Gid: idPtr(g.GID), Name: g.Name, System: trueOrNil(g.System)})
+	}
+	for _, u := range st.Users {
+		out.Users = append(out.Users, ignitionUserJSON{Groups: u.Groups, HomeDir: strPtr(u.Home), Name: u.Name,
+			PrimaryGroup: strPtr(st.PrimaryGroup(u)), Shell: strPtr(u.Shell), System: trueOrNil(u.System), UID: idPtr(u.UID)})
+	}
+	return out
+}
+
+// butanePasswd is passwd: of the Butane output; nil when there is
+// nothing. Butane translates it to the Ignition output's passwd.
+func butanePasswd(st Storage) *yaml.Node {
+	if !st.HasAccounts() {
+		return nil
+	}
+	n := &yaml.Node{Kind: yaml.MappingNode}
+	if len(st.Users) > 0 {
+		seq := &yaml.Node{Kind: yaml.SequenceNode}
+		for _, u := range st.Users {
+			e := yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlStr(u.Name))
+			if u.UID != nil {
+				yamlPairs(e, "uid", yamlInt(*u.UID))
+			}
+			if u.System {
+				yamlPairs(e, "system", yamlBool(true))
+			}
+			if pg := st.PrimaryGroup(u); pg != "" {
+				yamlPairs(e, "primary_group", yamlStr(pg))
+			}
+			if u.Home != "" {
+				yamlPairs(e, "home_dir", yamlStr(u.Home))
+			}
+			if u.Shell != "" {
+				yamlPairs(e, "shell", yamlStr(u.Shell))
+			}
+			if len(u.Groups) > 0 {
+				yamlPairs(e, "groups", yamlStrings(u.Groups))
+			}
+			seq.Content = append(seq.Content, e)
+		}
+		yamlPairs(n, "users", seq)
+	}
+	if len(st.Groups) > 0 {
+		seq := &yaml.Node{Kind: yaml.SequenceNode}
+		for _, g := range st.Groups {
+			e := yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlStr(g.Name))
+			if g.GID != nil {
+				yamlPairs(e, "gid", yamlInt(*g.GID))
+			}
+			if g.System {
+				yamlPairs(e, "system", yamlBool(true))
+			}
+			seq.Content = append(seq.Content, e)
+		}
+		yamlPairs(n, "groups", seq)
+	}
+	return n
+}
+
+func yamlInt(i uint32) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatUint(uint64(i), 10)}
+}
+
+func yamlStrings(ss []string) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+	for _, s := range ss {
+		n.Content = append(n.Content, yamlStr(s))
+	}
+	return n
+}
+
+// cloudInitAccounts returns users: and groups: of the cloud-config, and
+// the bootcmd commands that make the groups cloud-init's groups module
+// cannot: one with a gid or a system group. users: starts with default,
+// so that the image's default user is still created (users: without it
+// replaces that user). Groups are made before users, and both before
+// write_files writes a deferred file: a file owned by a user of the spec
+// is deferred already (see cloudInitStorage).
+func cloudInitAccounts(st Storage) (users, groups *yaml.Node, bootcmd [][]string) {
+	for _, g := range st.Groups {
+		if g.GID == nil && !g.System {
+			if groups == nil {
+				groups = &yaml.Node{Kind: yaml.SequenceNode}
+			}
+			groups.Content = append(groups.Content, yamlStr(g.Name))
+			continue
+		}
+		// Names are checked (letters, digits, _ and -), so the script
+		// holds them as written. bootcmd runs at every boot: the group
+		// is added only when missing.
+		args := "groupadd"
+		if g.System {
+			args += " --system"
+		}
+		if g.GID != nil {
+			args += " --gid " + strconv.FormatUint(uint64(*g.GID), 10)
+		}
+		bootcmd = append(bootcmd, []string{"sh", "-c", fmt.Sprintf("getent group %s >/dev/null || %s %s", g.Name, args, g.Name)})
+	}
+	if len(st.Users) > 0 {
+		users = &yaml.Node{Kind: yaml.SequenceNode}
+		users.Content = append(users.Content, yamlStr("default"))
+		for _, u := range st.Users {
+			e := yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlStr(u.Name))
+			if u.UID != nil {
+				yamlPairs(e, "uid", yamlInt(*u.UID))
+			}
+			if u.System {
+				yamlPairs(e, "system", yamlBool(true))
+			}
+			if pg := st.PrimaryGroup(u); pg != "" {
+				yamlPairs(e, "primary_group", yamlStr(pg))
+			}
+			if u.Home != "" {
+				yamlPairs(e, "homedir", yamlStr(u.Home))
+			}
+			if u.Shell != "" {
+				yamlPairs(e, "shell", yamlStr(u.Shell))
+			}
+			if len(u.Groups) > 0 {
+				yamlPairs(e, "groups", yamlStrings(u.Groups))
+			}
+			users.Content = append(users.Content, e)
+		}
+	}
+	return users, groups, bootcmd
+}
+
+// ErrKopsAccounts is why the kops output refuses users and groups.
+var ErrKopsAccounts = errors.New("a kops hook is a unit and nothing else: it cannot create users or groups")
+
+func kopsAccountProblems(st Storage) []KopsProblem {
+	var ps []KopsProblem
+	hint := "create the account in the unit's own ExecStartPre= (or a command hook's steps), use DynamicUser=, or provision it with Ignition, Butane or cloud-init"
+	for _, g := range st.Groups {
+		ps = append(ps, KopsProblem{Unit: "group " + g.Name, Hook: g.Hook, Pos: g.Pos, Err: ErrKopsAccounts, Hint: hint})
+	}
+	for _, u := range st.Users {
+		ps = append(ps, KopsProblem{Unit: "user " + u.Name, Hook: u.Hook, Pos: u.Pos, Err: ErrKopsAccounts, Hint: hint})
+	}
+	return ps
+}
+
+// AddAccounts adds the users and groups of another spec to s. An account
+// both have is one account when they agree; two ids for it, or another
+// system, home, shell or groups, is an error reported at both entries.
+func (s *Storage) AddAccounts(o Storage) hooks.Diagnostics {
+	var diags hooks.Diagnostics
+	clash := func(kind, name, field, a, b string, pa, pb hooks.Position) {
+		diags = append(diags,
+			hooks.Diagnostic{Severity: hooks.Error, Pos: pb, Message: fmt.Sprintf("%s %s has %s %s here and %s at %s", kind, name, field, b, a, pa),
+				Hint: "an account is the same on the whole machine: give every spec the same " + field + ", or write it in one spec"},
+			hooks.Diagnostic{Severity: hooks.Error, Pos: pa, Message: fmt.Sprintf("%s %s has %s %s here and %s at %s", kind, name, field, a, b, pb),
+				Hint: "an account is the same on the whole machine: give every spec the same " + field + ", or write it in one spec"})
+	}
+	for _, u := range o.Users {
+		j := slices.IndexFunc(s.Users, func(x User) bool { return x.Name == u.Name })
+		if j < 0 {
+			s.Users = append(s.Users, u)
+			continue
+		}
+		first := &s.Users[j]
+		if f := accountDiff(first.UID, u.UID, []string{strconv.FormatBool(first.System), first.Home, first.Shell, strings.Join(first.Groups, ",")},
+			[]string{strconv.FormatBool(u.System), u.Home, u.Shell, strings.Join(u.Groups, ",")}, "uid", "system", "home", "shell", "groups"); f != nil {
+			clash("user", u.Name, f[0], f[1], f[2], first.Pos, u.Pos)
+		} else if first.UID == nil {
+			first.UID = u.UID
+		}
+	}
+	for _, g := range o.Groups {
+		j := slices.IndexFunc(s.Groups, func(x Group) bool { return x.Name == g.Name })
+		if j < 0 {
+			s.Groups = append(s.Groups, g)
+			continue
+		}
+		first := &s.Groups[j]
+		if f := accountDiff(first.GID, g.GID, []string{strconv.FormatBool(first.System)}, []string{strconv.FormatBool(g.System)}, "gid", "system"); f != nil {
+			clash("group", g.Name, f[0], f[1], f[2], first.Pos, g.Pos)
+		} else if first.GID == nil {
+			first.GID = g.GID
+		}
+	}
+	return diags
+}
+
+// accountDiff compares two entries of one account: their ids (when both
+// give one), then the other fields. It returns the first field that
+// differs with both values, or nil.
+func accountDiff(ida, idb *uint32, a, b []string, fields ...string) []string {
+	if ida != nil && idb != nil && *ida != *idb {
+		return []string{fields[0], strconv.FormatUint(uint64(*ida), 10), strconv.FormatUint(uint64(*idb), 10)}
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			va, vb := a[i], b[i]
+			if va == "" {
+				va = "(none)"
+			}
+			if vb == "" {
+				vb = "(none)"
+			}
+			return []string{fields[i+1], va, vb}
+		}
+	}
+	return nil
+}
