@@ -99,25 +99,7 @@ func butanePasswd(st Storage) *yaml.Node {
 	if len(st.Users) > 0 {
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, u := range st.Users {
-			e := yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlStr(u.Name))
-			if u.UID != nil {
-				yamlPairs(e, "uid", yamlInt(*u.UID))
-			}
-			if u.System {
-				yamlPairs(e, "system", yamlBool(true))
-			}
-			if pg := st.PrimaryGroup(u); pg != "" {
-				yamlPairs(e, "primary_group", yamlStr(pg))
-			}
-			if u.Home != "" {
-				yamlPairs(e, "home_dir", yamlStr(u.Home))
-			}
-			if u.Shell != "" {
-				yamlPairs(e, "shell", yamlStr(u.Shell))
-			}
-			if len(u.Groups) > 0 {
-				yamlPairs(e, "groups", yamlStrings(u.Groups))
-			}
+			e := userYAML(st, u, "home_dir")
 			seq.Content = append(seq.Content, e)
 		}
 		yamlPairs(n, "users", seq)
@@ -183,25 +165,7 @@ func cloudInitAccounts(st Storage) (users, groups *yaml.Node, bootcmd [][]string
 		users = &yaml.Node{Kind: yaml.SequenceNode}
 		users.Content = append(users.Content, yamlStr("default"))
 		for _, u := range st.Users {
-			e := yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlStr(u.Name))
-			if u.UID != nil {
-				yamlPairs(e, "uid", yamlInt(*u.UID))
-			}
-			if u.System {
-				yamlPairs(e, "system", yamlBool(true))
-			}
-			if pg := st.PrimaryGroup(u); pg != "" {
-				yamlPairs(e, "primary_group", yamlStr(pg))
-			}
-			if u.Home != "" {
-				yamlPairs(e, "homedir", yamlStr(u.Home))
-			}
-			if u.Shell != "" {
-				yamlPairs(e, "shell", yamlStr(u.Shell))
-			}
-			if len(u.Groups) > 0 {
-				yamlPairs(e, "groups", yamlStrings(u.Groups))
-			}
+			e := userYAML(st, u, "homedir")
 			users.Content = append(users.Content, e)
 		}
 	}
@@ -285,4 +249,30 @@ func accountDiff(ida, idb *uint32, a, b []string, fields ...string) []string {
 		}
 	}
 	return nil
+}
+
+// userYAML is a user of st as Butane's passwd and cloud-init's users
+// write it: the same keys but the home directory's, which is home_dir in
+// Butane and homedir in cloud-init.
+func userYAML(st Storage, u User, homeKey string) *yaml.Node {
+	e := yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlStr(u.Name))
+	if u.UID != nil {
+		yamlPairs(e, "uid", yamlInt(*u.UID))
+	}
+	if u.System {
+		yamlPairs(e, "system", yamlBool(true))
+	}
+	if pg := st.PrimaryGroup(u); pg != "" {
+		yamlPairs(e, "primary_group", yamlStr(pg))
+	}
+	if u.Home != "" {
+		yamlPairs(e, homeKey, yamlStr(u.Home))
+	}
+	if u.Shell != "" {
+		yamlPairs(e, "shell", yamlStr(u.Shell))
+	}
+	if len(u.Groups) > 0 {
+		yamlPairs(e, "groups", yamlStrings(u.Groups))
+	}
+	return e
 }
