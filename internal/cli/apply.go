@@ -264,7 +264,6 @@ With --detailed-exitcode the exit code says the outcome, as Terraform's does:
 			return err
 		},
 	}
-	sf.noAccounts = "hostprov apply does not create users or groups yet"
 	sf.register(c)
 	nf.register(c)
 	cf.register(c)
@@ -285,6 +284,7 @@ func planInputs(c *cobra.Command, sf *specFlags, opts apply.Options, in []inputs
 	ctx := context.Background()
 	opts.SpecDir = sf.specDir()
 	opts.Inputs = sf.fingerprint(in)
+	sf.node = &opts
 	// Read once: plan takes no lock, so a second read could see
 	// another apply's state.
 	st, stErr := apply.LoadState(apply.StatePath(opts.StateDirPath()))
@@ -477,7 +477,6 @@ to finish. A second signal ends hostprov at once.`,
 			}
 		},
 	}
-	sf.noAccounts = "hostprov apply does not create users or groups yet"
 	sf.register(c)
 	nf.register(c)
 	nf.registerTimeout(c)
@@ -499,6 +498,7 @@ var appliedDir func(round int)
 func applyInputs(c *cobra.Command, sf *specFlags, nf *nodeFlags, opts apply.Options, in []inputs.File, dryRun, noWait bool) error {
 	var err error
 	opts.SpecDir = sf.specDir()
+	sf.node = &opts
 	rendered := false
 	build := func() error {
 		_, err = sf.build(c, in)

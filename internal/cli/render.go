@@ -52,9 +52,10 @@ type specFlags struct {
 	// files, directories and links ask; build refuses each of them,
 	// at its place, with it.
 	noStorage string
-	// noAccounts, when set, says why the command cannot create a spec's
-	// users and groups; build refuses each of them, at its place.
-	noAccounts string
+	// node, when set, is the node plan or apply works on: build warns
+	// about a hook's user: or group: that no spec creates and the node
+	// lacks, which only the node can tell.
+	node *apply.Options
 }
 
 func (f *specFlags) register(c *cobra.Command) {
@@ -163,6 +164,7 @@ func (f *specFlags) buildSets(c *cobra.Command, in []inputs.File) ([]render.Unit
 	f.sets = nil
 	f.storage = render.Storage{}
 	claimed := map[string]hooks.Position{} // path -> the entry that claims it
+	var specs []*hooks.Spec
 	for _, i := range in {
 		r, d := render.BuildAll(i.Name, i.Data)
 		spec, us := r.Spec, r.Units
@@ -202,7 +204,16 @@ func (f *specFlags) buildSets(c *cobra.Command, in []inputs.File) ([]render.Unit
 		for _, h := range spec.Hooks {
 			hookNames = append(hookNames, h.Name)
 		}
-		f.sets = append(f.sets, apply.SpecSet{Name: name, Units: us, Paths: apply.PathsOf(r.Storage, hookNames)})
+		f.sets = append(f.sets, apply.SpecSet{Name: name, Units: us, Paths: apply.PathsOf(r.Storage, hookNames),
+			Accounts: apply.AccountsOf(r.Storage, hookNames)})
+		specs = append(specs, spec)
+	}
+	if f.node != nil && !diags.HasErrors(false) {
+		d, err := f.runAsWarnings(specs)
+		if err != nil {
+			return nil, err
+		}
+		diags = append(diags, d...)
 	}
 	label := strings.Join(labels, ", ")
 	if f.dir != "" {
@@ -250,15 +261,6 @@ func (f *specFlags) addStorage(st render.Storage, claimed map[string]hooks.Posit
 			f.storage.Links = append(f.storage.Links, x)
 		}
 	}
-	if f.noAccounts != "" && f.noStorage == "" {
-		for _, x := range st.Groups {
-			diags = append(diags, accountRefused(f.noAccounts, "group", x.Name, x.Pos))
-		}
-		for _, x := range st.Users {
-			diags = append(diags, accountRefused(f.noAccounts, "user", x.Name, x.Pos))
-		}
-		return diags
-	}
 	if f.noStorage != "" {
 		for _, x := range st.Groups {
 			check("group", x.Name, x.Pos)
@@ -271,10 +273,52 @@ func (f *specFlags) addStorage(st render.Storage, claimed map[string]hooks.Posit
 	return append(diags, f.storage.AddAccounts(st)...)
 }
 
-// accountRefused refuses a user or group that the command cannot create.
-func accountRefused(why, kind, name string, pos hooks.Position) hooks.Diagnostic {
-	return hooks.Diagnostic{Severity: hooks.Error, Pos: pos, Message: fmt.Sprintf("%s %s: %s", kind, name, why),
-		Hint: "render the spec into user data with --format ignition, butane or cloud-init, which create users and groups at boot, or create the account on the node first"}
+// runAsWarnings warns about each hook's user: and group: that no spec of
+// the apply creates and the node lacks: systemd would refuse to start the
+// unit (status 217/USER or 216/GROUP). It is a warning, not an error, and
+// only at plan and apply time: the image of a node may make the account,
+// and a render cannot know the machine it is for.
+func (f *specFlags) runAsWarnings(specs []*hooks.Spec) (hooks.Diagnostics, error) {
+	has, err := apply.NodeHas(*f.node)
+	if err != nil {
+		return nil, failure("%v", err)
+	}
+	created := map[string]bool{}
+	for _, u := range f.storage.Users {
+		created["user "+u.Name], created["group "+u.Name] = true, true
+	}
+	for _, g := range f.storage.Groups {
+		created["group "+g.Name] = true
+	}
+	var diags hooks.Diagnostics
+	for _, spec := range specs {
+		for i, h := range spec.Hooks {
+			for _, x := range []struct {
+				kind apply.AccountKind
+				name string
+				key  string
+			}{{apply.KindUser, h.User, "user"}, {apply.KindGroup, h.Group, "group"}} {
+				if x.name == "" || strings.ContainsAny(x.name, "%$") || allDigits(x.name) ||
+					created[string(x.kind)+" "+x.name] || has(x.kind, x.name) {
+					continue
+				}
+				path := fmt.Sprintf("hooks[%d].%s", i, x.key)
+				diags = append(diags, hooks.Diagnostic{Severity: hooks.Warning, Pos: spec.Where(path), Path: path,
+					Message: fmt.Sprintf("%s %s is not on this node, and no spec creates it: systemd will not start the unit", x.kind, x.name),
+					Hint:    fmt.Sprintf("add it to the hook: %ss: [{name: %s}], or create it on the node first", x.kind, x.name)})
+			}
+		}
+	}
+	return diags, nil
+}
+
+func allDigits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // specDir is the absolute directory of -d, or "".

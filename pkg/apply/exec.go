@@ -74,6 +74,8 @@ type executor struct {
 	failed map[string]bool
 	// pathInodes are the inodes of the paths placed outside the unit dir.
 	pathInodes map[string]uint64
+	// sysusersRan is set once systemd-sysusers ran.
+	sysusersRan bool
 }
 
 func execute(ctx context.Context, p *Plan, sd Systemd, log Logger, files fileOps) (*Result, error) {
@@ -232,7 +234,7 @@ func (e *executor) run(ctx context.Context) error {
 	if err := e.save(intent); err != nil {
 		return err
 	}
-	if err := e.writePaths(intent); err != nil {
+	if err := e.writePaths(ctx, intent); err != nil {
 		return err
 	}
 	if err := e.save(intent); err != nil {

@@ -22,3 +22,11 @@ var OSFiles FileOps = osFiles{}
 func ExecuteWith(ctx context.Context, p *Plan, sd Systemd, log Logger, files FileOps) (*Result, error) {
 	return execute(ctx, p, sd, log, files)
 }
+
+// SetSysusers replaces the systemd-sysusers apply runs, and returns a
+// function that puts it back.
+func SetSysusers(cmd string) func() {
+	old := sysusersCommand
+	sysusersCommand = cmd
+	return func() { sysusersCommand = old }
+}

@@ -13,17 +13,19 @@ import (
 // Event is one entry of the action log: something apply did (or skipped)
 // to a file or a unit.
 type Event struct {
-	// Action is what happened: wrote, unchanged, removed, kept, reloaded,
-	// enabled, disabled, masked, unmasked, started, restarted, stopped,
-	// skipped or failed.
+	// Action is what happened: wrote, unchanged, removed, kept, created
+	// (a user or group), reloaded, enabled, disabled, masked, unmasked,
+	// started, restarted, stopped, skipped or failed.
 	Action string `json:"action"`
 	// Op is the planned action a skipped or failed event is about
 	// ("start", "reload", ...).
 	Op   string `json:"op,omitempty"`
 	Unit string `json:"unit,omitempty"`
 	// Path is the file's path on the node, for file events.
-	Path   string `json:"path,omitempty"`
-	Reason string `json:"reason,omitempty"`
+	Path string `json:"path,omitempty"`
+	// Account is the user or group of a created event ("user metrics").
+	Account string `json:"account,omitempty"`
+	Reason  string `json:"reason,omitempty"`
 	// SHA256 is the hash of the file's content after the event.
 	SHA256 string `json:"sha256,omitempty"`
 	// Links are the symlinks an enable, disable, mask or unmask made or
@@ -42,6 +44,7 @@ const (
 	EvUnchanged = "unchanged"
 	EvRemoved   = "removed"
 	EvKept      = "kept"
+	EvCreated   = "created"
 	EvReloaded  = "reloaded"
 	EvEnabled   = "enabled"
 	EvDisabled  = "disabled"
@@ -63,6 +66,9 @@ func (e Event) Text() string {
 		b.WriteString(" " + e.Op)
 	}
 	what := e.Path
+	if e.Account != "" {
+		what = e.Account
+	}
 	if what == "" {
 		what = e.Unit
 	}

@@ -128,12 +128,14 @@ func look(dir *fsutil.Dir, name string) (onDisk, error) {
 // node, not on the machine hostprov runs on.
 type accounts struct {
 	users, groups map[string]int
+	// members are the users of each group's member list.
+	members map[string][]string
 }
 
 // readAccounts reads the node's /etc/passwd and /etc/group, missing ones
 // being empty.
 func readAccounts(n nodeFS) (*accounts, error) {
-	a := &accounts{users: map[string]int{}, groups: map[string]int{}}
+	a := &accounts{users: map[string]int{}, groups: map[string]int{}, members: map[string][]string{}}
 	for _, f := range []struct {
 		path string
 		into map[string]int
@@ -164,6 +166,9 @@ func readAccounts(n nodeFS) (*accounts, error) {
 				if _, dup := f.into[fields[0]]; !dup {
 					f.into[fields[0]] = id
 				}
+			}
+			if f.path == "/etc/group" && len(fields) >= 4 && fields[3] != "" {
+				a.members[fields[0]] = append(a.members[fields[0]], strings.Split(fields[3], ",")...)
 			}
 		}
 	}

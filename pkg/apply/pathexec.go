@@ -92,7 +92,7 @@ func (p *Plan) pathIntent(s *State) {
 // (parents first, removals deepest first), and updates intent as it goes.
 // Every directory on the way is opened again, never through a link: one
 // swapped for a link since the plan was made is an error, not followed.
-func (e *executor) writePaths(intent *State) error {
+func (e *executor) writePaths(ctx context.Context, intent *State) error {
 	n := newNodeFS(e.p.opts)
 	if e.pathInodes == nil {
 		e.pathInodes = map[string]uint64{}
@@ -101,6 +101,13 @@ func (e *executor) writePaths(intent *State) error {
 		f := &e.p.Files[i]
 		if f.Kind == "" {
 			continue
+		}
+		// The sysusers.d files come first (see planPaths): once they
+		// are placed, the accounts are made, before anything else.
+		if !e.first(f) {
+			if err := e.runSysusers(ctx); err != nil {
+				return err
+			}
 		}
 		switch f.Op {
 		case OpUnchanged:
@@ -123,6 +130,10 @@ func (e *executor) writePaths(intent *State) error {
 		}
 		if w.dir == nil {
 			continue // gone already
+		}
+		if pc := f.path; pc != nil && f.Op != OpRemove && (pc.pendingUser != "" || pc.pendingGroup != "") {
+			w.dir.Close()
+			return fmt.Errorf("%s: its owner %s%s was not created; nothing more was done: run hostprov apply again", f.Path, pc.pendingUser, pc.pendingGroup)
 		}
 		ino, err := e.placePath(n, w.dir, f)
 		w.dir.Close()
@@ -147,7 +158,13 @@ func (e *executor) writePaths(intent *State) error {
 		}
 		e.emit(Event{Action: EvWrote, Path: f.Path, Reason: reason, SHA256: f.NewSHA256})
 	}
-	return nil
+	return e.runSysusers(ctx)
+}
+
+// first reports whether f is a sysusers.d file of the plan, or one of the
+// directories it is in, which are placed before systemd-sysusers runs.
+func (e *executor) first(f *FileChange) bool {
+	return f.path != nil && f.path.first
 }
 
 // placePath makes, replaces or removes one path in its directory dir, and

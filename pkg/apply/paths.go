@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"os/exec"
 	"path"
 	"slices"
 	"sort"
@@ -60,6 +61,8 @@ type Path struct {
 	Where string
 
 	set string // the spec set, in a plan of sets
+	// sysusers marks a set's sysusers.d file (see Account).
+	sysusers bool
 }
 
 func (p *Path) mode() fs.FileMode {
@@ -168,12 +171,20 @@ type pathChange struct {
 	mode   fs.FileMode
 	parent bool       // a missing parent directory
 	done   *PathState // its state after the apply (the plan's next)
+	// pendingUser and pendingGroup name an owner that the accounts of
+	// the same apply create, whose id systemd-sysusers picks: owner
+	// gets it once systemd-sysusers ran.
+	pendingUser, pendingGroup string
+	// first marks a sysusers.d file or a directory it is in: placed
+	// before systemd-sysusers runs.
+	first bool
 }
 
 // planPaths plans the desired paths and the pruning of the state's others,
 // after the units. prune gives the reason to remove a path of the state
 // that is not desired, or "" to keep it.
-func (p *planner) planPaths(desired []Path, next *State, prune func(*PathState) string) error {
+func (p *planner) planPaths(desired []Path, accounts []Account, next *State, prune func(*PathState) string) error {
+	desired = append(accountPaths(accounts), desired...)
 	if len(desired) == 0 && len(p.state.Paths) == 0 {
 		return nil
 	}
@@ -181,6 +192,12 @@ func (p *planner) planPaths(desired []Path, next *State, prune func(*PathState) 
 	acc, err := readAccounts(n)
 	if err != nil {
 		return err
+	}
+	if len(accounts) > 0 {
+		if _, err := exec.LookPath(sysusersCommand); err != nil {
+			p.Conflicts = append(p.Conflicts, Problem{Unit: hookOr(&Path{Hook: accounts[0].Hook}), Path: SysusersConfig(accounts[0].set),
+				Message: fmt.Sprintf("%s: the spec has users or groups, which hostprov creates with systemd-sysusers, and this machine has none (%v): install systemd's sysusers, or create the accounts in the image", orDash(accounts[0].Where), err)})
+		}
 	}
 	wanted := map[string]*Path{}
 	var order []string
@@ -221,9 +238,22 @@ func (p *planner) planPaths(desired []Path, next *State, prune func(*PathState) 
 			order = append(order, sp.Path)
 		}
 	}
-	// Directories first, parents before what is in them; then files;
-	// then links, a hard link after the file it links to.
+	// The sysusers.d files and the directories they need first, so that
+	// systemd-sysusers runs before any path is given to an account it
+	// creates. Then directories, parents before what is in them; then
+	// files; then links, a hard link after the file it links to.
+	first := map[string]bool{}
+	for _, d := range desired {
+		if d.sysusers {
+			for q := d.Path; q != "/"; q = path.Dir(q) {
+				first[q] = true
+			}
+		}
+	}
 	rank := func(np string) int {
+		if first[np] {
+			return -1
+		}
 		if w := wanted[np]; w != nil && w.Kind == KindFile {
 			return 1
 		} else if w != nil && w.Kind == KindLink {
@@ -245,15 +275,21 @@ func (p *planner) planPaths(desired []Path, next *State, prune func(*PathState) 
 			want = &Path{Kind: KindDirectory, Path: np, Mode: 0o755}
 		}
 		pc := &pathChange{want: want, parent: wanted[np] == nil, mode: want.mode()}
-		uid, err := acc.id(want.User, true)
+		uid, pendingUser, err := ownerID(acc, accounts, want.User, true)
 		if err != nil {
 			return fmt.Errorf("%shook %s: %s: %v", at(want.Where), want.Hook, np, err)
 		}
-		gid, err := acc.id(want.Group, false)
+		gid, pendingGroup, err := ownerID(acc, accounts, want.Group, false)
 		if err != nil {
 			return fmt.Errorf("%shook %s: %s: %v", at(want.Where), want.Hook, np, err)
+		}
+		if (pendingUser != "" || pendingGroup != "") && first[np] {
+			return fmt.Errorf("%shook %s: %s is to be owned by an account this apply creates, but the sysusers.d file that creates it is below it: give the owner a numeric id, or create the account first",
+				at(want.Where), want.Hook, np)
 		}
 		pc.owner = &fsutil.Owner{UID: uid, GID: gid}
+		pc.pendingUser, pc.pendingGroup = pendingUser, pendingGroup
+		pc.first = first[np]
 		fc, sp, err := p.planPath(n, pc)
 		if err != nil {
 			return err
@@ -308,7 +344,40 @@ func (p *planner) planPaths(desired []Path, next *State, prune func(*PathState) 
 		}
 	}
 	p.restartFor(changed)
+	p.planAccounts(accounts, acc)
 	return nil
+}
+
+// ownerText is the owner as the plan shows it, "UID:GID", with the name
+// of an owner whose id systemd-sysusers has yet to pick.
+func (pc *pathChange) ownerText() string {
+	u, g := strconv.Itoa(pc.owner.UID), strconv.Itoa(pc.owner.GID)
+	if pc.pendingUser != "" {
+		u = pc.pendingUser + "(new)"
+	}
+	if pc.pendingGroup != "" {
+		g = pc.pendingGroup + "(new)"
+	}
+	return u + ":" + g
+}
+
+// ownerID resolves the owner of a path: on the node, or, for a name the
+// node lacks, from the account of this apply that creates it. When that
+// account's id is left to systemd-sysusers, the name is returned as
+// pending, and the id is -1, which no file on disk has.
+func ownerID(acc *accounts, accounts []Account, name string, user bool) (int, string, error) {
+	id, err := acc.id(name, user)
+	if err == nil {
+		return id, "", nil
+	}
+	a := createdBy(accounts, name, user)
+	if a == nil {
+		return 0, "", err
+	}
+	if a.ID != nil && (a.Kind == KindUser) == user {
+		return int(*a.ID), "", nil
+	}
+	return -1, name, nil
 }
 
 // needed reports whether a wanted path is below dir.
@@ -343,7 +412,7 @@ func cloneStatePath(sp *PathState) *PathState {
 func (p *planner) planPath(n nodeFS, pc *pathChange) (FileChange, *PathState, error) {
 	want := pc.want
 	fc := FileChange{Hook: want.Hook, Path: want.Path, Kind: want.Kind, Mode: fmt.Sprintf("%04o", modeNum(pc.mode)),
-		Owner: fmt.Sprintf("%d:%d", pc.owner.UID, pc.owner.GID), Target: want.Target, Source: want.Source, path: pc, parentDir: pc.parent}
+		Owner: pc.ownerText(), Target: want.Target, Source: want.Source, path: pc, parentDir: pc.parent}
 	if want.Kind == KindLink {
 		fc.Mode, fc.Owner = "", "" // a link has neither of its own
 	}

@@ -38,6 +38,7 @@ func (n *node) planStorage(hooksYAML string, mods ...func(*apply.Options)) (*app
 	opts := n.opts
 	opts.HookNames = names
 	opts.Paths = apply.PathsOf(r.Storage, names)
+	opts.Accounts = apply.AccountsOf(r.Storage, names)
 	for _, m := range mods {
 		m(&opts)
 	}

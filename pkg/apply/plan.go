@@ -62,6 +62,9 @@ type Options struct {
 	// Paths are the files, directories and links of the spec's hooks
 	// (NewPlan; NewPlanSets takes them from each SpecSet).
 	Paths []Path
+	// Accounts are the users and groups of the spec's hooks (NewPlan;
+	// NewPlanSets takes them from each SpecSet).
+	Accounts []Account
 	// HTTPClient downloads the sources of files; nil is a client with
 	// DownloadTimeout.
 	HTTPClient *http.Client
@@ -242,6 +245,12 @@ type Plan struct {
 	Actions   []Action     `json:"actions"`
 	Warnings  []Problem    `json:"warnings,omitempty"`
 	Conflicts []Problem    `json:"conflicts,omitempty"`
+	// Accounts are the users and groups of the spec, and what the plan
+	// does about each (see Account).
+	Accounts []AccountChange `json:"accounts,omitempty"`
+
+	// sysusers are the sysusers.d files systemd-sysusers runs on.
+	sysusers []string
 
 	opts  Options
 	state *State // as read
@@ -260,6 +269,15 @@ func (p *Plan) Counts() (add, change, remove int) {
 			change++
 		case "remove":
 			remove++
+		}
+	}
+	// An account made, or a user added to groups, is one resource.
+	for _, ac := range p.Accounts {
+		switch ac.Op {
+		case OpAdd:
+			add++
+		case OpChange:
+			change++
 		}
 	}
 	// A file, directory or link a hook places counts as one resource.
@@ -330,7 +348,7 @@ func NewPlan(ctx context.Context, desired []render.Unit, st *State, opts Options
 			return ""
 		}
 		return "removed from the spec"
-	}, paths: opts.Paths})
+	}, paths: opts.Paths, accounts: opts.Accounts})
 }
 
 // checkDesired refuses a unit whose name or drop-in names would leave the
@@ -363,8 +381,10 @@ type SpecSet struct {
 	// hook i (Options.HookNames of a plan of one spec).
 	Units     []render.Unit
 	HookNames []string
-	// Paths are the files, directories and links of the set's hooks.
-	Paths []Path
+	// Paths are the files, directories and links of the set's hooks,
+	// and Accounts their users and groups.
+	Paths    []Path
+	Accounts []Account
 }
 
 // NewPlanSets plans the spec sets of one apply together, with at most one
@@ -398,10 +418,15 @@ func NewPlanSets(ctx context.Context, sets []SpecSet, st *State, opts Options) (
 		applying[s.Name] = true
 	}
 	var paths []Path
+	var accounts []Account
 	for _, s := range sets {
 		for _, sp := range s.Paths {
 			sp.set = s.Name
 			paths = append(paths, sp)
+		}
+		for _, a := range s.Accounts {
+			a.set = s.Name
+			accounts = append(accounts, a)
 		}
 	}
 	// The sets last applied from a file of SpecDir that is gone: their
@@ -466,6 +491,7 @@ func NewPlanSets(ctx context.Context, sets []SpecSet, st *State, opts Options) (
 			return ""
 		},
 		paths:    paths,
+		accounts: accounts,
 		otherSet: func(set string) bool { return set != "" && !applying[set] },
 	})
 	if err != nil {
@@ -503,6 +529,8 @@ type rules struct {
 	// have, or "" to keep it.
 	paths     []Path
 	prunePath func(*PathState) string
+	// accounts are the desired users and groups.
+	accounts []Account
 	// otherSet reports a spec set that is not among those applied.
 	otherSet func(string) bool
 }
@@ -658,7 +686,7 @@ func newPlan(_ context.Context, desired []render.Unit, st *State, opts Options, 
 		prunePath = func(*PathState) string { return "" }
 	}
 	p.otherSet = r.otherSet
-	if err := p.planPaths(r.paths, next, prunePath); err != nil {
+	if err := p.planPaths(r.paths, r.accounts, next, prunePath); err != nil {
 		return nil, err
 	}
 	p.finish()

@@ -58,6 +58,20 @@ func (p *Plan) WriteText(w io.Writer) error {
 		b.Write(d)
 		b.WriteByte('\n')
 	}
+	if accs := p.changedAccounts(); len(accs) > 0 {
+		b.WriteString("Accounts (made by systemd-sysusers, never removed):\n")
+		tw := tabwriter.NewWriter(&b, 0, 8, 2, ' ', 0)
+		for _, a := range accs {
+			notes := []string{}
+			if a.Hook != "" {
+				notes = append(notes, "hook "+a.Hook)
+			}
+			notes = append(notes, a.Reason)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t(%s)\n", a.Op, a.Kind, a.Name, strings.Join(notes, ", "))
+		}
+		tw.Flush()
+		b.WriteByte('\n')
+	}
 	if len(p.Actions) > 0 {
 		b.WriteString("Actions:\n")
 		tw := tabwriter.NewWriter(&b, 0, 8, 2, ' ', 0)
@@ -127,7 +141,9 @@ type PlanJSON struct {
 	Actions       []Action     `json:"actions"`
 	Warnings      []Problem    `json:"warnings"`
 	Conflicts     []Problem    `json:"conflicts"`
-	Summary       PlanSummary  `json:"summary"`
+	// Accounts are the users and groups the plan creates or changes.
+	Accounts []AccountChange `json:"accounts,omitempty"`
+	Summary  PlanSummary     `json:"summary"`
 }
 
 // PlanSummary counts units, as the text summary line does.
@@ -143,7 +159,7 @@ type PlanSummary struct {
 func (p *Plan) JSON() PlanJSON {
 	a, c, r := p.Counts()
 	j := PlanJSON{FormatVersion: 1, Units: []UnitChange{}, Files: []FileChange{}, Actions: p.Actions,
-		Warnings: p.Warnings, Conflicts: p.Conflicts, Summary: PlanSummary{a, c, r, a+c+r > 0}}
+		Warnings: p.Warnings, Conflicts: p.Conflicts, Accounts: p.changedAccounts(), Summary: PlanSummary{a, c, r, a+c+r > 0}}
 	for _, u := range p.Units {
 		if u.Change != "none" {
 			j.Units = append(j.Units, u)
@@ -165,3 +181,15 @@ func (p *Plan) JSON() PlanJSON {
 
 // MarshalJSON encodes the plan as PlanJSON.
 func (p *Plan) MarshalJSON() ([]byte, error) { return json.Marshal(p.JSON()) }
+
+// changedAccounts are the accounts the plan creates or changes, or leaves
+// out although they are missing.
+func (p *Plan) changedAccounts() []AccountChange {
+	var out []AccountChange
+	for _, a := range p.Accounts {
+		if a.Op != OpUnchanged {
+			out = append(out, a)
+		}
+	}
+	return out
+}

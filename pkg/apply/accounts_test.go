@@ -1,0 +1,217 @@
+package apply_test
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/hostprov/hostprov/pkg/apply"
+)
+
+// needSysusers skips a test that runs the real systemd-sysusers where it
+// is missing, unless CI=true.
+func needSysusers(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("systemd-sysusers"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("systemd-sysusers is needed (CI=true: this test must run; .ci/setup installs systemd): %v", err)
+		}
+		t.Skipf("systemd-sysusers not installed: %v", err)
+	}
+}
+
+// accountID is the id of name in the node's /etc/passwd (or /etc/group),
+// or -1.
+func (n *node) accountID(file, name string) int {
+	n.t.Helper()
+	data, err := os.ReadFile(n.at(file))
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) > 3 && f[0] == name {
+			id, _ := strconv.Atoi(f[2])
+			return id
+		}
+	}
+	return -1
+}
+
+func (n *node) owner(p string) (int, int) {
+	n.t.Helper()
+	fi, err := os.Lstat(n.at(p))
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	return int(st.Uid), int(st.Gid)
+}
+
+const accountsSpec = `- name: metrics
+  exec: [/usr/bin/metrics]
+  user: metrics
+  users: [{name: metrics, home: /var/lib/metrics, groups: [adm]}]
+  groups: [{name: scrapers, gid: 4242}]
+  files: [{path: /etc/metrics/config, contents: "port = 9100\n", mode: 0640, user: metrics, group: scrapers}]
+  directories: [{path: /var/lib/metrics, user: metrics, group: metrics}]
+`
+
+// A hook's users and groups are made by systemd-sysusers from a sysusers.d
+// file of the set, before the files they own are placed; the file is
+// hostprov's like any other, and the accounts stay when it is pruned.
+func TestAccountsLifecycle(t *testing.T) {
+	needSysusers(t)
+	n := newNode(t)
+	n.writeNode("/etc/passwd", "root:x:0:0:root:/root:/bin/sh\n")
+	n.writeNode("/etc/group", "root:x:0:\nadm:x:4:\n")
+
+	p, err := n.planStorage(accountsSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	p.WriteText(&b)
+	for _, want := range []string{
+		"+++ /etc/sysusers.d/hostprov.conf",
+		"+g scrapers 4242\n",
+		"+u metrics - - /var/lib/metrics -\n",
+		"+m metrics adm\n",
+		"# add file /etc/metrics/config (hook metrics, mode 0640, owner metrics(new):4242, new)",
+		"Accounts (made by systemd-sysusers, never removed):",
+		"add  group  scrapers  (hook metrics, new)",
+		"add  user   metrics   (hook metrics, new, with an id systemd-sysusers picks from the system range: give it a uid for another)",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("plan lacks %q:\n%s", want, b.String())
+		}
+	}
+	if len(p.Conflicts) > 0 {
+		t.Fatalf("conflicts: %v", p.Conflicts)
+	}
+	if _, _, err := n.applyStorage(accountsSpec); err != nil {
+		t.Fatal(err)
+	}
+	uid, gid := n.accountID("/etc/passwd", "metrics"), n.accountID("/etc/group", "metrics")
+	if uid <= 0 || uid >= 1000 || gid <= 0 {
+		t.Fatalf("metrics: uid %d, gid %d; want a system user and its group", uid, gid)
+	}
+	if g := n.accountID("/etc/group", "scrapers"); g != 4242 {
+		t.Errorf("scrapers has gid %d, want 4242", g)
+	}
+	if !strings.Contains(n.readNode("/etc/group"), "adm:x:4:metrics") {
+		t.Errorf("metrics is not a member of adm:\n%s", n.readNode("/etc/group"))
+	}
+	if u, g := n.owner("/etc/metrics/config"); u != uid || g != 4242 {
+		t.Errorf("/etc/metrics/config is owned by %d:%d, want %d:4242", u, g, uid)
+	}
+	if u, g := n.owner("/var/lib/metrics"); u != uid || g != gid {
+		t.Errorf("/var/lib/metrics is owned by %d:%d, want %d:%d", u, g, uid, gid)
+	}
+
+	// Again: nothing to do, and systemd-sysusers does not run.
+	defer apply.SetSysusers("false")()
+	p, err = n.planStorage(accountsSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.HasChanges() {
+		b.Reset()
+		p.WriteText(&b)
+		t.Fatalf("re-plan has changes:\n%s", b.String())
+	}
+	if _, _, err := n.applyStorage(accountsSpec); err != nil {
+		t.Fatalf("re-apply ran systemd-sysusers: %v", err)
+	}
+
+	// A user removed on the node is made again from the same file; a
+	// failing systemd-sysusers stops the apply before the files it owns.
+
+	n.writeNode("/etc/passwd", "root:x:0:0:root:/root:/bin/sh\n")
+	n.writeNode("/etc/metrics/config", "port = 1\n")
+	os.Chown(n.at("/etc/metrics/config"), uid, 4242)
+	p, err = n.planStorage(accountsSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := p.JSON().Accounts; len(c) != 1 || c[0].Name != "metrics" || c[0].Op != apply.OpAdd {
+		t.Errorf("plan's accounts: %+v, want metrics to add", c)
+	}
+	if _, _, err := n.applyStorage(accountsSpec, force); err == nil || !strings.Contains(err.Error(), "systemd-sysusers") {
+		t.Fatalf("apply with a failing systemd-sysusers: %v", err)
+	}
+	if got := n.readNode("/etc/metrics/config"); got != "port = 1\n" {
+		t.Errorf("a file of the user was written before the user was made: %q", got)
+	}
+	apply.SetSysusers("systemd-sysusers")
+	if _, _, err := n.applyStorage(accountsSpec, force); err != nil {
+		t.Fatal(err)
+	}
+	if n.accountID("/etc/passwd", "metrics") <= 0 || n.readNode("/etc/metrics/config") != "port = 9100\n" {
+		t.Errorf("the user was not made again, or the file not written:\n%s", n.readNode("/etc/passwd"))
+	}
+
+	// Gone from the spec: the sysusers.d file is pruned, the accounts
+	// stay (files may still be theirs).
+	n.mustApplyStorage("")
+	if !n.gone("/etc/sysusers.d/hostprov.conf") || !n.gone("/etc/metrics/config") {
+		t.Errorf("the sysusers.d file or the config was not pruned")
+	}
+	if n.accountID("/etc/passwd", "metrics") <= 0 || n.accountID("/etc/group", "scrapers") != 4242 {
+		t.Errorf("pruning removed accounts:\n%s", n.readNode("/etc/passwd"))
+	}
+}
+
+// An owner that neither the node nor the spec has stays the plan error it
+// was; one with an id the spec gives needs no systemd-sysusers run to be
+// known, and an account that exists with another id is a warning.
+func TestAccountsOwners(t *testing.T) {
+	needSysusers(t)
+	n := newNode(t)
+	n.writeNode("/etc/passwd", "root:x:0:0:root:/root:/bin/sh\nweb:x:1500:1500::/:/bin/sh\n")
+	n.writeNode("/etc/group", "root:x:0:\nweb:x:1500:\n")
+	if _, err := n.planStorage("- name: a\n  exec: [/bin/a]\n  files: [{path: /etc/a, contents: x, user: nobody2}]\n"); err == nil ||
+		!strings.Contains(err.Error(), `user "nobody2" is not in the node's /etc/passwd`) {
+		t.Errorf("an unknown owner: %v", err)
+	}
+	spec := "- name: a\n  exec: [/bin/a]\n  users: [{name: app, uid: 2001}, {name: web, uid: 1600}]\n  files: [{path: /etc/a, contents: x, user: app}]\n"
+	p, err := n.planStorage(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	p.WriteText(&b)
+	if !strings.Contains(b.String(), "owner 2001:0") {
+		t.Errorf("the owner's given id is not in the plan:\n%s", b.String())
+	}
+	if len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0].Message, "user web exists on the node with id 1500, and the spec gives 1600") {
+		t.Errorf("warnings: %v", p.Warnings)
+	}
+	n.mustApplyStorage(spec)
+	if u, _ := n.owner("/etc/a"); u != 2001 || n.accountID("/etc/passwd", "app") != 2001 || n.accountID("/etc/passwd", "web") != 1500 {
+		t.Errorf("owner %d, app %d, web %d", u, n.accountID("/etc/passwd", "app"), n.accountID("/etc/passwd", "web"))
+	}
+}
+
+// Without systemd-sysusers a spec with accounts is a conflict: nothing is
+// written.
+func TestAccountsNoSysusers(t *testing.T) {
+	defer apply.SetSysusers("hostprov-no-such-sysusers")()
+	n := newNode(t)
+	p, err := n.planStorage("- name: a\n  exec: [/bin/a]\n  groups: [{name: ops}]\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Conflicts) != 1 || !strings.Contains(p.Conflicts[0].Message, "spec.yaml:6:12: the spec has users or groups, which hostprov creates with systemd-sysusers") {
+		t.Fatalf("conflicts: %v", p.Conflicts)
+	}
+	if _, _, err := n.applyStorage("- name: a\n  exec: [/bin/a]\n  groups: [{name: ops}]\n"); err == nil {
+		t.Fatal("apply without systemd-sysusers succeeded")
+	}
+	if !n.gone("/etc/sysusers.d") {
+		t.Error("apply wrote the sysusers.d file")
+	}
+}
