@@ -29,7 +29,7 @@ func (n *rigNode) applyStorage(ctx context.Context, specYAML string) (*apply.Pla
 		n.t.Fatal(err)
 	}
 	opts := n.opts
-	opts.HookNames, opts.Paths = names, apply.PathsOf(r.Storage, names)
+	opts.HookNames, opts.Paths, opts.Accounts = names, apply.PathsOf(r.Storage, names), apply.AccountsOf(r.Storage, names)
 	p, err := apply.NewPlan(ctx, r.Units, st, opts)
 	if err != nil {
 		n.t.Fatal(err)
