@@ -130,17 +130,23 @@ func setsOfDir(c *cobra.Command, dir string) ([]string, error) {
 	return names, nil
 }
 
-// onlySets is the state with only the units of the named spec sets.
+// onlySets is the state with only the units and paths of the named spec
+// sets.
 func onlySets(st *apply.State, names []string) *apply.State {
 	keep := map[string]bool{}
 	for _, n := range names {
 		keep[n] = true
 	}
 	out := *st
-	out.Units = nil
+	out.Units, out.Paths = nil, nil
 	for _, u := range st.Units {
 		if keep[u.Set] {
 			out.Units = append(out.Units, u)
+		}
+	}
+	for _, p := range st.Paths {
+		if keep[p.Set] {
+			out.Paths = append(out.Paths, p)
 		}
 	}
 	return &out
@@ -212,7 +218,16 @@ func writeStatus(w io.Writer, rs []apply.UnitReport) {
 		if r.NeedDaemonReload {
 			reload = "needed"
 		}
+		if r.Unit == "" {
+			reload = "-"
+		}
 		unit := r.Unit
+		switch {
+		case unit == "" && r.Hook != "":
+			unit = "(no unit)"
+		case unit == "":
+			unit = "(users and groups)"
+		}
 		if r.StatusOf != r.Unit {
 			unit += " (" + r.StatusOf + ")"
 		}

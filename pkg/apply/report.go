@@ -13,6 +13,9 @@ import (
 // UnitReport is what status says of one owned unit: systemd's view of it
 // and whether its files still have the bytes hostprov wrote.
 type UnitReport struct {
+	// Unit is empty in the report of a hook that places files but has
+	// no unit, and in that of a spec set's sysusers.d file (which has no
+	// Hook either): only Set, Hook, Files and Drift are set then.
 	Unit string `json:"unit"`
 	Hook string `json:"hook,omitempty"`
 	// Set is the spec set that owns the unit ("" for one recorded before
@@ -245,40 +248,41 @@ func Report(ctx context.Context, sd Systemd, st *State, opts Options) ([]UnitRep
 		}
 		out = append(out, r)
 	}
-	if err := reportPaths(out, st, opts); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return reportPaths(out, st, opts)
 }
 
 // reportPaths adds the files, directories and links of each hook to the
 // report of the hook's first unit, so that their drift shows and counts as
-// the unit files' does. The paths of a hook without a unit are not
-// reported, nor the parents hostprov made.
-func reportPaths(out []UnitReport, st *State, opts Options) error {
+// the unit files' does. A hook without a unit gets a report of its own,
+// with no Unit and no systemd state, and so does a spec set's sysusers.d
+// file (no Hook either). The parents hostprov made are not reported.
+func reportPaths(out []UnitReport, st *State, opts Options) ([]UnitReport, error) {
 	if len(st.Paths) == 0 {
-		return nil
+		return out, nil
 	}
 	n := newNodeFS(opts)
 	for _, sp := range st.Paths {
-		if sp.Parent || sp.Hook == "" {
+		if sp.Parent {
 			continue
 		}
-		i := slices.IndexFunc(out, func(r UnitReport) bool { return r.Hook == sp.Hook })
-		if i < 0 {
-			continue
+		i := slices.IndexFunc(out, func(r UnitReport) bool {
+			return r.Hook == sp.Hook && r.Set == sp.Set && (r.Unit != "" || sp.Hook == "")
+		})
+		if i < 0 || sp.Hook == "" && out[i].Unit != "" {
+			out = append(out, UnitReport{Hook: sp.Hook, Set: sp.Set, Files: []FileReport{}})
+			i = len(out) - 1
 		}
 		fr := FileReport{Path: sp.Path, SHA256: orDefault(sp.SHA256, sp.Next), State: "ok"}
 		w, err := n.walk(sp.Path)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		var cur onDisk
 		if w.dir != nil {
 			cur, err = look(w.dir, path.Base(sp.Path))
 			w.dir.Close()
 			if err != nil {
-				return err
+				return nil, err
 			}
 		}
 		switch {
@@ -297,7 +301,7 @@ func reportPaths(out []UnitReport, st *State, opts Options) error {
 		}
 		out[i].Files = append(out[i].Files, fr)
 	}
-	return nil
+	return out, nil
 }
 
 // exitPhrase says how a process ended, from its CLD_* code and status.

@@ -286,10 +286,15 @@ func (n *node) reportUnits(ctx context.Context, sd apply.Systemd, st *apply.Stat
 // specs are neither reported nor asked about.
 func agentUnits(st *apply.State) *apply.State {
 	out := *st
-	out.Units = nil
+	out.Units, out.Paths = nil, nil
 	for _, u := range st.Units {
 		if v1alpha1.HostHooksOfSet(u.Set) != "" {
 			out.Units = append(out.Units, u)
+		}
+	}
+	for _, p := range st.Paths {
+		if v1alpha1.HostHooksOfSet(p.Set) != "" {
+			out.Paths = append(out.Paths, p)
 		}
 	}
 	return &out
