@@ -76,8 +76,9 @@ const usersComment = "default keeps the image's default user, which users: would
 
 // runcmdStorageComment explains the commands that make directories and
 // links, which come first.
-const runcmdStorageComment = `First the directories and links of the spec, which cloud-init has no module for, and
-the owners that write_files cannot set (numeric ids).`
+const runcmdStorageComment = `First the directories and links of the spec, which cloud-init has no module for, the
+owners that write_files cannot set (numeric ids), and the files from a URL, each checked
+against its hash before it is written.`
 
 // CloudInit returns a #cloud-config document that installs the units:
 // write_files writes every unit file and drop-in under CloudInitUnitDir

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -104,10 +105,14 @@ func butaneOwners(e *yaml.Node, user, group Owner) {
 // cannot be named to write_files (cloud-init looks owners up by name): the
 // file is written as root and a chown in runcmd gives it to the id.
 // Directories and links have no cloud-init module: runcmd makes them,
-// before it starts any unit. cloud-init cannot verify a download, so a
-// file from source: is refused, at the file.
+// before it starts any unit. write_files cannot verify a download, so a
+// file from an https:// source is fetched by runcmd with cloud-init's own
+// Python (downloadScript), checked against its hash and only then put in
+// place; an s3:// source, which needs credentials cloud-init does not
+// have, is refused at the file.
 func cloudInitStorage(st Storage) (files []*yaml.Node, cmds [][]string, err error) {
 	var diags hooks.Diagnostics
+	fetcher := false
 	for _, d := range st.Directories {
 		cmds = append(cmds, []string{"mkdir", "-p", d.Path}, []string{"chmod", fmt.Sprintf("%04o", d.Mode), d.Path})
 		if c := chownCmd(d.User, d.Group, d.Path, false); c != nil {
@@ -115,10 +120,22 @@ func cloudInitStorage(st Storage) (files []*yaml.Node, cmds [][]string, err erro
 		}
 	}
 	for _, f := range st.Files {
-		if f.Source != "" {
+		if f.Source != "" && !strings.HasPrefix(f.Source, "https://") {
 			diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: f.Pos,
-				Message: "file " + f.Path + ": cloud-init cannot download a file and check its hash",
-				Hint:    "give the file's bytes with contents: or local:, or render for Ignition or Butane, which verify the download"})
+				Message: "file " + f.Path + ": cloud-init cannot download from " + f.Source + ": only https:// sources",
+				Hint:    "give an https:// URL (a presigned S3 URL works), the file's bytes with contents: or local:, or render for Ignition or Butane, which fetch s3:// themselves"})
+			continue
+		}
+		if f.Source != "" {
+			if !fetcher {
+				fetcher = true
+				perm := yamlStr("0755")
+				perm.Style = yaml.SingleQuotedStyle
+				files = append(files, yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "path", yamlStr(cloudInitFetcher),
+					"permissions", perm, "owner", yamlStr("root:root"), "content", yamlText([]byte(downloadScript))))
+			}
+			cmds = append(cmds, []string{"python3", cloudInitFetcher, f.Source, f.Hash, f.Path,
+				fmt.Sprintf("%04o", f.Mode), f.User.String(), f.Group.String()})
 			continue
 		}
 		perm := yamlStr(fmt.Sprintf("%04o", f.Mode))
@@ -156,6 +173,43 @@ func cloudInitStorage(st Storage) (files []*yaml.Node, cmds [][]string, err erro
 	}
 	return files, cmds, nil
 }
+
+// cloudInitFetcher is where the cloud-init output writes downloadScript,
+// when a file has a source: in hostprov's state directory, not on PATH.
+const cloudInitFetcher = "/var/lib/hostprov/fetch.py"
+
+// downloadScript fetches a file for cloud-init (python3 FETCHER URL HASH
+// PATH MODE USER GROUP): Python is there wherever cloud-init is,
+// which curl and sha256sum need not be. The bytes must have the hash
+// ("sha256-HEX" or "sha512-HEX") before anything is written; they are
+// written beside the path with their mode and owner, synced, and renamed
+// over it, so that the path never holds a part or an unchecked file. A
+// failure is printed and exits non-zero, which cloud-init reports.
+const downloadScript = `# Written by hostprov: downloads a file of a hook spec, checks its hash, and
+# only then puts it in place (python3 fetch.py URL HASH PATH MODE USER GROUP).
+import hashlib, os, shutil, sys, urllib.request
+url, want, path, mode, user, group = sys.argv[1:7]
+algo, digest = want.split("-", 1)
+with urllib.request.urlopen(url, timeout=300) as r:
+    data = r.read()
+got = hashlib.new(algo, data).hexdigest()
+if got != digest:
+    sys.exit("hostprov: %s: %s has %s-%s, not the hash its verification gives; not written" % (path, url, algo, got))
+os.makedirs(os.path.dirname(path), exist_ok=True)
+tmp = "%s.hostprov-%d" % (path, os.getpid())
+try:
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.chmod(tmp, int(mode, 8))
+    shutil.chown(tmp, int(user) if user.isdigit() else user, int(group) if group.isdigit() else group)
+    os.replace(tmp, path)
+except BaseException:
+    if os.path.exists(tmp):
+        os.unlink(tmp)
+    raise
+`
 
 // chownCmd gives path to user and group; nil when both are root and
 // always is false.

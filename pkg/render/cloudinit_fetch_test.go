@@ -1,0 +1,98 @@
+package render_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/pkg/render"
+)
+
+// TestCloudInitFetch runs the downloads of the cloud-init output of the
+// download golden as cloud-init's runcmd would, with their URLs pointed at
+// a local server and their paths below a scratch root: a download with
+// the hash its verification gives lands with its mode, and one with
+// another hash fails and writes nothing.
+func TestCloudInitFetch(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		sdtool.Unavailable(t, "python3 not found (cloud-init's own language; Debian package python3)")
+	}
+	r := buildAll(t, filepath.Join(storageDir, "download.yaml"))
+	ci, err := render.CloudInit(r.Units, render.CloudInitOptions{Storage: r.Storage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		WriteFiles []struct{ Path, Content string } `yaml:"write_files"`
+		Runcmd     [][]string                       `yaml:"runcmd"`
+	}
+	if err := yaml.Unmarshal(ci, &doc); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	fetcher := ""
+	for _, f := range doc.WriteFiles {
+		if f.Path == "/var/lib/hostprov/fetch.py" {
+			fetcher = filepath.Join(dir, "fetch.py")
+			os.WriteFile(fetcher, []byte(f.Content), 0o755)
+		}
+	}
+	if fetcher == "" {
+		t.Fatalf("no fetcher in write_files:\n%s", ci)
+	}
+	body := "" // the golden's hashes are those of no bytes
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(body)) }))
+	defer srv.Close()
+	root := filepath.Join(dir, "root")
+	var fetches [][]string
+	for _, c := range doc.Runcmd {
+		if len(c) == 8 && c[0] == "python3" && c[1] == "/var/lib/hostprov/fetch.py" {
+			c = append([]string(nil), c...)
+			c[1], c[2], c[4] = fetcher, srv.URL+"/"+filepath.Base(c[2]), filepath.Join(root, c[4])
+			// The owners by id, as this machine need not have them:
+			// its own, so that the test runs as any user.
+			c[6], c[7] = strconv.Itoa(os.Getuid()), strconv.Itoa(os.Getgid())
+			fetches = append(fetches, c)
+		}
+	}
+	if len(fetches) != 2 {
+		t.Fatalf("%d downloads in runcmd, want 2:\n%s", len(fetches), ci)
+	}
+	for _, c := range fetches {
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", c, err, out)
+		}
+		fi, err := os.Stat(c[4])
+		if err != nil || fi.Size() != 0 || fi.Mode().Perm().String() != os.FileMode(mustOctal(t, c[5])).String() {
+			t.Errorf("%s: %v %v, want an empty file of mode %s", c[4], fi, err, c[5])
+		}
+	}
+	body = "tampered"
+	os.RemoveAll(root)
+	out, err := exec.Command(fetches[0][0], fetches[0][1:]...).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "not the hash its verification gives; not written") {
+		t.Fatalf("a download with another hash: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Dir(fetches[0][4])); err == nil {
+		t.Errorf("a download with another hash left %s", filepath.Dir(fetches[0][4]))
+	}
+}
+
+func mustOctal(t *testing.T, s string) uint32 {
+	var m uint32
+	for _, c := range s {
+		if c < '0' || c > '7' {
+			t.Fatalf("mode %q is not octal", s)
+		}
+		m = m*8 + uint32(c-'0')
+	}
+	return m
+}
