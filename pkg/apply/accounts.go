@@ -58,12 +58,7 @@ type Account struct {
 // AccountsOf returns the users and groups of a rendered spec as apply
 // wants them; hookNames[i] is the name of hook i.
 func AccountsOf(st render.Storage, hookNames []string) []Account {
-	name := func(i int) string {
-		if i >= 0 && i < len(hookNames) {
-			return hookNames[i]
-		}
-		return ""
-	}
+	name := hookNamer(hookNames)
 	var as []Account
 	for _, g := range st.Groups {
 		as = append(as, Account{Hook: name(g.Hook), Kind: KindGroup, Name: g.Name, ID: g.GID, System: g.System, Where: g.Pos.String()})

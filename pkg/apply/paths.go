@@ -826,15 +826,20 @@ func sourceHint(src string) string {
 	return fmt.Sprintf("source %s: hostprov apply downloads only https:// and http:// URLs", src)
 }
 
-// PathsOf turns the storage of a rendered spec into the paths apply
-// places; hookNames[i] is the name of hook i (SpecSet.HookNames).
-func PathsOf(st render.Storage, hookNames []string) []Path {
-	name := func(i int) string {
+// hookNamer returns the name of hook i, "" when it has none.
+func hookNamer(hookNames []string) func(int) string {
+	return func(i int) string {
 		if i >= 0 && i < len(hookNames) {
 			return hookNames[i]
 		}
 		return ""
 	}
+}
+
+// PathsOf turns the storage of a rendered spec into the paths apply
+// places; hookNames[i] is the name of hook i (SpecSet.HookNames).
+func PathsOf(st render.Storage, hookNames []string) []Path {
+	name := hookNamer(hookNames)
 	var ps []Path
 	for _, d := range st.Directories {
 		ps = append(ps, Path{Hook: name(d.Hook), Kind: KindDirectory, Path: d.Path, Mode: modeOf(d.Mode),
