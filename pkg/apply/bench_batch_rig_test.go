@@ -24,6 +24,32 @@ type byHand struct {
 	write, reload, enable, start, total time.Duration
 }
 
+// pidCPU is the CPU time (user and system) that process pid of the host
+// has used so far, from /proc/PID/stat in clock ticks of 10 ms (USER_HZ
+// is 100 on every Linux that runs systemd).
+func pidCPU(b *testing.B, pid int) time.Duration {
+	b.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// After "pid (comm) ": state is field 3, utime and stime 14 and 15.
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		b.Fatalf("%s: too few fields: %s", fmt.Sprintf("/proc/%d/stat", pid), s)
+	}
+	var ticks int64
+	for _, v := range f[11:13] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			b.Fatalf("/proc/%d/stat: %v", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
 // handScript installs the units copied to /tmp/hand as a person would in
 // one batch: copy the files, one daemon-reload, one systemctl enable of
 // all (--no-reload: the one reload is done; without it systemctl enable
@@ -87,6 +113,8 @@ type cliRun struct {
 	// finished: apply enables before it reloads.
 	toWrote, enable, reload, start time.Duration
 	counts                         map[string]int
+	// cpu is the CPU time of the process (nsenter's and hostprov's).
+	cpu time.Duration
 }
 
 // runCLI runs hostprov apply of spec in the rig (its binary at
@@ -131,7 +159,8 @@ func runCLI(ctx context.Context, b *testing.B, r *rig.Rig, spec string) cliRun {
 		b.Fatalf("hostprov apply: the phases are not in the order wrote, enabled, reloaded, started:\n%s", strings.Join(lines, "\n"))
 	}
 	return cliRun{total: total, toWrote: last["wrote"].Sub(t0), enable: last["enabled"].Sub(last["wrote"]),
-		reload: last["reloaded"].Sub(last["enabled"]), start: last["started"].Sub(last["reloaded"]), counts: counts}
+		reload: last["reloaded"].Sub(last["enabled"]), start: last["started"].Sub(last["reloaded"]), counts: counts,
+		cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
 }
 
 // benchVsSystemctl is BenchmarkApplyRig's vs-systemctl-1000: the job done
@@ -150,6 +179,9 @@ func benchVsSystemctl(ctx context.Context, b *testing.B, bin string) {
 	}
 	var hands []byHand
 	var clis []cliRun
+	// The CPU time of each rig's systemd while the job was done: the
+	// start phase waits for systemd's one thread.
+	var sdHand, sdCLI []time.Duration
 	for range b.N {
 		for round := range batchRounds {
 			for side := range 2 {
@@ -158,8 +190,10 @@ func benchVsSystemctl(ctx context.Context, b *testing.B, bin string) {
 				// sends every signal to every connection on its
 				// private socket (see BenchmarkApplyRig).
 				r.Conn.Close()
+				cpu0 := pidCPU(b, r.PID)
 				if (round+side)%2 == 0 {
 					hands = append(hands, runByHand(ctx, b, r, units))
+					sdHand = append(sdHand, pidCPU(b, r.PID)-cpu0)
 				} else {
 					if err := r.Install(bin, "/opt/hostprov"); err != nil {
 						b.Fatal(err)
@@ -169,6 +203,7 @@ func benchVsSystemctl(ctx context.Context, b *testing.B, bin string) {
 						b.Fatalf("hostprov apply: %v; want %d writes and starts, 1 reload", c.counts, benchUnits)
 					}
 					clis = append(clis, c)
+					sdCLI = append(sdCLI, pidCPU(b, r.PID)-cpu0)
 				}
 				// A rig powers off within its cleanup's deadline
 				// only when 1,000 units need not be stopped.
@@ -199,17 +234,20 @@ func benchVsSystemctl(ctx context.Context, b *testing.B, bin string) {
 	sysStart := report("systemctl-start", pick(len(hands), func(i int) time.Duration { return hands[i].start }))
 	cli := report("apply", pick(len(clis), func(i int) time.Duration { return clis[i].total }))
 	cliStart := report("apply-start", pick(len(clis), func(i int) time.Duration { return clis[i].start }))
+	report("apply-cpu", pick(len(clis), func(i int) time.Duration { return clis[i].cpu }))
+	report("systemd-cpu-hand", sdHand)
+	report("systemd-cpu-apply", sdCLI)
 	b.ReportMetric(float64(cliStart)/float64(sysStart), "start/systemctl-start")
 	b.ReportMetric(float64(cli)/float64(hand), "apply/hand")
 	var log strings.Builder
 	ms := func(d time.Duration) string { return fmt.Sprintf("%6d", d.Milliseconds()) }
-	log.WriteString("ms by hand:    write reload enable  start  total\n")
-	for _, h := range hands {
-		fmt.Fprintf(&log, "              %s %s %s %s %s\n", ms(h.write), ms(h.reload), ms(h.enable), ms(h.start), ms(h.total))
+	log.WriteString("ms by hand:    write reload enable  start  total        systemd-cpu\n")
+	for i, h := range hands {
+		fmt.Fprintf(&log, "              %s %s %s %s %s        %s\n", ms(h.write), ms(h.reload), ms(h.enable), ms(h.start), ms(h.total), ms(sdHand[i]))
 	}
-	log.WriteString("ms hostprov: to-wrote enable reload  start  total\n")
-	for _, c := range clis {
-		fmt.Fprintf(&log, "              %s %s %s %s %s\n", ms(c.toWrote), ms(c.enable), ms(c.reload), ms(c.start), ms(c.total))
+	log.WriteString("ms hostprov: to-wrote enable reload  start  total    cpu systemd-cpu\n")
+	for i, c := range clis {
+		fmt.Fprintf(&log, "              %s %s %s %s %s %s %s\n", ms(c.toWrote), ms(c.enable), ms(c.reload), ms(c.start), ms(c.total), ms(c.cpu), ms(sdCLI[i]))
 	}
 	b.Log("\n" + log.String())
 }
