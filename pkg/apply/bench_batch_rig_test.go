@@ -167,9 +167,9 @@ func runCLI(ctx context.Context, b *testing.B, r *rig.Rig, spec string) cliRun {
 // by hand (handScript) and by hostprov apply, batchRounds times each,
 // alternately (which goes first alternates too), each time in a rig booted
 // for it, so that neither finds the other's units loaded. It reports the
-// medians and ranges of each side's steps, and the two ratios of the
-// medians that goal is about: hostprov's start phase to systemctl
-// start's, and hostprov's whole apply to the whole batch by hand.
+// medians and ranges of each side's steps, and two ratios of the medians:
+// hostprov's start phase to systemctl start's, and hostprov's whole apply
+// to the whole batch by hand.
 func benchVsSystemctl(ctx context.Context, b *testing.B, bin string) {
 	spec := benchSpec(benchUnits, -1, "")
 	us, _ := rigRender(b, spec)
