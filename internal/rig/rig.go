@@ -62,6 +62,19 @@ func (r *Rig) Run(ctx context.Context, args ...string) (string, error) {
 	if len(args) == 0 {
 		return "", errors.New("rig: Run needs a command")
 	}
+	cmd := r.Command(ctx, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("rig: %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+// Command returns the command that Run runs for args (which must not be
+// empty), not started and with no output set: for a caller that reads its
+// output as it comes, such as a benchmark that times each line of a log.
+func (r *Rig) Command(ctx context.Context, args ...string) *exec.Cmd {
 	// nsenter -a alone enters the namespaces but not the chroot: -r and -w
 	// take the root and working directory of the target process too.
 	nsArgs := append([]string{"-t", fmt.Sprint(r.PID), "-a", "-r", "-w", "--"}, args...)
@@ -77,12 +90,7 @@ func (r *Rig) Run(ctx context.Context, args ...string) (string, error) {
 	// process group, not only nsenter itself.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("rig: %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.String(), nil
+	return cmd
 }
 
 // Dial opens a new connection to the rig's systemd, for code under test that

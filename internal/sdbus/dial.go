@@ -86,7 +86,8 @@ func dialAuthenticated(ctx context.Context, socketPath string) (*godbus.Conn, er
 	// connection is closed while it waits for a message, which every Close
 	// risks. Connecting to a unix socket does not block; only authentication
 	// waits for the peer.
-	conn, err := godbus.Dial("unix:path=" + godbus.EscapeBusAddressValue(socketPath))
+	conn, err := godbus.Dial("unix:path="+godbus.EscapeBusAddressValue(socketPath),
+		godbus.WithSignalHandler(newJobSignals()))
 	if err != nil {
 		return nil, err
 	}
@@ -108,3 +109,41 @@ func dialAuthenticated(ctx context.Context, socketPath string) (*godbus.Conn, er
 	// No Hello: systemd's private socket is peer-to-peer, not a bus.
 	return conn, nil
 }
+
+// jobSignals is the signal handler of a Manager's connection: it passes on
+// JobRemoved, the one signal go-systemd acts on for a Manager (it ends a job
+// wait), and drops every other signal where godbus delivers it.
+//
+// systemd sends every signal to every connection on its private socket,
+// subscribed or not: starting 1,000 new units sends some 15 PropertiesChanged
+// a unit, a UnitNew and a JobNew besides the JobRemoved, 19,000 signals in
+// all. Passed on, each went through go-systemd's signal channel (100 deep)
+// to its dispatch goroutine, which looks only at JobRemoved; and while a
+// StartUnit call is waiting for its answer that goroutine waits for the
+// lock the call holds, so the channel fills and godbus starts a goroutine
+// for every further signal (hundreds were alive at once during an apply's
+// starts) to hand it on later. Dropped here, they cost only their decoding.
+type jobSignals struct {
+	inner interface {
+		godbus.SignalHandler
+		godbus.SignalRegistrar
+		godbus.Terminator
+	}
+}
+
+func newJobSignals() *jobSignals {
+	return &jobSignals{inner: godbus.NewDefaultSignalHandler()}
+}
+
+func (h *jobSignals) DeliverSignal(iface, name string, signal *godbus.Signal) {
+	if iface == "org.freedesktop.systemd1.Manager" && name == "JobRemoved" {
+		h.inner.DeliverSignal(iface, name, signal)
+	}
+}
+
+// AddSignal, RemoveSignal and Terminate are the default handler's: on
+// Terminate (the connection closed) it closes go-systemd's channel, which
+// ends go-systemd's dispatch and so every job wait (Manager.wait).
+func (h *jobSignals) AddSignal(ch chan<- *godbus.Signal)    { h.inner.AddSignal(ch) }
+func (h *jobSignals) RemoveSignal(ch chan<- *godbus.Signal) { h.inner.RemoveSignal(ch) }
+func (h *jobSignals) Terminate()                            { h.inner.Terminate() }

@@ -58,6 +58,10 @@ func benchSpec(n, changed int, version string) string {
 //   - cli-unchanged-1000: hostprov apply of the same spec again, against
 //     cat reading the 1,000 unit files, the median of sameRuns runs of
 //     each, run alternately;
+//   - vs-systemctl-1000: the same 1,000 units installed by hand in one
+//     batch (files, one daemon-reload, one systemctl enable, one
+//     systemctl start), against hostprov apply, each in a rig of its own,
+//     alternately; see benchVsSystemctl;
 //   - new-1000, unchanged-1000, change-one-of-1000: apply in this process,
 //     as hostprov apply does without process start and dial, to show where
 //     the time goes; through the rig's relay socket, one more hop per
@@ -224,6 +228,10 @@ systemctl daemon-reload`, prefix)
 		b.ReportMetric(ms(apply), "ms-median-apply")
 		b.ReportMetric(ms(read), "ms-median-cat")
 		b.ReportMetric(float64(apply)/float64(read), "apply/cat")
+	})
+
+	b.Run("vs-systemctl-1000", func(b *testing.B) {
+		benchVsSystemctl(ctx, b, buildHostprov(b, b.TempDir()))
 	})
 
 	var newDur time.Duration

@@ -1,0 +1,43 @@
+package sdbus
+
+import (
+	"testing"
+
+	godbus "github.com/godbus/dbus/v5"
+)
+
+// TestJobSignals: a Manager's connection hands go-systemd JobRemoved and
+// nothing else of what systemd sends, and closes go-systemd's channel when
+// the connection ends (which ends every job wait).
+func TestJobSignals(t *testing.T) {
+	h := newJobSignals()
+	ch := make(chan *godbus.Signal, 10)
+	h.AddSignal(ch)
+	for _, s := range []struct{ iface, member string }{
+		{"org.freedesktop.DBus.Properties", "PropertiesChanged"},
+		{"org.freedesktop.systemd1.Manager", "UnitNew"},
+		{"org.freedesktop.systemd1.Manager", "JobNew"},
+		{"org.freedesktop.systemd1.Manager", "JobRemoved"},
+		{"org.example.Other", "JobRemoved"},
+	} {
+		h.DeliverSignal(s.iface, s.member, &godbus.Signal{Name: s.iface + "." + s.member,
+			Path: "/org/freedesktop/systemd1", Body: []any{uint32(7), godbus.ObjectPath("/org/freedesktop/systemd1/job/7"), "a.service", "done"}})
+	}
+	select {
+	case s := <-ch:
+		if s.Name != "org.freedesktop.systemd1.Manager.JobRemoved" {
+			t.Fatalf("got %s; want JobRemoved first", s.Name)
+		}
+	default:
+		t.Fatal("JobRemoved was not handed on")
+	}
+	select {
+	case s := <-ch:
+		t.Fatalf("got %s too; want JobRemoved only", s.Name)
+	default:
+	}
+	h.Terminate()
+	if _, ok := <-ch; ok {
+		t.Fatal("the channel got a signal after Terminate; want it closed")
+	}
+}
