@@ -29,7 +29,7 @@ import (
 // connection when the dial context ends: a caller that dials with a timeout
 // would otherwise get a connection that dies under it later.
 func DialPrivate(ctx context.Context, socketPath string) (*sddbus.Conn, error) {
-	conn, _, err := dialPrivate(ctx, socketPath)
+	conn, _, err := dialPrivate(ctx, socketPath, false)
 	if err != nil {
 		return nil, fmt.Errorf("connect to systemd at %s: %w", socketPath, err)
 	}
@@ -43,8 +43,8 @@ var errFirstCall = errors.New("no answer to the first call")
 // dialPrivate is DialPrivate that returns the godbus connection too, whose
 // context ends when the connection does, and errors that do not name the
 // socket.
-func dialPrivate(ctx context.Context, socketPath string) (*sddbus.Conn, *godbus.Conn, error) {
-	bus, err := dialAuthenticated(ctx, socketPath)
+func dialPrivate(ctx context.Context, socketPath string, unitChanges bool) (*sddbus.Conn, *godbus.Conn, error) {
+	bus, err := dialAuthenticated(ctx, socketPath, unitChanges)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -76,8 +76,9 @@ func dialPrivate(ctx context.Context, socketPath string) (*sddbus.Conn, *godbus.
 }
 
 // dialAuthenticated opens one D-Bus connection on socketPath and completes
-// the EXTERNAL authentication, all within ctx.
-func dialAuthenticated(ctx context.Context, socketPath string) (*godbus.Conn, error) {
+// the EXTERNAL authentication, all within ctx. Its signal handler passes on
+// JobRemoved, and with unitChanges the PropertiesChanged of units too.
+func dialAuthenticated(ctx context.Context, socketPath string, unitChanges bool) (*godbus.Conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -87,7 +88,7 @@ func dialAuthenticated(ctx context.Context, socketPath string) (*godbus.Conn, er
 	// risks. Connecting to a unix socket does not block; only authentication
 	// waits for the peer.
 	conn, err := godbus.Dial("unix:path="+godbus.EscapeBusAddressValue(socketPath),
-		godbus.WithSignalHandler(newJobSignals()))
+		godbus.WithSignalHandler(newJobSignals(unitChanges)))
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +113,9 @@ func dialAuthenticated(ctx context.Context, socketPath string) (*godbus.Conn, er
 
 // jobSignals is the signal handler of a Manager's connection: it passes on
 // JobRemoved, the one signal go-systemd acts on for a Manager (it ends a job
-// wait), and drops every other signal where godbus delivers it.
+// wait), and, for a Manager that follows units (DialUnitChanges: the
+// agent), their PropertiesChanged; it drops every other signal where godbus
+// delivers it.
 //
 // systemd sends every signal to every connection on its private socket,
 // subscribed or not: starting 1,000 new units sends some 15 PropertiesChanged
@@ -124,19 +127,21 @@ func dialAuthenticated(ctx context.Context, socketPath string) (*godbus.Conn, er
 // for every further signal (hundreds were alive at once during an apply's
 // starts) to hand it on later. Dropped here, they cost only their decoding.
 type jobSignals struct {
-	inner interface {
+	unitChanges bool
+	inner       interface {
 		godbus.SignalHandler
 		godbus.SignalRegistrar
 		godbus.Terminator
 	}
 }
 
-func newJobSignals() *jobSignals {
-	return &jobSignals{inner: godbus.NewDefaultSignalHandler()}
+func newJobSignals(unitChanges bool) *jobSignals {
+	return &jobSignals{unitChanges: unitChanges, inner: godbus.NewDefaultSignalHandler()}
 }
 
 func (h *jobSignals) DeliverSignal(iface, name string, signal *godbus.Signal) {
-	if iface == "org.freedesktop.systemd1.Manager" && name == "JobRemoved" {
+	if iface == "org.freedesktop.systemd1.Manager" && name == "JobRemoved" ||
+		h.unitChanges && iface == "org.freedesktop.DBus.Properties" && name == "PropertiesChanged" {
 		h.inner.DeliverSignal(iface, name, signal)
 	}
 }

@@ -93,15 +93,27 @@ var (
 // time) or ErrNotAuthorized (the socket is root's and the caller is not
 // root).
 func Dial(ctx context.Context, socketPath string) (*Manager, error) {
-	return DialTimeout(ctx, socketPath, DefaultCallTimeout)
+	return dialTimeout(ctx, socketPath, DefaultCallTimeout, false)
+}
+
+// DialUnitChanges is Dial for a Manager whose connection also hands on
+// the PropertiesChanged signals of units, for a caller that follows them
+// (go-systemd's SetPropertiesSubscriber); Dial's drops them, as an apply
+// needs only the end of its jobs.
+func DialUnitChanges(ctx context.Context, socketPath string) (*Manager, error) {
+	return dialTimeout(ctx, socketPath, DefaultCallTimeout, true)
 }
 
 // DialTimeout is Dial with timeout in place of DefaultCallTimeout, for
 // connecting and as the Manager's CallTimeout; it must be more than 0.
 func DialTimeout(ctx context.Context, socketPath string, timeout time.Duration) (*Manager, error) {
+	return dialTimeout(ctx, socketPath, timeout, false)
+}
+
+func dialTimeout(ctx context.Context, socketPath string, timeout time.Duration, unitChanges bool) (*Manager, error) {
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	conn, bus, err := dialPrivate(dctx, socketPath)
+	conn, bus, err := dialPrivate(dctx, socketPath, unitChanges)
 	if err != nil {
 		if ctx.Err() != nil {
 			// The caller's deadline, or the caller gave up.

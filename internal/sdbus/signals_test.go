@@ -10,7 +10,7 @@ import (
 // nothing else of what systemd sends, and closes go-systemd's channel when
 // the connection ends (which ends every job wait).
 func TestJobSignals(t *testing.T) {
-	h := newJobSignals()
+	h := newJobSignals(false)
 	ch := make(chan *godbus.Signal, 10)
 	h.AddSignal(ch)
 	for _, s := range []struct{ iface, member string }{
@@ -39,5 +39,28 @@ func TestJobSignals(t *testing.T) {
 	h.Terminate()
 	if _, ok := <-ch; ok {
 		t.Fatal("the channel got a signal after Terminate; want it closed")
+	}
+}
+
+// TestUnitChangeSignals: the connection of a Manager that follows units
+// (DialUnitChanges) hands on their PropertiesChanged too, and still drops
+// the rest.
+func TestUnitChangeSignals(t *testing.T) {
+	h := newJobSignals(true)
+	ch := make(chan *godbus.Signal, 10)
+	h.AddSignal(ch)
+	for _, s := range []struct{ iface, member string }{
+		{"org.freedesktop.systemd1.Manager", "UnitNew"},
+		{"org.freedesktop.DBus.Properties", "PropertiesChanged"},
+		{"org.freedesktop.systemd1.Manager", "JobRemoved"},
+	} {
+		h.DeliverSignal(s.iface, s.member, &godbus.Signal{Name: s.iface + "." + s.member, Path: "/org/freedesktop/systemd1/unit/a_2eservice"})
+	}
+	var got []string
+	for len(ch) > 0 {
+		got = append(got, (<-ch).Name)
+	}
+	if len(got) != 2 || got[0] != "org.freedesktop.DBus.Properties.PropertiesChanged" || got[1] != "org.freedesktop.systemd1.Manager.JobRemoved" {
+		t.Fatalf("handed on %v; want PropertiesChanged and JobRemoved", got)
 	}
 }

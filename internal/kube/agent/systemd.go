@@ -44,7 +44,7 @@ const changesBuffer = 256
 // nil, replaces the Manager's way to read a failed unit's journal (a test
 // rig's is not the host's).
 func Dial(ctx context.Context, socket string, journalctl func(ctx context.Context, args ...string) ([]byte, error)) (*Systemd, error) {
-	m, err := sdbus.Dial(ctx, socket)
+	m, err := sdbus.DialUnitChanges(ctx, socket)
 	if err != nil {
 		return nil, err
 	}
