@@ -281,6 +281,13 @@ func (im *ignImporter) warn(p []any, msg, hint string) {
 	im.diags = append(im.diags, warn(im.loc.at(p...), jsonPath(p), msg, hint))
 }
 
+// drop warns that the whole entry at path entry is kept out, for what
+// its field at entry+field says.
+func (im *ignImporter) drop(entry []any, field []any, msg, hint string) {
+	at := append(append([]any(nil), entry...), field...)
+	im.diags = append(im.diags, warn(im.loc.at(at...), jsonPath(entry), "kept out: "+msg, hint))
+}
+
 func jsonPath(p []any) string {
 	var b strings.Builder
 	for _, e := range p {
@@ -309,7 +316,7 @@ var keptOutHints = []struct {
 	{[]string{"ignition", "proxy"}, "Ignition's proxy for fetching", "hostprov fetches a file's source itself; set the proxy in the environment of apply"},
 	{[]string{"ignition", "security"}, "Ignition's TLS settings for fetching", "hostprov fetches with the system's certificate authorities"},
 	{[]string{"ignition", "timeouts"}, "Ignition's fetch timeouts", "hostprov's apply has a fetch timeout of its own"},
-	{[]string{"kernelArguments"}, "kernel arguments", "kernel arguments are not a hook's business: keep them in a Butane or Ignition config and render hostprov's spec with --merge"},
+	{[]string{"kernelArguments"}, "the kernel arguments", "kernel arguments are not a hook's business: keep them in a Butane or Ignition config and render hostprov's spec with --merge"},
 	{[]string{"storage", "disks"}, "a disk (partitions)", "partition with a Butane or Ignition config of your own, merged with render --merge"},
 	{[]string{"storage", "filesystems"}, "a file system", "create file systems with a Butane or Ignition config of your own, merged with render --merge; a mount unit for it is imported as a hook"},
 	{[]string{"storage", "raid"}, "a RAID array", "create arrays with a Butane or Ignition config of your own, merged with render --merge"},
@@ -335,11 +342,11 @@ func (im *ignImporter) keptOut(cfg any) {
 		}
 		if l, ok := v.([]any); ok {
 			for i := range l {
-				im.warn(append(append([]any(nil), p...), i), "kept out: "+k.what+" has no hostprov equivalent", k.hint)
+				im.warn(append(append([]any(nil), p...), i), "kept out: "+k.what+", which hostprov has no equivalent of", k.hint)
 			}
 			continue
 		}
-		im.warn(p, "kept out: "+k.what+" has no hostprov equivalent", k.hint)
+		im.warn(p, "kept out: "+k.what+", which hostprov has no equivalent of", k.hint)
 	}
 }
 
@@ -368,7 +375,7 @@ func (im *ignImporter) units(us []types.Unit) {
 				if pe, ok := err.(*units.ParseError); ok {
 					msg = fmt.Sprintf("line %d: %s", pe.Line, pe.Msg)
 				}
-				im.warn(append(p, "contents"), "kept out: the unit "+u.Name+" is not a unit file hostprov reads: "+msg,
+				im.drop(p, []any{"contents"}, "the unit "+u.Name+" is not a unit file hostprov reads: "+msg,
 					"fix the unit file; systemd would not load it as meant either")
 				continue
 			}
@@ -405,7 +412,7 @@ func (im *ignImporter) units(us []types.Unit) {
 				continue
 			}
 			if _, err := units.Parse([]byte(*d.Contents)); err != nil {
-				im.warn(append(dp, "contents"), "kept out: the drop-in "+d.Name+" is not a unit file hostprov reads: "+err.Error(),
+				im.drop(dp, []any{"contents"}, "the drop-in "+d.Name+" is not a unit file hostprov reads: "+err.Error(),
 					"fix the drop-in; systemd would not load it as meant either")
 				continue
 			}
@@ -469,17 +476,18 @@ func (im *ignImporter) storage(c types.Config) {
 	for i, f := range c.Storage.Files {
 		p := []any{"storage", "files", i}
 		if len(f.Append) > 0 {
-			im.warn(append(p, "append"), "kept out: "+f.Path+": append adds to a file, and a hostprov file is the whole file",
+			// A hostprov file is the whole file: what the config appends
+			// cannot be said, and a file written without it would be
+			// another file.
+			im.drop(p, []any{"append"}, f.Path+": append adds to a file, and a hostprov file is the whole file",
 				"write the whole file as the hook's file, or append in a command hook")
-			if f.Contents.Source == nil {
-				continue
-			}
+			continue
 		}
 		hf := hooks.File{Path: f.Path, Mode: modePtr(f.Mode), User: owner(f.User), Group: groupOwner(f.Group)}
 		if f.Overwrite != nil && *f.Overwrite {
 			hf.Overwrite = true
 		}
-		if !im.contents(&hf, f.Contents, append(p, "contents")) {
+		if !im.contents(&hf, f.Contents, p) {
 			continue
 		}
 		h.Files = append(h.Files, hf)
@@ -498,9 +506,11 @@ func (im *ignImporter) storage(c types.Config) {
 			im.warn(p, "kept out: the link "+l.Path+" has no target", "give the link its target")
 			continue
 		}
-		if l.User.ID != nil || l.User.Name != nil || l.Group.ID != nil || l.Group.Name != nil {
-			im.warn(append(p, "user"), l.Path+": the owner of a link has no hostprov equivalent; imported without it",
-				"a link is owned by root; nothing reads its owner but lchown")
+		for field, set := range map[string]bool{"user": owner(l.User) != "", "group": groupOwner(l.Group) != ""} {
+			if set {
+				im.warn(append(p, field), l.Path+": the "+field+" of a link has no hostprov equivalent; imported without it",
+					"a link is owned by root; nothing reads its owner but lchown")
+			}
 		}
 		if l.Overwrite != nil && *l.Overwrite {
 			im.warn(append(p, "overwrite"), l.Path+": overwrite of a link has no hostprov equivalent; imported without it",
@@ -514,11 +524,13 @@ func (im *ignImporter) storage(c types.Config) {
 // decoded (and gunzipped) bytes as contents, a remote source with its
 // hash as source. It reports false, with a warning, for what a hostprov
 // file cannot be.
-func (im *ignImporter) contents(f *hooks.File, r types.Resource, p []any) bool {
-	if len(r.HTTPHeaders) > 0 {
-		im.warn(append(p, "httpHeaders"), "kept out: "+f.Path+": a source fetched with HTTP headers",
-			"hostprov fetches a source without headers: put the file where it can be fetched so, with its hash")
+func (im *ignImporter) contents(f *hooks.File, r types.Resource, entry []any) bool {
+	drop := func(field, msg, hint string) bool {
+		im.drop(entry, []any{"contents", field}, f.Path+": "+msg, hint)
 		return false
+	}
+	if len(r.HTTPHeaders) > 0 {
+		return drop("httpHeaders", "a source fetched with HTTP headers", "hostprov fetches a source without headers: put the file where it can be fetched so, with its hash")
 	}
 	if r.Verification.Hash != nil {
 		f.Hash = *r.Verification.Hash
@@ -531,32 +543,24 @@ func (im *ignImporter) contents(f *hooks.File, r types.Resource, p []any) bool {
 	src := *r.Source
 	u, err := url.Parse(src)
 	if err != nil {
-		im.warn(append(p, "source"), "kept out: "+f.Path+": the source is not a URL: "+err.Error(), "fix the URL")
-		return false
+		return drop("source", "the source is not a URL: "+err.Error(), "fix the URL")
 	}
 	if u.Scheme != "data" {
 		if r.Compression != nil && *r.Compression != "" {
-			im.warn(append(p, "compression"), "kept out: "+f.Path+": a compressed download, which hostprov does not decompress",
-				"put the file uncompressed where it can be fetched, with the hash of its bytes")
-			return false
+			return drop("compression", "a compressed download, which hostprov does not decompress", "put the file uncompressed where it can be fetched, with the hash of its bytes")
 		}
 		if f.Hash == "" {
-			im.warn(append(p, "source"), "kept out: "+f.Path+": a file from "+u.Scheme+":// without verification.hash, which a hostprov file from a source needs",
-				"add verification: {hash: sha512-HEX} (sha512sum FILE) to the config, then import it again")
-			return false
+			return drop("source", "a file from "+u.Scheme+":// without verification.hash, which a hostprov file from a source needs", "add verification: {hash: sha512-HEX} (sha512sum FILE) to the config, then import it again")
 		}
 		if u.Scheme != "https" && u.Scheme != "s3" {
-			im.warn(append(p, "source"), "kept out: "+f.Path+": a source of scheme "+u.Scheme+"://; hostprov fetches https:// and s3:// only",
-				"put the file at an https:// URL, with its hash")
-			return false
+			return drop("source", "a source of scheme "+u.Scheme+"://; hostprov fetches https:// and s3:// only", "put the file at an https:// URL, with its hash")
 		}
 		f.Source = src
 		return true
 	}
 	du, err := dataurl.DecodeString(src)
 	if err != nil {
-		im.warn(append(p, "source"), "kept out: "+f.Path+": the data URL does not decode: "+err.Error(), "fix the data URL")
-		return false
+		return drop("source", "the data URL does not decode: "+err.Error(), "fix the data URL")
 	}
 	data := du.Data
 	if r.Compression != nil && *r.Compression == "gzip" {
@@ -565,14 +569,11 @@ func (im *ignImporter) contents(f *hooks.File, r types.Resource, p []any) bool {
 			data, err = io.ReadAll(zr)
 		}
 		if err != nil {
-			im.warn(append(p, "source"), "kept out: "+f.Path+": the gzip-compressed data does not decompress: "+err.Error(), "fix the data URL")
-			return false
+			return drop("source", "the gzip-compressed data does not decompress: "+err.Error(), "fix the data URL")
 		}
 	}
 	if !utf8.Valid(data) {
-		im.warn(append(p, "source"), "kept out: "+f.Path+": the contents are not UTF-8 text, which a hook spec's contents: cannot carry",
-			"put the file next to the spec and name it with local:, or fetch it from a source with its hash")
-		return false
+		return drop("source", "the contents are not UTF-8 text, which a hook spec's contents: cannot carry", "put the file next to the spec and name it with local:, or fetch it from a source with its hash")
 	}
 	s := string(data)
 	f.Contents = &s
@@ -583,15 +584,23 @@ func (im *ignImporter) contents(f *hooks.File, r types.Resource, p []any) bool {
 // the fields hostprov has; the others are warned about and kept out.
 func (im *ignImporter) passwd(pw types.Passwd) {
 	h := &im.storageHook
+	// The groups hostprov creates: a user of the same name gets it as
+	// its primary group in every output (render.Storage.PrimaryGroup).
+	groups := map[string]bool{}
+	for _, g := range pw.Groups {
+		if hooks.AccountNameProblem(g.Name) == "" && (g.ShouldExist == nil || *g.ShouldExist) {
+			groups[g.Name] = true
+		}
+	}
 	for i, u := range pw.Users {
 		p := []any{"passwd", "users", i}
 		if problem := hooks.AccountNameProblem(u.Name); problem != "" {
-			im.warn(append(p, "name"), fmt.Sprintf("kept out: the user name %q is not one systemd-sysusers accepts: %s", u.Name, problem),
+			im.drop(p, []any{"name"}, fmt.Sprintf("the user name %q is not one systemd-sysusers accepts: %s", u.Name, problem),
 				"rename the user: a letter or _ first, then letters, digits, _ or -")
 			continue
 		}
 		if u.ShouldExist != nil && !*u.ShouldExist {
-			im.warn(append(p, "shouldExist"), "kept out: the user "+u.Name+" is to be deleted, which hostprov does not do",
+			im.drop(p, []any{"shouldExist"}, "the user "+u.Name+" is to be deleted, which hostprov does not do",
 				"delete the user with a command hook")
 			continue
 		}
@@ -608,6 +617,15 @@ func (im *ignImporter) passwd(pw types.Passwd) {
 		}
 		for _, g := range u.Groups {
 			hu.Groups = append(hu.Groups, string(g))
+		}
+		ownGroup := groups[u.Name]
+		switch {
+		case ownGroup && u.PrimaryGroup == nil:
+			im.warn(p, "the config creates a group named as the user "+u.Name+": hostprov makes it the user's primary group (primaryGroup: "+u.Name+"), as useradd refuses to create a group of that name again",
+				"nothing to do; rename the group if it is meant to be another one")
+		case ownGroup && *u.PrimaryGroup == u.Name:
+			// What hostprov writes anyway.
+			u.PrimaryGroup = nil
 		}
 		unsupported := map[string]bool{
 			"gecos":             u.Gecos != nil,
@@ -627,12 +645,12 @@ func (im *ignImporter) passwd(pw types.Passwd) {
 	for i, g := range pw.Groups {
 		p := []any{"passwd", "groups", i}
 		if problem := hooks.AccountNameProblem(g.Name); problem != "" {
-			im.warn(append(p, "name"), fmt.Sprintf("kept out: the group name %q is not one systemd-sysusers accepts: %s", g.Name, problem),
+			im.drop(p, []any{"name"}, fmt.Sprintf("the group name %q is not one systemd-sysusers accepts: %s", g.Name, problem),
 				"rename the group: a letter or _ first, then letters, digits, _ or -")
 			continue
 		}
 		if g.ShouldExist != nil && !*g.ShouldExist {
-			im.warn(append(p, "shouldExist"), "kept out: the group "+g.Name+" is to be deleted, which hostprov does not do",
+			im.drop(p, []any{"shouldExist"}, "the group "+g.Name+" is to be deleted, which hostprov does not do",
 				"delete the group with a command hook")
 			continue
 		}
