@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -58,9 +59,18 @@ func importButane(in Input) (*Result, hooks.Diagnostics) {
 	diags := reportDiags(rpt, at, "Butane")
 	if err != nil || rpt.IsFatal() {
 		if !diags.HasErrors(false) {
-			diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: butaneHeadPos(in), Path: "version",
-				Message: "Butane cannot translate this config: " + err.Error(),
-				Hint:    "check it with butane --strict; this Butane knows " + butaneVersions()})
+			msg := "Butane cannot translate this config: " + strings.TrimSpace(err.Error())
+			d := hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: in.Name}, Message: msg,
+				Hint: "check it with butane --strict"}
+			if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+				// A YAML error of Butane's, at the line it names.
+				d.Pos.Line, _ = strconv.Atoi(m[1])
+				d.Message = "Butane cannot read this config: " + strings.Join(strings.Fields(err.Error()), " ")
+			} else if strings.Contains(err.Error(), "No translator exists") {
+				d.Pos, d.Path = butaneHeadPos(in), "version"
+				d.Hint = "this Butane knows " + butaneVersions()
+			}
+			diags = append(diags, d)
 		}
 		return nil, diags
 	}
@@ -70,6 +80,8 @@ func importButane(in Input) (*Result, hooks.Diagnostics) {
 	}
 	return res, append(diags, d...)
 }
+
+var yamlLineRE = regexp.MustCompile(`line (\d+)`)
 
 // butaneHeadPos is where a Butane config's version is written.
 func butaneHeadPos(in Input) hooks.Position {
@@ -101,13 +113,19 @@ func importIgnition(in Input, raw, butaneSrc []byte) (*Result, hooks.Diagnostics
 	if err != nil {
 		diags := reportDiags(rpt, at, "Ignition")
 		if diags.HasErrors(false) {
+			for i := range diags {
+				if diags[i].Pos.Line == 0 && butaneSrc == nil {
+					// No marker: where encoding/json finds the error.
+					diags[i].Pos = jsonErrPos(file, raw)
+				}
+			}
 			return nil, diags
 		}
 		d := hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: file}, Message: "not an Ignition config: " + err.Error(),
 			Hint: `an Ignition config is a JSON object with "ignition": {"version": "3.x.0"}`}
 		if node, jerr := vjson.UnmarshalToContext(raw); jerr != nil {
 			d.Message = "not valid JSON: " + jerr.Error()
-			d.Pos = jsonErrPos(file, raw, jerr)
+			d.Pos = jsonErrPos(file, raw)
 		} else {
 			l, c := node.Start()
 			d.Pos = at(l, c)
@@ -171,25 +189,14 @@ func importIgnition(in Input, raw, butaneSrc []byte) (*Result, hooks.Diagnostics
 	return res, append(diags, im.diags...)
 }
 
-// jsonErrPos is where a JSON syntax error is, from the offset
-// encoding/json reports.
-func jsonErrPos(file string, raw []byte, err error) hooks.Position {
-	var se *json.SyntaxError
-	var off int64 = -1
-	if e, ok := err.(*json.SyntaxError); ok {
-		se = e
-		off = se.Offset
-	}
-	if off < 0 {
-		if e := json.Unmarshal(raw, new(any)); e != nil {
-			if s, ok := e.(*json.SyntaxError); ok {
-				off = s.Offset
-			}
-		}
-	}
-	if off < 0 {
+// jsonErrPos is where encoding/json finds a syntax error in raw: the
+// character after the Offset bytes it read.
+func jsonErrPos(file string, raw []byte) hooks.Position {
+	se, ok := json.Unmarshal(raw, new(any)).(*json.SyntaxError)
+	if !ok {
 		return hooks.Position{File: file}
 	}
+	off := se.Offset
 	if off > int64(len(raw)) {
 		off = int64(len(raw))
 	}

@@ -126,9 +126,9 @@ func normalise(t *testing.T, version string, data []byte) any {
 			}
 			bs := du.Data
 			if c["compression"] == "" {
-			delete(c, "compression")
-		}
-		if c["compression"] == "gzip" {
+				delete(c, "compression")
+			}
+			if c["compression"] == "gzip" {
 				zr, err := gzip.NewReader(bytes.NewReader(bs))
 				if err == nil {
 					bs, err = io.ReadAll(zr)
