@@ -75,7 +75,7 @@ func importCloudConfig(in Input) (*Result, hooks.Diagnostics) {
 	}
 	res := &Result{Format: FormatCloudConfig}
 	if c.h.HasStorage() {
-		c.h.Name = StorageHook(SetName(in.Name), nil)
+		c.h.Name = StorageHook(in.setName, nil)
 		res.Hooks = []hooks.Hook{c.h}
 	}
 	return res, c.diags

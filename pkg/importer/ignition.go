@@ -183,7 +183,7 @@ func importIgnition(in Input, raw, butaneSrc []byte) (*Result, hooks.Diagnostics
 	res := &Result{Format: FormatIgnition, IgnitionVersion: version}
 	res.Hooks = im.hooks
 	if im.storageHook.HasStorage() {
-		im.storageHook.Name = StorageHook(SetName(in.Name), im.hooks)
+		im.storageHook.Name = StorageHook(in.setName, im.hooks)
 		res.Hooks = append([]hooks.Hook{im.storageHook}, im.hooks...)
 	}
 	return res, append(diags, im.diags...)

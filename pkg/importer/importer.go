@@ -41,6 +41,9 @@ type Input struct {
 	// Dir is where a Butane config's local: files are read from: the
 	// file's own directory.
 	Dir string
+
+	// setName is SetName of Name, once Name is the name for positions.
+	setName string
 }
 
 // Result is an imported spec.
@@ -124,6 +127,7 @@ func StorageHook(setName string, hs []hooks.Hook) string {
 // Result is nil when the diagnostics hold an error.
 func Import(in Input) (*Result, hooks.Diagnostics) {
 	file := displayName(in.Name)
+	in.setName = SetName(in.Name)
 	in.Name = file
 	var (
 		res   *Result
@@ -147,7 +151,7 @@ func Import(in Input) (*Result, hooks.Diagnostics) {
 	if res == nil || diags.HasErrors(false) {
 		return nil, diags
 	}
-	res.Name = SetName(in.Name)
+	res.Name = in.setName
 	spec, err := hooks.Encode(res.Name, res.Hooks)
 	if err != nil {
 		return nil, append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: file},

@@ -65,7 +65,7 @@ func importKops(in Input) (*Result, hooks.Diagnostics) {
 	}
 	res := &Result{Format: FormatKops, Hooks: spec.Hooks}
 	if k.h.HasStorage() {
-		k.h.Name = StorageHook(SetName(in.Name), res.Hooks)
+		k.h.Name = StorageHook(in.setName, res.Hooks)
 		res.Hooks = append([]hooks.Hook{k.h}, res.Hooks...)
 	}
 	return res, diags

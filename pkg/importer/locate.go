@@ -41,18 +41,20 @@ func newLocator(file string, src []byte, butane bool, cfg any) *locator {
 var identity = []string{"name", "path", "device", "label"}
 
 // at is where the value at the Ignition path p (keys and indexes) is
-// written; the nearest ancestor that is written when it is not; the file
-// alone when nothing is.
+// written, or, for an object or a list named by its key, where the key
+// is; the nearest ancestor that is written when it is not; the file alone
+// when nothing is.
 func (l *locator) at(p ...any) hooks.Position {
 	if l.root == nil {
 		return hooks.Position{File: l.file}
 	}
 	n, best := l.root, l.root
 	var cfg any = l.cfg
-	for _, e := range p {
+	for i, e := range p {
 		if n == nil {
 			break
 		}
+		last := i == len(p)-1
 		switch e := e.(type) {
 		case string:
 			var next any
@@ -64,26 +66,27 @@ func (l *locator) at(p ...any) hooks.Position {
 			if l.butane {
 				key = snake(e)
 			}
-			n = mapValue(n, key)
+			k, v := mapEntry(n, key)
+			n = v
+			if last && v != nil && v.Kind != yaml.ScalarNode {
+				n = k
+			}
 		case int:
 			var item any
 			if s, ok := cfg.([]any); ok && e < len(s) {
 				item = s[e]
 			}
 			cfg = item
-			if n.Kind != yaml.SequenceNode {
+			switch {
+			case n.Kind != yaml.SequenceNode:
 				n = nil
-				break
+			case !l.butane && e < len(n.Content):
+				n = n.Content[e]
+			case !l.butane:
+				n = nil
+			default:
+				n = findEntry(n, item)
 			}
-			if !l.butane {
-				if e < len(n.Content) {
-					n = n.Content[e]
-				} else {
-					n = nil
-				}
-				break
-			}
-			n = findEntry(n, item)
 		}
 		if n != nil {
 			best = n
@@ -115,15 +118,21 @@ func findEntry(seq *yaml.Node, item any) *yaml.Node {
 }
 
 func mapValue(n *yaml.Node, key string) *yaml.Node {
+	_, v := mapEntry(n, key)
+	return v
+}
+
+// mapEntry is the key and value nodes of key in the mapping n.
+func mapEntry(n *yaml.Node, key string) (k, v *yaml.Node) {
 	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
+		return nil, nil
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if n.Content[i].Value == key {
-			return n.Content[i+1]
+			return n.Content[i], n.Content[i+1]
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // snake spells an Ignition key as Butane does: kernelArguments is
