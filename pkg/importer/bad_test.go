@@ -25,6 +25,8 @@ func TestBadInput(t *testing.T) {
 			[]string{`new.ign:2:27: error: ignition.version: Ignition spec version 3.6.0: hostprov imports Ignition 3.0.0 to 3.5.0`}},
 		{"relative.ign", "{\n  \"ignition\": {\"version\": \"3.2.0\"},\n  \"storage\": {\"files\": [{\"path\": \"etc/x\"}]}\n}",
 			[]string{`relative.ign:3:34: error: storage.files[0].path: Ignition: path not absolute`}},
+		{"tabs.ign", "{\n\t\"ignition\": {\"version\": \"3.2.0\"},\n\t\"storage\": {\"files\": [{\"path\": \"etc/x\"}]}\n}",
+			[]string{`tabs.ign:3:33: error: storage.files[0].path: Ignition: path not absolute`}},
 		{"unit.ign", "{\n  \"ignition\": {\"version\": \"3.3.0\"},\n  \"systemd\": {\"units\": [{\"name\": \"bad.service\", \"contents\": \"[Service\\nExecStart=/bin/true\\n\"}]}\n}",
 			[]string{`unit.ign:3:61: error: systemd.units[0].contents: Ignition: invalid unit content: unable to find end of section`}},
 		{"version.bu", "variant: fcos\nversion: 9.0.0\n",
@@ -64,6 +66,45 @@ func TestBadInput(t *testing.T) {
 			}
 			if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
 				t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+			}
+		})
+	}
+}
+
+// TestWarningPlaces: warnings are at the place of what they are about in
+// the file as written: in JSON indented with tabs too, and in a Butane
+// config whose list entries Butane's output has in another order.
+func TestWarningPlaces(t *testing.T) {
+	for _, c := range []struct {
+		name, data string
+		want       []string
+	}{
+		{"tabs.ign", "{\n\t\"ignition\": {\"version\": \"3.3.0\"},\n\t\"kernelArguments\": {\"shouldExist\": [\"quiet\"]}\n}\n",
+			[]string{"tabs.ign:3:2: warning: kernelArguments: kept out: the kernel arguments, which hostprov has no equivalent of"}},
+		// Butane lists a unit it makes for a file system's
+		// with_mount_unit before the units written: the warning about
+		// b.service is still at b.service.
+		{"order.bu", "variant: fcos\nversion: 1.5.0\nstorage:\n  filesystems:\n    - device: /dev/vdb\n      path: /var/data\n      format: xfs\n      with_mount_unit: true\nsystemd:\n  units:\n    - name: b.service\n      contents: |\n        [Service]\n        ExecStart=/bin/true\n        [Install]\n        WantedBy=multi-user.target\n",
+			[]string{
+				"order.bu:5:7: warning: storage.filesystems[0]: kept out: a file system, which hostprov has no equivalent of",
+				// The mount unit is Butane's: at the nearest part written.
+				"order.bu:11:5: warning: systemd.units[0].contents: the unit file does not end with a newline; hostprov writes it with line feeds and one final newline",
+				"order.bu:11:13: warning: systemd.units[1].name: the config neither enables nor disables b.service, which Ignition leaves to the system's presets; imported with enabled: false",
+			}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, diags := importer.Import(importer.Input{Name: c.name, Data: []byte(c.data), Dir: t.TempDir()})
+			if res == nil {
+				t.Fatalf("import refused the config:\n%s", diags.Error())
+			}
+			var got []string
+			for _, d := range diags {
+				if !strings.Contains(d.Message, "Butane: ") && !strings.Contains(d.Message, "Ignition: ") {
+					got = append(got, strings.SplitN(d.String(), "\n", 2)[0])
+				}
+			}
+			if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+				t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"bytes"
 	"strings"
 	"unicode"
 
@@ -29,6 +30,11 @@ type locator struct {
 
 func newLocator(file string, src []byte, butane bool, cfg any) *locator {
 	l := &locator{file: file, butane: butane, cfg: cfg}
+	if !butane {
+		// JSON may be indented with tabs, which YAML refuses there; a
+		// space in their place keeps every line and column.
+		src = bytes.ReplaceAll(src, []byte("\t"), []byte(" "))
+	}
 	var doc yaml.Node
 	if yaml.Unmarshal(src, &doc) == nil && len(doc.Content) > 0 {
 		l.root = doc.Content[0]
