@@ -22,6 +22,7 @@ import (
 
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/units"
 )
 
 // Formats of input Import reads.
@@ -72,8 +73,8 @@ func displayName(name string) string {
 // SetName is the metadata.name of the spec imported from the file name:
 // its base name without the extensions configs are written with (".bu",
 // ".ign", ".json", ".yaml", ".yml", ".ign.json", ...), with every
-// character a set name cannot have replaced by '-'; "imported" for
-// standard input or a name that leaves nothing.
+// character a set name cannot have replaced by '-', at most 200
+// characters; "imported" for standard input or a name that leaves nothing.
 func SetName(file string) string {
 	if file == "" || file == "-" {
 		return "imported"
@@ -97,8 +98,10 @@ func SetName(file string) string {
 		}
 	}
 	name := strings.TrimLeft(b.String(), ".-")
-	if len(name) > 253 {
-		name = name[:253]
+	// Short enough that the storage hook's name, with -storage and
+	// .service, is a unit name systemd accepts (at most 255 bytes).
+	if len(name) > 200 {
+		name = name[:200]
 	}
 	if hooks.CheckSetName(name) != nil {
 		return "imported"
@@ -107,16 +110,17 @@ func SetName(file string) string {
 }
 
 // StorageHook is the name of the hook that carries an import's files,
-// directories, links, users and groups: the spec's name, or, when a unit
-// hook renders the unit that name would ("NAME.service"), or the name reads
-// as a unit name itself, the name with "-storage" appended.
+// directories, links, users and groups: the spec's name, with "-storage"
+// appended while a unit hook renders the unit that name would
+// ("NAME.service") or the name ends in a unit type (it would read as a
+// unit's name).
 func StorageHook(setName string, hs []hooks.Hook) string {
 	taken := map[string]bool{}
 	for i := range hs {
 		taken[render.UnitName(&hs[i])] = true
 	}
 	name := setName
-	for taken[render.UnitName(&hooks.Hook{Name: name})] || name != strings.TrimSuffix(render.UnitName(&hooks.Hook{Name: name}), ".service") {
+	for taken[name+".service"] || units.Type(name) != "" {
 		name += "-storage"
 	}
 	return name
