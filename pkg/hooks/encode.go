@@ -256,9 +256,14 @@ func integer(v uint32) *yaml.Node {
 	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatUint(uint64(v), 10)}
 }
 
-// mode is a mode as the spec documents it: octal with a leading 0.
+// mode is a mode as the spec documents it: octal with a leading 0, at
+// least four digits (0644, 07777).
 func mode(m uint32) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: fmt.Sprintf("%04o", m)}
+	s := fmt.Sprintf("%04o", m)
+	if s[0] != '0' {
+		s = "0" + s
+	}
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: s}
 }
 
 // optOwner writes a user or group: a decimal id as a number, a name as a

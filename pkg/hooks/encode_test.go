@@ -37,7 +37,8 @@ func TestEncodeRoundTrip(t *testing.T) {
 		{Name: "files",
 			Files: []hooks.File{
 				{Path: "/etc/a", Contents: ptr("line\n"), Mode: ptr(uint32(0o600)), User: "app", Group: "1000", Overwrite: true},
-				{Path: "/etc/b", Contents: ptr("")},
+				{Path: "/etc/b", Contents: ptr(""), Mode: ptr(uint32(0o7777))},
+				{Path: "/etc/b0", Contents: ptr("x"), Mode: ptr(uint32(0))},
 				{Path: "/etc/c", Contents: ptr("0644")},
 				{Path: "/etc/d", Local: "d.conf"},
 				{Path: "/opt/e", Source: "https://example.com/e", Hash: "sha256-a0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde"},

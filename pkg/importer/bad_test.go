@@ -81,6 +81,10 @@ func TestWarningPlaces(t *testing.T) {
 	}{
 		{"tabs.ign", "{\n\t\"ignition\": {\"version\": \"3.3.0\"},\n\t\"kernelArguments\": {\"shouldExist\": [\"quiet\"]}\n}\n",
 			[]string{"tabs.ign:3:2: warning: kernelArguments: kept out: the kernel arguments, which hostprov has no equivalent of"}},
+		{"owner.ign", "{\n  \"ignition\": {\"version\": \"3.2.0\"},\n  \"storage\": {\"directories\": [\n    {\"path\": \"/srv\", \"mode\": 4095},\n    {\"path\": \"/srv/x\", \"group\": {\"name\": \"web team\"}}\n  ]}\n}\n",
+			[]string{`owner.ign:5:24: warning: storage.directories[1]: kept out: /srv/x: the group "web team" is not one a hook spec can name: a name starts with a letter or _ and has only letters, digits, _, . and -`}},
+		{"owner.cfg", "#cloud-config\nwrite_files:\n  - path: /etc/a\n    owner: 'web team:root'\n    content: x\n",
+			[]string{`owner.cfg:4:12: warning: write_files[0]: kept out: /etc/a: the owner "web team" is not one a hook spec can name: a name starts with a letter or _ and has only letters, digits, _, . and -`}},
 		// Butane lists a unit it makes for a file system's
 		// with_mount_unit before the units written: the warning about
 		// b.service is still at b.service.

@@ -166,6 +166,13 @@ func (c *ccImporter) writeFiles(v *yaml.Node) {
 					return
 				}
 				user, group, _ := strings.Cut(s, ":")
+				for _, o := range []string{user, group} {
+					if problem := hooks.OwnerProblem(o); o != "" && problem != "" {
+						c.warn(val, p, fmt.Sprintf("kept out: %s: the owner %q is not one a hook spec can name: %s", f.Path, o, problem),
+							"rename the account, or give its numeric id")
+						return
+					}
+				}
 				if user != "root" {
 					f.User = user
 				}

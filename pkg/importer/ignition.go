@@ -494,7 +494,7 @@ func (im *ignImporter) storage(c types.Config) {
 		if f.Overwrite != nil && *f.Overwrite {
 			hf.Overwrite = true
 		}
-		if !im.contents(&hf, f.Contents, p) {
+		if !im.ownersOK(p, f.Path, hf.User, hf.Group) || !im.contents(&hf, f.Contents, p) {
 			continue
 		}
 		h.Files = append(h.Files, hf)
@@ -505,7 +505,11 @@ func (im *ignImporter) storage(c types.Config) {
 			im.warn(append(p, "overwrite"), d.Path+": overwrite of a directory (replace what is at the path) has no hostprov equivalent; imported without it",
 				"remove what is at the path with a command hook, if it must go")
 		}
-		h.Directories = append(h.Directories, hooks.Directory{Path: d.Path, Mode: modePtr(d.Mode), User: owner(d.User), Group: groupOwner(d.Group)})
+		hd := hooks.Directory{Path: d.Path, Mode: modePtr(d.Mode), User: owner(d.User), Group: groupOwner(d.Group)}
+		if !im.ownersOK(p, d.Path, hd.User, hd.Group) {
+			continue
+		}
+		h.Directories = append(h.Directories, hd)
 	}
 	for i, l := range c.Storage.Links {
 		p := []any{"storage", "links", i}
@@ -525,6 +529,23 @@ func (im *ignImporter) storage(c types.Config) {
 		}
 		h.Links = append(h.Links, hooks.Link{Path: l.Path, Target: *l.Target, Hard: l.Hard != nil && *l.Hard})
 	}
+}
+
+// ownersOK reports whether the user and group of the entry at p (of the
+// file or directory at path) are owners a spec can name, and warns that
+// the entry is kept out when not.
+func (im *ignImporter) ownersOK(p []any, path, user, group string) bool {
+	for _, o := range []struct{ field, v string }{{"user", user}, {"group", group}} {
+		if o.v == "" {
+			continue
+		}
+		if problem := hooks.OwnerProblem(o.v); problem != "" {
+			im.drop(p, []any{o.field}, fmt.Sprintf("%s: the %s %q is not one a hook spec can name: %s", path, o.field, o.v, problem),
+				"rename the account, or give its numeric id")
+			return false
+		}
+	}
+	return true
 }
 
 // contents sets a file's bytes from an Ignition resource: a data URL's
