@@ -85,6 +85,13 @@ func TestWarningPlaces(t *testing.T) {
 			[]string{`owner.ign:5:24: warning: storage.directories[1]: kept out: /srv/x: the group "web team" is not one a hook spec can name: a name starts with a letter or _ and has only letters, digits, _, . and -`}},
 		{"owner.cfg", "#cloud-config\nwrite_files:\n  - path: /etc/a\n    owner: 'web team:root'\n    content: x\n",
 			[]string{`owner.cfg:4:12: warning: write_files[0]: kept out: /etc/a: the owner "web team" is not one a hook spec can name: a name starts with a letter or _ and has only letters, digits, _, . and -`}},
+		// What Ignition accepts and hostprov's own checks refuse is kept
+		// out, at its place, with hostprov's reason and hint.
+		{"refused.ign", "{\"ignition\": {\"version\": \"3.2.0\"},\n \"passwd\": {\"users\": [{\"name\": \"a\", \"homeDir\": \"relative/home\"}, {\"name\": \"b\"}]},\n \"storage\": {\"files\": [{\"path\": \"/etc/b\", \"contents\": {\"source\": \"data:,y\"}}],\n  \"links\": [{\"path\": \"/etc/b/c\", \"target\": \"/x\"}]}}\n",
+			[]string{
+				`refused.ign:2:23: warning: passwd.users[0]: kept out: hostprov refuses it: home "relative/home" is not absolute`,
+				`refused.ign:4:13: warning: storage.links[0]: kept out: hostprov refuses it: /etc/b/c is under /etc/b, which is the file at hooks[0].files[0] (line 8)`,
+			}},
 		// Butane lists a unit it makes for a file system's
 		// with_mount_unit before the units written: the warning about
 		// b.service is still at b.service.

@@ -20,9 +20,14 @@ import (
 // become files, users and groups accounts. Every other module is kept
 // out with a warning.
 type ccImporter struct {
-	file  string
-	diags hooks.Diagnostics
-	h     hooks.Hook
+	file    string
+	diags   hooks.Diagnostics
+	h       hooks.Hook
+	origins hookOrigins
+}
+
+func (c *ccImporter) origin(n *yaml.Node, path string) origin {
+	return origin{pos: c.pos(n), path: path}
 }
 
 func (c *ccImporter) pos(n *yaml.Node) hooks.Position {
@@ -77,6 +82,7 @@ func importCloudConfig(in Input) (*Result, hooks.Diagnostics) {
 	if c.h.HasStorage() {
 		c.h.Name = StorageHook(in.setName, nil)
 		res.Hooks = []hooks.Hook{c.h}
+		res.origins = []hookOrigins{c.origins}
 	}
 	return res, c.diags
 }
@@ -242,6 +248,7 @@ func (c *ccImporter) writeFiles(v *yaml.Node) {
 		s := string(data)
 		f.Contents = &s
 		c.h.Files = append(c.h.Files, f)
+		c.origins.files = append(c.origins.files, c.origin(item, p))
 	})
 }
 
@@ -325,6 +332,7 @@ func (c *ccImporter) users(v *yaml.Node) {
 			return
 		}
 		c.h.Users = append(c.h.Users, u)
+		c.origins.users = append(c.origins.users, c.origin(item, p))
 	})
 }
 
@@ -355,6 +363,7 @@ func (c *ccImporter) groups(v *yaml.Node) {
 				continue
 			}
 			c.h.Groups = append(c.h.Groups, hooks.Group{Name: n.Value})
+			c.origins.groups = append(c.origins.groups, c.origin(n, p))
 		}
 	})
 }

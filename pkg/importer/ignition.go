@@ -181,10 +181,11 @@ func importIgnition(in Input, raw, butaneSrc []byte) (*Result, hooks.Diagnostics
 	im.storage(c)
 	im.passwd(c.Passwd)
 	res := &Result{Format: FormatIgnition, IgnitionVersion: version}
-	res.Hooks = im.hooks
+	res.Hooks, res.origins = im.hooks, im.origins
 	if im.storageHook.HasStorage() {
 		im.storageHook.Name = StorageHook(in.setName, im.hooks)
 		res.Hooks = append([]hooks.Hook{im.storageHook}, im.hooks...)
+		res.origins = append([]hookOrigins{im.storageOrigins}, im.origins...)
 	}
 	return res, append(diags, im.diags...)
 }
@@ -282,6 +283,14 @@ type ignImporter struct {
 	diags       hooks.Diagnostics
 	hooks       []hooks.Hook
 	storageHook hooks.Hook
+	// origins are those of hooks, and storageOrigins those of storageHook.
+	origins        []hookOrigins
+	storageOrigins hookOrigins
+}
+
+// origin is the origin of the part of the config at p.
+func (im *ignImporter) origin(p []any) origin {
+	return origin{pos: im.loc.at(p...), path: jsonPath(p)}
 }
 
 func (im *ignImporter) warn(p []any, msg, hint string) {
@@ -364,6 +373,7 @@ func (im *ignImporter) units(us []types.Unit) {
 	for i, u := range us {
 		p := []any{"systemd", "units", i}
 		h := hooks.Hook{Name: u.Name, UseRawName: true}
+		o := hookOrigins{hook: im.origin(p)}
 		mask := u.Mask != nil && *u.Mask
 		if mask {
 			h.Mask = true
@@ -429,6 +439,7 @@ func (im *ignImporter) units(us []types.Unit) {
 					"nothing to do: systemd reads both the same")
 			}
 			h.Dropins = append(h.Dropins, hooks.Dropin{Name: d.Name, Contents: norm})
+			o.dropins = append(o.dropins, im.origin(dp))
 		}
 		if !h.Mask && !h.UseRawManifest && len(h.Dropins) == 0 && h.Enabled == nil {
 			im.warn(p, "kept out: the unit "+u.Name+" has nothing hostprov can say: no contents, drop-ins, enabled or mask",
@@ -436,6 +447,7 @@ func (im *ignImporter) units(us []types.Unit) {
 			continue
 		}
 		im.hooks = append(im.hooks, h)
+		im.origins = append(im.origins, o)
 	}
 }
 
@@ -498,6 +510,7 @@ func (im *ignImporter) storage(c types.Config) {
 			continue
 		}
 		h.Files = append(h.Files, hf)
+		im.storageOrigins.files = append(im.storageOrigins.files, im.origin(p))
 	}
 	for i, d := range c.Storage.Directories {
 		p := []any{"storage", "directories", i}
@@ -510,6 +523,7 @@ func (im *ignImporter) storage(c types.Config) {
 			continue
 		}
 		h.Directories = append(h.Directories, hd)
+		im.storageOrigins.directories = append(im.storageOrigins.directories, im.origin(p))
 	}
 	for i, l := range c.Storage.Links {
 		p := []any{"storage", "links", i}
@@ -528,6 +542,7 @@ func (im *ignImporter) storage(c types.Config) {
 				"remove what is at the path with a command hook, if it must go")
 		}
 		h.Links = append(h.Links, hooks.Link{Path: l.Path, Target: *l.Target, Hard: l.Hard != nil && *l.Hard})
+		im.storageOrigins.links = append(im.storageOrigins.links, im.origin(p))
 	}
 }
 
@@ -669,6 +684,7 @@ func (im *ignImporter) passwd(pw types.Passwd) {
 				userHints[k])
 		}
 		h.Users = append(h.Users, hu)
+		im.storageOrigins.users = append(im.storageOrigins.users, im.origin(p))
 	}
 	for i, g := range pw.Groups {
 		p := []any{"passwd", "groups", i}
@@ -692,6 +708,7 @@ func (im *ignImporter) passwd(pw types.Passwd) {
 				"set group passwords, if you need them, with a command hook")
 		}
 		h.Groups = append(h.Groups, hg)
+		im.storageOrigins.groups = append(im.storageOrigins.groups, im.origin(p))
 	}
 }
 

@@ -60,6 +60,10 @@ type Result struct {
 	Hooks []hooks.Hook
 	// Spec is the spec document, as hooks.Encode writes it.
 	Spec []byte
+
+	// origins are where each hook and its entries come from, index for
+	// index with Hooks.
+	origins []hookOrigins
 }
 
 // displayName is the input's name in positions.
@@ -156,25 +160,37 @@ func Import(in Input) (*Result, hooks.Diagnostics) {
 		return nil, diags
 	}
 	res.Name = in.setName
-	spec, err := hooks.Encode(res.Name, res.Hooks)
-	if err != nil {
-		return nil, append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: file},
-			Message: "cannot write the spec: " + err.Error()})
-	}
-	// What import writes must be a spec hostprov renders: check it as
-	// validate does. A problem here is one import did not foresee; it
-	// is reported at the input's place of the hook.
-	if _, bad := render.BuildAll(res.Name+".yaml", spec); bad.HasErrors(false) {
-		for _, d := range bad {
-			if d.Severity != hooks.Error {
-				continue
-			}
-			diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: file},
-				Message: "the imported spec is not valid: " + d.String(),
-				Hint:    "change the input so that this part has a hostprov equivalent, or leave it out"})
+	// What import writes must be a spec hostprov renders: it is checked
+	// as validate does. An entry hostprov's checks refuse is kept out,
+	// with a warning at its place in the input that says why, and the
+	// rest checked again; a problem import cannot place is an error.
+	var spec []byte
+	for {
+		var err error
+		spec, err = hooks.Encode(res.Name, res.Hooks)
+		if err != nil {
+			return nil, append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: file},
+				Message: "cannot write the spec: " + err.Error()})
 		}
-		return nil, diags
+		_, bad := render.BuildAll(res.Name+".yaml", spec)
+		if !bad.HasErrors(false) {
+			break
+		}
+		refused, ok := res.refuse(bad, file)
+		if !ok {
+			for _, d := range bad {
+				if d.Severity != hooks.Error {
+					continue
+				}
+				diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: file},
+					Message: "the imported spec is not valid: " + d.String(),
+					Hint:    "change the input so that this part has a hostprov equivalent, or leave it out"})
+			}
+			return nil, diags
+		}
+		diags = append(diags, refused...)
 	}
+	diags.Sort()
 	res.Spec = spec
 	return res, diags
 }

@@ -63,18 +63,20 @@ func importKops(in Input) (*Result, hooks.Diagnostics) {
 	if diags.HasErrors(false) {
 		return nil, diags
 	}
-	res := &Result{Format: FormatKops, Hooks: spec.Hooks}
+	res := &Result{Format: FormatKops, Hooks: spec.Hooks, origins: make([]hookOrigins, len(spec.Hooks))}
 	if k.h.HasStorage() {
 		k.h.Name = StorageHook(in.setName, res.Hooks)
 		res.Hooks = append([]hooks.Hook{k.h}, res.Hooks...)
+		res.origins = append([]hookOrigins{k.origins}, res.origins...)
 	}
 	return res, diags
 }
 
 type kopsImporter struct {
-	file  string
-	diags hooks.Diagnostics
-	h     hooks.Hook
+	file    string
+	diags   hooks.Diagnostics
+	h       hooks.Hook
+	origins hookOrigins
 }
 
 func (k *kopsImporter) pos(n *yaml.Node) hooks.Position {
@@ -176,5 +178,6 @@ func (k *kopsImporter) fileAssets(v *yaml.Node) {
 		s := string(data)
 		f.Contents = &s
 		k.h.Files = append(k.h.Files, f)
+		k.origins.files = append(k.origins.files, origin{pos: k.pos(item), path: p})
 	}
 }
