@@ -139,6 +139,9 @@ func (c *ccImporter) writeFiles(v *yaml.Node) {
 			return
 		}
 		var f hooks.File
+		if v := mapValue(item, "path"); v != nil && v.Kind == yaml.ScalarNode {
+			f.Path = v.Value // for messages about fields before it
+		}
 		var content, encoding string
 		ok := true
 		for j := 0; j+1 < len(item.Content); j += 2 {
@@ -189,12 +192,12 @@ func (c *ccImporter) writeFiles(v *yaml.Node) {
 				// hostprov writes a file after the users it needs exist.
 			case "append":
 				if val.Value == "true" {
-					c.warn(k, fp, "kept out: "+f.Path+": append adds to a file, and a hostprov file is the whole file",
+					c.warn(k, p, "kept out: "+f.Path+": append adds to a file, and a hostprov file is the whole file",
 						"write the whole file as the hook's file, or append in a command hook")
 					return
 				}
 			case "source":
-				c.warn(k, fp, "kept out: "+f.Path+": a file from a source URL, which cloud-init fetches without a hash and a hostprov file from a source needs one",
+				c.warn(k, p, "kept out: "+f.Path+": a file from a source URL, which cloud-init fetches without a hash and a hostprov file from a source needs one",
 					"give the file as a hook's file with source: and verification: {hash: sha512-HEX}")
 				return
 			default:
