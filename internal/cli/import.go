@@ -10,12 +10,13 @@ import (
 	"github.com/hostprov/hostprov/internal/fsutil"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/importer"
+	"github.com/hostprov/hostprov/pkg/kops"
 )
 
 func newImport() *cobra.Command {
-	var out string
+	var out, instanceGroup, role string
 	c := &cobra.Command{
-		Use:   "import FILE [-o OUT]",
+		Use:   "import FILE [-o OUT] [--instance-group NAME] [--role ROLE]",
 		Short: "Turn a Butane, Ignition, cloud-config or kops config into a hook spec",
 		Long: `import reads a Butane config, an Ignition config (spec 3.0.0 to 3.5.0), a cloud-config
 (#cloud-config) or a kops Cluster or InstanceGroup manifest and writes the hook spec that
@@ -26,13 +27,23 @@ systems, RAID, kernel arguments, cloud-init modules other than write_files, user
 groups, kops fields other than hooks and fileAssets) is a warning with its file:line:col,
 and is kept out.
 
+Of kops manifests with several InstanceGroups, --instance-group (or --role, as for
+render) says which machine's hooks to import: the group's own and the Cluster's.
+
 FILE "-" reads standard input. The spec goes to standard output, or with -o OUT to OUT,
 written atomically. Warnings do not change the exit status; an input that cannot be read
 is an error, and nothing is written.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			file := args[0]
-			in := importer.Input{Name: file}
+			in := importer.Input{Name: file, InstanceGroup: instanceGroup}
+			if role != "" {
+				r, err := kops.ParseRole(role)
+				if err != nil {
+					return invalid("--role: %v", err)
+				}
+				in.Role = r
+			}
 			if file == "-" {
 				data, err := io.ReadAll(io.LimitReader(c.InOrStdin(), hooks.MaxSize+1))
 				if err != nil {
@@ -70,6 +81,8 @@ is an error, and nothing is written.`,
 		},
 	}
 	c.Flags().StringVarP(&out, "out", "o", "", "write the spec to this file (atomically) instead of standard output")
+	c.Flags().StringVar(&instanceGroup, "instance-group", "", "of kops manifests: the InstanceGroup whose machine's hooks to import")
+	c.Flags().StringVar(&role, "role", "", "of kops manifests: the role whose InstanceGroup's hooks to import")
 	return c
 }
 

@@ -21,6 +21,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hostprov/hostprov/pkg/hooks"
+	"github.com/hostprov/hostprov/pkg/kops"
 	"github.com/hostprov/hostprov/pkg/render"
 	"github.com/hostprov/hostprov/pkg/units"
 )
@@ -42,6 +43,13 @@ type Input struct {
 	// Dir is where a Butane config's local: files are read from: the
 	// file's own directory.
 	Dir string
+
+	// InstanceGroup and Role say, for kops manifests with several
+	// InstanceGroups, which machine's hooks to import, as render's
+	// --instance-group and --role do (kops.Manifests.Hooks). Other
+	// inputs must leave them empty.
+	InstanceGroup string
+	Role          kops.Role
 
 	// setName is SetName of Name, once Name is the name for positions.
 	setName string
@@ -141,7 +149,13 @@ func Import(in Input) (*Result, hooks.Diagnostics) {
 		res   *Result
 		diags hooks.Diagnostics
 	)
-	switch detect(in.Data) {
+	format := detect(in.Data)
+	if format != FormatKops && (in.InstanceGroup != "" || in.Role != "") {
+		return nil, hooks.Diagnostics{{Severity: hooks.Error, Pos: hooks.Position{File: file},
+			Message: "--instance-group and --role choose among the InstanceGroups of kops manifests, and this is no kops manifest",
+			Hint:    "leave them out"}}
+	}
+	switch format {
 	case FormatIgnition:
 		res, diags = importIgnition(in, in.Data, nil)
 	case FormatButane:

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
+	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -13,8 +15,9 @@ import (
 	"github.com/hostprov/hostprov/pkg/kops"
 )
 
-// importKops imports the hooks of a kops Cluster manifest and of at most
-// one InstanceGroup in the same file, as kops nodeup renders them on a
+// importKops imports the hooks of a kops Cluster manifest and of one of
+// its InstanceGroups in the same file (the only one, or the one
+// in.InstanceGroup or in.Role chooses), as kops nodeup renders them on a
 // machine of that group (kops.Manifests.Hooks): the instance group's
 // hooks first, a hook of a name the group has already left out. Each
 // becomes the hook hostprov renders to kops's own unit (kops.Spec): a raw
@@ -29,7 +32,7 @@ func importKops(in Input) (*Result, hooks.Diagnostics) {
 	if diags.HasErrors(false) {
 		return nil, diags
 	}
-	nhs, d := ms.Hooks("", "")
+	nhs, d := ms.Hooks(in.Role, in.InstanceGroup)
 	diags = append(diags, d...)
 	if diags.HasErrors(false) {
 		return nil, diags
@@ -45,8 +48,45 @@ func importKops(in Input) (*Result, hooks.Diagnostics) {
 			rt = kops.Docker
 		}
 	}
+	// The hooks of the manifests that are not the machine's: for another
+	// role, or of another InstanceGroup, or overridden by one of the
+	// InstanceGroup's of the same name.
+	chosen, names := map[*kops.Hook]bool{}, map[string]bool{}
 	for _, h := range nhs {
-		if len(h.Roles) > 0 {
+		chosen[h.Hook] = true
+		names[h.Name] = true
+	}
+	for _, m := range manifests {
+		mine := m.Kind == kops.KindCluster
+		for i := range m.Hooks {
+			mine = mine || chosen[&m.Hooks[i]]
+		}
+		for i := range m.Hooks {
+			h := &m.Hooks[i]
+			if chosen[h] {
+				continue
+			}
+			var what string
+			hint := "import the manifests again with --instance-group (or --role) of the machines it is for"
+			switch {
+			case !mine:
+				what = fmt.Sprintf("the hook %s is InstanceGroup %s's, not this machine's", hookName(h, i), m.Name)
+			case len(h.Roles) > 0:
+				what = fmt.Sprintf("the hook %s is for %s, not this machine", hookName(h, i), rolesText(h.Roles))
+			case h.Name != "" && names[h.Name]:
+				what = fmt.Sprintf("the hook %s is overridden by the InstanceGroup's hook of that name", h.Name)
+				hint = "nothing to do: kops puts the InstanceGroup's hook on the machine too"
+			default:
+				what = fmt.Sprintf("the hook %s is not for this machine", hookName(h, i))
+			}
+			diags = append(diags, warn(h.Where(""), h.Path, "kept out: "+what, hint))
+		}
+	}
+	for _, h := range nhs {
+		// With an InstanceGroup (or a role) the hooks are those of its
+		// machines already; without, every hook is imported, whatever
+		// its roles.
+		if len(h.Roles) > 0 && in.Role == "" && len(ms.InstanceGroups) == 0 {
 			diags = append(diags, warn(h.Where("roles"), h.Path+".roles",
 				"kept out: the roles of the hook "+h.Name+"; a hostprov spec goes to every machine it is given to",
 				"give the spec only to machines of those roles, or split it into a spec per role"))
@@ -57,7 +97,18 @@ func importKops(in Input) (*Result, hooks.Diagnostics) {
 	if diags.HasErrors(false) {
 		return nil, diags
 	}
-	k := &kopsImporter{file: in.Name}
+	// The role of the machine, when the manifests say: what file assets
+	// with roles are chosen by.
+	role, group := in.Role, ""
+	for _, m := range ms.InstanceGroups {
+		if m.Name == in.InstanceGroup || len(ms.InstanceGroups) == 1 || in.InstanceGroup == "" && in.Role != "" && m.Role == in.Role {
+			group = m.Name
+			if role == "" {
+				role = m.Role
+			}
+		}
+	}
+	k := &kopsImporter{file: in.Name, role: role, group: group}
 	k.docs(in.Data)
 	diags = append(diags, k.diags...)
 	if diags.HasErrors(false) {
@@ -73,7 +124,11 @@ func importKops(in Input) (*Result, hooks.Diagnostics) {
 }
 
 type kopsImporter struct {
-	file    string
+	file string
+	// role and group are the machine's role and InstanceGroup, when the
+	// manifests say.
+	role    kops.Role
+	group   string
 	diags   hooks.Diagnostics
 	h       hooks.Hook
 	origins hookOrigins
@@ -109,6 +164,14 @@ func (k *kopsImporter) docs(data []byte) {
 			switch key.Value {
 			case "hooks":
 			case "fileAssets":
+				if name := mapValue(mapValue(root, "metadata"), "name"); kind.Value == kops.KindInstanceGroup && (name == nil || name.Value != k.group) {
+					for i, item := range v.Content {
+						k.diags = append(k.diags, warn(k.pos(item), fmt.Sprintf("spec.fileAssets[%d]", i),
+							"kept out: the file asset is another InstanceGroup's, not this machine's",
+							"import the manifests again with --instance-group of the machines it is for"))
+					}
+					continue
+				}
 				k.fileAssets(v)
 			case "role", "containerRuntime":
 				// What kops.Read reads to select and render the hooks.
@@ -135,6 +198,7 @@ func (k *kopsImporter) fileAssets(v *yaml.Node) {
 		var f hooks.File
 		var content string
 		var isBase64, hasContent bool
+		var notMine string
 		for j := 0; j+1 < len(item.Content); j += 2 {
 			key, val := item.Content[j], item.Content[j+1]
 			switch key.Value {
@@ -146,14 +210,30 @@ func (k *kopsImporter) fileAssets(v *yaml.Node) {
 			case "isBase64":
 				isBase64 = val.Value == "true"
 			case "roles":
-				k.diags = append(k.diags, warn(k.pos(key), p+".roles",
-					"kept out: the roles of the file asset; a hostprov spec goes to every machine it is given to",
-					"give the spec only to machines of those roles, or split it into a spec per role"))
+				var roles []kops.Role
+				for _, r := range val.Content {
+					if role, err := kops.ParseRole(r.Value); err == nil {
+						roles = append(roles, role)
+					}
+				}
+				switch {
+				case k.role == "":
+					k.diags = append(k.diags, warn(k.pos(key), p+".roles",
+						"kept out: the roles of the file asset; a hostprov spec goes to every machine it is given to",
+						"give the spec only to machines of those roles, or split it into a spec per role"))
+				case !slices.Contains(roles, k.role):
+					notMine = fmt.Sprintf("kept out: the file asset is for %s, not this machine (%s)", rolesText(roles), k.role)
+				}
 			default:
 				k.diags = append(k.diags, warn(k.pos(key), p+"."+key.Value,
 					"kept out: "+key.Value+" of a file asset has no hostprov equivalent",
 					"the fields of a hostprov file are path, contents, local, source, verification, mode, user, group and overwrite"))
 			}
+		}
+		if notMine != "" {
+			k.diags = append(k.diags, warn(k.pos(item), p, notMine,
+				"import the manifests again with --instance-group (or --role) of the machines it is for"))
+			continue
 		}
 		if f.Path == "" || !hasContent {
 			k.diags = append(k.diags, warn(k.pos(item), p, "kept out: a file asset without path or content",
@@ -180,4 +260,22 @@ func (k *kopsImporter) fileAssets(v *yaml.Node) {
 		k.h.Files = append(k.h.Files, f)
 		k.origins.files = append(k.origins.files, origin{pos: k.pos(item), path: p})
 	}
+}
+
+func hookName(h *kops.Hook, i int) string {
+	if h.Name != "" {
+		return h.Name
+	}
+	return fmt.Sprintf("#%d (unnamed)", i)
+}
+
+func rolesText(rs []kops.Role) string {
+	var names []string
+	for _, r := range rs {
+		names = append(names, string(r))
+	}
+	if len(names) == 1 {
+		return "role " + names[0]
+	}
+	return "roles " + strings.Join(names, ", ")
 }
