@@ -191,6 +191,10 @@ func Import(in Input) (*Result, hooks.Diagnostics) {
 			break
 		}
 		refused, ok := res.refuse(bad, file)
+		if len(refused) == 0 {
+			// Nothing left to keep out: the errors are import's own.
+			ok = false
+		}
 		if !ok {
 			for _, d := range bad {
 				if d.Severity != hooks.Error {
