@@ -106,7 +106,7 @@ On Kubernetes:
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.AddCommand(newRender(), newValidate(), newFmt(), newVersion(), newPlan(), newApply(), newRemove(), newStatus(), newKops(), newAgent(), newController())
+	root.AddCommand(newRender(), newValidate(), newFmt(), newImport(), newVersion(), newPlan(), newApply(), newRemove(), newStatus(), newKops(), newAgent(), newController())
 	return root
 }
 

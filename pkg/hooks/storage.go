@@ -401,6 +401,22 @@ func (d *decoder) owner(v value) string {
 	return s
 }
 
+// OwnerProblem says why s is not a user or group of a file or directory
+// (a name, or a decimal id below 4294967295), or returns "".
+func OwnerProblem(s string) string {
+	switch {
+	case s == "":
+		return "it is empty"
+	case digitsRE.MatchString(s):
+		if id, err := strconv.ParseUint(s, 10, 32); err != nil || id >= 1<<32-1 {
+			return "the id is out of range"
+		}
+	case !ownerNameRE.MatchString(s):
+		return "a name starts with a letter or _ and has only letters, digits, _, . and -"
+	}
+	return ""
+}
+
 func (d *decoder) unknownStorageField(e entry, where string, known []string) {
 	hint := "the fields of a " + where + " entry are " + strings.Join(known, ", ")
 	if s := suggest.Closest(e.name, known); s != "" {

@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hostprov/hostprov/internal/fsutil"
+	"github.com/hostprov/hostprov/pkg/hooks"
+	"github.com/hostprov/hostprov/pkg/importer"
+	"github.com/hostprov/hostprov/pkg/kops"
+)
+
+func newImport() *cobra.Command {
+	var out, instanceGroup, role string
+	c := &cobra.Command{
+		Use:   "import FILE [-o OUT] [--instance-group NAME] [--role ROLE]",
+		Short: "Turn a Butane, Ignition, cloud-config or kops config into a hook spec",
+		Long: `import reads a Butane config, an Ignition config (spec 3.0.0 to 3.5.0), a cloud-config
+(#cloud-config) or a kops Cluster or InstanceGroup manifest and writes the hook spec that
+makes the same: units become raw hooks (useRawName, useRawManifest), drop-ins the drop-ins
+of their unit's hook, masked units mask hooks; files, directories, links, users and groups
+go onto one hook named after the spec. What hostprov has no equivalent of (disks, file
+systems, RAID, kernel arguments, cloud-init modules other than write_files, users and
+groups, kops fields other than hooks and fileAssets) is a warning with its file:line:col,
+and is kept out.
+
+Of kops manifests with several InstanceGroups, --instance-group (or --role, as for
+render) says which machine's hooks to import: the group's own and the Cluster's.
+
+FILE "-" reads standard input. The spec goes to standard output, or with -o OUT to OUT,
+written atomically. Warnings do not change the exit status; an input that cannot be read
+is an error, and nothing is written.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			file := args[0]
+			in := importer.Input{Name: file, InstanceGroup: instanceGroup}
+			if role != "" {
+				r, err := kops.ParseRole(role)
+				if err != nil {
+					return invalid("--role: %v", err)
+				}
+				in.Role = r
+			}
+			if file == "-" {
+				data, err := io.ReadAll(io.LimitReader(c.InOrStdin(), hooks.MaxSize+1))
+				if err != nil {
+					return failure("reading standard input: %v", err)
+				}
+				in.Data = data
+				in.Dir = "."
+			} else {
+				data, err := readLimited(file)
+				if err != nil {
+					return err
+				}
+				dir, err := filepath.Abs(filepath.Dir(file))
+				if err != nil {
+					return failure("%v", err)
+				}
+				in.Data, in.Dir = data, dir
+			}
+			if len(in.Data) > hooks.MaxSize {
+				return invalid("%s: larger than %d bytes", displayName(file), hooks.MaxSize)
+			}
+			res, diags := importer.Import(in)
+			printDiags(c.ErrOrStderr(), diags)
+			if res == nil {
+				return &exitError{code: ExitInvalid, msg: summary(displayName(file), diags, false)}
+			}
+			if out == "" {
+				_, err := c.OutOrStdout().Write(res.Spec)
+				return err
+			}
+			if err := fsutil.WriteFile(out, res.Spec, 0o644); err != nil {
+				return failure("%v", err)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVarP(&out, "out", "o", "", "write the spec to this file (atomically) instead of standard output")
+	c.Flags().StringVar(&instanceGroup, "instance-group", "", "of kops manifests: the InstanceGroup whose machine's hooks to import")
+	c.Flags().StringVar(&role, "role", "", "of kops manifests: the role whose InstanceGroup's hooks to import")
+	return c
+}
+
+// readLimited reads a file given on the command line, at most one byte
+// more than a spec may have.
+func readLimited(file string) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, invalid("%s: no such file", file)
+		}
+		return nil, failure("%v", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, hooks.MaxSize+1))
+	if err != nil {
+		return nil, failure("reading %s: %v", file, err)
+	}
+	return data, nil
+}

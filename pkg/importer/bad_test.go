@@ -1,0 +1,141 @@
+package importer_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hostprov/hostprov/pkg/hooks"
+	"github.com/hostprov/hostprov/pkg/importer"
+)
+
+// TestBadInput: a config import cannot read is refused with an error at
+// its place (file:line:col where the input says it) and a hint, and no
+// spec: every error of the input at once where the reader finds several.
+func TestBadInput(t *testing.T) {
+	for _, c := range []struct {
+		name, data string
+		// want are the first lines of the errors, in order.
+		want []string
+	}{
+		{"syntax.ign", `{"ignition": {"version": "3.3.0"},}`,
+			[]string{`syntax.ign:1:35: error: Ignition: invalid character '}' looking for beginning of object key string`}},
+		{"old.ign", `{"ignition": {"version": "2.2.0"}}`,
+			[]string{`old.ign:1:26: error: ignition.version: Ignition spec version 2.2.0: hostprov imports Ignition 3.0.0 to 3.5.0`}},
+		{"new.ign", "{\n  \"ignition\": {\"version\": \"3.6.0\"}\n}",
+			[]string{`new.ign:2:27: error: ignition.version: Ignition spec version 3.6.0: hostprov imports Ignition 3.0.0 to 3.5.0`}},
+		{"relative.ign", "{\n  \"ignition\": {\"version\": \"3.2.0\"},\n  \"storage\": {\"files\": [{\"path\": \"etc/x\"}]}\n}",
+			[]string{`relative.ign:3:34: error: storage.files[0].path: Ignition: path not absolute`}},
+		{"tabs.ign", "{\n\t\"ignition\": {\"version\": \"3.2.0\"},\n\t\"storage\": {\"files\": [{\"path\": \"etc/x\"}]}\n}",
+			[]string{`tabs.ign:3:33: error: storage.files[0].path: Ignition: path not absolute`}},
+		{"unit.ign", "{\n  \"ignition\": {\"version\": \"3.3.0\"},\n  \"systemd\": {\"units\": [{\"name\": \"bad.service\", \"contents\": \"[Service\\nExecStart=/bin/true\\n\"}]}\n}",
+			[]string{`unit.ign:3:61: error: systemd.units[0].contents: Ignition: invalid unit content: unable to find end of section`}},
+		{"version.bu", "variant: fcos\nversion: 9.0.0\n",
+			[]string{`version.bu:2:10: error: version: Butane cannot translate this config: No translator exists for variant fcos with version 9.0.0`}},
+		{"type.bu", "variant: fcos\nversion: 1.5.0\nsystemd:\n  units:\n    - name: a.service\n      contents: [1, 2]\n",
+			[]string{`type.bu:6: error: Butane cannot read this config: yaml: unmarshal errors: line 6: cannot unmarshal !!seq into string`}},
+		{"path.bu", "variant: fcos\nversion: 1.5.0\nstorage:\n  files:\n    - path: relative\n",
+			[]string{`path.bu:5:13: error: storage.files[0].path: Butane: path not absolute`}},
+		{"cc.yaml", "#cloud-config\nwrite_files:\n  - path: /etc/a\n    encoding: rot13\n    content: x\n  - path: /etc/b\n    permissions: \"0999\"\n    content: y\n",
+			[]string{`cc.yaml:3:5: error: write_files[0].encoding: unknown encoding "rot13"`,
+				`cc.yaml:7:18: error: write_files[1].permissions: permissions "0999" is not an octal mode`}},
+		{"yaml.cfg", "#cloud-config\nwrite_files: [\n",
+			[]string{`yaml.cfg:2: error: not valid YAML: yaml: line 2: did not find expected node content`}},
+		{"list.cfg", "#cloud-config\nwrite_files: {path: /etc/a}\n",
+			[]string{`list.cfg:2:14: error: write_files: write_files must be a list, not a mapping`}},
+		{"kops.yaml", "apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nmetadata:\n  name: c\nspec:\n  hooks:\n  - name: x\n    manifst: |\n      Type=oneshot\n",
+			[]string{`kops.yaml:8:5: error: spec.hooks[0].manifst: unknown field "manifst" in a hook; kops drops it without a word`}},
+		{"other.yaml", "hello: world\n",
+			[]string{`other.yaml:1:1: error: not a config hostprov imports: neither an Ignition config (a JSON object), a Butane config (variant: and version:), a cloud-config (#cloud-config on the first line) nor a kops Cluster or InstanceGroup`}},
+		{"", "",
+			[]string{`<stdin>: error: not a config hostprov imports: neither an Ignition config (a JSON object), a Butane config (variant: and version:), a cloud-config (#cloud-config on the first line) nor a kops Cluster or InstanceGroup`}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, diags := importer.Import(importer.Input{Name: c.name, Data: []byte(c.data), Dir: t.TempDir()})
+			if res != nil {
+				t.Fatalf("import gave a spec for a bad config:\n%s", res.Spec)
+			}
+			var got []string
+			for _, d := range diags {
+				if d.Severity != hooks.Error {
+					continue
+				}
+				if d.Hint == "" {
+					t.Errorf("no hint: %s", d)
+				}
+				got = append(got, strings.SplitN(d.String(), "\n", 2)[0])
+			}
+			if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+				t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+			}
+		})
+	}
+}
+
+// TestWarningPlaces: warnings are at the place of what they are about in
+// the file as written: in JSON indented with tabs too, and in a Butane
+// config whose list entries Butane's output has in another order.
+func TestWarningPlaces(t *testing.T) {
+	for _, c := range []struct {
+		name, data string
+		want       []string
+	}{
+		{"tabs.ign", "{\n\t\"ignition\": {\"version\": \"3.3.0\"},\n\t\"kernelArguments\": {\"shouldExist\": [\"quiet\"]}\n}\n",
+			[]string{"tabs.ign:3:2: warning: kernelArguments: kept out: the kernel arguments, which hostprov has no equivalent of"}},
+		{"owner.ign", "{\n  \"ignition\": {\"version\": \"3.2.0\"},\n  \"storage\": {\"directories\": [\n    {\"path\": \"/srv\", \"mode\": 4095},\n    {\"path\": \"/srv/x\", \"group\": {\"name\": \"web team\"}}\n  ]}\n}\n",
+			[]string{`owner.ign:5:24: warning: storage.directories[1]: kept out: /srv/x: the group "web team" is not one a hook spec can name: a name starts with a letter or _ and has only letters, digits, _, . and -`}},
+		{"owner.cfg", "#cloud-config\nwrite_files:\n  - path: /etc/a\n    owner: 'web team:root'\n    content: x\n",
+			[]string{`owner.cfg:4:12: warning: write_files[0]: kept out: /etc/a: the owner "web team" is not one a hook spec can name: a name starts with a letter or _ and has only letters, digits, _, . and -`}},
+		// What Ignition accepts and hostprov's own checks refuse is kept
+		// out, at its place, with hostprov's reason and hint.
+		{"refused.ign", "{\"ignition\": {\"version\": \"3.2.0\"},\n \"passwd\": {\"users\": [{\"name\": \"a\", \"homeDir\": \"relative/home\"}, {\"name\": \"b\"}]},\n \"storage\": {\"files\": [{\"path\": \"/etc/b\", \"contents\": {\"source\": \"data:,y\"}}],\n  \"links\": [{\"path\": \"/etc/b/c\", \"target\": \"/x\"}]}}\n",
+			[]string{
+				`refused.ign:2:23: warning: passwd.users[0]: kept out: hostprov refuses it: home "relative/home" is not absolute`,
+				`refused.ign:4:13: warning: storage.links[0]: kept out: hostprov refuses it: /etc/b/c is under /etc/b, which is the file at hooks[0].files[0] (line 8)`,
+			}},
+		// Butane lists a unit it makes for a file system's
+		// with_mount_unit before the units written: the warning about
+		// b.service is still at b.service.
+		{"order.bu", "variant: fcos\nversion: 1.5.0\nstorage:\n  filesystems:\n    - device: /dev/vdb\n      path: /var/data\n      format: xfs\n      with_mount_unit: true\nsystemd:\n  units:\n    - name: b.service\n      contents: |\n        [Service]\n        ExecStart=/bin/true\n        [Install]\n        WantedBy=multi-user.target\n",
+			[]string{
+				"order.bu:5:7: warning: storage.filesystems[0]: kept out: a file system, which hostprov has no equivalent of",
+				// The mount unit is Butane's: at the nearest part written.
+				"order.bu:11:5: warning: systemd.units[0].contents: the unit file does not end with a newline; hostprov writes it with line feeds and one final newline",
+				"order.bu:11:13: warning: systemd.units[1].name: the config neither enables nor disables b.service, which Ignition leaves to the system's presets; imported with enabled: false",
+			}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, diags := importer.Import(importer.Input{Name: c.name, Data: []byte(c.data), Dir: t.TempDir()})
+			if res == nil {
+				t.Fatalf("import refused the config:\n%s", diags.Error())
+			}
+			var got []string
+			for _, d := range diags {
+				if !strings.Contains(d.Message, "Butane: ") && !strings.Contains(d.Message, "Ignition: ") {
+					got = append(got, strings.SplitN(d.String(), "\n", 2)[0])
+				}
+			}
+			if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+				t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+			}
+		})
+	}
+}
+
+// TestNames: the spec is named after the file, the storage hook after
+// the spec unless a unit hook has that name.
+func TestNames(t *testing.T) {
+	for file, want := range map[string]string{
+		"node.bu": "node", "node.ign.json": "node", "user data.yaml": "user-data", "-": "imported", "": "imported",
+		"/dir/.hidden.bu": "hidden", "...": "imported", strings.Repeat("a", 300) + ".bu": strings.Repeat("a", 200),
+	} {
+		if got := importer.SetName(file); got != want {
+			t.Errorf("SetName(%q) = %q, want %q", file, got, want)
+		}
+	}
+	hs := []hooks.Hook{{Name: "app.service", UseRawName: true}, {Name: "app-storage"}}
+	for set, want := range map[string]string{"app": "app-storage-storage", "web": "web", "x.mount": "x.mount-storage"} {
+		if got := importer.StorageHook(set, hs); got != want {
+			t.Errorf("StorageHook(%q) = %q, want %q", set, got, want)
+		}
+	}
+}

@@ -1,0 +1,372 @@
+package importer
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/hostprov/hostprov/internal/yamlnode"
+	"github.com/hostprov/hostprov/pkg/hooks"
+)
+
+// ccImporter builds the storage hook of a cloud-config: write_files
+// become files, users and groups accounts. Every other module is kept
+// out with a warning.
+type ccImporter struct {
+	file    string
+	diags   hooks.Diagnostics
+	h       hooks.Hook
+	origins hookOrigins
+}
+
+func (c *ccImporter) origin(n *yaml.Node, path string) origin {
+	return origin{pos: c.pos(n), path: path}
+}
+
+func (c *ccImporter) pos(n *yaml.Node) hooks.Position {
+	return hooks.Position{File: c.file, Line: n.Line, Column: n.Column}
+}
+
+func (c *ccImporter) warn(n *yaml.Node, path, msg, hint string) {
+	c.diags = append(c.diags, warn(c.pos(n), path, msg, hint))
+}
+
+func (c *ccImporter) fail(n *yaml.Node, path, msg, hint string) {
+	c.diags = append(c.diags, hooks.Diagnostic{Severity: hooks.Error, Pos: c.pos(n), Path: path, Message: msg, Hint: hint})
+}
+
+func importCloudConfig(in Input) (*Result, hooks.Diagnostics) {
+	c := &ccImporter{file: in.Name}
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(in.Data))
+	if err := yamlnode.Decode(dec, &doc); err != nil {
+		return nil, hooks.Diagnostics{{Severity: hooks.Error, Pos: yamlErrPos(in.Name, err), Message: "not valid YAML: " + err.Error(),
+			Hint: "a cloud-config is a YAML mapping after its #cloud-config line"}}
+	}
+	if len(doc.Content) == 0 {
+		return &Result{Format: FormatCloudConfig}, nil
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		c.fail(root, "", "a cloud-config must be a mapping, not "+yamlnode.KindName(root), "write its modules as keys: write_files:, users:, ...")
+		return nil, c.diags
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		switch k.Value {
+		case "write_files":
+			c.writeFiles(v)
+		case "users":
+			c.users(v)
+		case "groups":
+			c.groups(v)
+		default:
+			hint := moduleHints[k.Value]
+			if hint == "" {
+				hint = "keep it in a cloud-config of your own and render hostprov's spec with --merge FILE"
+			}
+			c.warn(k, k.Value, "kept out: the cloud-init module "+k.Value+" has no hostprov equivalent", hint)
+		}
+	}
+	if c.diags.HasErrors(false) {
+		return nil, c.diags
+	}
+	res := &Result{Format: FormatCloudConfig}
+	if c.h.HasStorage() {
+		c.h.Name = StorageHook(in.setName, nil)
+		res.Hooks = []hooks.Hook{c.h}
+		res.origins = []hookOrigins{c.origins}
+	}
+	return res, c.diags
+}
+
+// moduleHints say what to do instead of a cloud-init module; a module
+// not named has the default hint of hint().
+var moduleHints = map[string]string{
+	"runcmd":              "make each command a step of a command hook (steps: [{run: [...]}]) with when: Once",
+	"bootcmd":             "make each command a step of a command hook with when: Always",
+	"packages":            "install packages in a command hook, or render hostprov's spec with --merge of your cloud-config",
+	"package_update":      "update packages in a command hook, or render hostprov's spec with --merge of your cloud-config",
+	"package_upgrade":     "upgrade packages in a command hook, or render hostprov's spec with --merge of your cloud-config",
+	"ssh_authorized_keys": "put the keys in a file on a hook, owned by the user, or keep them in your cloud-config and render with --merge",
+	"mounts":              "write mount units as hooks, or keep mounts in your cloud-config and render with --merge",
+	"hostname":            "write /etc/hostname as a file of a hook, or keep it in your cloud-config and render with --merge",
+}
+
+func yamlErrPos(file string, err error) hooks.Position {
+	var line int
+	if _, e := fmt.Sscanf(strings.TrimPrefix(err.Error(), "yaml: "), "line %d:", &line); e == nil {
+		return hooks.Position{File: file, Line: line}
+	}
+	return hooks.Position{File: file}
+}
+
+func (c *ccImporter) entries(v *yaml.Node, path, what string, f func(i int, item *yaml.Node, p string)) {
+	if v.Kind != yaml.SequenceNode {
+		if isNullNode(v) {
+			return
+		}
+		c.fail(v, path, path+" must be a list, not "+yamlnode.KindName(v), "write each "+what+" as an entry \"- ...\"")
+		return
+	}
+	for i, item := range v.Content {
+		f(i, item, fmt.Sprintf("%s[%d]", path, i))
+	}
+}
+
+func isNullNode(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" }
+
+// scalar is the value of a scalar node, or false with an error.
+func (c *ccImporter) scalar(n *yaml.Node, path string) (string, bool) {
+	if n.Kind != yaml.ScalarNode || isNullNode(n) {
+		c.fail(n, path, path+" must be a value, not "+yamlnode.KindName(n), "write it as a string")
+		return "", false
+	}
+	return n.Value, true
+}
+
+func (c *ccImporter) writeFiles(v *yaml.Node) {
+	c.entries(v, "write_files", "file", func(i int, item *yaml.Node, p string) {
+		if item.Kind != yaml.MappingNode {
+			c.fail(item, p, "a write_files entry must be a mapping, not "+yamlnode.KindName(item), "write it as {path: ..., content: ...}")
+			return
+		}
+		var f hooks.File
+		if v := mapValue(item, "path"); v != nil && v.Kind == yaml.ScalarNode {
+			f.Path = v.Value // for messages about fields before it
+		}
+		var content, encoding string
+		ok := true
+		for j := 0; j+1 < len(item.Content); j += 2 {
+			k, val := item.Content[j], item.Content[j+1]
+			fp := p + "." + k.Value
+			switch k.Value {
+			case "path":
+				f.Path, ok = c.scalar(val, fp)
+			case "content":
+				content, ok = c.scalar(val, fp)
+			case "encoding":
+				encoding, ok = c.scalar(val, fp)
+			case "permissions":
+				s, good := c.scalar(val, fp)
+				if !good {
+					return
+				}
+				m, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(s, "0o"), "0"), 8, 32)
+				if s == "0" {
+					m, err = 0, nil
+				}
+				if err != nil || m > 0o7777 {
+					c.fail(val, fp, fmt.Sprintf("permissions %q is not an octal mode", s), "write it as cloud-init documents it, such as '0644'")
+					return
+				}
+				mode := uint32(m)
+				f.Mode = &mode
+			case "owner":
+				s, good := c.scalar(val, fp)
+				if !good {
+					return
+				}
+				user, group, _ := strings.Cut(s, ":")
+				for _, o := range []string{user, group} {
+					if problem := hooks.OwnerProblem(o); o != "" && problem != "" {
+						c.warn(val, p, fmt.Sprintf("kept out: %s: the owner %q is not one a hook spec can name: %s", f.Path, o, problem),
+							"rename the account, or give its numeric id")
+						return
+					}
+				}
+				if user != "root" {
+					f.User = user
+				}
+				if group != "root" {
+					f.Group = group
+				}
+			case "defer":
+				// hostprov writes a file after the users it needs exist.
+			case "append":
+				if val.Value == "true" {
+					c.warn(k, p, "kept out: "+f.Path+": append adds to a file, and a hostprov file is the whole file",
+						"write the whole file as the hook's file, or append in a command hook")
+					return
+				}
+			case "source":
+				c.warn(k, p, "kept out: "+f.Path+": a file from a source URL, which cloud-init fetches without a hash and a hostprov file from a source needs one",
+					"give the file as a hook's file with source: and verification: {hash: sha512-HEX}")
+				return
+			default:
+				c.warn(k, fp, "kept out: "+k.Value+" of a write_files entry has no hostprov equivalent",
+					"the fields of a hostprov file are path, contents, local, source, verification, mode, user, group and overwrite")
+			}
+			if !ok {
+				return
+			}
+		}
+		if f.Path == "" {
+			c.fail(item, p, "the write_files entry has no path", "add path: with where the file goes")
+			return
+		}
+		data := []byte(content)
+		switch strings.ToLower(encoding) {
+		case "", "text/plain":
+		case "b64", "base64":
+			b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(content))
+			if err != nil {
+				c.fail(item, p+".content", "the content is not base64: "+err.Error(), "fix the content, or its encoding")
+				return
+			}
+			data = b
+		case "gz", "gzip", "gz+b64", "gz+base64", "gzip+b64", "gzip+base64":
+			if strings.Contains(encoding, "b") {
+				b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(content))
+				if err != nil {
+					c.fail(item, p+".content", "the content is not base64: "+err.Error(), "fix the content, or its encoding")
+					return
+				}
+				data = b
+			}
+			zr, err := gzip.NewReader(bytes.NewReader(data))
+			if err == nil {
+				data, err = io.ReadAll(zr)
+			}
+			if err != nil {
+				c.fail(item, p+".content", "the content does not decompress: "+err.Error(), "fix the content, or its encoding")
+				return
+			}
+		default:
+			c.fail(item, p+".encoding", fmt.Sprintf("unknown encoding %q", encoding), "cloud-init knows b64, gzip, gz+b64 and text/plain")
+			return
+		}
+		if !utf8.Valid(data) {
+			c.warn(item, p, "kept out: "+f.Path+": the contents are not UTF-8 text, which a hook spec's contents: cannot carry",
+				"put the file next to the spec and name it with local:")
+			return
+		}
+		s := string(data)
+		f.Contents = &s
+		c.h.Files = append(c.h.Files, f)
+		c.origins.files = append(c.origins.files, c.origin(item, p))
+	})
+}
+
+// userFieldHints say, for cloud-init user fields hostprov lacks, what
+// to do instead.
+var ccUserHints = map[string]string{
+	"ssh_authorized_keys": "put the keys in a file on the hook, such as /home/NAME/.ssh/authorized_keys, owned by the user",
+	"passwd":              "hostprov creates accounts without a password; set it with a command hook",
+	"hashed_passwd":       "hostprov creates accounts without a password; set it with a command hook",
+	"plain_text_passwd":   "hostprov creates accounts without a password; set it with a command hook",
+	"sudo":                "write a file under /etc/sudoers.d on the hook",
+	"lock_passwd":         "systemd-sysusers creates accounts with locked passwords",
+	"primary_group":       "systemd-sysusers gives every user a group of its name; add the user to the group with groups:",
+	"gecos":               "the comment of an account is not kept; set it with a command hook (usermod -c)",
+}
+
+func (c *ccImporter) users(v *yaml.Node) {
+	c.entries(v, "users", "user", func(i int, item *yaml.Node, p string) {
+		if item.Kind == yaml.ScalarNode {
+			c.warn(item, p, fmt.Sprintf("kept out: the user %q: cloud-init's distribution default user has no hostprov equivalent", item.Value),
+				"name the user in full, as {name: ...}, to create it")
+			return
+		}
+		if item.Kind != yaml.MappingNode {
+			c.fail(item, p, "a users entry must be a mapping, not "+yamlnode.KindName(item), "write it as {name: ...}")
+			return
+		}
+		var u hooks.User
+		for j := 0; j+1 < len(item.Content); j += 2 {
+			k, val := item.Content[j], item.Content[j+1]
+			fp := p + "." + k.Value
+			switch k.Value {
+			case "name":
+				s, ok := c.scalar(val, fp)
+				if !ok {
+					return
+				}
+				u.Name = s
+			case "uid":
+				s, ok := c.scalar(val, fp)
+				if !ok {
+					return
+				}
+				id, err := strconv.ParseUint(s, 10, 32)
+				if err != nil {
+					c.fail(val, fp, fmt.Sprintf("uid %q is not a number", s), "write the uid as a number")
+					return
+				}
+				v := uint32(id)
+				u.UID = &v
+			case "system":
+				u.System = val.Value == "true"
+			case "homedir":
+				u.Home, _ = c.scalar(val, fp)
+			case "shell":
+				u.Shell, _ = c.scalar(val, fp)
+			case "groups":
+				switch val.Kind {
+				case yaml.ScalarNode:
+					for _, g := range strings.Split(val.Value, ",") {
+						if g = strings.TrimSpace(g); g != "" {
+							u.Groups = append(u.Groups, g)
+						}
+					}
+				case yaml.SequenceNode:
+					for _, g := range val.Content {
+						u.Groups = append(u.Groups, g.Value)
+					}
+				}
+			default:
+				hint := ccUserHints[k.Value]
+				if hint == "" {
+					hint = "a hostprov user has name, uid, system, home, shell and groups"
+				}
+				c.warn(k, fp, "kept out: "+k.Value+" of the user "+u.Name+" has no hostprov equivalent", hint)
+			}
+		}
+		if problem := hooks.AccountNameProblem(u.Name); problem != "" {
+			c.warn(item, p+".name", fmt.Sprintf("kept out: the user name %q is not one systemd-sysusers accepts: %s", u.Name, problem),
+				"rename the user: a letter or _ first, then letters, digits, _ or -")
+			return
+		}
+		c.h.Users = append(c.h.Users, u)
+		c.origins.users = append(c.origins.users, c.origin(item, p))
+	})
+}
+
+// groups reads cloud-init's groups: a list of names, or of mappings of a
+// name to its members.
+func (c *ccImporter) groups(v *yaml.Node) {
+	c.entries(v, "groups", "group", func(i int, item *yaml.Node, p string) {
+		var names []*yaml.Node
+		switch item.Kind {
+		case yaml.ScalarNode:
+			names = append(names, item)
+		case yaml.MappingNode:
+			for j := 0; j+1 < len(item.Content); j += 2 {
+				names = append(names, item.Content[j])
+				if m := item.Content[j+1]; !isNullNode(m) {
+					c.warn(m, p+"."+item.Content[j].Value, "kept out: the members of the group "+item.Content[j].Value+": a hostprov group has no members list",
+						"give each member groups: ["+item.Content[j].Value+"] in its user entry")
+				}
+			}
+		default:
+			c.fail(item, p, "a groups entry must be a name or a mapping, not "+yamlnode.KindName(item), "write it as a name, or {name: [members]}")
+			return
+		}
+		for _, n := range names {
+			if problem := hooks.AccountNameProblem(n.Value); problem != "" {
+				c.warn(n, p, fmt.Sprintf("kept out: the group name %q is not one systemd-sysusers accepts: %s", n.Value, problem),
+					"rename the group: a letter or _ first, then letters, digits, _ or -")
+				continue
+			}
+			c.h.Groups = append(c.h.Groups, hooks.Group{Name: n.Value})
+			c.origins.groups = append(c.origins.groups, c.origin(n, p))
+		}
+	})
+}

@@ -1,0 +1,259 @@
+// Package importer turns configs written for other tools into hostprov
+// hook specs: a Butane config, an Ignition config (spec 3.0.0 to 3.5.0), a
+// cloud-config, or a kops Cluster or InstanceGroup manifest.
+//
+// What has a hostprov equivalent becomes hooks: a unit a hook with
+// useRawName and useRawManifest, a drop-in a drop-in of its unit's hook,
+// a masked unit a mask hook, and files, directories, links, users and
+// groups entries of one hook named after the config (see StorageHook).
+// Everything else (disks, partitions, file systems, RAID, kernel
+// arguments, cloud-init modules other than write_files, users and groups,
+// kops fields other than hooks and fileAssets, ...) is a warning at its
+// place in the input, with a hint, and is kept out of the spec. Input that
+// cannot be read is an error at its place, and there is no spec then.
+package importer
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/hostprov/hostprov/pkg/hooks"
+	"github.com/hostprov/hostprov/pkg/kops"
+	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/units"
+)
+
+// Formats of input Import reads.
+const (
+	FormatButane      = "butane"
+	FormatIgnition    = "ignition"
+	FormatCloudConfig = "cloud-config"
+	FormatKops        = "kops"
+)
+
+// Input is a config to import.
+type Input struct {
+	// Name is the file's name, for positions and for the spec's
+	// metadata.name; "-" or "" for standard input.
+	Name string
+	Data []byte
+	// Dir is where a Butane config's local: files are read from: the
+	// file's own directory.
+	Dir string
+
+	// InstanceGroup and Role say, for kops manifests with several
+	// InstanceGroups, which machine's hooks to import, as render's
+	// --instance-group and --role do (kops.Manifests.Hooks). Other
+	// inputs must leave them empty.
+	InstanceGroup string
+	Role          kops.Role
+
+	// setName is SetName of Name, once Name is the name for positions.
+	setName string
+}
+
+// Result is an imported spec.
+type Result struct {
+	// Format is what the input was (FormatButane, ...).
+	Format string
+	// IgnitionVersion is, for a Butane or Ignition input, the Ignition
+	// spec version of the config (for Butane: of its translation), which
+	// render --ignition-version can write again.
+	IgnitionVersion string
+	// Name is the spec's metadata.name.
+	Name  string
+	Hooks []hooks.Hook
+	// Spec is the spec document, as hooks.Encode writes it.
+	Spec []byte
+
+	// origins are where each hook and its entries come from, index for
+	// index with Hooks.
+	origins []hookOrigins
+}
+
+// displayName is the input's name in positions.
+func displayName(name string) string {
+	if name == "" || name == "-" {
+		return "<stdin>"
+	}
+	return name
+}
+
+// SetName is the metadata.name of the spec imported from the file name:
+// its base name without the extensions configs are written with (".bu",
+// ".ign", ".json", ".yaml", ".yml", ".ign.json", ...), with every
+// character a set name cannot have replaced by '-', at most 200
+// characters; "imported" for standard input or a name that leaves nothing.
+func SetName(file string) string {
+	if file == "" || file == "-" {
+		return "imported"
+	}
+	base := filepath.Base(file)
+	for {
+		ext := filepath.Ext(base)
+		switch strings.ToLower(ext) {
+		case ".bu", ".butane", ".ign", ".ignition", ".json", ".yaml", ".yml", ".cfg", ".cloud-config", ".txt":
+			base = strings.TrimSuffix(base, ext)
+			continue
+		}
+		break
+	}
+	var b strings.Builder
+	for _, r := range base {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	name := strings.TrimLeft(b.String(), ".-")
+	// Short enough that the storage hook's name, with -storage and
+	// .service, is a unit name systemd accepts (at most 255 bytes).
+	if len(name) > 200 {
+		name = name[:200]
+	}
+	if hooks.CheckSetName(name) != nil {
+		return "imported"
+	}
+	return name
+}
+
+// StorageHook is the name of the hook that carries an import's files,
+// directories, links, users and groups: the spec's name, with "-storage"
+// appended while a unit hook renders the unit that name would
+// ("NAME.service") or the name ends in a unit type (it would read as a
+// unit's name).
+func StorageHook(setName string, hs []hooks.Hook) string {
+	taken := map[string]bool{}
+	for i := range hs {
+		taken[render.UnitName(&hs[i])] = true
+	}
+	name := setName
+	for taken[name+".service"] || units.Type(name) != "" {
+		name += "-storage"
+	}
+	return name
+}
+
+// Import reads in as whatever config it is and returns the spec made of
+// it, with a warning for each part that has no hostprov equivalent. The
+// Result is nil when the diagnostics hold an error.
+func Import(in Input) (*Result, hooks.Diagnostics) {
+	file := displayName(in.Name)
+	in.setName = SetName(in.Name)
+	in.Name = file
+	var (
+		res   *Result
+		diags hooks.Diagnostics
+	)
+	format := detect(in.Data)
+	if format != FormatKops && (in.InstanceGroup != "" || in.Role != "") {
+		return nil, hooks.Diagnostics{{Severity: hooks.Error, Pos: hooks.Position{File: file},
+			Message: "--instance-group and --role choose among the InstanceGroups of kops manifests, and this is no kops manifest",
+			Hint:    "leave them out"}}
+	}
+	switch format {
+	case FormatIgnition:
+		res, diags = importIgnition(in, in.Data, nil)
+	case FormatButane:
+		res, diags = importButane(in)
+	case FormatCloudConfig:
+		res, diags = importCloudConfig(in)
+	case FormatKops:
+		res, diags = importKops(in)
+	default:
+		diags = hooks.Diagnostics{{Severity: hooks.Error, Pos: firstPos(file, in.Data),
+			Message: "not a config hostprov imports: neither an Ignition config (a JSON object), a Butane config (variant: and version:), a cloud-config (#cloud-config on the first line) nor a kops Cluster or InstanceGroup",
+			Hint:    "give import a Butane, Ignition, cloud-config or kops manifest file"}}
+	}
+	diags.Sort()
+	if res == nil || diags.HasErrors(false) {
+		return nil, diags
+	}
+	res.Name = in.setName
+	// What import writes must be a spec hostprov renders: it is checked
+	// as validate does. An entry hostprov's checks refuse is kept out,
+	// with a warning at its place in the input that says why, and the
+	// rest checked again; a problem import cannot place is an error.
+	var spec []byte
+	for {
+		var err error
+		spec, err = hooks.Encode(res.Name, res.Hooks)
+		if err != nil {
+			return nil, append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: file},
+				Message: "cannot write the spec: " + err.Error()})
+		}
+		_, bad := render.BuildAll(res.Name+".yaml", spec)
+		if !bad.HasErrors(false) {
+			break
+		}
+		refused, ok := res.refuse(bad, file)
+		if len(refused) == 0 {
+			// Nothing left to keep out: the errors are import's own.
+			ok = false
+		}
+		if !ok {
+			for _, d := range bad {
+				if d.Severity != hooks.Error {
+					continue
+				}
+				diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: file},
+					Message: "the imported spec is not valid: " + d.String(),
+					Hint:    "change the input so that this part has a hostprov equivalent, or leave it out"})
+			}
+			return nil, diags
+		}
+		diags = append(diags, refused...)
+	}
+	diags.Sort()
+	res.Spec = spec
+	return res, diags
+}
+
+// detect says what config data is, by its first bytes and its head.
+func detect(data []byte) string {
+	trimmed := bytes.TrimLeft(data, " \t\r\n\ufeff")
+	if bytes.HasPrefix(trimmed, []byte("{")) {
+		return FormatIgnition
+	}
+	if bytes.HasPrefix(data, []byte("#cloud-config")) {
+		return FormatCloudConfig
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var head struct {
+			Variant    string `yaml:"variant"`
+			Version    string `yaml:"version"`
+			APIVersion string `yaml:"apiVersion"`
+			Kind       string `yaml:"kind"`
+		}
+		if err := dec.Decode(&head); err != nil {
+			return ""
+		}
+		switch {
+		case head.Variant != "":
+			return FormatButane
+		case strings.HasPrefix(head.APIVersion, "kops.k8s.io/") && (head.Kind == "Cluster" || head.Kind == "InstanceGroup"):
+			return FormatKops
+		}
+	}
+}
+
+// firstPos is the first line of data that holds anything, for a
+// diagnostic about the whole file.
+func firstPos(file string, data []byte) hooks.Position {
+	for i, l := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(l) != "" {
+			return hooks.Position{File: file, Line: i + 1, Column: 1}
+		}
+	}
+	return hooks.Position{File: file}
+}
+
+// warn is a diagnostic for a part of the input kept out of the spec.
+func warn(pos hooks.Position, path, msg, hint string) hooks.Diagnostic {
+	return hooks.Diagnostic{Severity: hooks.Warning, Pos: pos, Path: path, Message: msg, Hint: hint}
+}

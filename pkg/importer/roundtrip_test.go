@@ -1,0 +1,419 @@
+package importer_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/coreos/vcontext/report"
+	"github.com/google/go-cmp/cmp"
+	"github.com/vincent-petithory/dataurl"
+
+	v30 "github.com/coreos/ignition/v2/config/v3_0"
+	v31 "github.com/coreos/ignition/v2/config/v3_1"
+	v32 "github.com/coreos/ignition/v2/config/v3_2"
+	v33 "github.com/coreos/ignition/v2/config/v3_3"
+	v34 "github.com/coreos/ignition/v2/config/v3_4"
+	v35 "github.com/coreos/ignition/v2/config/v3_5"
+
+	"bytes"
+	"compress/gzip"
+	"io"
+
+	"github.com/hostprov/hostprov/internal/corpus"
+	"github.com/hostprov/hostprov/pkg/hooks"
+	"github.com/hostprov/hostprov/pkg/importer"
+	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/units"
+)
+
+var butaneCorpus = corpus.Path("butane")
+
+func parse[T any](f func([]byte) (T, report.Report, error)) func([]byte) (any, report.Report, error) {
+	return func(b []byte) (any, report.Report, error) { return f(b) }
+}
+
+var parsers = map[string]func([]byte) (any, report.Report, error){
+	"3.0.0": parse(v30.Parse), "3.1.0": parse(v31.Parse), "3.2.0": parse(v32.Parse),
+	"3.3.0": parse(v33.Parse), "3.4.0": parse(v34.Parse), "3.5.0": parse(v35.Parse),
+}
+
+// roundTrip imports in, renders the spec to Ignition of the input's own
+// spec version as render --format ignition does, and returns the
+// rendered config and the original (want), both as normalised data (see
+// normalise), with the warned-about parts taken out of the original as
+// the warnings say (see applyWarnings).
+func roundTrip(t *testing.T, in importer.Input, original []byte) (got, want any, res *importer.Result, diags hooks.Diagnostics) {
+	t.Helper()
+	res, diags = importer.Import(in)
+	if res == nil {
+		return nil, nil, nil, diags
+	}
+	r, bdiags := render.BuildAll(res.Name+".yaml", res.Spec)
+	if bdiags.HasErrors(false) {
+		t.Fatalf("the imported spec does not render:\n%s\n%s", bdiags.Error(), res.Spec)
+	}
+	out, err := render.Ignition(r.Units, render.IgnitionOptions{Version: res.IgnitionVersion, Storage: r.Storage})
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	if d := render.ValidateIgnition(res.IgnitionVersion, out); d.HasErrors(false) {
+		t.Fatalf("Ignition refuses the rendered config: %s", d.Error())
+	}
+	got = normalise(t, res.IgnitionVersion, out)
+	want = normalise(t, res.IgnitionVersion, original)
+	applyWarnings(t, want, diags)
+	canonicalLists(got)
+	canonicalLists(want)
+	return got, want, res, diags
+}
+
+// normalise parses an Ignition config with Ignition's own config package
+// of its spec version (which validates it, and is what Ignition reads at
+// boot), marshals the typed config back to JSON data and takes out what
+// Ignition's types mean as absent (empty objects and lists, nulls). Then
+// it spells out the defaults Ignition applies to what is left unsaid, so
+// that saying them is no difference: a file's mode 0644, a directory's
+// 0755, a file without contents as an empty data URL, an empty
+// compression as none. Every file's
+// contents become their bytes (data URLs decoded, gzip undone), because
+// how the bytes are encoded (URL-escaped, base64, compressed) is no
+// difference to what Ignition writes.
+func normalise(t *testing.T, version string, data []byte) any {
+	t.Helper()
+	p, ok := parsers[version]
+	if !ok {
+		t.Fatalf("no parser for Ignition %s", version)
+	}
+	cfg, rpt, err := p(data)
+	if err != nil || rpt.IsFatal() {
+		t.Fatalf("Ignition %s refuses the config: %v %s", version, err, rpt)
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	v = pruneEmpty(v)
+	storage, _ := get(v, "storage").(map[string]any)
+	for _, f := range list(get(storage, "files")) {
+		f := f.(map[string]any)
+		if f["mode"] == nil {
+			f["mode"] = float64(0o644)
+		}
+		c, _ := f["contents"].(map[string]any)
+		if c == nil {
+			c = map[string]any{}
+			f["contents"] = c
+		}
+		src, _ := c["source"].(string)
+		if src == "" {
+			src = "data:,"
+		}
+		if strings.HasPrefix(src, "data:") {
+			du, err := dataurl.DecodeString(src)
+			if err != nil {
+				t.Fatalf("%v: %v", f["path"], err)
+			}
+			bs := du.Data
+			if c["compression"] == "" {
+				delete(c, "compression")
+			}
+			if c["compression"] == "gzip" {
+				zr, err := gzip.NewReader(bytes.NewReader(bs))
+				if err == nil {
+					bs, err = io.ReadAll(zr)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				delete(c, "compression")
+			}
+			delete(c, "source")
+			c["bytes"] = string(bs)
+		}
+	}
+	for _, d := range list(get(storage, "directories")) {
+		d := d.(map[string]any)
+		if d["mode"] == nil {
+			d["mode"] = float64(0o755)
+		}
+	}
+	return v
+}
+
+// canonicalLists orders units, files, directories, links, users and
+// groups by their name or path: Ignition reads them as sets keyed so
+// (its merge and its validation of duplicates both key them by it), and
+// import puts the storage hook first whatever the config's order.
+func canonicalLists(v any) {
+	for _, p := range [][]string{{"systemd", "units"}, {"storage", "files"}, {"storage", "directories"}, {"storage", "links"}, {"passwd", "users"}, {"passwd", "groups"}} {
+		parent, _ := get(v, p[0]).(map[string]any)
+		l := list(get(parent, p[1]))
+		sort.SliceStable(l, func(i, j int) bool { return key(l[i]) < key(l[j]) })
+	}
+}
+
+func key(e any) string {
+	m, _ := e.(map[string]any)
+	if s, ok := m["name"].(string); ok {
+		return s
+	}
+	s, _ := m["path"].(string)
+	return s
+}
+
+// applyWarnings takes out of want what import warned about, at the
+// warning's path (a path into the Ignition config, such as
+// storage.disks[0] or systemd.units[1].contents):
+//
+//   - "kept out: ...": the part at the path is removed (a list entry, or a
+//     field of an entry);
+//   - a unit file's or drop-in's contents that hostprov writes with line
+//     feeds and one final newline: the original's contents get that
+//     normalisation (units.NormalizeRaw, the one change hostprov makes to a
+//     raw manifest);
+//   - a unit the config neither enables nor disables, imported with
+//     enabled: false: the original's unit gets enabled: false;
+//   - a user named as a group the config creates: the original's user
+//     gets that group as its primaryGroup, which hostprov writes for it;
+//   - any other warning says that a field was imported without: it is
+//     removed.
+//
+// A warning of another kind fails the test, so that a new kind of change
+// is described here before it passes.
+func applyWarnings(t *testing.T, want any, diags hooks.Diagnostics) {
+	t.Helper()
+	var removals []string
+	for _, d := range diags {
+		if d.Severity != hooks.Warning || strings.HasPrefix(d.Message, "Ignition: ") || strings.HasPrefix(d.Message, "Butane: ") {
+			// What Ignition or Butane say of the config on their own
+			// changes nothing.
+			continue
+		}
+		switch {
+		case strings.HasPrefix(d.Message, "kept out: "):
+			removals = append(removals, d.Path)
+		case strings.Contains(d.Message, "hostprov writes it with line feeds and one final newline"):
+			parent, k := locate(t, want, d.Path)
+			s, _ := parent.(map[string]any)[k.(string)].(string)
+			parent.(map[string]any)[k.(string)] = string(units.NormalizeRaw([]byte(s)))
+		case strings.Contains(d.Message, "imported with enabled: false"):
+			unit, _ := locate(t, want, strings.TrimSuffix(d.Path, ".name"))
+			_, idx := locate(t, want, strings.TrimSuffix(d.Path, ".name"))
+			unit.([]any)[idx.(int)].(map[string]any)["enabled"] = false
+		case strings.Contains(d.Message, "hostprov makes it the user's primary group"):
+			parent, k := locate(t, want, d.Path)
+			u := parent.([]any)[k.(int)].(map[string]any)
+			u["primaryGroup"] = u["name"]
+		case strings.Contains(d.Message, "imported without it") || strings.Contains(d.Message, "does not tell Ignition to enable it"):
+			removals = append(removals, d.Path)
+		default:
+			t.Fatalf("a warning the round trip does not know how to apply: %s", d)
+		}
+	}
+	// Remove list entries from the last, so that earlier indexes stay.
+	sort.SliceStable(removals, func(i, j int) bool { return pathLess(removals[j], removals[i]) })
+	for _, p := range removals {
+		parent, k := locate(t, want, p)
+		switch k := k.(type) {
+		case string:
+			delete(parent.(map[string]any), k)
+		case int:
+			l := parent.([]any)
+			setAt(t, want, parentPath(p), append(l[:k:k], l[k+1:]...))
+		}
+	}
+	pruneEmpty(want)
+}
+
+var indexRE = regexp.MustCompile(`\[(\d+)\]`)
+
+// pathLess orders paths so that a later index of the same list comes
+// later.
+func pathLess(a, b string) bool {
+	pa, pb := splitPath(a), splitPath(b)
+	for i := 0; i < len(pa) && i < len(pb); i++ {
+		x, y := pa[i], pb[i]
+		if xi, ok := x.(int); ok {
+			if yi, ok := y.(int); ok && xi != yi {
+				return xi < yi
+			}
+			continue
+		}
+		if x != y {
+			return fmt.Sprint(x) < fmt.Sprint(y)
+		}
+	}
+	return len(pa) < len(pb)
+}
+
+func splitPath(p string) []any {
+	var out []any
+	for _, part := range strings.Split(indexRE.ReplaceAllString(p, ".[$1]"), ".") {
+		if part == "" {
+			continue
+		}
+		if strings.HasPrefix(part, "[") {
+			n, _ := strconv.Atoi(strings.Trim(part, "[]"))
+			out = append(out, n)
+		} else {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+func parentPath(p string) string {
+	i := strings.LastIndexAny(p, ".[")
+	if i < 0 {
+		return ""
+	}
+	return p[:i]
+}
+
+// locate returns the container of the value at path p and its key or
+// index in it.
+func locate(t *testing.T, v any, p string) (any, any) {
+	t.Helper()
+	parts := splitPath(p)
+	cur := v
+	for i, e := range parts {
+		if i == len(parts)-1 {
+			return cur, e
+		}
+		switch e := e.(type) {
+		case string:
+			cur = get(cur, e)
+		case int:
+			cur = list(cur)[e]
+		}
+		if cur == nil {
+			t.Fatalf("the original has nothing at %s", p)
+		}
+	}
+	t.Fatalf("empty path")
+	return nil, nil
+}
+
+func setAt(t *testing.T, v any, p string, val any) {
+	parent, k := locate(t, v, p)
+	switch k := k.(type) {
+	case string:
+		parent.(map[string]any)[k] = val
+	case int:
+		parent.([]any)[k] = val
+	}
+}
+
+func get(v any, k string) any {
+	m, _ := v.(map[string]any)
+	return m[k]
+}
+
+func list(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+func pruneEmpty(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if e = pruneEmpty(e); e == nil {
+				delete(x, k)
+			} else {
+				x[k] = e
+			}
+		}
+		if len(x) == 0 {
+			return nil
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = pruneEmpty(e)
+		}
+		if len(x) == 0 {
+			return nil
+		}
+	}
+	return v
+}
+
+// TestCorpusRoundTrip is issue's done-when: for every Butane config of
+// the corpus (imported through Butane's library) and every Ignition
+// config (Butane's own output for those, imported as they are), import
+// and then render --format ignition at the input's spec version gives,
+// as data after Ignition's normalisation (normalise), the Ignition config
+// Butane made of it, less what import warned about (applyWarnings). A
+// config whose spec version hostprov does not import (Ignition 3.6.0,
+// Butane fcos 1.7.0, which this Ignition and Butane do not know) must be
+// refused at its version.
+func TestCorpusRoundTrip(t *testing.T) {
+	if _, err := os.Stat(butaneCorpus); err != nil {
+		t.Skipf("no Butane corpus at %s (the shared corpus beside the repository): %v", butaneCorpus, err)
+	}
+	inputs, err := filepath.Glob(filepath.Join(butaneCorpus, "*.bu"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	igns, err := filepath.Glob(filepath.Join(butaneCorpus, "*.ign.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs = append(inputs, igns...)
+	if len(inputs) == 0 {
+		t.Fatalf("no configs in %s", butaneCorpus)
+	}
+	var compared, refused int
+	for _, file := range inputs {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var body, original []byte
+			if strings.HasSuffix(file, ".bu") {
+				body, _ = corpus.Strip(data)
+				ign, err := os.ReadFile(strings.TrimSuffix(file, ".bu") + ".ign.json")
+				if err != nil {
+					t.Fatal(err)
+				}
+				original = ign
+			} else {
+				body, original = data, data
+			}
+			in := importer.Input{Name: filepath.Base(file), Data: body, Dir: butaneCorpus}
+			got, want, res, diags := roundTrip(t, in, original)
+			if res == nil {
+				var v struct {
+					Ignition struct{ Version string }
+				}
+				_ = json.Unmarshal(original, &v)
+				if v.Ignition.Version != "3.6.0" || len(diags) == 0 || diags[0].Pos.Line == 0 || diags[0].Path != "version" && diags[0].Path != "ignition.version" {
+					t.Fatalf("import refused a config of Ignition %s:\n%s", v.Ignition.Version, diags.Error())
+				}
+				t.Logf("refused, as hostprov does not import Ignition 3.6.0: %s", diags[0])
+				refused++
+				return
+			}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("import, render differs from the original (-original +rendered):\n%s\nspec:\n%s\nwarnings:\n%s", d, res.Spec, diags.Error())
+			}
+			compared++
+		})
+	}
+	t.Logf("%d configs round-tripped, %d refused at their version", compared, refused)
+	if compared == 0 {
+		t.Fatal("no config round-tripped")
+	}
+}
