@@ -413,7 +413,7 @@ func checkIgnitionApplied(t *testing.T, m *ignitionMachine, r render.Result) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := uint32(fi.Mode().Perm()); got != f.Mode {
+		if got := fi.Sys().(*syscall.Stat_t).Mode & 0o7777; got != f.Mode {
 			t.Errorf("%s has mode %04o, want %04o", f.Path, got, f.Mode)
 		}
 		owner(f.Path, fi, f.User, f.Group)
@@ -424,7 +424,7 @@ func checkIgnitionApplied(t *testing.T, m *ignitionMachine, r render.Result) {
 			t.Error(err)
 			continue
 		}
-		if !fi.IsDir() || uint32(fi.Mode().Perm()) != d.Mode {
+		if !fi.IsDir() || fi.Sys().(*syscall.Stat_t).Mode&0o7777 != d.Mode {
 			t.Errorf("%s is %v, want a directory with mode %04o", d.Path, fi.Mode(), d.Mode)
 		}
 		owner(d.Path, fi, d.User, d.Group)
@@ -468,5 +468,29 @@ func TestStorageKopsRefused(t *testing.T) {
 	}
 	if !strings.HasPrefix(ds[0].String(), path+":15:9: error: hooks[0]: file /etc/node-exporter/web.yml: a kops hook is a unit and nothing else") {
 		t.Errorf("first diagnostic: %s", ds[0])
+	}
+}
+
+// Ignition before spec 3.6.0 sets no set-id or sticky bit (its parser
+// says so): the Ignition and Butane outputs refuse such a mode at the
+// entry, and cloud-init, whose chmod sets them, keeps it.
+func TestStorageSpecialBits(t *testing.T) {
+	spec := header + "- name: spool\n  directories: [{path: /var/spool/x, mode: 01777}]\n  files: [{path: /usr/local/bin/x, contents: \"#!/bin/sh\\n\", mode: 04755}]\n"
+	r, diags := render.BuildAll("special.yaml", []byte(spec))
+	if len(diags) > 0 {
+		t.Fatal(diags)
+	}
+	_, ierr := render.Ignition(r.Units, render.IgnitionOptions{Version: "3.5.0", Storage: r.Storage})
+	_, berr := render.Butane(r.Units, render.ButaneOptions{Storage: r.Storage})
+	for name, err := range map[string]error{"ignition": ierr, "butane": berr} {
+		var ds hooks.Diagnostics
+		if !errors.As(err, &ds) || len(ds) != 2 || ds[0].Pos.Line != 5 || !strings.Contains(ds[0].Message, "mode 01777 has set-id or sticky bits") ||
+			ds[1].Pos.Line != 6 || !strings.Contains(ds[1].Hint, "give mode 0755") {
+			t.Errorf("%s: %v, want both entries refused at their lines", name, err)
+		}
+	}
+	ci, err := render.CloudInit(r.Units, render.CloudInitOptions{Storage: r.Storage})
+	if err != nil || !bytes.Contains(ci, []byte("permissions: '4755'")) || !bytes.Contains(ci, []byte(`[chmod, "1777", /var/spool/x]`)) {
+		t.Errorf("cloud-init: %v\n%s", err, ci)
 	}
 }

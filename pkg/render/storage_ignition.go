@@ -84,10 +84,28 @@ func ignitionStorage(st Storage, version string) (*ignitionStorageJSON, error) {
 	}
 	out := &ignitionStorageJSON{}
 	var diags hooks.Diagnostics
+	// Ignition before spec 3.6.0 sets no set-id or sticky bit: its parser
+	// warns that they are "not supported or functional", and the file
+	// would land without them. Refused at the entry rather than lost.
+	special := func(kind, p string, mode uint32, pos hooks.Position) bool {
+		if mode&0o7000 == 0 {
+			return false
+		}
+		diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: pos,
+			Message: fmt.Sprintf("%s %s: mode %#o has set-id or sticky bits, which Ignition %s (and every spec version before 3.6.0) does not set", kind, p, mode, version),
+			Hint:    fmt.Sprintf("give mode %#o and set the bits in the unit (ExecStartPre=chmod), or render for cloud-init, or apply the spec on the node", mode&0o777)})
+		return true
+	}
 	for _, d := range st.Directories {
+		if special("directory", d.Path, d.Mode, d.Pos) {
+			continue
+		}
 		out.Directories = append(out.Directories, ignitionDirectoryJSON{Group: ignitionOwner(d.Group), Mode: int(d.Mode), Path: d.Path, User: ignitionOwner(d.User)})
 	}
 	for _, f := range st.Files {
+		if special("file", f.Path, f.Mode, f.Pos) {
+			continue
+		}
 		jf := ignitionFileJSON{Group: ignitionOwner(f.Group), Mode: int(f.Mode), Path: f.Path, User: ignitionOwner(f.User)}
 		if f.Overwrite {
 			jf.Overwrite = boolPtr(true)

@@ -14,9 +14,10 @@ import (
 	"github.com/hostprov/hostprov/pkg/hooks"
 )
 
-// yamlMode is a mode as Butane users write it: an octal integer (0644).
+// yamlMode is a mode as Butane users write it: an octal integer with its
+// leading 0 (0644, 04755), which YAML 1.1 reads as octal.
 func yamlMode(m uint32) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: fmt.Sprintf("%04o", m)}
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: fmt.Sprintf("0%03o", m)}
 }
 
 // butaneOwner is a node's user or group in Butane: {id: N} or {name: x}.
