@@ -27,8 +27,10 @@ image:
 
 # The whole suite. Tests that need root or a real tool skip on a laptop
 # and must run (and fail if they cannot) when CI=true.
+# -tags kube: the agent's and controller's commands, which the node's
+# build leaves out (internal/cli/kube_off.go), are tested too.
 test: lint
-	$(GO) test -count=1 ./...
+	$(GO) test -tags kube -count=1 ./...
 
 # The node packages: hostprov_VERSION_ARCH.deb and hostprov-VERSION.ARCH.rpm
 # for amd64 and arm64 in dist/, at the version of the VERSION file, built by
@@ -42,7 +44,7 @@ package:
 # BenchmarkApplyRig (as root) runs the kops/cloud-init shell loop over 1,000
 # units, which alone takes ten minutes or more: hence the long timeout.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -timeout 90m ./...
+	$(GO) test -tags kube -run '^$$' -bench . -benchmem -timeout 90m ./...
 
 # hostprov against Butane's library, whole process against whole process:
 # `hostprov render --format ignition` and `hostprov validate` of a spec of
@@ -75,6 +77,7 @@ crash:
 
 lint:
 	$(GO) vet ./...
+	$(GO) vet -tags kube ./...
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 # Each fuzz target runs for FUZZTIME; .ci/run runs them briefly. The targets
@@ -89,7 +92,7 @@ fuzz:
 
 # Regenerate the golden files; review the diff before committing.
 golden:
-	$(GO) test ./... -update
+	$(GO) test -tags kube ./... -update
 
 # The Kubernetes API's generated code: deep-copy functions and the CRD
 # manifests in deploy/crds, from the Go types in pkg/apis by controller-gen.

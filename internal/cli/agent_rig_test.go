@@ -1,3 +1,5 @@
+//go:build kube
+
 package cli
 
 import (
@@ -50,7 +52,7 @@ func (s *syncBuffer) String() string {
 // (--root and --systemd-socket, the rig's). It applies an approved
 // HostHooks and reports it, and SIGTERM ends it at once with exit code 0.
 func TestRigAgentCommand(t *testing.T) {
-	bin := buildHostprov(t)
+	bin := buildHostprov(t, "kube")
 	r := rig.Start(t)
 	c := kubetest.Start(t)
 	c.InstallCRDs(t, "../../deploy/crds")

@@ -97,7 +97,7 @@ On a node:
   hostprov status                  # each unit's state, result and drift
   hostprov remove NAME             # stop, disable and delete a hook's units
 
-On Kubernetes:
+On Kubernetes (the container image's hostprov):
   hostprov agent                   # DaemonSet: apply the HostHooks that select this node
   hostprov controller              # roll HostHooks out and sum up their NodeHooks`,
 		// The version line (hostprov --version) is version's.
@@ -106,7 +106,8 @@ On Kubernetes:
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.AddCommand(newRender(), newValidate(), newFmt(), newImport(), newVersion(), newPlan(), newApply(), newRemove(), newStatus(), newKops(), newAgent(), newController())
+	root.AddCommand(newRender(), newValidate(), newFmt(), newImport(), newVersion(), newPlan(), newApply(), newRemove(), newStatus(), newKops())
+	root.AddCommand(kubeCommands()...)
 	return root
 }
 

@@ -32,6 +32,10 @@ func TestScript(t *testing.T) {
 			if cond == "root" {
 				return os.Geteuid() == 0 || os.Getenv("CI") == "true", nil
 			}
+			if cond == "kube" {
+				// make test builds with -tags kube.
+				return kubeBuild, nil
+			}
 			if cond == "sysusers" {
 				// CI=true runs the script, which then fails
 				// without the tool.

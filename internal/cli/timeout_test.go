@@ -172,15 +172,16 @@ func TestApplyTimeoutFlag(t *testing.T) {
 }
 
 // buildHostprov builds cmd/hostprov as it is installed on a node, one
-// static binary, into a temporary directory and returns its path.
-func buildHostprov(t *testing.T) string {
+// static binary, into a temporary directory and returns its path; tags
+// are build tags (kube: the container image's build).
+func buildHostprov(t *testing.T, tags ...string) string {
 	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		sdtool.Unavailable(t, "the go command is needed to build hostprov for this test: %v", err)
 	}
 	out := filepath.Join(t.TempDir(), "hostprov")
-	cmd := exec.Command(goTool, "build", "-o", out, "./cmd/hostprov")
+	cmd := exec.Command(goTool, "build", "-tags", strings.Join(tags, ","), "-o", out, "./cmd/hostprov")
 	cmd.Dir = filepath.Join("..", "..") // the module root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if msg, err := cmd.CombinedOutput(); err != nil {

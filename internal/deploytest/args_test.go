@@ -1,3 +1,5 @@
+//go:build kube
+
 package deploytest_test
 
 import (

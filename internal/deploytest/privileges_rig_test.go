@@ -134,8 +134,8 @@ hooks:
 	}
 }
 
-// buildHostprov builds cmd/hostprov as it is built for a node and the image
-// (static, no cgo) and returns its path.
+// buildHostprov builds cmd/hostprov as it is built for the image (static,
+// no cgo, with the Kubernetes commands) and returns its path.
 func buildHostprov(t *testing.T) string {
 	t.Helper()
 	goTool, err := exec.LookPath("go")
@@ -143,7 +143,7 @@ func buildHostprov(t *testing.T) string {
 		sdtool.Unavailable(t, "the go command is needed to build hostprov for this test: %v", err)
 	}
 	out := filepath.Join(t.TempDir(), "hostprov")
-	cmd := exec.Command(goTool, "build", "-o", out, "./cmd/hostprov")
+	cmd := exec.Command(goTool, "build", "-tags", "kube", "-o", out, "./cmd/hostprov")
 	cmd.Dir = filepath.Join("..", "..")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if msg, err := cmd.CombinedOutput(); err != nil {

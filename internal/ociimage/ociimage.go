@@ -89,7 +89,9 @@ func (s Spec) Labels() map[string]string {
 // records it (-buildvcs=auto), so that in a git clone `hostprov version`
 // in the image names the commit. Its error carries the go tool's output.
 func BuildBinary(ctx context.Context, moduleDir string, p v1.Platform, version, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=auto",
+	// -tags kube: the image runs the agent and the controller, which a
+	// node's build leaves out (see internal/cli/kube_off.go).
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=auto", "-tags", "kube",
 		"-ldflags", "-s -w -X "+VersionVar+"="+version, "-o", out, "./cmd/hostprov")
 	cmd.Dir = moduleDir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture)
