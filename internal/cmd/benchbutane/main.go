@@ -42,6 +42,12 @@ var tools = map[string]func(file string) error{
 	"render": func(file string) error {
 		return hostprov("render", "-f", file, "--format", "ignition")
 	},
+	"render-butane": func(file string) error {
+		return hostprov("render", "-f", file, "--format", "butane")
+	},
+	"render-cloudinit": func(file string) error {
+		return hostprov("render", "-f", file, "--format", "cloud-init")
+	},
 	"validate": func(file string) error {
 		return hostprov("validate", "-f", file)
 	},
@@ -88,7 +94,7 @@ type sample struct {
 }
 
 func main() {
-	child := flag.String("child", "", "run one tool (render, validate, butane) on -in and report allocations (internal)")
+	child := flag.String("child", "", "run one tool (render, render-cloudinit, render-butane, validate, butane) on -in and report allocations (internal)")
 	in := flag.String("in", "", "the input file of -child")
 	counts := flag.String("n", "1000,10000", "hook counts, comma-separated")
 	runs := flag.Int("runs", 5, "processes per tool and hook count")
@@ -165,7 +171,8 @@ func compare(counts string, runs int, dir string) error {
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	fmt.Printf("%-8s %-9s %22s %22s %22s %22s\n", "hooks", "tool", "cpu ms (median, range)", "peak RSS MB", "alloc MB", "allocs (k)")
+	meds := map[int]map[string]sample{}
+	fmt.Printf("%-8s %-16s %22s %22s %22s %22s\n", "hooks", "tool", "cpu ms (median, range)", "peak RSS MB", "alloc MB", "allocs (k)")
 	for _, f := range strings.Split(counts, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 {
@@ -176,27 +183,49 @@ func compare(counts string, runs int, dir string) error {
 		if err := writeInputs(n, spec, bu); err != nil {
 			return err
 		}
-		med := map[string]sample{}
-		for _, tool := range []string{"render", "validate", "butane"} {
-			file := spec
-			if tool == "butane" {
-				file = bu
-			}
-			var ss []sample
-			for range runs {
+		// The tools take turns, run by run, so that a slow spell of the
+		// machine falls on all of them rather than on one.
+		all := map[string][]sample{}
+		for range runs {
+			for _, tool := range toolOrder {
+				file := spec
+				if tool == "butane" {
+					file = bu
+				}
 				s, err := measure(self, tool, file)
 				if err != nil {
 					return err
 				}
-				ss = append(ss, s)
+				all[tool] = append(all[tool], s)
 			}
-			med[tool] = report(n, tool, ss)
 		}
+		med := map[string]sample{}
+		for _, tool := range toolOrder {
+			med[tool] = report(n, tool, all[tool])
+		}
+		meds[n] = med
+		b := med["butane"]
 		for _, tool := range []string{"render", "validate"} {
-			h, b := med[tool], med["butane"]
-			fmt.Printf("%-8d %-9s cpu %.2f× Butane, peak RSS %.2f×, allocated %.2f×\n", n, tool,
-				float64(h.cpu)/float64(b.cpu), float64(h.rss)/float64(b.rss),
-				float64(h.allocs.Bytes)/float64(b.allocs.Bytes))
+			h := med[tool]
+			fmt.Printf("%-8d %-16s cpu %.2f× Butane (goal ≤ %.2f), peak RSS %.2f× (goal ≤ %.2f), allocated %.2f×\n", n, tool,
+				ratio(h.cpu, b.cpu), goalCPU, ratio(h.rss, b.rss), goalRSS, ratio(h.allocs.Bytes, b.allocs.Bytes))
+		}
+		for _, tool := range []string{"render-cloudinit", "render-butane"} {
+			fmt.Printf("%-8d %-16s cpu %.2f× render to Ignition (goal ≤ %.2f)\n", n, tool, ratio(med[tool].cpu, med["render"].cpu), goalOutput)
+		}
+	}
+	// Memory should grow with the spec, not faster: the peak RSS of the
+	// largest count over that of the smallest, against their ratio.
+	var ns []int
+	for n := range meds {
+		ns = append(ns, n)
+	}
+	slices.Sort(ns)
+	if len(ns) > 1 {
+		lo, hi := ns[0], ns[len(ns)-1]
+		for _, tool := range []string{"render", "validate"} {
+			fmt.Printf("%s peak RSS at %d hooks / at %d: %.2f× (goal ≤ %d×)\n", tool, hi, lo,
+				ratio(meds[hi][tool].rss, meds[lo][tool].rss), hi/lo)
 		}
 	}
 	return nil
@@ -218,6 +247,22 @@ func writeInputs(n int, spec, bu string) error {
 		return err
 	}
 	return os.WriteFile(bu, b, 0o644)
+}
+
+// toolOrder is the order in which the tools run, and are reported.
+var toolOrder = []string{"render", "render-cloudinit", "render-butane", "validate", "butane"}
+
+// The goals of issue 17: hostprov's CPU time and peak RSS as multiples
+// of Butane's, and the other outputs' CPU time as multiples of the
+// Ignition output's.
+const (
+	goalCPU    = 0.25
+	goalRSS    = 0.6
+	goalOutput = 1.3
+)
+
+func ratio[T int64 | uint64 | time.Duration](a, b T) float64 {
+	return float64(a) / float64(b)
 }
 
 func measure(self, tool, file string) (sample, error) {
@@ -243,7 +288,7 @@ func report(n int, tool string, ss []sample) sample {
 	rss := stat(ss, func(s sample) float64 { return float64(s.rss) / 1e6 })
 	ab := stat(ss, func(s sample) float64 { return float64(s.allocs.Bytes) / 1e6 })
 	ao := stat(ss, func(s sample) float64 { return float64(s.allocs.Objects) / 1e3 })
-	fmt.Printf("%-8d %-9s %22s %22s %22s %22s\n", n, tool, cpu, rss, ab, ao)
+	fmt.Printf("%-8d %-16s %22s %22s %22s %22s\n", n, tool, cpu, rss, ab, ao)
 	return ss[medianIndex(ss, func(s sample) float64 { return float64(s.cpu) })].withMedians(ss)
 }
 
