@@ -420,10 +420,16 @@ func (p *fastParser) plain(v string, col int) *yaml.Node {
 	}
 	n := p.node(yaml.ScalarNode, "", col)
 	n.Value = v
-	if v == "<<" {
-		n.Tag = "!!merge" // yaml.v3's parser tags it so; resolve does not
-	} else {
+	switch c := v[0]; {
+	case v == "<<":
+		n.Tag = "!!merge" // as yaml.v3's parser tags it
+	case c == '+' || c == '-' || c == '.' || c >= '0' && c <= '9' || strings.IndexByte("yYnNtTfFoO~", c) >= 0:
+		// What yaml.v3 may resolve to another tag than !!str: numbers,
+		// booleans, null, timestamps. Every other first character makes
+		// a plain scalar a string there without a look.
 		n.Tag = n.ShortTag()
+	default:
+		n.Tag = strTag
 	}
 	return n
 }

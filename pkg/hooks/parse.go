@@ -126,13 +126,13 @@ func (d *decoder) parse(data []byte) *Spec {
 		return nil
 	}
 
-	// Sized for the values of the document, so that recording a
-	// position never grows the maps: growing them was a tenth of a
-	// render of 10,000 hooks.
-	values, texts := countValues(root, 0)
-	s := &Spec{File: d.file, pos: make(map[string]Position, values+1), scalars: make(map[string]blockScalar, texts)}
+	// The maps of positions are sized for the values they record, so
+	// that recording one never grows them: growing them was a tenth of a
+	// render of 10,000 hooks. The hooks, which hold nearly all of them,
+	// are counted when the hooks list is decoded.
+	s := &Spec{File: d.file, pos: positions{file: d.file}, scalars: map[string]blockScalar{}}
 	d.spec = s
-	s.pos[""] = d.pos(root)
+	s.pos.set("", d.pos(root))
 	var hooksSeen bool
 	d.mapping(root, "", func(e entry) {
 		switch e.name {
@@ -178,10 +178,10 @@ func (d *decoder) parse(data []byte) *Spec {
 		}
 	})
 	rootPos := d.pos(root)
-	if _, ok := s.pos["apiVersion"]; !ok {
+	if _, ok := s.pos.get("apiVersion"); !ok {
 		d.add(Error, rootPos, "apiVersion", "the spec has no apiVersion", "add apiVersion: "+APIVersion+" at the top of the file")
 	}
-	if _, ok := s.pos["kind"]; !ok {
+	if _, ok := s.pos.get("kind"); !ok {
 		d.add(Error, rootPos, "kind", "the spec has no kind", "add kind: "+Kind+" at the top of the file")
 	}
 	if !hooksSeen {
@@ -266,10 +266,24 @@ func (d *decoder) hooks(v value) {
 	// Sized once: a Hook is half a kilobyte, and growing the list by
 	// appending copied a large spec's hooks over and over.
 	d.spec.Hooks = make([]Hook, 0, len(n.Content))
+	values, texts := make([]int, len(n.Content)), 0
+	for i, c := range n.Content {
+		v, t := countValues(resolve(c), 0)
+		values[i], texts = v, texts+t
+	}
+	if texts > 0 {
+		scalars := make(map[string]blockScalar, len(d.spec.scalars)+texts)
+		for k, v := range d.spec.scalars {
+			scalars[k] = v
+		}
+		d.spec.scalars = scalars
+	}
+	d.spec.pos.hooks = make([]map[string]place, 0, len(n.Content))
 	for i, c := range n.Content {
 		if !d.spend(c) {
 			break
 		}
+		d.spec.pos.sizeHook(i, values[i]+1)
 		item := d.item(v.path, i, c)
 		if item.node.Kind != yaml.MappingNode {
 			d.add(Error, item.pos, item.path, fmt.Sprintf("a hook must be a mapping of fields, not %s", yamlnode.KindName(item.node)),
