@@ -1,14 +1,15 @@
 // Command benchbutane (make bench-butane) compares, process for process,
-// what `hostprov render --format ignition` and `hostprov validate` cost
-// with what Butane's library costs to translate the same units into an
-// Ignition config. For each hook count it writes a spec of that many
-// hooks and the equivalent Butane config (render.Butane of the built
-// units: systemd.units with the same contents), then runs itself once per
-// tool and run, so that each measurement is one whole process: CPU time
+// what `hostprov render` (to Ignition, cloud-init and Butane) and
+// `hostprov validate` cost with what Butane's library costs to translate
+// the same units into an Ignition config. For each hook count it writes
+// a spec of that many hooks and the equivalent Butane config
+// (render.Butane of the built units: systemd.units with the same
+// contents), then runs itself once per tool and run, the tools taking
+// turns, so that each measurement is one whole process: CPU time
 // (user+system) from the child's rusage, and its peak RSS (VmHWM, so
 // Linux only) and the bytes and objects the Go runtime allocated, which
-// the child reports. It prints
-// the median and the range of each, and the ratios of the medians.
+// the child reports. It prints the median and the range of each, and the
+// ratios of the medians beside the goals they are held to.
 //
 // It asserts nothing: the figures are for people to read, and on a
 // shared machine they are noisy, hence several runs and the spread.
