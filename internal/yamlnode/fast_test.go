@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hostprov/hostprov/internal/benchspec"
+	"github.com/hostprov/hostprov/internal/corpus"
 )
 
 // sameTree returns where the fast parser's tree a differs from yaml.v3's
@@ -152,6 +153,36 @@ func TestFastCorpus(t *testing.T) {
 	if !checkFast(t, benchspec.Spec(40)) {
 		t.Error("Fast does not read the benchmark's spec")
 	}
+}
+
+// TestFastRealWorld holds Fast to yaml.v3 on the YAML files of the corpus
+// of real-world configs (cloud-configs, Butane configs, kops manifests):
+// YAML that people, not this project, wrote.
+func TestFastRealWorld(t *testing.T) {
+	root := corpus.Path()
+	if _, err := os.Stat(root); err != nil {
+		t.Skipf("no corpus at %s", root)
+	}
+	accepted, all := 0, 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") && !strings.HasSuffix(path, ".yml") && !strings.HasSuffix(path, ".bu") {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		body, _ := corpus.Strip(data)
+		all++
+		if checkFast(t, body) {
+			accepted++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Fast read %d of %d YAML files of the corpus", accepted, all)
 }
 
 func FuzzFast(f *testing.F) {
