@@ -26,6 +26,27 @@ import (
 // unescaping: a spec of 10,000 hooks has some 300,000 nodes. The fuzz
 // target FuzzFast holds it to yaml.v3's tree for every input it accepts.
 func Fast(data []byte) (doc *yaml.Node, ok bool) {
+	return FastStream(data, nil)
+}
+
+// Stream asks FastStream to give the items of a block sequence to Item
+// one by one, as they are read, rather than keep them in the tree: the
+// sequence that is the value of the first key named Key of the top
+// mapping. Its node in the tree has no Content. A reader that decodes
+// each item as it comes never has the whole tree of a large document.
+type Stream struct {
+	Key string
+	// Start is called before the first item, with the top mapping (its
+	// Content not yet complete), the sequence, and how many items it has.
+	Start func(root, seq *yaml.Node, count int)
+	// Item is called with the i-th item, whole.
+	Item func(i int, item *yaml.Node)
+}
+
+// FastStream is Fast, with the items of one sequence given to s (if not
+// nil) as they are read. When it returns false, s may have been given
+// some of them: what was made of them must be thrown away.
+func FastStream(data []byte, s *Stream) (doc *yaml.Node, ok bool) {
 	if len(data) == 0 || data[len(data)-1] != '\n' {
 		return nil, false
 	}
@@ -34,7 +55,7 @@ func Fast(data []byte) (doc *yaml.Node, ok bool) {
 			return nil, false
 		}
 	}
-	p := &fastParser{src: string(data)}
+	p := &fastParser{src: string(data), stream: s}
 	defer func() {
 		if r := recover(); r != nil {
 			if _, fb := r.(fastFallback); !fb {
@@ -72,6 +93,13 @@ type fastParser struct {
 	ptrs  []*yaml.Node
 	stack []*yaml.Node // the children of the collections being read
 	depth int
+	// stream is what FastStream was given; root is the top mapping, and
+	// keySeen says that the top mapping's first key named stream.Key has
+	// been read.
+	stream  *Stream
+	root    *yaml.Node
+	keySeen bool
+	made    int // nodes made so far
 }
 
 const (
@@ -103,9 +131,13 @@ func (p *fastParser) splitLines() bool {
 		p.lines = append(p.lines, l)
 		start = end + 1
 	}
-	// Nodes are about one per line of a spec.
-	p.nodes = make([]yaml.Node, 0, len(p.lines)+16)
-	p.ptrs = make([]*yaml.Node, 0, len(p.lines)+16)
+	// Nodes are about one per line of a spec. When items are given away,
+	// the slabs stay small, so that those of the items already read are
+	// freed.
+	if p.stream == nil {
+		p.nodes = make([]yaml.Node, 0, len(p.lines)+16)
+		p.ptrs = make([]*yaml.Node, 0, len(p.lines)+16)
+	}
 	return true
 }
 
@@ -116,8 +148,13 @@ func (p *fastParser) text(li int) string {
 // node returns a new node at byte col of the current line.
 func (p *fastParser) node(kind yaml.Kind, tag string, col int) *yaml.Node {
 	if len(p.nodes) == cap(p.nodes) {
-		p.nodes = make([]yaml.Node, 0, 1024)
+		size := 1024
+		if p.stream != nil {
+			size = 32 // see blockSequence
+		}
+		p.nodes = make([]yaml.Node, 0, size)
 	}
+	p.made++
 	p.nodes = p.nodes[:len(p.nodes)+1]
 	n := &p.nodes[len(p.nodes)-1]
 	n.Kind, n.Tag, n.Line, n.Column = kind, tag, p.li+1, col+1
@@ -135,7 +172,11 @@ func (p *fastParser) content(mark int) []*yaml.Node {
 		c = make([]*yaml.Node, k)
 	} else {
 		if len(p.ptrs)+k > cap(p.ptrs) {
-			p.ptrs = make([]*yaml.Node, 0, 4096)
+			size := 4096
+			if p.stream != nil {
+				size = max(128, k)
+			}
+			p.ptrs = make([]*yaml.Node, 0, size)
 		}
 		c = p.ptrs[len(p.ptrs) : len(p.ptrs)+k : len(p.ptrs)+k]
 		p.ptrs = p.ptrs[:len(p.ptrs)+k]
@@ -182,6 +223,9 @@ func (p *fastParser) blockMapping(m int, first int) *yaml.Node {
 	defer func() { p.depth-- }()
 	mark := len(p.stack)
 	n := p.node(yaml.MappingNode, mapTag, first)
+	if p.root == nil {
+		p.root = n
+	}
 	for {
 		p.entry(m)
 		p.skipBlank()
@@ -204,10 +248,14 @@ func (p *fastParser) entry(m int) {
 		fail()
 	}
 	p.push(k)
+	stream := false
+	if p.stream != nil && p.depth == 1 && !p.keySeen && k.Value == p.stream.Key {
+		p.keySeen, stream = true, true
+	}
 	i := skipSpaces(s, after)
 	if i == len(s) || s[i] == '#' && i > after {
 		p.li++
-		p.push(p.nested(m, true))
+		p.push(p.nested(m, true, stream))
 		return
 	}
 	if i == after {
@@ -219,7 +267,8 @@ func (p *fastParser) entry(m int) {
 // nested reads a value written on the lines after its key (or its "-"),
 // which is at column m: a block mapping or sequence indented more, or a
 // sequence at m itself after a key (indentless).
-func (p *fastParser) nested(m int, indentless bool) *yaml.Node {
+// With stream, a sequence's items are given to p.stream.
+func (p *fastParser) nested(m int, indentless, stream bool) *yaml.Node {
 	p.skipBlank()
 	if p.li >= len(p.lines) {
 		fail() // an empty value
@@ -228,11 +277,11 @@ func (p *fastParser) nested(m int, indentless bool) *yaml.Node {
 	s := p.text(p.li)
 	switch {
 	case l.indent > m && isDash(s, l.indent):
-		return p.blockSequence(l.indent)
+		return p.blockSequence(l.indent, stream)
 	case l.indent > m:
 		return p.blockMapping(l.indent, l.indent)
 	case l.indent == m && indentless && isDash(s, m):
-		return p.blockSequence(m)
+		return p.blockSequence(m, stream)
 	}
 	fail() // an empty value
 	return nil
@@ -242,19 +291,32 @@ func isDash(s string, i int) bool {
 	return i < len(s) && s[i] == '-' && (i+1 == len(s) || s[i+1] == ' ')
 }
 
-// blockSequence reads a block sequence whose "-" are at column n.
-func (p *fastParser) blockSequence(n int) *yaml.Node {
+// blockSequence reads a block sequence whose "-" are at column n; with
+// stream, it gives its items to p.stream instead of keeping them.
+func (p *fastParser) blockSequence(n int, stream bool) *yaml.Node {
 	p.enter()
 	defer func() { p.depth-- }()
 	mark := len(p.stack)
 	seq := p.node(yaml.SequenceNode, seqTag, n)
+	item, last := 0, 32
+	if stream {
+		p.stream.Start(p.root, seq, p.countItems(n))
+	}
 	for {
+		if stream {
+			// Each item's nodes are cut from slabs of its own: slabs
+			// shared by items would link each item to the ones before it
+			// and keep them all. They are sized for as many nodes as the
+			// item before had.
+			p.nodes, p.ptrs = make([]yaml.Node, 0, last), nil
+			last = -p.made
+		}
 		s := p.text(p.li)
 		j := skipSpaces(s, n+1)
 		switch {
 		case j == len(s) || s[j] == '#' && j > n+1:
 			p.li++
-			p.push(p.nested(n, false))
+			p.push(p.nested(n, false, false))
 		case isDash(s, j):
 			fail() // "- - x"
 		default:
@@ -263,6 +325,14 @@ func (p *fastParser) blockSequence(n int) *yaml.Node {
 			} else {
 				p.push(p.inline(s, j, n))
 			}
+		}
+		if stream {
+			v := p.stack[len(p.stack)-1]
+			p.stack[len(p.stack)-1] = nil
+			p.stack = p.stack[:len(p.stack)-1]
+			p.stream.Item(item, v)
+			item++
+			last = max(last+p.made, 1)
 		}
 		p.skipBlank()
 		if p.li >= len(p.lines) || p.lines[p.li].indent < n {
@@ -277,6 +347,25 @@ func (p *fastParser) blockSequence(n int) *yaml.Node {
 	}
 	seq.Content = p.content(mark)
 	return seq
+}
+
+// countItems counts the items of the block sequence whose "-" are at
+// column n and whose first item is on the current line: the lines at n
+// that start with "-", up to a line less indented or one at n that does
+// not. (The lines of a block scalar inside are indented more.)
+func (p *fastParser) countItems(n int) int {
+	count := 0
+	for q := p.li; q < len(p.lines); q++ {
+		l := p.lines[q]
+		switch {
+		case l.blank || l.comment || l.indent > n:
+		case l.indent < n || !isDash(p.text(q), n):
+			return count
+		default:
+			count++
+		}
+	}
+	return count
 }
 
 // key reads a mapping key at i of s, the current line: a plain or quoted

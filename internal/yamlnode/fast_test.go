@@ -52,6 +52,10 @@ func sameTree(path string, a, b *yaml.Node) error {
 func checkFast(t *testing.T, data []byte) bool {
 	t.Helper()
 	got, ok := Fast(data)
+	streamed, sok := checkStream(t, data)
+	if sok != ok {
+		t.Fatalf("Fast accepts: %v, FastStream: %v:\n%s", ok, sok, data)
+	}
 	if !ok {
 		return false
 	}
@@ -67,7 +71,43 @@ func checkFast(t *testing.T, data []byte) bool {
 	if err := sameTree("", got, &want); err != nil {
 		t.Fatalf("Fast's tree differs from yaml.v3's: %v\n%s", err, data)
 	}
+	if err := sameTree("", streamed, &want); err != nil {
+		t.Fatalf("FastStream's tree, with the items it gave put back, differs from yaml.v3's: %v\n%s", err, data)
+	}
 	return true
+}
+
+// checkStream reads data with FastStream, giving the items of hooks away,
+// and returns the tree with them put back in their sequence, after
+// checking that they came in order, with the count Start announced.
+func checkStream(t *testing.T, data []byte) (*yaml.Node, bool) {
+	t.Helper()
+	var seq *yaml.Node
+	var items []*yaml.Node
+	count := 0
+	doc, ok := FastStream(data, &Stream{
+		Key: "hooks",
+		Start: func(root, s *yaml.Node, n int) {
+			if seq != nil || root == nil || root.Kind != yaml.MappingNode {
+				t.Fatalf("Start called twice, or without the top mapping:\n%s", data)
+			}
+			seq, count = s, n
+		},
+		Item: func(i int, item *yaml.Node) {
+			if seq == nil || i != len(items) {
+				t.Fatalf("item %d given after %d items (Start called: %v):\n%s", i, len(items), seq != nil, data)
+			}
+			items = append(items, item)
+		},
+	})
+	if !ok || seq == nil {
+		return doc, ok
+	}
+	if len(seq.Content) != 0 || count != len(items) {
+		t.Fatalf("the streamed sequence keeps %d items; Start announced %d and %d came:\n%s", len(seq.Content), count, len(items), data)
+	}
+	seq.Content = items
+	return doc, ok
 }
 
 // fastCases are inputs inside and outside the fast parser's subset, and at
@@ -80,6 +120,9 @@ var fastCases = []struct {
 	{"# head\n\na: b # c\n'k': \"v\"\n\"q\": 'it''s'\n", true},
 	{"a:\n  b: 1\n  c: [x, 'y', \"z\", [1, 2], {k: v}]\nd:\n- 1\n- two\ne: {}\nf: []\n", true},
 	{"hooks:\n  - name: x\n    exec: [/bin/true]\n  -\n    name: y\n", true},
+	{"a: 1\nhooks:\n- name: x\n  m: |\n    - not an item\n# c\n- b\nz:\n  hooks:\n  - nested\nhooks:\n- second\n", true},
+	{"hooks: [a]\nhooks:\n- b\n", true},
+	{"hooks:\n- a\n- b: c\n  d: e\n-\n  - f\n", true},
 	{"m: |\n  line 1\n\n    indented\n  # not a comment\nn: |-\n  strip\n\no: x\n", true},
 	{"- a\n", false},                              // the top is not a mapping
 	{"a: b", false},                               // no final line break

@@ -99,20 +99,67 @@ type decoder struct {
 	// examined counts the diagnostics looked at to answer reported, for
 	// the test that holds it to one per question.
 	examined int
+	// streamed is the hooks list whose items the fast parser gave to be
+	// decoded as it read them (see parse); streamStop says that one of
+	// them stopped decoding, as an exhausted budget does.
+	streamed   *yaml.Node
+	streamStop bool
+	// firstName is where each hook name was first given.
+	firstName map[string]Position
 }
 
 func (d *decoder) parse(data []byte) *Spec {
 	// Specs as people write them are read by the fast parser, which
 	// gives yaml.v3's tree at a fraction of its time and allocations;
 	// anything outside its subset, errors included, is read by yaml.v3,
-	// whose diagnostics are the ones reported.
-	doc, ok := yamlnode.Fast(data)
+	// whose diagnostics are the ones reported. The fast parser gives the
+	// hooks one by one as it reads them, and each is decoded then, so
+	// that the tree of all of them (51 MB for 10,000 hooks) is never
+	// whole; should the parser give up after some, what was decoded of
+	// them is thrown away and yaml.v3 reads the file from the start.
+	fresh := *d
+	doc, ok := (*yaml.Node)(nil), false
+	if fastParse {
+		doc, ok = yamlnode.FastStream(data, &yamlnode.Stream{
+			Key: "hooks",
+			Start: func(root, seq *yaml.Node, count int) {
+				d.newSpec(root)
+				d.streamed = seq
+				d.hooksBegin(count)
+			},
+			Item: func(i int, c *yaml.Node) {
+				if !d.streamStop && !d.hookItem("hooks", i, c) {
+					d.streamStop = true
+				}
+			},
+		})
+	}
 	if !ok {
+		*d = fresh
 		if doc = d.parseYAML(data); doc == nil {
 			return nil
 		}
 	}
+	return d.decode(doc)
+}
 
+// fastParse lets the tests compare what the fast parser's path decodes
+// with what yaml.v3's does.
+var fastParse = true
+
+// newSpec makes the Spec that the document whose top mapping is root
+// decodes to.
+func (d *decoder) newSpec(root *yaml.Node) {
+	// The maps of positions are sized for the values they record, so
+	// that recording one never grows them: growing them was a tenth of a
+	// render of 10,000 hooks. The hooks, which hold nearly all of them,
+	// are counted as each is decoded.
+	d.spec = &Spec{File: d.file, pos: positions{file: d.file}, scalars: map[string]blockScalar{}}
+	d.spec.pos.set("", d.pos(root))
+}
+
+// decode decodes the document doc.
+func (d *decoder) decode(doc *yaml.Node) *Spec {
 	var root *yaml.Node
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
 		root = resolve(doc.Content[0])
@@ -126,13 +173,10 @@ func (d *decoder) parse(data []byte) *Spec {
 		return nil
 	}
 
-	// The maps of positions are sized for the values they record, so
-	// that recording one never grows them: growing them was a tenth of a
-	// render of 10,000 hooks. The hooks, which hold nearly all of them,
-	// are counted when the hooks list is decoded.
-	s := &Spec{File: d.file, pos: positions{file: d.file}, scalars: map[string]blockScalar{}}
-	d.spec = s
-	s.pos.set("", d.pos(root))
+	if d.spec == nil {
+		d.newSpec(root)
+	}
+	s := d.spec
 	var hooksSeen bool
 	d.mapping(root, "", func(e entry) {
 		switch e.name {
@@ -172,7 +216,11 @@ func (d *decoder) parse(data []byte) *Spec {
 			})
 		case "hooks":
 			hooksSeen = true
-			d.hooks(e.value)
+			if d.streamed != nil && e.value.node == d.streamed {
+				d.hooksEnd() // its items were decoded as they were read
+			} else {
+				d.hooks(e.value)
+			}
 		default:
 			d.unknownField(e, "spec")
 		}
@@ -262,14 +310,12 @@ func (d *decoder) hooks(v value) {
 			"add hooks to the list if this is not meant")
 		return
 	}
-	firstName := map[string]Position{}
-	// Sized once: a Hook is half a kilobyte, and growing the list by
-	// appending copied a large spec's hooks over and over.
-	d.spec.Hooks = make([]Hook, 0, len(n.Content))
-	values, texts := make([]int, len(n.Content)), 0
-	for i, c := range n.Content {
-		v, t := countValues(resolve(c), 0)
-		values[i], texts = v, texts+t
+	// The scalars map is sized for the quoted and block texts of all the
+	// hooks at once.
+	texts := 0
+	for _, c := range n.Content {
+		_, t := countValues(resolve(c), 0)
+		texts += t
 	}
 	if texts > 0 {
 		scalars := make(map[string]blockScalar, len(d.spec.scalars)+texts)
@@ -278,32 +324,58 @@ func (d *decoder) hooks(v value) {
 		}
 		d.spec.scalars = scalars
 	}
-	d.spec.pos.hooks = make([]map[string]place, 0, len(n.Content))
+	d.hooksBegin(len(n.Content))
 	for i, c := range n.Content {
-		if !d.spend(c) {
+		if !d.hookItem(v.path, i, c) {
 			break
 		}
-		d.spec.pos.sizeHook(i, values[i]+1)
-		item := d.item(v.path, i, c)
-		if item.node.Kind != yaml.MappingNode {
-			d.add(Error, item.pos, item.path, fmt.Sprintf("a hook must be a mapping of fields, not %s", yamlnode.KindName(item.node)),
-				`write a hook as "- name: my-hook" followed by its other fields`)
-			d.spec.Hooks = append(d.spec.Hooks, Hook{}) // keeps Hooks[i] at "hooks[i]"
-			continue
-		}
-		h, ok := d.hook(item)
-		d.spec.Hooks = append(d.spec.Hooks, h)
-		if !ok || h.Name == "" {
-			continue
-		}
-		namePath := item.path + ".name"
-		if first, dup := firstName[h.Name]; dup {
-			d.add(Error, d.spec.Where(namePath), namePath, fmt.Sprintf("there is already a hook named %q", h.Name),
-				fmt.Sprintf("the first is on line %d: rename one of them, or merge them into one hook", first.Line))
-		} else {
-			firstName[h.Name] = d.spec.Where(namePath)
-		}
 	}
+	d.hooksEnd()
+}
+
+// hooksBegin prepares the decoding of a hooks list of count items.
+func (d *decoder) hooksBegin(count int) {
+	d.firstName = map[string]Position{}
+	// Sized once: a Hook is half a kilobyte, and growing the list by
+	// appending copied a large spec's hooks over and over.
+	d.spec.Hooks = make([]Hook, 0, count)
+	d.spec.pos.hooks = make([]map[string]place, 0, count)
+}
+
+// hookItem decodes item i of the hooks list at path, c; false when
+// decoding must stop (see spend).
+func (d *decoder) hookItem(path string, i int, c *yaml.Node) bool {
+	if !d.spend(c) {
+		return false
+	}
+	// Sized for the hook's values, so that recording a position never
+	// grows its map.
+	values, _ := countValues(resolve(c), 0)
+	d.spec.pos.sizeHook(i, values+1)
+	item := d.item(path, i, c)
+	if item.node.Kind != yaml.MappingNode {
+		d.add(Error, item.pos, item.path, fmt.Sprintf("a hook must be a mapping of fields, not %s", yamlnode.KindName(item.node)),
+			`write a hook as "- name: my-hook" followed by its other fields`)
+		d.spec.Hooks = append(d.spec.Hooks, Hook{}) // keeps Hooks[i] at "hooks[i]"
+		return true
+	}
+	h, ok := d.hook(item)
+	d.spec.Hooks = append(d.spec.Hooks, h)
+	if !ok || h.Name == "" {
+		return true
+	}
+	namePath := item.path + ".name"
+	if first, dup := d.firstName[h.Name]; dup {
+		d.add(Error, d.spec.Where(namePath), namePath, fmt.Sprintf("there is already a hook named %q", h.Name),
+			fmt.Sprintf("the first is on line %d: rename one of them, or merge them into one hook", first.Line))
+	} else {
+		d.firstName[h.Name] = d.spec.Where(namePath)
+	}
+	return true
+}
+
+// hooksEnd checks what concerns the hooks together, once all are decoded.
+func (d *decoder) hooksEnd() {
 	d.checkClaims()
 	d.checkAccounts()
 }
