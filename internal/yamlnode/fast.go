@@ -39,7 +39,9 @@ type Stream struct {
 	// Start is called before the first item, with the top mapping (its
 	// Content not yet complete), the sequence, and how many items it has.
 	Start func(root, seq *yaml.Node, count int)
-	// Item is called with the i-th item, whole.
+	// Item is called with the i-th item, whole. The item's nodes are
+	// valid only until Item returns: FastStream reuses them for the next
+	// item, so that reading a long list allocates no nodes per item.
 	Item func(i int, item *yaml.Node)
 }
 
@@ -100,6 +102,12 @@ type fastParser struct {
 	root    *yaml.Node
 	keySeen bool
 	made    int // nodes made so far
+	// madePtrs counts the Content slots made so far.
+	madePtrs int
+	// itemNodes and itemPtrs are the slabs each streamed item is cut
+	// from, reused from item to item.
+	itemNodes []yaml.Node
+	itemPtrs  []*yaml.Node
 }
 
 const (
@@ -157,7 +165,7 @@ func (p *fastParser) node(kind yaml.Kind, tag string, col int) *yaml.Node {
 	p.made++
 	p.nodes = p.nodes[:len(p.nodes)+1]
 	n := &p.nodes[len(p.nodes)-1]
-	n.Kind, n.Tag, n.Line, n.Column = kind, tag, p.li+1, col+1
+	*n = yaml.Node{Kind: kind, Tag: tag, Line: p.li + 1, Column: col + 1} // a reused node is cleared
 	return n
 }
 
@@ -167,6 +175,7 @@ func (p *fastParser) content(mark int) []*yaml.Node {
 	if k == 0 {
 		return nil
 	}
+	p.madePtrs += k
 	var c []*yaml.Node
 	if k > 256 {
 		c = make([]*yaml.Node, k)
@@ -298,18 +307,17 @@ func (p *fastParser) blockSequence(n int, stream bool) *yaml.Node {
 	defer func() { p.depth-- }()
 	mark := len(p.stack)
 	seq := p.node(yaml.SequenceNode, seqTag, n)
-	item, last := 0, 32
+	item, made, madePtrs := 0, 0, 0
 	if stream {
 		p.stream.Start(p.root, seq, p.countItems(n))
 	}
 	for {
 		if stream {
-			// Each item's nodes are cut from slabs of its own: slabs
-			// shared by items would link each item to the ones before it
-			// and keep them all. They are sized for as many nodes as the
-			// item before had.
-			p.nodes, p.ptrs = make([]yaml.Node, 0, last), nil
-			last = -p.made
+			// Each item is cut from the same slabs, which Item is done
+			// with when it returns (slabs shared with the nodes kept, or
+			// fresh ones linked to the items before, kept every item).
+			p.nodes, p.ptrs = p.itemNodes[:0], p.itemPtrs[:0]
+			made, madePtrs = p.made, p.madePtrs
 		}
 		s := p.text(p.li)
 		j := skipSpaces(s, n+1)
@@ -332,7 +340,14 @@ func (p *fastParser) blockSequence(n int, stream bool) *yaml.Node {
 			p.stack = p.stack[:len(p.stack)-1]
 			p.stream.Item(item, v)
 			item++
-			last = max(last+p.made, 1)
+			// An item that needed more than the slabs had makes them as
+			// large as it needed, for the next ones.
+			if k := p.made - made; k > cap(p.itemNodes) {
+				p.itemNodes = make([]yaml.Node, 0, k)
+			}
+			if k := p.madePtrs - madePtrs; k > cap(p.itemPtrs) {
+				p.itemPtrs = make([]*yaml.Node, 0, k)
+			}
 		}
 		p.skipBlank()
 		if p.li >= len(p.lines) || p.lines[p.li].indent < n {

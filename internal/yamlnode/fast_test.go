@@ -77,6 +77,24 @@ func checkFast(t *testing.T, data []byte) bool {
 	return true
 }
 
+// copyTree returns a deep copy of n.
+func copyTree(n *yaml.Node) *yaml.Node {
+	c := *n
+	c.Content = nil
+	for _, k := range n.Content {
+		c.Content = append(c.Content, copyTree(k))
+	}
+	return &c
+}
+
+// spoil overwrites the nodes of n, as FastStream reuses them.
+func spoil(n *yaml.Node) {
+	for _, k := range n.Content {
+		spoil(k)
+	}
+	*n = yaml.Node{Kind: yaml.ScalarNode, Value: "spoilt", Line: -1}
+}
+
 // checkStream reads data with FastStream, giving the items of hooks away,
 // and returns the tree with them put back in their sequence, after
 // checking that they came in order, with the count Start announced.
@@ -97,7 +115,10 @@ func checkStream(t *testing.T, data []byte) (*yaml.Node, bool) {
 			if seq == nil || i != len(items) {
 				t.Fatalf("item %d given after %d items (Start called: %v):\n%s", i, len(items), seq != nil, data)
 			}
-			items = append(items, item)
+			// The item is valid only during the call: keep a copy, and
+			// spoil the original, as the next item will.
+			items = append(items, copyTree(item))
+			spoil(item)
 		},
 	})
 	if !ok || seq == nil {
