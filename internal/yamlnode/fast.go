@@ -313,9 +313,10 @@ func (p *fastParser) blockSequence(n int, stream bool) *yaml.Node {
 	}
 	for {
 		if stream {
-			// Each item is cut from the same slabs, which Item is done
-			// with when it returns (slabs shared with the nodes kept, or
-			// fresh ones linked to the items before, kept every item).
+			// Each item is cut from the same two slabs, reused once Item
+			// has returned. Cut from slabs that also hold kept nodes, or
+			// from fresh ones, the items stayed alive: the slabs linked
+			// each item to the ones before it.
 			p.nodes, p.ptrs = p.itemNodes[:0], p.itemPtrs[:0]
 			made, madePtrs = p.made, p.madePtrs
 		}
