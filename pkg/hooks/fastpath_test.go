@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hostprov/hostprov/internal/benchspec"
+	"github.com/hostprov/hostprov/internal/yamlnode"
 )
 
 // checkFastPath parses data by the fast parser's path and by yaml.v3's
@@ -50,6 +51,16 @@ func TestFastPath(t *testing.T) {
 		checkFastPath(t, f, data)
 	}
 	checkFastPath(t, "benchspec", benchspec.Spec(50))
+	// The fast parser gives up after it has given two hooks away (a
+	// multi-line plain scalar, a mapping in a value): what was decoded of
+	// them must not show.
+	for _, late := range []string{"    continued\n", "  user: a: b\n"} {
+		data := []byte(header + "- name: a\n  exec: [/bin/true]\n- name: a\n  exec: [/bin/false]\n- name: c\n  description: x\n" + late)
+		if _, ok := yamlnode.Fast(data); ok {
+			t.Fatalf("the fast parser reads %q, which this test needs it to give up on", data)
+		}
+		checkFastPath(t, "late fallback", data)
+	}
 }
 
 func FuzzFastPath(f *testing.F) {
