@@ -47,10 +47,11 @@ bench:
 	$(GO) test -tags kube -run '^$$' -bench . -benchmem -timeout 90m ./...
 
 # hostprov against Butane's library, whole process against whole process:
-# `hostprov render --format ignition` and `hostprov validate` of a spec of
-# BENCH_HOOKS hooks, and Butane translating the same units to Ignition,
-# each run BENCH_RUNS times; it prints CPU time, peak RSS and allocations
-# (median and range) and the ratios. See internal/cmd/benchbutane.
+# `hostprov render` to Ignition, cloud-init and Butane and `hostprov
+# validate` of a spec of BENCH_HOOKS hooks, and Butane translating the same
+# units to Ignition, each run BENCH_RUNS times in turns; it prints CPU
+# time, peak RSS and allocations (median and range) and the ratios beside
+# their goals. See internal/cmd/benchbutane.
 BENCH_HOOKS ?= 1000,10000
 BENCH_RUNS ?= 5
 bench-butane:

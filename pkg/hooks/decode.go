@@ -145,7 +145,7 @@ func (d *decoder) mapping(n *yaml.Node, path string, f func(entry)) {
 			// An empty value has no text to point at; its key does.
 			e.pos = e.keyPos
 		}
-		d.spec.pos[p] = e.pos
+		d.spec.pos.set(p, e.pos)
 		f(e)
 	}
 }
@@ -186,7 +186,7 @@ func (d *decoder) item(path string, i int, c *yaml.Node) value {
 	p := path + "[" + strconv.Itoa(i) + "]"
 	v := value{node: resolve(c), path: p, pos: d.pos(c)}
 	v.keyPos = v.pos
-	d.spec.pos[p] = v.pos
+	d.spec.pos.set(p, v.pos)
 	return v
 }
 

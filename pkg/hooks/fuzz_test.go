@@ -135,7 +135,7 @@ func FuzzParse(f *testing.F) {
 		if spec != nil {
 			// Every position Where gives is in the file.
 			lines := len(splitLines(data))
-			for path, p := range spec.pos {
+			for path, p := range spec.pos.all() {
 				if p.Line < 1 || p.Line > lines {
 					t.Errorf("Where(%q) = %v, outside the file's %d lines", path, p, lines)
 				}

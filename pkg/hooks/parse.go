@@ -99,31 +99,67 @@ type decoder struct {
 	// examined counts the diagnostics looked at to answer reported, for
 	// the test that holds it to one per question.
 	examined int
+	// streamed is the hooks list whose items the fast parser gave to be
+	// decoded as it read them (see parse); streamStop says that one of
+	// them stopped decoding, as an exhausted budget does.
+	streamed   *yaml.Node
+	streamStop bool
+	// firstName is where each hook name was first given.
+	firstName map[string]Position
 }
 
 func (d *decoder) parse(data []byte) *Spec {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := yamlnode.Decode(dec, &doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			d.add(Error, Position{File: d.file}, "", "empty spec: the file has no YAML document", headerHint)
-		} else {
-			d.yamlError(err, data)
+	// Specs as people write them are read by the fast parser, which
+	// gives yaml.v3's tree at a fraction of its time and allocations;
+	// anything outside its subset, errors included, is read by yaml.v3,
+	// whose diagnostics are the ones reported. The fast parser gives the
+	// hooks one by one as it reads them, and each is decoded then, so
+	// that the tree of all of them (51 MB for 10,000 hooks) is never
+	// whole; should the parser give up after some, what was decoded of
+	// them is thrown away and yaml.v3 reads the file from the start.
+	fresh := *d
+	doc, ok := (*yaml.Node)(nil), false
+	if fastParse {
+		doc, ok = yamlnode.FastStream(data, &yamlnode.Stream{
+			Key: "hooks",
+			Start: func(root, seq *yaml.Node, count int) {
+				d.newSpec(root)
+				d.streamed = seq
+				d.hooksBegin(count)
+			},
+			Item: func(i int, c *yaml.Node) {
+				if !d.streamStop && !d.hookItem("hooks", i, c) {
+					d.streamStop = true
+				}
+			},
+		})
+	}
+	if !ok {
+		*d = fresh
+		if doc = d.parseYAML(data); doc == nil {
+			return nil
 		}
-		return nil
 	}
-	// One file is one spec: a second document would be silently ignored by
-	// a reader that takes the first, so it is an error, even when empty.
-	var extra yaml.Node
-	switch err := yamlnode.Decode(dec, &extra); {
-	case errors.Is(err, io.EOF):
-	case err != nil:
-		d.yamlError(err, data)
-	default:
-		d.add(Error, d.pos(&extra), "", "a spec is one YAML document, but a second document starts here",
-			"remove this --- line and put every hook in the one hooks: list, or write a spec per file")
-	}
+	return d.decode(doc)
+}
 
+// fastParse lets the tests compare what the fast parser's path decodes
+// with what yaml.v3's does.
+var fastParse = true
+
+// newSpec makes the Spec that the document whose top mapping is root
+// decodes to.
+func (d *decoder) newSpec(root *yaml.Node) {
+	// The maps of positions are sized for the values they record, so
+	// that recording one never grows them: growing them was a tenth of a
+	// render of 10,000 hooks. The hooks, which hold nearly all of them,
+	// are counted as each is decoded.
+	d.spec = &Spec{File: d.file, pos: positions{file: d.file}, scalars: map[string]blockScalar{}}
+	d.spec.pos.set("", d.pos(root))
+}
+
+// decode decodes the document doc.
+func (d *decoder) decode(doc *yaml.Node) *Spec {
 	var root *yaml.Node
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
 		root = resolve(doc.Content[0])
@@ -137,13 +173,10 @@ func (d *decoder) parse(data []byte) *Spec {
 		return nil
 	}
 
-	// Sized for the values of the document, so that recording a
-	// position never grows the maps: growing them was a tenth of a
-	// render of 10,000 hooks.
-	values, texts := countValues(root, 0)
-	s := &Spec{File: d.file, pos: make(map[string]Position, values+1), scalars: make(map[string]blockScalar, texts)}
-	d.spec = s
-	s.pos[""] = d.pos(root)
+	if d.spec == nil {
+		d.newSpec(root)
+	}
+	s := d.spec
 	var hooksSeen bool
 	d.mapping(root, "", func(e entry) {
 		switch e.name {
@@ -183,16 +216,20 @@ func (d *decoder) parse(data []byte) *Spec {
 			})
 		case "hooks":
 			hooksSeen = true
-			d.hooks(e.value)
+			if d.streamed != nil && e.value.node == d.streamed {
+				d.hooksEnd() // its items were decoded as they were read
+			} else {
+				d.hooks(e.value)
+			}
 		default:
 			d.unknownField(e, "spec")
 		}
 	})
 	rootPos := d.pos(root)
-	if _, ok := s.pos["apiVersion"]; !ok {
+	if _, ok := s.pos.get("apiVersion"); !ok {
 		d.add(Error, rootPos, "apiVersion", "the spec has no apiVersion", "add apiVersion: "+APIVersion+" at the top of the file")
 	}
-	if _, ok := s.pos["kind"]; !ok {
+	if _, ok := s.pos.get("kind"); !ok {
 		d.add(Error, rootPos, "kind", "the spec has no kind", "add kind: "+Kind+" at the top of the file")
 	}
 	if !hooksSeen {
@@ -202,6 +239,33 @@ func (d *decoder) parse(data []byte) *Spec {
 			"add hooks: with a list of hooks, or hooks: [] to have none on purpose")
 	}
 	return s
+}
+
+// parseYAML reads data with yaml.v3, reporting a syntax error, an empty
+// file or a second document; nil if there is no document to decode.
+func (d *decoder) parseYAML(data []byte) *yaml.Node {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := yamlnode.Decode(dec, &doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			d.add(Error, Position{File: d.file}, "", "empty spec: the file has no YAML document", headerHint)
+		} else {
+			d.yamlError(err, data)
+		}
+		return nil
+	}
+	// One file is one spec: a second document would be silently ignored by
+	// a reader that takes the first, so it is an error, even when empty.
+	var extra yaml.Node
+	switch err := yamlnode.Decode(dec, &extra); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		d.yamlError(err, data)
+	default:
+		d.add(Error, d.pos(&extra), "", "a spec is one YAML document, but a second document starts here",
+			"remove this --- line and put every hook in the one hooks: list, or write a spec per file")
+	}
+	return &doc
 }
 
 // invalidUTF8 reports the first byte of data that is not UTF-8, at its
@@ -246,34 +310,72 @@ func (d *decoder) hooks(v value) {
 			"add hooks to the list if this is not meant")
 		return
 	}
-	firstName := map[string]Position{}
-	// Sized once: a Hook is half a kilobyte, and growing the list by
-	// appending copied a large spec's hooks over and over.
-	d.spec.Hooks = make([]Hook, 0, len(n.Content))
+	// The scalars map is sized for the quoted and block texts of all the
+	// hooks at once.
+	texts := 0
+	for _, c := range n.Content {
+		_, t := countValues(resolve(c), 0)
+		texts += t
+	}
+	if texts > 0 {
+		scalars := make(map[string]blockScalar, len(d.spec.scalars)+texts)
+		for k, v := range d.spec.scalars {
+			scalars[k] = v
+		}
+		d.spec.scalars = scalars
+	}
+	d.hooksBegin(len(n.Content))
 	for i, c := range n.Content {
-		if !d.spend(c) {
+		if !d.hookItem(v.path, i, c) {
 			break
 		}
-		item := d.item(v.path, i, c)
-		if item.node.Kind != yaml.MappingNode {
-			d.add(Error, item.pos, item.path, fmt.Sprintf("a hook must be a mapping of fields, not %s", yamlnode.KindName(item.node)),
-				`write a hook as "- name: my-hook" followed by its other fields`)
-			d.spec.Hooks = append(d.spec.Hooks, Hook{}) // keeps Hooks[i] at "hooks[i]"
-			continue
-		}
-		h, ok := d.hook(item)
-		d.spec.Hooks = append(d.spec.Hooks, h)
-		if !ok || h.Name == "" {
-			continue
-		}
-		namePath := item.path + ".name"
-		if first, dup := firstName[h.Name]; dup {
-			d.add(Error, d.spec.Where(namePath), namePath, fmt.Sprintf("there is already a hook named %q", h.Name),
-				fmt.Sprintf("the first is on line %d: rename one of them, or merge them into one hook", first.Line))
-		} else {
-			firstName[h.Name] = d.spec.Where(namePath)
-		}
 	}
+	d.hooksEnd()
+}
+
+// hooksBegin prepares the decoding of a hooks list of count items.
+func (d *decoder) hooksBegin(count int) {
+	d.firstName = map[string]Position{}
+	// Sized once: a Hook is half a kilobyte, and growing the list by
+	// appending copied a large spec's hooks over and over.
+	d.spec.Hooks = make([]Hook, 0, count)
+	d.spec.pos.hooks = make([]map[string]place, 0, count)
+}
+
+// hookItem decodes item i of the hooks list at path, c; false when
+// decoding must stop (see spend).
+func (d *decoder) hookItem(path string, i int, c *yaml.Node) bool {
+	if !d.spend(c) {
+		return false
+	}
+	// Sized for the hook's values, so that recording a position never
+	// grows its map.
+	values, _ := countValues(resolve(c), 0)
+	d.spec.pos.sizeHook(i, values+1)
+	item := d.item(path, i, c)
+	if item.node.Kind != yaml.MappingNode {
+		d.add(Error, item.pos, item.path, fmt.Sprintf("a hook must be a mapping of fields, not %s", yamlnode.KindName(item.node)),
+			`write a hook as "- name: my-hook" followed by its other fields`)
+		d.spec.Hooks = append(d.spec.Hooks, Hook{}) // keeps Hooks[i] at "hooks[i]"
+		return true
+	}
+	h, ok := d.hook(item)
+	d.spec.Hooks = append(d.spec.Hooks, h)
+	if !ok || h.Name == "" {
+		return true
+	}
+	namePath := item.path + ".name"
+	if first, dup := d.firstName[h.Name]; dup {
+		d.add(Error, d.spec.Where(namePath), namePath, fmt.Sprintf("there is already a hook named %q", h.Name),
+			fmt.Sprintf("the first is on line %d: rename one of them, or merge them into one hook", first.Line))
+	} else {
+		d.firstName[h.Name] = d.spec.Where(namePath)
+	}
+	return true
+}
+
+// hooksEnd checks what concerns the hooks together, once all are decoded.
+func (d *decoder) hooksEnd() {
 	d.checkClaims()
 	d.checkAccounts()
 }

@@ -17,7 +17,7 @@ func NewSpec(file string, hs []Hook) *Spec {
 		Kind:       Kind,
 		Hooks:      hs,
 		File:       file,
-		pos:        map[string]Position{},
+		pos:        positions{file: file},
 		scalars:    map[string]blockScalar{},
 	}
 }
@@ -26,7 +26,7 @@ func NewSpec(file string, hs []Hook) *Spec {
 // "hooks[0].exec" or "hooks[2].manifest") was written at pos. pos may name
 // another file than the Spec's.
 func (s *Spec) Locate(path string, pos Position) {
-	s.pos[path] = pos
+	s.pos.set(path, pos)
 }
 
 // LocateLines records where each line of the string value at path starts,

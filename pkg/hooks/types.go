@@ -40,7 +40,7 @@ type Spec struct {
 	// pos maps document paths ("hooks[0].exec[2]") to where their value
 	// starts. Keys of mappings are recorded under the path of the key's
 	// value, so "hooks[0].env.PATH" is where that variable's value starts.
-	pos map[string]Position
+	pos positions
 	// scalars records, for block scalars ("|" and ">") and quoted scalars,
 	// where each line of the decoded string starts in the source, because
 	// neither starts where the node does: a block scalar's text begins on

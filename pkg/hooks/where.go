@@ -18,7 +18,7 @@ func (s *Spec) Where(path string) Position {
 		return Position{}
 	}
 	for {
-		if p, ok := s.pos[path]; ok {
+		if p, ok := s.pos.get(path); ok {
 			return p
 		}
 		if path == "" {
@@ -65,7 +65,7 @@ func (s *Spec) Has(path string) bool {
 	if s == nil {
 		return false
 	}
-	_, ok := s.pos[path]
+	_, ok := s.pos.get(path)
 	return ok
 }
 

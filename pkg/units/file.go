@@ -478,7 +478,7 @@ func (f *File) Canonical() []byte {
 		b.WriteString(oneLine(m.name))
 		b.WriteString("]\n")
 		entries := append([]*Entry(nil), m.entries...)
-		sortEntries(m.name, entries)
+		sortEntries(m.name, entries, !keep)
 		for _, e := range entries {
 			writeComments(e.Comments)
 			b.WriteString(oneLine(e.Key))

@@ -321,11 +321,17 @@ type sortKeyed struct {
 }
 
 // sortEntries orders the entries of one section canonically, in place.
-func sortEntries(section string, entries []*Entry) {
+// noFatal says that none of them is a fatalBarrier, as keepSectionOrder
+// found when it returned false: checking each Exec*= value again (a
+// parse of the command line) was half of the time the canonical order
+// took.
+func sortEntries(section string, entries []*Entry, noFatal bool) {
 	start := 0
 	for i := 0; i <= len(entries); i++ {
-		if i < len(entries) && !barrier(section, entries[i]) {
-			continue
+		if i < len(entries) {
+			if noFatal && KnownDirective(section, entries[i].Key) || !noFatal && !barrier(section, entries[i]) {
+				continue
+			}
 		}
 		if seg := entries[start:i]; len(seg) > 1 {
 			// Each entry's sort name is looked up once, not twice per

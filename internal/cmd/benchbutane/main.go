@@ -1,14 +1,15 @@
 // Command benchbutane (make bench-butane) compares, process for process,
-// what `hostprov render --format ignition` and `hostprov validate` cost
-// with what Butane's library costs to translate the same units into an
-// Ignition config. For each hook count it writes a spec of that many
-// hooks and the equivalent Butane config (render.Butane of the built
-// units: systemd.units with the same contents), then runs itself once per
-// tool and run, so that each measurement is one whole process: CPU time
+// what `hostprov render` (to Ignition, cloud-init and Butane) and
+// `hostprov validate` cost with what Butane's library costs to translate
+// the same units into an Ignition config. For each hook count it writes
+// a spec of that many hooks and the equivalent Butane config
+// (render.Butane of the built units: systemd.units with the same
+// contents), then runs itself once per tool and run, the tools taking
+// turns, so that each measurement is one whole process: CPU time
 // (user+system) from the child's rusage, and its peak RSS (VmHWM, so
 // Linux only) and the bytes and objects the Go runtime allocated, which
-// the child reports. It prints
-// the median and the range of each, and the ratios of the medians.
+// the child reports. It prints the median and the range of each, and the
+// ratios of the medians beside the goals they are held to.
 //
 // It asserts nothing: the figures are for people to read, and on a
 // shared machine they are noisy, hence several runs and the spread.
@@ -41,6 +42,12 @@ import (
 var tools = map[string]func(file string) error{
 	"render": func(file string) error {
 		return hostprov("render", "-f", file, "--format", "ignition")
+	},
+	"render-butane": func(file string) error {
+		return hostprov("render", "-f", file, "--format", "butane")
+	},
+	"render-cloudinit": func(file string) error {
+		return hostprov("render", "-f", file, "--format", "cloud-init")
 	},
 	"validate": func(file string) error {
 		return hostprov("validate", "-f", file)
@@ -88,7 +95,7 @@ type sample struct {
 }
 
 func main() {
-	child := flag.String("child", "", "run one tool (render, validate, butane) on -in and report allocations (internal)")
+	child := flag.String("child", "", "run one tool (render, render-cloudinit, render-butane, validate, butane) on -in and report allocations (internal)")
 	in := flag.String("in", "", "the input file of -child")
 	counts := flag.String("n", "1000,10000", "hook counts, comma-separated")
 	runs := flag.Int("runs", 5, "processes per tool and hook count")
@@ -165,7 +172,8 @@ func compare(counts string, runs int, dir string) error {
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	fmt.Printf("%-8s %-9s %22s %22s %22s %22s\n", "hooks", "tool", "cpu ms (median, range)", "peak RSS MB", "alloc MB", "allocs (k)")
+	meds := map[int]map[string]sample{}
+	fmt.Printf("%-8s %-16s %22s %22s %22s %22s\n", "hooks", "tool", "cpu ms (median, range)", "peak RSS MB", "alloc MB", "allocs (k)")
 	for _, f := range strings.Split(counts, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 {
@@ -176,27 +184,49 @@ func compare(counts string, runs int, dir string) error {
 		if err := writeInputs(n, spec, bu); err != nil {
 			return err
 		}
-		med := map[string]sample{}
-		for _, tool := range []string{"render", "validate", "butane"} {
-			file := spec
-			if tool == "butane" {
-				file = bu
-			}
-			var ss []sample
-			for range runs {
+		// The tools take turns, run by run, so that a slow spell of the
+		// machine falls on all of them rather than on one.
+		all := map[string][]sample{}
+		for range runs {
+			for _, tool := range toolOrder {
+				file := spec
+				if tool == "butane" {
+					file = bu
+				}
 				s, err := measure(self, tool, file)
 				if err != nil {
 					return err
 				}
-				ss = append(ss, s)
+				all[tool] = append(all[tool], s)
 			}
-			med[tool] = report(n, tool, ss)
 		}
+		med := map[string]sample{}
+		for _, tool := range toolOrder {
+			med[tool] = report(n, tool, all[tool])
+		}
+		meds[n] = med
+		b := med["butane"]
 		for _, tool := range []string{"render", "validate"} {
-			h, b := med[tool], med["butane"]
-			fmt.Printf("%-8d %-9s cpu %.2f× Butane, peak RSS %.2f×, allocated %.2f×\n", n, tool,
-				float64(h.cpu)/float64(b.cpu), float64(h.rss)/float64(b.rss),
-				float64(h.allocs.Bytes)/float64(b.allocs.Bytes))
+			h := med[tool]
+			fmt.Printf("%-8d %-16s cpu %.2f× Butane (goal ≤ %.2f), peak RSS %.2f× (goal ≤ %.2f), allocated %.2f×\n", n, tool,
+				ratio(h.cpu, b.cpu), goalCPU, ratio(h.rss, b.rss), goalRSS, ratio(h.allocs.Bytes, b.allocs.Bytes))
+		}
+		for _, tool := range []string{"render-cloudinit", "render-butane"} {
+			fmt.Printf("%-8d %-16s cpu %.2f× render to Ignition (goal ≤ %.2f)\n", n, tool, ratio(med[tool].cpu, med["render"].cpu), goalOutput)
+		}
+	}
+	// Memory should grow with the spec, not faster: the peak RSS of the
+	// largest count over that of the smallest, against their ratio.
+	var ns []int
+	for n := range meds {
+		ns = append(ns, n)
+	}
+	slices.Sort(ns)
+	if len(ns) > 1 {
+		lo, hi := ns[0], ns[len(ns)-1]
+		for _, tool := range []string{"render", "validate"} {
+			fmt.Printf("%s peak RSS at %d hooks / at %d: %.2f× (goal ≤ %d×)\n", tool, hi, lo,
+				ratio(meds[hi][tool].rss, meds[lo][tool].rss), hi/lo)
 		}
 	}
 	return nil
@@ -218,6 +248,22 @@ func writeInputs(n int, spec, bu string) error {
 		return err
 	}
 	return os.WriteFile(bu, b, 0o644)
+}
+
+// toolOrder is the order in which the tools run, and are reported.
+var toolOrder = []string{"render", "render-cloudinit", "render-butane", "validate", "butane"}
+
+// The goals of issue 17: hostprov's CPU time and peak RSS as multiples
+// of Butane's, and the other outputs' CPU time as multiples of the
+// Ignition output's.
+const (
+	goalCPU    = 0.25
+	goalRSS    = 0.6
+	goalOutput = 1.3
+)
+
+func ratio[T int64 | uint64 | time.Duration](a, b T) float64 {
+	return float64(a) / float64(b)
 }
 
 func measure(self, tool, file string) (sample, error) {
@@ -243,7 +289,7 @@ func report(n int, tool string, ss []sample) sample {
 	rss := stat(ss, func(s sample) float64 { return float64(s.rss) / 1e6 })
 	ab := stat(ss, func(s sample) float64 { return float64(s.allocs.Bytes) / 1e6 })
 	ao := stat(ss, func(s sample) float64 { return float64(s.allocs.Objects) / 1e3 })
-	fmt.Printf("%-8d %-9s %22s %22s %22s %22s\n", n, tool, cpu, rss, ab, ao)
+	fmt.Printf("%-8d %-16s %22s %22s %22s %22s\n", n, tool, cpu, rss, ab, ao)
 	return ss[medianIndex(ss, func(s sample) float64 { return float64(s.cpu) })].withMedians(ss)
 }
 

@@ -1,0 +1,801 @@
+package yamlnode
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Fast reads data as one YAML document and returns its document node, the
+// tree yaml.v3 would give (the same kinds, tags, values, styles, lines and
+// columns; comments are not kept), or false when data holds anything
+// outside the block style people write specs in: block mappings and
+// sequences, flow lists and mappings on one line, plain scalars on one
+// line, quoted scalars on one line, and literal block scalars (| and |-).
+// Anything else (anchors, aliases, tags, folded or kept block scalars,
+// multi-line plain, quoted or flow values, empty values, complex keys,
+// directives, document markers, tabs, carriage returns, bytes beyond
+// ASCII, a document whose top is not a mapping, a last line without a
+// line break, and every error) is for yaml.v3, which must then read the
+// whole document, so that what it reports stays exactly as it is.
+//
+// It is several times faster than yaml.v3 and allocates its nodes in
+// slabs, with values that are substrings of the input where nothing needs
+// unescaping: a spec of 10,000 hooks has some 300,000 nodes. The fuzz
+// target FuzzFast holds it to yaml.v3's tree for every input it accepts.
+func Fast(data []byte) (doc *yaml.Node, ok bool) {
+	return FastStream(data, nil)
+}
+
+// Stream asks FastStream to give the items of a block sequence to Item
+// one by one, as they are read, rather than keep them in the tree: the
+// sequence that is the value of the first key named Key of the top
+// mapping. Its node in the tree has no Content. A reader that decodes
+// each item as it comes never has the whole tree of a large document.
+type Stream struct {
+	Key string
+	// Start is called before the first item, with the top mapping (its
+	// Content not yet complete), the sequence, and how many items it has.
+	Start func(root, seq *yaml.Node, count int)
+	// Item is called with the i-th item, whole. The item's nodes are
+	// valid only until Item returns: FastStream reuses them for the next
+	// item, so that reading a long list allocates no nodes per item.
+	Item func(i int, item *yaml.Node)
+}
+
+// FastStream is Fast, with the items of one sequence given to s (if not
+// nil) as they are read. When it returns false, s may have been given
+// some of them: what was made of them must be thrown away.
+func FastStream(data []byte, s *Stream) (doc *yaml.Node, ok bool) {
+	if len(data) == 0 || data[len(data)-1] != '\n' {
+		return nil, false
+	}
+	for _, c := range data {
+		if c >= 0x7f || c < ' ' && c != '\n' {
+			return nil, false
+		}
+	}
+	p := &fastParser{src: string(data), stream: s}
+	defer func() {
+		if r := recover(); r != nil {
+			if _, fb := r.(fastFallback); !fb {
+				panic(r)
+			}
+			doc, ok = nil, false
+		}
+	}()
+	if !p.splitLines() {
+		return nil, false
+	}
+	return p.document(), true
+}
+
+// fastFallback is what the fast parser panics with when the input is not
+// for it; Fast recovers it and reports false.
+type fastFallback struct{}
+
+func fail() { panic(fastFallback{}) }
+
+// fline is one line of the source.
+type fline struct {
+	start, end int  // offsets of the line in src, without its line break
+	indent     int  // leading spaces
+	blank      bool // nothing but spaces
+	comment    bool // a comment and nothing else
+}
+
+type fastParser struct {
+	src   string
+	lines []fline
+	li    int // the current line
+	// nodes and ptrs are slabs that nodes and their Content are cut from.
+	nodes []yaml.Node
+	ptrs  []*yaml.Node
+	stack []*yaml.Node // the children of the collections being read
+	depth int
+	// stream is what FastStream was given; root is the top mapping, and
+	// keySeen says that the top mapping's first key named stream.Key has
+	// been read.
+	stream  *Stream
+	root    *yaml.Node
+	keySeen bool
+	made    int // nodes made so far
+	// madePtrs counts the Content slots made so far.
+	madePtrs int
+	// itemNodes and itemPtrs are the slabs each streamed item is cut
+	// from, reused from item to item.
+	itemNodes []yaml.Node
+	itemPtrs  []*yaml.Node
+}
+
+const (
+	strTag = "!!str"
+	mapTag = "!!map"
+	seqTag = "!!seq"
+	// maxDepth bounds the nesting the fast parser follows; deeper
+	// documents are yaml.v3's.
+	maxDepth = 100
+	// maxKey is below yaml.v3's limit of 1024 characters for a key.
+	maxKey = 1000
+)
+
+func (p *fastParser) splitLines() bool {
+	p.lines = make([]fline, 0, strings.Count(p.src, "\n"))
+	for start := 0; start < len(p.src); {
+		end := start + strings.IndexByte(p.src[start:], '\n')
+		s := p.src[start:end]
+		l := fline{start: start, end: end}
+		for l.indent < len(s) && s[l.indent] == ' ' {
+			l.indent++
+		}
+		l.blank = l.indent == len(s)
+		l.comment = !l.blank && s[l.indent] == '#'
+		if l.indent == 0 && (strings.HasPrefix(s, "---") || strings.HasPrefix(s, "...")) && (len(s) == 3 || s[3] == ' ') ||
+			strings.HasPrefix(s, "%") {
+			return false // a document marker or a directive
+		}
+		p.lines = append(p.lines, l)
+		start = end + 1
+	}
+	// Nodes are about one per line of a spec. When items are given away,
+	// the slabs stay small, so that those of the items already read are
+	// freed.
+	if p.stream == nil {
+		p.nodes = make([]yaml.Node, 0, len(p.lines)+16)
+		p.ptrs = make([]*yaml.Node, 0, len(p.lines)+16)
+	}
+	return true
+}
+
+func (p *fastParser) text(li int) string {
+	return p.src[p.lines[li].start:p.lines[li].end]
+}
+
+// node returns a new node at byte col of the current line.
+func (p *fastParser) node(kind yaml.Kind, tag string, col int) *yaml.Node {
+	if len(p.nodes) == cap(p.nodes) {
+		size := 1024
+		if p.stream != nil {
+			size = 32 // see blockSequence
+		}
+		p.nodes = make([]yaml.Node, 0, size)
+	}
+	p.made++
+	p.nodes = p.nodes[:len(p.nodes)+1]
+	n := &p.nodes[len(p.nodes)-1]
+	*n = yaml.Node{Kind: kind, Tag: tag, Line: p.li + 1, Column: col + 1} // a reused node is cleared
+	return n
+}
+
+// content pops the children pushed since mark, as a Content slice.
+func (p *fastParser) content(mark int) []*yaml.Node {
+	k := len(p.stack) - mark
+	if k == 0 {
+		return nil
+	}
+	p.madePtrs += k
+	var c []*yaml.Node
+	if k > 256 {
+		c = make([]*yaml.Node, k)
+	} else {
+		if len(p.ptrs)+k > cap(p.ptrs) {
+			size := 4096
+			if p.stream != nil {
+				size = max(128, k)
+			}
+			p.ptrs = make([]*yaml.Node, 0, size)
+		}
+		c = p.ptrs[len(p.ptrs) : len(p.ptrs)+k : len(p.ptrs)+k]
+		p.ptrs = p.ptrs[:len(p.ptrs)+k]
+	}
+	copy(c, p.stack[mark:])
+	clear(p.stack[mark:])
+	p.stack = p.stack[:mark]
+	return c
+}
+
+func (p *fastParser) push(n *yaml.Node) { p.stack = append(p.stack, n) }
+
+// skipBlank moves to the next line that is neither blank nor a comment.
+func (p *fastParser) skipBlank() {
+	for p.li < len(p.lines) && (p.lines[p.li].blank || p.lines[p.li].comment) {
+		p.li++
+	}
+}
+
+func (p *fastParser) enter() {
+	if p.depth++; p.depth > maxDepth {
+		fail()
+	}
+}
+
+func (p *fastParser) document() *yaml.Node {
+	p.skipBlank()
+	if p.li >= len(p.lines) || p.lines[p.li].indent != 0 {
+		fail()
+	}
+	root := p.blockMapping(0, 0)
+	p.skipBlank()
+	if p.li < len(p.lines) {
+		fail()
+	}
+	doc := &yaml.Node{Kind: yaml.DocumentNode, Line: root.Line, Column: root.Column, Content: []*yaml.Node{root}}
+	return doc
+}
+
+// blockMapping reads a block mapping whose keys are at column m and whose
+// first key starts the current line's text at m.
+func (p *fastParser) blockMapping(m int, first int) *yaml.Node {
+	p.enter()
+	defer func() { p.depth-- }()
+	mark := len(p.stack)
+	n := p.node(yaml.MappingNode, mapTag, first)
+	if p.root == nil {
+		p.root = n
+	}
+	for {
+		p.entry(m)
+		p.skipBlank()
+		if p.li >= len(p.lines) || p.lines[p.li].indent < m {
+			break
+		}
+		if p.lines[p.li].indent > m {
+			fail()
+		}
+	}
+	n.Content = p.content(mark)
+	return n
+}
+
+// entry reads a key at column m of the current line and its value.
+func (p *fastParser) entry(m int) {
+	s := p.text(p.li)
+	k, after, ok := p.key(s, m)
+	if !ok {
+		fail()
+	}
+	p.push(k)
+	stream := false
+	if p.stream != nil && p.depth == 1 && !p.keySeen && k.Value == p.stream.Key {
+		p.keySeen, stream = true, true
+	}
+	i := skipSpaces(s, after)
+	if i == len(s) || s[i] == '#' && i > after {
+		p.li++
+		p.push(p.nested(m, true, stream))
+		return
+	}
+	if i == after {
+		fail()
+	}
+	p.push(p.inline(s, i, m))
+}
+
+// nested reads a value written on the lines after its key (or its "-"),
+// which is at column m: a block mapping or sequence indented more, or a
+// sequence at m itself after a key (indentless).
+// With stream, a sequence's items are given to p.stream.
+func (p *fastParser) nested(m int, indentless, stream bool) *yaml.Node {
+	p.skipBlank()
+	if p.li >= len(p.lines) {
+		fail() // an empty value
+	}
+	l := p.lines[p.li]
+	s := p.text(p.li)
+	switch {
+	case l.indent > m && isDash(s, l.indent):
+		return p.blockSequence(l.indent, stream)
+	case l.indent > m:
+		return p.blockMapping(l.indent, l.indent)
+	case l.indent == m && indentless && isDash(s, m):
+		return p.blockSequence(m, stream)
+	}
+	fail() // an empty value
+	return nil
+}
+
+func isDash(s string, i int) bool {
+	return i < len(s) && s[i] == '-' && (i+1 == len(s) || s[i+1] == ' ')
+}
+
+// blockSequence reads a block sequence whose "-" are at column n; with
+// stream, it gives its items to p.stream instead of keeping them.
+func (p *fastParser) blockSequence(n int, stream bool) *yaml.Node {
+	p.enter()
+	defer func() { p.depth-- }()
+	mark := len(p.stack)
+	seq := p.node(yaml.SequenceNode, seqTag, n)
+	item, made, madePtrs := 0, 0, 0
+	if stream {
+		p.stream.Start(p.root, seq, p.countItems(n))
+	}
+	for {
+		if stream {
+			// Each item is cut from the same two slabs, reused once Item
+			// has returned. Cut from slabs that also hold kept nodes, or
+			// from fresh ones, the items stayed alive: the slabs linked
+			// each item to the ones before it.
+			p.nodes, p.ptrs = p.itemNodes[:0], p.itemPtrs[:0]
+			made, madePtrs = p.made, p.madePtrs
+		}
+		s := p.text(p.li)
+		j := skipSpaces(s, n+1)
+		switch {
+		case j == len(s) || s[j] == '#' && j > n+1:
+			p.li++
+			p.push(p.nested(n, false, false))
+		case isDash(s, j):
+			fail() // "- - x"
+		default:
+			if _, _, ok := keyEnd(s, j); ok {
+				p.push(p.blockMapping(j, j))
+			} else {
+				p.push(p.inline(s, j, n))
+			}
+		}
+		if stream {
+			v := p.stack[len(p.stack)-1]
+			p.stack[len(p.stack)-1] = nil
+			p.stack = p.stack[:len(p.stack)-1]
+			p.stream.Item(item, v)
+			item++
+			// An item that needed more than the slabs had makes them as
+			// large as it needed, for the next ones.
+			if k := p.made - made; k > cap(p.itemNodes) {
+				p.itemNodes = make([]yaml.Node, 0, k)
+			}
+			if k := p.madePtrs - madePtrs; k > cap(p.itemPtrs) {
+				p.itemPtrs = make([]*yaml.Node, 0, k)
+			}
+		}
+		p.skipBlank()
+		if p.li >= len(p.lines) || p.lines[p.li].indent < n {
+			break
+		}
+		if p.lines[p.li].indent > n {
+			fail()
+		}
+		if !isDash(p.text(p.li), n) {
+			break // the key after an indentless sequence
+		}
+	}
+	seq.Content = p.content(mark)
+	return seq
+}
+
+// countItems counts the items of the block sequence whose "-" are at
+// column n and whose first item is on the current line: the lines at n
+// that start with "-", up to a line less indented or one at n that does
+// not. (The lines of a block scalar inside are indented more.)
+func (p *fastParser) countItems(n int) int {
+	count := 0
+	for q := p.li; q < len(p.lines); q++ {
+		l := p.lines[q]
+		switch {
+		case l.blank || l.comment || l.indent > n:
+		case l.indent < n || !isDash(p.text(q), n):
+			return count
+		default:
+			count++
+		}
+	}
+	return count
+}
+
+// key reads a mapping key at i of s, the current line: a plain or quoted
+// scalar followed by ':' and a space or the line's end. after is the
+// offset after the ':'.
+func (p *fastParser) key(s string, i int) (k *yaml.Node, after int, ok bool) {
+	end, after, ok := keyEnd(s, i)
+	switch {
+	case !ok:
+		return nil, 0, false
+	case s[i] == '"' || s[i] == '\'':
+		k, _ = p.quoted(s, i)
+	default:
+		k = p.plain(strings.TrimRight(s[i:end], " "), i)
+	}
+	return k, after, true
+}
+
+// keyEnd finds the key at i of s: the end of its text and the offset
+// after its ':'. A key that is not there is not an error here: a sequence
+// item asks whether it holds a mapping.
+func keyEnd(s string, i int) (end, after int, ok bool) {
+	if i >= len(s) {
+		return 0, 0, false
+	}
+	switch c := s[i]; {
+	case c == '"' || c == '\'':
+		e := quotedEnd(s, i)
+		if e < 0 {
+			return 0, 0, false
+		}
+		j := skipSpaces(s, e)
+		if j >= len(s) || s[j] != ':' || j+1 < len(s) && s[j+1] != ' ' || j-i > maxKey {
+			return 0, 0, false
+		}
+		return e, j + 1, true
+	case !plainStart(s, i, false):
+		return 0, 0, false
+	}
+	for j := i; j < len(s); j++ {
+		switch s[j] {
+		case ':':
+			if j+1 == len(s) || s[j+1] == ' ' {
+				if j-i > maxKey {
+					return 0, 0, false
+				}
+				return j, j + 1, true
+			}
+		case '#':
+			if s[j-1] == ' ' {
+				return 0, 0, false
+			}
+		}
+	}
+	return 0, 0, false
+}
+
+// inline reads a value that starts at i of s, the current line, where its
+// parent (the mapping of its key, or the sequence of its "-") is at column
+// m, and moves past it.
+func (p *fastParser) inline(s string, i, m int) *yaml.Node {
+	var v *yaml.Node
+	switch c := s[i]; {
+	case c == '|':
+		return p.literal(s, i, m)
+	case c == '"' || c == '\'':
+		var e int
+		v, e = p.quoted(s, i)
+		p.lineEnd(s, e)
+	case c == '[' || c == '{':
+		var e int
+		v, e = p.flow(s, i)
+		p.lineEnd(s, e)
+	case plainStart(s, i, false):
+		end := len(s)
+		for j := i; j < len(s); j++ {
+			if s[j] == ':' && (j+1 == len(s) || s[j+1] == ' ') {
+				fail() // a mapping in a value, which YAML refuses
+			}
+			if s[j] == '#' && s[j-1] == ' ' {
+				end = j
+				break
+			}
+		}
+		v = p.plain(strings.TrimRight(s[i:end], " "), i)
+	default:
+		fail()
+	}
+	// A value on one line: a next line indented more than its parent
+	// would continue it (a multi-line plain scalar) or be an error.
+	p.li++
+	for q := p.li; q < len(p.lines); q++ {
+		if !p.lines[q].blank {
+			if p.lines[q].indent > m {
+				fail()
+			}
+			break
+		}
+	}
+	return v
+}
+
+// lineEnd checks that only spaces and a comment follow offset e of s.
+func (p *fastParser) lineEnd(s string, e int) {
+	j := skipSpaces(s, e)
+	if j < len(s) && (s[j] != '#' || j == e) {
+		fail()
+	}
+}
+
+func skipSpaces(s string, i int) int {
+	for i < len(s) && s[i] == ' ' {
+		i++
+	}
+	return i
+}
+
+// plainStart reports whether a plain scalar may start at i of s: not at an
+// indicator, nor at "-", "?" or ":" before a space (or, in a flow, before
+// a flow indicator). A plain ":x" is left to yaml.v3.
+func plainStart(s string, i int, flow bool) bool {
+	switch s[i] {
+	case ',', '[', ']', '{', '}', '#', '&', '*', '!', '|', '>', '\'', '"', '%', '@', '`', ':':
+		return false
+	case '-', '?':
+		if i+1 == len(s) || s[i+1] == ' ' {
+			return false
+		}
+		if flow && strings.IndexByte(",[]{}", s[i+1]) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// plain is a plain scalar node of value v at byte col of the current line,
+// tagged as yaml.v3 resolves it.
+func (p *fastParser) plain(v string, col int) *yaml.Node {
+	if v == "" {
+		fail()
+	}
+	n := p.node(yaml.ScalarNode, "", col)
+	n.Value = v
+	switch c := v[0]; {
+	case v == "<<":
+		n.Tag = "!!merge" // as yaml.v3's parser tags it
+	case c == '+' || c == '-' || c == '.' || c >= '0' && c <= '9' || strings.IndexByte("yYnNtTfFoO~", c) >= 0:
+		// What yaml.v3 may resolve to another tag than !!str: numbers,
+		// booleans, null, timestamps. Every other first character makes
+		// a plain scalar a string there without a look.
+		n.Tag = n.ShortTag()
+	default:
+		n.Tag = strTag
+	}
+	return n
+}
+
+// quotedEnd returns the offset after the quoted scalar at i of s, or -1
+// when it does not end on the line.
+func quotedEnd(s string, i int) int {
+	q := s[i]
+	for j := i + 1; j < len(s); j++ {
+		switch {
+		case q == '\'' && s[j] == '\'':
+			if j+1 < len(s) && s[j+1] == '\'' {
+				j++
+				continue
+			}
+			return j + 1
+		case q == '"' && s[j] == '\\':
+			j++
+		case q == '"' && s[j] == '"':
+			return j + 1
+		}
+	}
+	return -1
+}
+
+// quoted reads the quoted scalar at i of s, on one line, and returns it
+// and the offset after it.
+func (p *fastParser) quoted(s string, i int) (*yaml.Node, int) {
+	e := quotedEnd(s, i)
+	if e < 0 {
+		fail()
+	}
+	body := s[i+1 : e-1]
+	n := p.node(yaml.ScalarNode, strTag, i)
+	if s[i] == '\'' {
+		n.Style = yaml.SingleQuotedStyle
+		n.Value = strings.ReplaceAll(body, "''", "'")
+		return n, e
+	}
+	n.Style = yaml.DoubleQuotedStyle
+	if strings.IndexByte(body, '\\') < 0 {
+		n.Value = body
+		return n, e
+	}
+	n.Value = unescape(body)
+	return n, e
+}
+
+// unescape decodes the escapes of a double-quoted scalar, as yaml.v3 does.
+func unescape(body string) string {
+	var b strings.Builder
+	b.Grow(len(body))
+	for j := 0; j < len(body); j++ {
+		c := body[j]
+		if c != '\\' {
+			b.WriteByte(c)
+			continue
+		}
+		j++
+		if j == len(body) {
+			fail()
+		}
+		width := 0
+		switch body[j] {
+		case '0':
+			b.WriteByte(0)
+		case 'a':
+			b.WriteByte('\a')
+		case 'b':
+			b.WriteByte('\b')
+		case 't':
+			b.WriteByte('\t')
+		case 'n':
+			b.WriteByte('\n')
+		case 'v':
+			b.WriteByte('\v')
+		case 'f':
+			b.WriteByte('\f')
+		case 'r':
+			b.WriteByte('\r')
+		case 'e':
+			b.WriteByte(0x1b)
+		case ' ', '"', '/', '\\':
+			b.WriteByte(body[j])
+		case 'N':
+			b.WriteString("\u0085")
+		case '_':
+			b.WriteString("\u00a0")
+		case 'L':
+			b.WriteString("\u2028")
+		case 'P':
+			b.WriteString("\u2029")
+		case 'x':
+			width = 2
+		case 'u':
+			width = 4
+		case 'U':
+			width = 8
+		default:
+			fail()
+		}
+		if width > 0 {
+			if j+1+width > len(body) {
+				fail()
+			}
+			hex := body[j+1 : j+1+width]
+			r, err := strconv.ParseUint(hex, 16, 32)
+			if err != nil || strings.ContainsAny(hex, "+-_") || r >= 0xD800 && r <= 0xDFFF || r > 0x10FFFF {
+				fail()
+			}
+			b.WriteRune(rune(r))
+			j += width
+		}
+	}
+	if !utf8.ValidString(b.String()) {
+		fail()
+	}
+	return b.String()
+}
+
+// flow reads a flow sequence or mapping that starts at i of s and ends on
+// the same line, and returns it and the offset after it.
+func (p *fastParser) flow(s string, i int) (*yaml.Node, int) {
+	p.enter()
+	defer func() { p.depth-- }()
+	closer := byte(']')
+	n := p.node(yaml.SequenceNode, seqTag, i)
+	if s[i] == '{' {
+		closer = '}'
+		n.Kind, n.Tag = yaml.MappingNode, mapTag
+	}
+	n.Style = yaml.FlowStyle
+	mark := len(p.stack)
+	j := skipSpaces(s, i+1)
+	if j < len(s) && s[j] == closer {
+		return n, j + 1
+	}
+	for {
+		if j >= len(s) {
+			fail() // continues on the next line
+		}
+		v, e := p.flowValue(s, j)
+		p.push(v)
+		e = skipSpaces(s, e)
+		if closer == '}' {
+			if v.Kind != yaml.ScalarNode || e+1 >= len(s) || s[e] != ':' || s[e+1] != ' ' || e-j > maxKey {
+				fail()
+			}
+			e = skipSpaces(s, e+1)
+			if e >= len(s) || s[e] == ',' || s[e] == '}' {
+				fail() // an empty value
+			}
+			v, e = p.flowValue(s, e)
+			p.push(v)
+			e = skipSpaces(s, e)
+		}
+		if e >= len(s) {
+			fail()
+		}
+		if s[e] == closer {
+			n.Content = p.content(mark)
+			return n, e + 1
+		}
+		if s[e] != ',' {
+			fail()
+		}
+		j = skipSpaces(s, e+1)
+		if j < len(s) && (s[j] == closer || s[j] == ',') {
+			fail() // an empty entry
+		}
+	}
+}
+
+// flowValue reads one value in a flow collection at j of s.
+func (p *fastParser) flowValue(s string, j int) (*yaml.Node, int) {
+	switch c := s[j]; {
+	case c == '[' || c == '{':
+		return p.flow(s, j)
+	case c == '"' || c == '\'':
+		return p.quoted(s, j)
+	case !plainStart(s, j, true):
+		fail()
+	}
+	e := j
+	for ; e < len(s); e++ {
+		c := s[e]
+		if c == ':' {
+			if e+1 < len(s) && s[e+1] == ' ' {
+				break // a key of a flow mapping
+			}
+			fail()
+		}
+		if c == ',' || c == '[' || c == ']' || c == '{' || c == '}' {
+			break
+		}
+		if c == '#' || c == '?' {
+			fail()
+		}
+	}
+	return p.plain(strings.TrimRight(s[j:e], " "), j), e
+}
+
+// literal reads a literal block scalar (| or |-) whose indicator is at i
+// of s, the current line, and whose parent is at column m.
+func (p *fastParser) literal(s string, i, m int) *yaml.Node {
+	j := i + 1
+	strip := false
+	if j < len(s) && s[j] == '-' {
+		strip = true
+		j++
+	}
+	if j < len(s) && s[j] != ' ' {
+		fail() // |+, an indentation indicator, or something else
+	}
+	p.lineEnd(s, j)
+	n := p.node(yaml.ScalarNode, strTag, i)
+	n.Style = yaml.LiteralStyle
+	p.li++
+	first := p.li
+	for first < len(p.lines) && p.lines[first].blank {
+		if p.lines[first].indent > 0 {
+			fail()
+		}
+		first++
+	}
+	if first == len(p.lines) || p.lines[first].indent <= m {
+		fail() // an empty block scalar
+	}
+	ci := p.lines[first].indent
+	last, size := -1, 0
+	for q := p.li; q < len(p.lines); q++ {
+		l := p.lines[q]
+		if l.blank {
+			if l.indent > ci {
+				fail()
+			}
+			continue
+		}
+		if l.indent < ci {
+			break
+		}
+		last = q
+	}
+	for q := p.li; q <= last; q++ {
+		if l := p.lines[q]; !l.blank {
+			size += l.end - l.start - ci
+		}
+		size++
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for q := p.li; q <= last; q++ {
+		if l := p.lines[q]; !l.blank {
+			b.WriteString(p.src[l.start+ci : l.end])
+		}
+		b.WriteByte('\n')
+	}
+	n.Value = b.String()
+	if strip {
+		n.Value = n.Value[:len(n.Value)-1]
+	}
+	p.li = last + 1
+	return n
+}
