@@ -23,6 +23,7 @@ import (
 	v34 "github.com/coreos/ignition/v2/config/v3_4"
 	v35 "github.com/coreos/ignition/v2/config/v3_5"
 	types "github.com/coreos/ignition/v2/config/v3_5/types"
+	v36 "github.com/coreos/ignition/v2/config/v3_6_experimental"
 	vjson "github.com/coreos/vcontext/json"
 	"github.com/coreos/vcontext/path"
 	"github.com/coreos/vcontext/report"
@@ -46,7 +47,31 @@ var ignitionParsers = map[string]func([]byte) (any, report.Report, error){
 	"3.3.0": parser(v33.Parse),
 	"3.4.0": parser(v34.Parse),
 	"3.5.0": parser(v35.Parse),
+	// Ignition 3.6.0 is stable upstream, but the Ignition module hostprov
+	// is built with knows it only as 3.6.0-experimental: a 3.6.0 config is
+	// read with that package (see ahead).
+	"3.6.0-experimental": parser(v36.Parse),
 }
+
+// ahead holds, for each spec version that is stable upstream but only
+// experimental in the Ignition and Butane modules hostprov is built with,
+// the experimental version they read it as. A config of such a version is
+// read as that one: import then warns, and the spec renders to the newest
+// version hostprov writes (render writes no experimental version).
+var ahead = map[string]string{"3.6.0": "3.6.0-experimental"}
+
+// butaneAhead is ahead for Butane: fcos 1.7.0 is Ignition 3.6.0.
+var butaneAhead = map[string]string{"fcos 1.7.0": "1.7.0-experimental"}
+
+// newestWritten is the newest Ignition spec version render writes.
+const newestWritten = "3.5.0"
+
+// ignitionVersionRE finds the version of an Ignition config, to read a
+// config of a version in ahead as its experimental one.
+var ignitionVersionRE = regexp.MustCompile(`("version"\s*:\s*)"([0-9.]+)"`)
+
+// butaneVersionRE finds a Butane config's top-level version line.
+var butaneVersionRE = regexp.MustCompile(`(?m)^(version:[ \t]*)(["']?)([0-9.]+)(["']?)([ \t]*(#.*)?)$`)
 
 // importButane translates a Butane config with Butane's own library (its
 // local: files read from in.Dir) and imports the Ignition config it makes,
@@ -55,7 +80,16 @@ func importButane(in Input) (*Result, hooks.Diagnostics) {
 	at := func(line, col int64) hooks.Position {
 		return hooks.Position{File: in.Name, Line: int(line), Column: int(col)}
 	}
-	out, rpt, err := butane.TranslateBytes(in.Data, butanecommon.TranslateBytesOptions{TranslateOptions: butanecommon.TranslateOptions{FilesDir: in.Dir}})
+	data := in.Data
+	var head struct{ Variant, Version string }
+	if yaml.Unmarshal(in.Data, &head) == nil {
+		if exp, ok := butaneAhead[head.Variant+" "+head.Version]; ok {
+			// Same length of lines before it, so every position
+			// Butane reports is where it is in the file.
+			data = butaneVersionRE.ReplaceAll(in.Data, []byte("${1}${2}"+exp+"${4}${5}"))
+		}
+	}
+	out, rpt, err := butane.TranslateBytes(data, butanecommon.TranslateBytesOptions{TranslateOptions: butanecommon.TranslateOptions{FilesDir: in.Dir}})
 	diags := reportDiags(rpt, at, "Butane")
 	if err != nil || rpt.IsFatal() {
 		if !diags.HasErrors(false) {
@@ -95,7 +129,7 @@ func butaneHeadPos(in Input) hooks.Position {
 }
 
 func butaneVersions() string {
-	return "fcos 1.0.0 to 1.6.0, flatcar 1.0.0 and 1.1.0, fiot 1.0.0, r4e 1.0.0 and 1.1.0, and their -experimental successors"
+	return "fcos 1.0.0 to 1.7.0, flatcar 1.0.0 and 1.1.0, fiot 1.0.0, r4e 1.0.0 and 1.1.0, and their -experimental successors"
 }
 
 // importIgnition imports the Ignition config raw. butaneSrc, when not nil,
@@ -133,6 +167,15 @@ func importIgnition(in Input, raw, butaneSrc []byte) (*Result, hooks.Diagnostics
 		return nil, hooks.Diagnostics{d}
 	}
 	version := v.String()
+	var aheadOf string // the stable version a config of ahead was written for
+	if exp, ok := ahead[version]; ok {
+		aheadOf, version = version, exp
+		if m := ignitionVersionRE.FindSubmatchIndex(raw); m != nil {
+			raw = append(append(append([]byte(nil), raw[:m[4]]...), exp...), raw[m[5]:]...)
+		}
+	} else if version == "3.6.0-experimental" && butaneSrc != nil {
+		aheadOf = "3.6.0" // Butane fcos 1.7.0, read as 1.7.0-experimental
+	}
 	parse, ok := ignitionParsers[version]
 	if !ok {
 		var probe any
@@ -146,8 +189,8 @@ func importIgnition(in Input, raw, butaneSrc []byte) (*Result, hooks.Diagnostics
 			pos = butaneHeadPos(in)
 		}
 		return nil, hooks.Diagnostics{{Severity: hooks.Error, Pos: pos, Path: "ignition.version",
-			Message: fmt.Sprintf("Ignition spec version %s: hostprov imports Ignition 3.0.0 to 3.5.0", v),
-			Hint:    "write the config for Ignition 3.0.0 to 3.5.0 (Butane fcos 1.0.0 to 1.6.0, flatcar 1.0.0 or 1.1.0)"}}
+			Message: fmt.Sprintf("Ignition spec version %s: hostprov imports Ignition 3.0.0 to 3.6.0", v),
+			Hint:    "write the config for Ignition 3.0.0 to 3.6.0 (Butane fcos 1.0.0 to 1.7.0, flatcar 1.0.0 or 1.1.0)"}}
 	}
 	cfg, rpt, err := parse(raw)
 	diags := reportDiags(rpt, at, "Ignition")
@@ -181,6 +224,20 @@ func importIgnition(in Input, raw, butaneSrc []byte) (*Result, hooks.Diagnostics
 	im.storage(c)
 	im.passwd(c.Passwd)
 	res := &Result{Format: FormatIgnition, IgnitionVersion: version}
+	if _, exp := ignitionParsers[version]; exp && strings.HasSuffix(version, "-experimental") {
+		res.IgnitionVersion = newestWritten
+		pos := loc.at("ignition", "version")
+		if butaneSrc != nil {
+			pos = butaneHeadPos(in)
+		}
+		what := "Ignition " + version
+		if aheadOf != "" {
+			what = "Ignition " + aheadOf + " (read with Ignition's " + version + " config package, which is what the Ignition module hostprov is built with knows of it)"
+		}
+		im.diags = append(im.diags, hooks.Diagnostic{Severity: hooks.Warning, Pos: pos, Path: "ignition.version",
+			Message: what + ": the spec renders to Ignition " + newestWritten + " at most",
+			Hint:    "render it with --ignition-version " + newestWritten + ", which a machine whose Ignition reads " + strings.TrimSuffix(version, "-experimental") + " reads too"})
+	}
 	res.Hooks, res.origins = im.hooks, im.origins
 	if im.storageHook.HasStorage() {
 		im.storageHook.Name = StorageHook(in.setName, im.hooks)
