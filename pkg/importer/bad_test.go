@@ -20,9 +20,9 @@ func TestBadInput(t *testing.T) {
 		{"syntax.ign", `{"ignition": {"version": "3.3.0"},}`,
 			[]string{`syntax.ign:1:35: error: Ignition: invalid character '}' looking for beginning of object key string`}},
 		{"old.ign", `{"ignition": {"version": "2.2.0"}}`,
-			[]string{`old.ign:1:26: error: ignition.version: Ignition spec version 2.2.0: hostprov imports Ignition 3.0.0 to 3.5.0`}},
-		{"new.ign", "{\n  \"ignition\": {\"version\": \"3.6.0\"}\n}",
-			[]string{`new.ign:2:27: error: ignition.version: Ignition spec version 3.6.0: hostprov imports Ignition 3.0.0 to 3.5.0`}},
+			[]string{`old.ign:1:26: error: ignition.version: Ignition spec version 2.2.0: hostprov imports Ignition 3.0.0 to 3.6.0`}},
+		{"new.ign", "{\n  \"ignition\": {\"version\": \"3.7.0\"}\n}",
+			[]string{`new.ign:2:27: error: ignition.version: Ignition spec version 3.7.0: hostprov imports Ignition 3.0.0 to 3.6.0`}},
 		{"relative.ign", "{\n  \"ignition\": {\"version\": \"3.2.0\"},\n  \"storage\": {\"files\": [{\"path\": \"etc/x\"}]}\n}",
 			[]string{`relative.ign:3:34: error: storage.files[0].path: Ignition: path not absolute`}},
 		{"tabs.ign", "{\n\t\"ignition\": {\"version\": \"3.2.0\"},\n\t\"storage\": {\"files\": [{\"path\": \"etc/x\"}]}\n}",
@@ -137,5 +137,20 @@ func TestNames(t *testing.T) {
 		if got := importer.StorageHook(set, hs); got != want {
 			t.Errorf("StorageHook(%q) = %q, want %q", set, got, want)
 		}
+	}
+}
+
+// An Ignition 3.6.0 config, which the Ignition module knows only as
+// 3.6.0-experimental, is read as that: the spec renders to 3.5.0, and a
+// warning at the version says so.
+func TestIgnitionAhead(t *testing.T) {
+	res, diags := importer.Import(importer.Input{Name: "ahead.ign",
+		Data: []byte(`{"ignition": {"version": "3.6.0"}, "systemd": {"units": [{"name": "a.service", "mask": true}]}}`)})
+	if res == nil || res.IgnitionVersion != "3.5.0" || len(res.Hooks) != 1 || !res.Hooks[0].Mask {
+		t.Fatalf("got %+v\n%s", res, diags.Error())
+	}
+	if len(diags) != 1 || diags[0].Severity != hooks.Warning || diags[0].Pos.Line != 1 || diags[0].Pos.Column != 26 ||
+		!strings.Contains(diags[0].Message, "the spec renders to Ignition 3.5.0 at most") {
+		t.Errorf("diagnostics:\n%s", diags.Error())
 	}
 }
