@@ -25,11 +25,11 @@ import (
 	types "github.com/coreos/ignition/v2/config/v3_5/types"
 	v36 "github.com/coreos/ignition/v2/config/v3_6_experimental"
 	vjson "github.com/coreos/vcontext/json"
-	"github.com/coreos/vcontext/path"
 	"github.com/coreos/vcontext/report"
 	"github.com/vincent-petithory/dataurl"
 	"gopkg.in/yaml.v3"
 
+	"github.com/hostprov/hostprov/internal/vreport"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/units"
 )
@@ -273,36 +273,7 @@ func jsonErrPos(file string, raw []byte) hooks.Position {
 // reportDiags turns an Ignition or Butane report into diagnostics at
 // their markers.
 func reportDiags(rpt report.Report, at func(int64, int64) hooks.Position, tool string) hooks.Diagnostics {
-	var diags hooks.Diagnostics
-	for _, e := range rpt.Entries {
-		sev := hooks.Warning
-		if e.Kind.IsFatal() {
-			sev = hooks.Error
-		}
-		pos := at(0, 0)
-		if e.Marker.StartP != nil {
-			pos = at(e.Marker.Start())
-		}
-		diags = append(diags, hooks.Diagnostic{Severity: sev, Pos: pos, Path: contextPath(e.Context),
-			Message: tool + ": " + e.Message, Hint: tool + " says so of the config on its own; check it with " + strings.ToLower(tool) + "-validate or butane --strict"})
-	}
-	return diags
-}
-
-func contextPath(c path.ContextPath) string {
-	var b strings.Builder
-	for _, e := range c.Path {
-		switch e := e.(type) {
-		case int:
-			fmt.Fprintf(&b, "[%d]", e)
-		default:
-			if b.Len() > 0 {
-				b.WriteByte('.')
-			}
-			fmt.Fprint(&b, e)
-		}
-	}
-	return b.String()
+	return vreport.Diagnostics(rpt, at, tool, tool+" says so of the config on its own; check it with "+strings.ToLower(tool)+"-validate or butane --strict")
 }
 
 // prune removes empty objects, lists and nulls, as Ignition's types

@@ -23,6 +23,7 @@ import (
 	"github.com/coreos/vcontext/report"
 	"gopkg.in/yaml.v3"
 
+	"github.com/hostprov/hostprov/internal/vreport"
 	"github.com/hostprov/hostprov/pkg/hooks"
 )
 
@@ -304,22 +305,7 @@ func yamlAt(n *yaml.Node, p ...any) *yaml.Node {
 // reportDiags turns an Ignition or Butane report into diagnostics at their
 // markers.
 func reportDiags(rpt report.Report, at func(int64, int64) hooks.Position, tool string) hooks.Diagnostics {
-	var diags hooks.Diagnostics
-	for _, e := range rpt.Entries {
-		sev := hooks.Warning
-		if e.Kind.IsFatal() {
-			sev = hooks.Error
-		}
-		var pos hooks.Position
-		if e.Marker.StartP != nil {
-			pos = at(e.Marker.Start())
-		} else {
-			pos = at(0, 0)
-		}
-		diags = append(diags, hooks.Diagnostic{Severity: sev, Pos: pos, Path: contextPath(e.Context),
-			Message: tool + ": " + e.Message, Hint: "fix your config: " + tool + " says so of it on its own, without hostprov's units"})
-	}
-	return diags
+	return vreport.Diagnostics(rpt, at, tool, "fix your config: "+tool+" says so of it on its own, without hostprov's units")
 }
 
 // neutralUnit is a unit of an Ignition config as every spec version has it.
@@ -535,24 +521,6 @@ func ValidateIgnition(version string, data []byte) hooks.Diagnostics {
 		diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Message: "Ignition: " + err.Error()})
 	}
 	return diags
-}
-
-// contextPath is an Ignition or Butane report's path the way hostprov
-// writes paths: storage.files[0].path.
-func contextPath(c path.ContextPath) string {
-	var b strings.Builder
-	for _, e := range c.Path {
-		switch e := e.(type) {
-		case int:
-			fmt.Fprintf(&b, "[%d]", e)
-		default:
-			if b.Len() > 0 {
-				b.WriteByte('.')
-			}
-			fmt.Fprint(&b, e)
-		}
-	}
-	return b.String()
 }
 
 // checkStorageClashes reports each path that hostprov's config (own) and
