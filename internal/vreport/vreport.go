@@ -36,9 +36,13 @@ func Diagnostics(rpt report.Report, at func(line, col int64) hooks.Position, too
 
 // Path is a report's path the way hostprov writes paths:
 // storage.files[0].path.
-func Path(c path.ContextPath) string {
+func Path(c path.ContextPath) string { return Join(c.Path) }
+
+// Join writes the elements of a path into a config (keys and list
+// indexes) the way hostprov writes paths: storage.files[0].path.
+func Join(elems []any) string {
 	var b strings.Builder
-	for _, e := range c.Path {
+	for _, e := range elems {
 		switch e := e.(type) {
 		case int:
 			fmt.Fprintf(&b, "[%d]", e)

@@ -1,16 +1,11 @@
 package importer_test
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"gopkg.in/yaml.v3"
@@ -65,7 +60,7 @@ type ccData struct {
 // group names as the original, less the write_files entries import warned
 // it kept out.
 func TestCloudConfigRoundTrip(t *testing.T) {
-	py := cloudInitPython(t)
+	py := sdtool.CloudInitPython(t)
 	name := "web.cloud-config.yaml"
 	data, err := os.ReadFile(filepath.Join("testdata", "in", name))
 	if err != nil {
@@ -85,7 +80,7 @@ func TestCloudConfigRoundTrip(t *testing.T) {
 	}
 	in, _ := json.Marshal([]string{string(data), string(out)})
 	var both []ccData
-	if err := json.Unmarshal(runPython(t, py, pyFiles, in), &both); err != nil {
+	if err := json.Unmarshal(sdtool.RunPython(t, py, pyFiles, in), &both); err != nil {
 		t.Fatal(err)
 	}
 	want, got := both[0], both[1]
@@ -131,43 +126,4 @@ func jsonOfYAML(data []byte, v any) error {
 		return err
 	}
 	return json.Unmarshal(b, v)
-}
-
-// cloudInitPython is the Python interpreter cloud-init runs under (from
-// the #! line of the cloud-init program), so that the test reads with
-// cloud-init's own code.
-func cloudInitPython(t *testing.T) string {
-	t.Helper()
-	ci, err := exec.LookPath("cloud-init")
-	if err != nil {
-		sdtool.Unavailable(t, "cloud-init not found (Debian package cloud-init)")
-	}
-	f, err := os.Open(ci)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	line, _ := bufio.NewReader(f).ReadString('\n')
-	py, ok := strings.CutPrefix(strings.TrimSpace(line), "#!")
-	if !ok || !strings.Contains(py, "python") {
-		sdtool.Unavailable(t, "%s is not a Python script: %q", ci, line)
-	}
-	return strings.Fields(py)[0]
-}
-
-func runPython(t *testing.T, py, program string, input []byte) []byte {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, py, "-c", program)
-	cmd.Stdin = bytes.NewReader(input)
-	cmd.Dir = "/"
-	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8", "PYTHONIOENCODING=utf-8"}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", py, err, stderr.String())
-	}
-	return out
 }

@@ -332,21 +332,7 @@ func (im *ignImporter) drop(entry []any, field []any, msg, hint string) {
 	im.diags = append(im.diags, warn(im.loc.at(at...), jsonPath(entry), "kept out: "+msg, hint))
 }
 
-func jsonPath(p []any) string {
-	var b strings.Builder
-	for _, e := range p {
-		switch e := e.(type) {
-		case int:
-			fmt.Fprintf(&b, "[%d]", e)
-		default:
-			if b.Len() > 0 {
-				b.WriteByte('.')
-			}
-			fmt.Fprint(&b, e)
-		}
-	}
-	return b.String()
-}
+func jsonPath(p []any) string { return vreport.Join(p) }
 
 // keptOutHints say, for each part of an Ignition config that hostprov has
 // no equivalent of, why and what to do instead.

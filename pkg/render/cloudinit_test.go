@@ -1,7 +1,6 @@
 package render_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -282,46 +281,6 @@ func TestCloudInitTrickyBytes(t *testing.T) {
 	}
 }
 
-// cloudInitPython returns the Python interpreter that cloud-init runs
-// under (from the #! line of the cloud-init program), so that the tests
-// parse with cloud-init's own YAML and email libraries.
-func cloudInitPython(t *testing.T) string {
-	t.Helper()
-	ci, err := exec.LookPath("cloud-init")
-	if err != nil {
-		sdtool.Unavailable(t, "cloud-init not found (Debian package cloud-init)")
-	}
-	f, err := os.Open(ci)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	line, _ := bufio.NewReader(f).ReadString('\n')
-	py, ok := strings.CutPrefix(strings.TrimSpace(line), "#!")
-	if !ok || !strings.Contains(py, "python") {
-		sdtool.Unavailable(t, "%s is not a Python script: %q", ci, line)
-	}
-	return strings.Fields(py)[0]
-}
-
-// runPython runs a Python program with input on its standard input and
-// returns its standard output.
-func runPython(t *testing.T, py, program string, input []byte) []byte {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, py, "-c", program)
-	cmd.Stdin = bytes.NewReader(input)
-	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8", "PYTHONIOENCODING=utf-8"}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", py, err, stderr.String())
-	}
-	return out
-}
-
 // pyWriteFiles loads a #cloud-config document with PyYAML's safe_load, as
 // cloud-init does, and prints write_files as JSON. Content goes out as
 // base64 of its UTF-8 bytes, so that JSON's escaping cannot hide a
@@ -347,7 +306,7 @@ func pyFiles(t *testing.T, py string, doc []byte) (map[string]string, [][]string
 		Files  map[string]string
 		Runcmd [][]string
 	}
-	if err := json.Unmarshal(runPython(t, py, pyWriteFiles, doc), &res); err != nil {
+	if err := json.Unmarshal(sdtool.RunPython(t, py, pyWriteFiles, doc), &res); err != nil {
 		t.Fatal(err)
 	}
 	files := map[string]string{}
@@ -365,7 +324,7 @@ func pyFiles(t *testing.T, py string, doc []byte) (map[string]string, [][]string
 // with cloud-init's own YAML parser: the files it would write hold the
 // units' bytes, and runcmd is the argument lists hostprov wrote.
 func TestCloudInitPyYAML(t *testing.T) {
-	py := cloudInitPython(t)
+	py := sdtool.CloudInitPython(t)
 	cases := map[string][]render.Unit{"tricky": trickyUnits()}
 	for name, path := range goldenSpecs(t) {
 		cases[name] = build(t, path)
@@ -534,7 +493,7 @@ json.dump(parts, sys.stdout)
 // user-data code: it finds one text/cloud-config part holding exactly the
 // document, non-ASCII text included.
 func TestCloudInitMIMEPython(t *testing.T) {
-	py := cloudInitPython(t)
+	py := sdtool.CloudInitPython(t)
 	for name, us := range map[string][]render.Unit{
 		"swap":   build(t, filepath.Join("..", "..", "examples", "swap", "hostprov.yaml")),
 		"tricky": trickyUnits(),
@@ -546,7 +505,7 @@ func TestCloudInitMIMEPython(t *testing.T) {
 				t.Fatal(err)
 			}
 			var parts [][2]string
-			if err := json.Unmarshal(runPython(t, py, pyMIME, msg), &parts); err != nil {
+			if err := json.Unmarshal(sdtool.RunPython(t, py, pyMIME, msg), &parts); err != nil {
 				t.Fatal(err)
 			}
 			if len(parts) != 1 || parts[0][0] != "text/cloud-config" {
