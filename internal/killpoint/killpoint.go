@@ -1,6 +1,6 @@
 // Package killpoint marks the steps of hostprov at which a crash is worth
 // testing: each creation, write, sync, rename and removal of a file, each
-// directory made, and each call to systemd. A normal build compiles At to
+// directory made, each call to systemd, and each run of systemd-sysusers. A normal build compiles At to
 // nothing. A build with the tag killpoints makes the process kill itself
 // with SIGKILL, as the kernel kills a process that runs out of memory or a
 // machine loses power, just before the Nth step of one kind, as

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hostprov/hostprov/internal/killpoint"
 	"github.com/hostprov/hostprov/pkg/render"
 )
 
@@ -322,6 +323,7 @@ func (e *executor) runSysusers(ctx context.Context) error {
 	for _, cfg := range p.sysusers {
 		args = append(args, filepath.Join(root, cfg))
 	}
+	killpoint.At("sysusers")
 	out, err := exec.CommandContext(ctx, sysusersCommand, args...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("systemd-sysusers %s: %v: %s; the users and groups may be made in part: fix the problem and run hostprov apply again",

@@ -16,7 +16,9 @@ import (
 )
 
 // killSpec is one side of the kill-point test: units enabled and not,
-// drop-ins added, changed and removed, a unit removed and one added.
+// drop-ins added, changed and removed, a unit removed and one added, and
+// a user the apply creates (with systemd-sysusers) with a file of its own
+// that changes.
 func killSpec(side string) string {
 	var b strings.Builder
 	// One spec set, whose file is A.yaml or B.yaml: two versions of one spec.
@@ -50,18 +52,26 @@ func killSpec(side string) string {
   exec: [/bin/true]
 `)
 	}
+	fmt.Fprintf(&b, `- name: kp-owned
+  type: oneshot
+  remainAfterExit: true
+  user: kp-user
+  exec: [/bin/cat, /etc/kp/config]
+  users: [{name: kp-user}]
+  files: [{path: /etc/kp/config, contents: "side %s\n", mode: 0600, user: kp-user}]
+`, side)
 	return b.String()
 }
 
 // killKinds are the kinds of step internal/killpoint marks in the file
 // operations and calls of an apply.
-var killKinds = []string{"create", "write", "fsync", "rename", "unlink", "mkdir", "systemd"}
+var killKinds = []string{"create", "write", "fsync", "rename", "unlink", "mkdir", "systemd", "sysusers"}
 
 // TestRigKillPoints kills hostprov apply (a build with kill points, the
 // real binary inside the rig) just before each of its file system steps
 // and systemd calls in turn: the 1st create of a temporary file, the
 // 2nd, ..., until an apply runs to its end; the same for every write,
-// fsync, rename, unlink, mkdir and call to systemd. It does so for a
+// fsync, rename, unlink, mkdir, call to systemd and run of systemd-sysusers. It does so for a
 // first apply on an empty node and for changes both ways between two
 // specs. After every kill each unit file is its old or its new bytes and
 // the state is readable; the next apply (a normal one) converges: plan
@@ -148,7 +158,7 @@ func TestRigKillPoints(t *testing.T) {
 		}
 	}
 	t.Logf("%d kills, by kind: %v", total, kills)
-	for _, kind := range []string{"create", "write", "fsync", "rename", "unlink", "mkdir", "systemd"} {
+	for _, kind := range killKinds {
 		if kills[kind] == 0 {
 			t.Errorf("no apply was killed before a step of kind %s: is the kill point still there?", kind)
 		}
