@@ -97,7 +97,7 @@ func readLimited(file string) ([]byte, error) {
 		return nil, failure("%v", err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, hooks.MaxSize+1))
+	data, err := readAtMost(f)
 	if err != nil {
 		return nil, failure("reading %s: %v", file, err)
 	}
