@@ -2,9 +2,7 @@ package hooks
 
 import (
 	"bytes"
-	"fmt"
 	"sort"
-	"strconv"
 
 	"gopkg.in/yaml.v3"
 
@@ -24,15 +22,15 @@ import (
 // every value is quoted as YAML needs it.
 func Encode(name string, hs []Hook) ([]byte, error) {
 	doc := &yaml.Node{Kind: yaml.MappingNode}
-	pairs(doc, "apiVersion", str(APIVersion), "kind", str(Kind))
+	yamlnode.Pairs(doc, "apiVersion", yamlnode.Str(APIVersion), "kind", yamlnode.Str(Kind))
 	if name != "" {
-		pairs(doc, "metadata", pairs(&yaml.Node{Kind: yaml.MappingNode}, "name", str(name)))
+		yamlnode.Pairs(doc, "metadata", yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlnode.Str(name)))
 	}
 	seq := &yaml.Node{Kind: yaml.SequenceNode}
 	for i := range hs {
 		seq.Content = append(seq.Content, encodeHook(&hs[i]))
 	}
-	pairs(doc, "hooks", seq)
+	yamlnode.Pairs(doc, "hooks", seq)
 	var b bytes.Buffer
 	e := yaml.NewEncoder(&b)
 	e.SetIndent(2)
@@ -47,56 +45,56 @@ func Encode(name string, hs []Hook) ([]byte, error) {
 
 func encodeHook(h *Hook) *yaml.Node {
 	n := &yaml.Node{Kind: yaml.MappingNode}
-	pairs(n, "name", str(h.Name))
+	yamlnode.Pairs(n, "name", yamlnode.Str(h.Name))
 	if h.Description != "" {
-		pairs(n, "description", str(h.Description))
+		yamlnode.Pairs(n, "description", yamlnode.Str(h.Description))
 	}
 	if h.Enabled != nil {
-		pairs(n, "enabled", boolean(*h.Enabled))
+		yamlnode.Pairs(n, "enabled", yamlnode.Bool(*h.Enabled))
 	}
 	if h.Mask {
-		pairs(n, "mask", boolean(true))
+		yamlnode.Pairs(n, "mask", yamlnode.Bool(true))
 	}
 	if h.UseRawName {
-		pairs(n, "useRawName", boolean(true))
+		yamlnode.Pairs(n, "useRawName", yamlnode.Bool(true))
 	}
 	if h.UseRawManifest {
-		pairs(n, "useRawManifest", boolean(true))
+		yamlnode.Pairs(n, "useRawManifest", yamlnode.Bool(true))
 	}
 	if h.Manifest != "" {
-		pairs(n, "manifest", yamlnode.Text([]byte(h.Manifest)))
+		yamlnode.Pairs(n, "manifest", yamlnode.Text([]byte(h.Manifest)))
 	}
 	optList(n, "requires", h.Requires)
 	optList(n, "wants", h.Wants)
 	optList(n, "before", h.Before)
 	optList(n, "after", h.After)
 	if h.WantedBy != nil {
-		pairs(n, "wantedBy", flowList(h.WantedBy))
+		yamlnode.Pairs(n, "wantedBy", yamlnode.Words(h.WantedBy))
 	}
 	optStr(n, "type", h.Type)
 	optList(n, "exec", h.Exec)
 	if len(h.Pre) > 0 {
 		pre := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, c := range h.Pre {
-			pre.Content = append(pre.Content, flowList(c))
+			pre.Content = append(pre.Content, yamlnode.Words(c))
 		}
-		pairs(n, "pre", pre)
+		yamlnode.Pairs(n, "pre", pre)
 	}
 	if h.ExpandEnv {
-		pairs(n, "expandEnv", boolean(true))
+		yamlnode.Pairs(n, "expandEnv", yamlnode.Bool(true))
 	}
 	if h.Specifiers {
-		pairs(n, "specifiers", boolean(true))
+		yamlnode.Pairs(n, "specifiers", yamlnode.Bool(true))
 	}
 	if h.RemainAfterExit != nil {
-		pairs(n, "remainAfterExit", boolean(*h.RemainAfterExit))
+		yamlnode.Pairs(n, "remainAfterExit", yamlnode.Bool(*h.RemainAfterExit))
 	}
 	if len(h.Env) > 0 {
 		env := &yaml.Node{Kind: yaml.MappingNode}
 		for _, k := range sortedKeys(h.Env) {
-			pairs(env, k, str(h.Env[k]))
+			yamlnode.Pairs(env, k, yamlnode.Str(h.Env[k]))
 		}
-		pairs(n, "env", env)
+		yamlnode.Pairs(n, "env", env)
 	}
 	optStr(n, "environmentFile", h.EnvironmentFile)
 	optStr(n, "workingDirectory", h.WorkingDirectory)
@@ -115,29 +113,29 @@ func encodeHook(h *Hook) *yaml.Node {
 			e := &yaml.Node{Kind: yaml.MappingNode}
 			optStr(e, "name", s.Name)
 			if len(s.Run) > 0 {
-				pairs(e, "run", flowList(s.Run))
+				yamlnode.Pairs(e, "run", yamlnode.Words(s.Run))
 			}
 			if s.Sh != "" {
-				pairs(e, "sh", text(s.Sh))
+				yamlnode.Pairs(e, "sh", text(s.Sh))
 			}
 			steps.Content = append(steps.Content, e)
 		}
-		pairs(n, "steps", steps)
+		yamlnode.Pairs(n, "steps", steps)
 	}
 	optStr(n, "when", h.When)
 	if len(h.Directives) > 0 {
 		ds := &yaml.Node{Kind: yaml.MappingNode}
 		for _, sec := range sortedKeys(h.Directives) {
-			pairs(ds, sec, list(h.Directives[sec]))
+			yamlnode.Pairs(ds, sec, list(h.Directives[sec]))
 		}
-		pairs(n, "directives", ds)
+		yamlnode.Pairs(n, "directives", ds)
 	}
 	if len(h.Dropins) > 0 {
 		ds := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, d := range h.Dropins {
-			ds.Content = append(ds.Content, pairs(&yaml.Node{Kind: yaml.MappingNode}, "name", str(d.Name), "contents", yamlnode.Text([]byte(d.Contents))))
+			ds.Content = append(ds.Content, yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlnode.Str(d.Name), "contents", yamlnode.Text([]byte(d.Contents))))
 		}
-		pairs(n, "dropins", ds)
+		yamlnode.Pairs(n, "dropins", ds)
 	}
 	encodeStorage(n, h)
 	return n
@@ -147,97 +145,88 @@ func encodeStorage(n *yaml.Node, h *Hook) {
 	if len(h.Files) > 0 {
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, f := range h.Files {
-			e := pairs(&yaml.Node{Kind: yaml.MappingNode}, "path", str(f.Path))
+			e := yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "path", yamlnode.Str(f.Path))
 			switch {
 			case f.Contents != nil:
-				pairs(e, "contents", text(*f.Contents))
+				yamlnode.Pairs(e, "contents", text(*f.Contents))
 			case f.Local != "":
-				pairs(e, "local", str(f.Local))
+				yamlnode.Pairs(e, "local", yamlnode.Str(f.Local))
 			case f.Source != "":
-				pairs(e, "source", str(f.Source))
+				yamlnode.Pairs(e, "source", yamlnode.Str(f.Source))
 			}
 			if f.Hash != "" {
-				pairs(e, "verification", pairs(&yaml.Node{Kind: yaml.MappingNode}, "hash", str(f.Hash)))
+				yamlnode.Pairs(e, "verification", yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "hash", yamlnode.Str(f.Hash)))
 			}
 			if f.Mode != nil {
-				pairs(e, "mode", mode(*f.Mode))
+				yamlnode.Pairs(e, "mode", yamlnode.Mode(*f.Mode))
 			}
 			optOwner(e, "user", f.User)
 			optOwner(e, "group", f.Group)
 			if f.Overwrite {
-				pairs(e, "overwrite", boolean(true))
+				yamlnode.Pairs(e, "overwrite", yamlnode.Bool(true))
 			}
 			seq.Content = append(seq.Content, e)
 		}
-		pairs(n, "files", seq)
+		yamlnode.Pairs(n, "files", seq)
 	}
 	if len(h.Directories) > 0 {
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, d := range h.Directories {
-			e := pairs(&yaml.Node{Kind: yaml.MappingNode}, "path", str(d.Path))
+			e := yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "path", yamlnode.Str(d.Path))
 			if d.Mode != nil {
-				pairs(e, "mode", mode(*d.Mode))
+				yamlnode.Pairs(e, "mode", yamlnode.Mode(*d.Mode))
 			}
 			optOwner(e, "user", d.User)
 			optOwner(e, "group", d.Group)
 			seq.Content = append(seq.Content, e)
 		}
-		pairs(n, "directories", seq)
+		yamlnode.Pairs(n, "directories", seq)
 	}
 	if len(h.Links) > 0 {
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, l := range h.Links {
-			e := pairs(&yaml.Node{Kind: yaml.MappingNode}, "path", str(l.Path), "target", str(l.Target))
+			e := yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "path", yamlnode.Str(l.Path), "target", yamlnode.Str(l.Target))
 			if l.Hard {
-				pairs(e, "hard", boolean(true))
+				yamlnode.Pairs(e, "hard", yamlnode.Bool(true))
 			}
 			seq.Content = append(seq.Content, e)
 		}
-		pairs(n, "links", seq)
+		yamlnode.Pairs(n, "links", seq)
 	}
 	if len(h.Users) > 0 {
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, u := range h.Users {
-			e := pairs(&yaml.Node{Kind: yaml.MappingNode}, "name", str(u.Name))
+			e := yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlnode.Str(u.Name))
 			if u.UID != nil {
-				pairs(e, "uid", integer(*u.UID))
+				yamlnode.Pairs(e, "uid", yamlnode.Uint(*u.UID))
 			}
 			if u.System {
-				pairs(e, "system", boolean(true))
+				yamlnode.Pairs(e, "system", yamlnode.Bool(true))
 			}
 			optStr(e, "home", u.Home)
 			optStr(e, "shell", u.Shell)
 			if len(u.Groups) > 0 {
-				pairs(e, "groups", flowList(u.Groups))
+				yamlnode.Pairs(e, "groups", yamlnode.Words(u.Groups))
 			}
 			seq.Content = append(seq.Content, e)
 		}
-		pairs(n, "users", seq)
+		yamlnode.Pairs(n, "users", seq)
 	}
 	if len(h.Groups) > 0 {
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, g := range h.Groups {
-			e := pairs(&yaml.Node{Kind: yaml.MappingNode}, "name", str(g.Name))
+			e := yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlnode.Str(g.Name))
 			if g.GID != nil {
-				pairs(e, "gid", integer(*g.GID))
+				yamlnode.Pairs(e, "gid", yamlnode.Uint(*g.GID))
 			}
 			if g.System {
-				pairs(e, "system", boolean(true))
+				yamlnode.Pairs(e, "system", yamlnode.Bool(true))
 			}
 			seq.Content = append(seq.Content, e)
 		}
-		pairs(n, "groups", seq)
+		yamlnode.Pairs(n, "groups", seq)
 	}
 }
-
-func pairs(n *yaml.Node, kv ...any) *yaml.Node {
-	for i := 0; i < len(kv); i += 2 {
-		n.Content = append(n.Content, str(kv[i].(string)), kv[i+1].(*yaml.Node))
-	}
-	return n
-}
-
-func str(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
 
 // text is a string that may span lines: a literal block when it does,
 // and YAML keeps its bytes that way, a plain string otherwise.
@@ -245,25 +234,7 @@ func text(s string) *yaml.Node {
 	if bytes.IndexByte([]byte(s), '\n') >= 0 {
 		return yamlnode.Text([]byte(s))
 	}
-	return str(s)
-}
-
-func boolean(b bool) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(b)}
-}
-
-func integer(v uint32) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatUint(uint64(v), 10)}
-}
-
-// mode is a mode as the spec documents it: octal with a leading 0, at
-// least four digits (0644, 07777).
-func mode(m uint32) *yaml.Node {
-	s := fmt.Sprintf("%04o", m)
-	if s[0] != '0' {
-		s = "0" + s
-	}
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: s}
+	return yamlnode.Str(s)
 }
 
 // optOwner writes a user or group: a decimal id as a number, a name as a
@@ -273,35 +244,28 @@ func optOwner(n *yaml.Node, key, v string) {
 		return
 	}
 	if digitsRE.MatchString(v) {
-		pairs(n, key, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: v})
+		yamlnode.Pairs(n, key, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: v})
 		return
 	}
-	pairs(n, key, str(v))
+	yamlnode.Pairs(n, key, yamlnode.Str(v))
 }
 
 func optStr(n *yaml.Node, key, v string) {
 	if v != "" {
-		pairs(n, key, str(v))
+		yamlnode.Pairs(n, key, yamlnode.Str(v))
 	}
 }
 
 func optList(n *yaml.Node, key string, vs []string) {
 	if len(vs) > 0 {
-		pairs(n, key, flowList(vs))
+		yamlnode.Pairs(n, key, yamlnode.Words(vs))
 	}
-}
-
-// flowList is a short list of words, written on one line ([a, b]).
-func flowList(vs []string) *yaml.Node {
-	l := list(vs)
-	l.Style = yaml.FlowStyle
-	return l
 }
 
 func list(vs []string) *yaml.Node {
 	l := &yaml.Node{Kind: yaml.SequenceNode}
 	for _, v := range vs {
-		l.Content = append(l.Content, str(v))
+		l.Content = append(l.Content, yamlnode.Str(v))
 	}
 	return l
 }

@@ -9,6 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/hostprov/hostprov/internal/yamlnode"
 	"github.com/hostprov/hostprov/pkg/hooks"
 )
 
@@ -102,33 +103,21 @@ func butanePasswd(st Storage) *yaml.Node {
 			e := userYAML(st, u, "home_dir")
 			seq.Content = append(seq.Content, e)
 		}
-		yamlPairs(n, "users", seq)
+		yamlnode.Pairs(n, "users", seq)
 	}
 	if len(st.Groups) > 0 {
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, g := range st.Groups {
-			e := yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlStr(g.Name))
+			e := yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlnode.Str(g.Name))
 			if g.GID != nil {
-				yamlPairs(e, "gid", yamlInt(*g.GID))
+				yamlnode.Pairs(e, "gid", yamlnode.Uint(*g.GID))
 			}
 			if g.System {
-				yamlPairs(e, "system", yamlBool(true))
+				yamlnode.Pairs(e, "system", yamlnode.Bool(true))
 			}
 			seq.Content = append(seq.Content, e)
 		}
-		yamlPairs(n, "groups", seq)
-	}
-	return n
-}
-
-func yamlInt(i uint32) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatUint(uint64(i), 10)}
-}
-
-func yamlStrings(ss []string) *yaml.Node {
-	n := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
-	for _, s := range ss {
-		n.Content = append(n.Content, yamlStr(s))
+		yamlnode.Pairs(n, "groups", seq)
 	}
 	return n
 }
@@ -146,7 +135,7 @@ func cloudInitAccounts(st Storage) (users, groups *yaml.Node, bootcmd [][]string
 			if groups == nil {
 				groups = &yaml.Node{Kind: yaml.SequenceNode}
 			}
-			groups.Content = append(groups.Content, yamlStr(g.Name))
+			groups.Content = append(groups.Content, yamlnode.Str(g.Name))
 			continue
 		}
 		// Names are checked (letters, digits, _ and -), so the script
@@ -163,7 +152,7 @@ func cloudInitAccounts(st Storage) (users, groups *yaml.Node, bootcmd [][]string
 	}
 	if len(st.Users) > 0 {
 		users = &yaml.Node{Kind: yaml.SequenceNode}
-		users.Content = append(users.Content, yamlStr("default"))
+		users.Content = append(users.Content, yamlnode.Str("default"))
 		for _, u := range st.Users {
 			e := userYAML(st, u, "homedir")
 			users.Content = append(users.Content, e)
@@ -255,24 +244,24 @@ func accountDiff(ida, idb *uint32, a, b []string, fields ...string) []string {
 // write it: the same keys but the home directory's, which is home_dir in
 // Butane and homedir in cloud-init.
 func userYAML(st Storage, u User, homeKey string) *yaml.Node {
-	e := yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlStr(u.Name))
+	e := yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlnode.Str(u.Name))
 	if u.UID != nil {
-		yamlPairs(e, "uid", yamlInt(*u.UID))
+		yamlnode.Pairs(e, "uid", yamlnode.Uint(*u.UID))
 	}
 	if u.System {
-		yamlPairs(e, "system", yamlBool(true))
+		yamlnode.Pairs(e, "system", yamlnode.Bool(true))
 	}
 	if pg := st.PrimaryGroup(u); pg != "" {
-		yamlPairs(e, "primary_group", yamlStr(pg))
+		yamlnode.Pairs(e, "primary_group", yamlnode.Str(pg))
 	}
 	if u.Home != "" {
-		yamlPairs(e, homeKey, yamlStr(u.Home))
+		yamlnode.Pairs(e, homeKey, yamlnode.Str(u.Home))
 	}
 	if u.Shell != "" {
-		yamlPairs(e, "shell", yamlStr(u.Shell))
+		yamlnode.Pairs(e, "shell", yamlnode.Str(u.Shell))
 	}
 	if len(u.Groups) > 0 {
-		yamlPairs(e, "groups", yamlStrings(u.Groups))
+		yamlnode.Pairs(e, "groups", yamlnode.Words(u.Groups))
 	}
 	return e
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/hostprov/hostprov/internal/yamlnode"
 )
 
 // ButaneVersion is one version of a Butane variant's config spec and the
@@ -165,7 +167,7 @@ func Butane(us []Unit, opts ButaneOptions) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	doc := yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "variant", yamlStr(opts.Variant), "version", yamlStr(opts.Version))
+	doc := yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "variant", yamlnode.Str(opts.Variant), "version", yamlnode.Str(opts.Version))
 	// What the Ignition version cannot carry is refused here as there.
 	if _, err := ignitionStorage(opts.Storage, opts.IgnitionVersion); err != nil {
 		return nil, err
@@ -175,34 +177,34 @@ func Butane(us []Unit, opts ButaneOptions) ([]byte, error) {
 		return nil, err
 	}
 	if pw := butanePasswd(opts.Storage); pw != nil {
-		yamlPairs(doc, "passwd", pw)
+		yamlnode.Pairs(doc, "passwd", pw)
 	}
 	if st != nil {
-		yamlPairs(doc, "storage", st)
+		yamlnode.Pairs(doc, "storage", st)
 	}
 	if len(ius) > 0 {
 		list := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, u := range ius {
-			n := yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlStr(u.name))
+			n := yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlnode.Str(u.name))
 			if u.enabled != nil {
-				yamlPairs(n, "enabled", yamlBool(*u.enabled))
+				yamlnode.Pairs(n, "enabled", yamlnode.Bool(*u.enabled))
 			}
 			if u.mask != nil {
-				yamlPairs(n, "mask", yamlBool(*u.mask))
+				yamlnode.Pairs(n, "mask", yamlnode.Bool(*u.mask))
 			}
 			if u.contents != nil {
-				yamlPairs(n, "contents", yamlText([]byte(*u.contents)))
+				yamlnode.Pairs(n, "contents", yamlText([]byte(*u.contents)))
 			}
 			if len(u.dropins) > 0 {
 				ds := &yaml.Node{Kind: yaml.SequenceNode}
 				for _, d := range u.dropins {
-					ds.Content = append(ds.Content, yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlStr(d.name), "contents", yamlText([]byte(*d.contents))))
+					ds.Content = append(ds.Content, yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlnode.Str(d.name), "contents", yamlText([]byte(*d.contents))))
 				}
-				yamlPairs(n, "dropins", ds)
+				yamlnode.Pairs(n, "dropins", ds)
 			}
 			list.Content = append(list.Content, n)
 		}
-		yamlPairs(doc, "systemd", yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "units", list))
+		yamlnode.Pairs(doc, "systemd", yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "units", list))
 	}
 	var buf bytes.Buffer
 	if err := yamlEncode(&buf, doc); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/hostprov/hostprov/internal/yamlnode"
 	"github.com/hostprov/hostprov/pkg/units"
 )
 
@@ -155,17 +156,17 @@ func cloudInitDoc(us []Unit, opts CloudInitOptions) (*yaml.Node, error) {
 	if len(bootcmd) > 0 {
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, argv := range bootcmd {
-			seq.Content = append(seq.Content, yamlStrings(argv))
+			seq.Content = append(seq.Content, yamlnode.Words(argv))
 		}
-		key := yamlStr("bootcmd")
+		key := yamlnode.Str("bootcmd")
 		key.HeadComment = bootcmdGroupsComment
 		doc.Content = append(doc.Content, key, seq)
 	}
 	if groups != nil {
-		doc.Content = append(doc.Content, yamlStr("groups"), groups)
+		doc.Content = append(doc.Content, yamlnode.Str("groups"), groups)
 	}
 	if users != nil {
-		key := yamlStr("users")
+		key := yamlnode.Str("users")
 		key.HeadComment = usersComment
 		doc.Content = append(doc.Content, key, users)
 	}
@@ -175,7 +176,7 @@ func cloudInitDoc(us []Unit, opts CloudInitOptions) (*yaml.Node, error) {
 		for _, f := range files {
 			seq.Content = append(seq.Content, cloudInitFile(CloudInitUnitDir+"/"+f.Path, f.Contents))
 		}
-		doc.Content = append(doc.Content, yamlStr("write_files"), seq)
+		doc.Content = append(doc.Content, yamlnode.Str("write_files"), seq)
 	}
 	cmds, err := cloudInitCommands(us)
 	if err != nil {
@@ -187,11 +188,11 @@ func cloudInitDoc(us []Unit, opts CloudInitOptions) (*yaml.Node, error) {
 		for _, argv := range cmds {
 			c := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
 			for _, a := range argv {
-				c.Content = append(c.Content, yamlStr(a))
+				c.Content = append(c.Content, yamlnode.Str(a))
 			}
 			seq.Content = append(seq.Content, c)
 		}
-		key := yamlStr("runcmd")
+		key := yamlnode.Str("runcmd")
 		key.HeadComment = runcmdComment
 		if len(stCmds) > 0 {
 			key.HeadComment = runcmdStorageComment + "\n" + runcmdComment
@@ -203,18 +204,18 @@ func cloudInitDoc(us []Unit, opts CloudInitOptions) (*yaml.Node, error) {
 
 // writeFile is one entry of write_files.
 func cloudInitFile(path string, contents []byte) *yaml.Node {
-	perm := yamlStr("0644")
+	perm := yamlnode.Str("0644")
 	perm.Style = yaml.SingleQuotedStyle // a string: cloud-init refuses the integer 644
 	n := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
-		yamlStr("path"), yamlStr(path),
-		yamlStr("permissions"), perm,
-		yamlStr("owner"), yamlStr("root:root"),
+		yamlnode.Str("path"), yamlnode.Str(path),
+		yamlnode.Str("permissions"), perm,
+		yamlnode.Str("owner"), yamlnode.Str("root:root"),
 	}}
 	if !utf8.Valid(contents) {
 		// YAML holds only Unicode text.
-		return yamlPairs(n, "encoding", yamlStr("b64"), "content", yamlStr(base64.StdEncoding.EncodeToString(contents)))
+		return yamlnode.Pairs(n, "encoding", yamlnode.Str("b64"), "content", yamlnode.Str(base64.StdEncoding.EncodeToString(contents)))
 	}
-	return yamlPairs(n, "content", yamlText(contents))
+	return yamlnode.Pairs(n, "content", yamlText(contents))
 }
 
 // cloudInitCommands returns the runcmd of CloudInit, in order; see there

@@ -9,6 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/hostprov/hostprov/internal/yamlnode"
 	"github.com/hostprov/hostprov/pkg/hooks"
 )
 
@@ -218,24 +219,24 @@ func Kops(us []Unit, opts KopsOptions) ([]byte, error) {
 	}
 	seq := &yaml.Node{Kind: yaml.SequenceNode}
 	for _, h := range hs {
-		n := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{yamlStr("name"), yamlStr(h.Name)}}
+		n := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{yamlnode.Str("name"), yamlnode.Str(h.Name)}}
 		switch {
 		case h.Manifest != nil:
-			yamlPairs(n, "useRawManifest", yamlBool(true), "manifest", yamlText(h.Manifest))
+			yamlnode.Pairs(n, "useRawManifest", yamlnode.Bool(true), "manifest", yamlText(h.Manifest))
 		case version == KopsV1Alpha2:
-			n.Content = append(n.Content, yamlStr("disabled"), yamlBool(true))
+			n.Content = append(n.Content, yamlnode.Str("disabled"), yamlnode.Bool(true))
 			// kops (since 1.23) converts disabled only for Cluster hooks;
 			// in a v1alpha2 InstanceGroup it runs the hook instead.
 			n.Content[len(n.Content)-2].LineComment = "in a Cluster; a v1alpha2 InstanceGroup reads it the wrong way round (use --kops-api-version v1alpha3 there)"
 		default:
-			yamlPairs(n, "enabled", yamlBool(false))
+			yamlnode.Pairs(n, "enabled", yamlnode.Bool(false))
 		}
 		seq.Content = append(seq.Content, n)
 	}
 	if len(seq.Content) == 0 {
 		seq.Style = yaml.FlowStyle // hooks: []
 	}
-	key := yamlStr("hooks")
+	key := yamlnode.Str("hooks")
 	key.HeadComment = fmt.Sprintf(kopsComment, version)
 	var b bytes.Buffer
 	if err := yamlEncode(&b, &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{key, seq}}); err != nil {

@@ -11,21 +11,16 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/hostprov/hostprov/internal/yamlnode"
 	"github.com/hostprov/hostprov/pkg/hooks"
 )
-
-// yamlMode is a mode as Butane users write it: an octal integer with its
-// leading 0 (0644, 04755), which YAML 1.1 reads as octal.
-func yamlMode(m uint32) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: fmt.Sprintf("0%03o", m)}
-}
 
 // butaneOwner is a node's user or group in Butane: {id: N} or {name: x}.
 func butaneOwner(o Owner) *yaml.Node {
 	if o.ID != nil {
-		return yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "id", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(*o.ID)})
+		return yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "id", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(*o.ID)})
 	}
-	return yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlStr(o.Name))
+	return yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlnode.Str(o.Name))
 }
 
 // butaneStorage is storage: of the Butane output; nil when there is
@@ -42,59 +37,59 @@ func butaneStorage(st Storage) (*yaml.Node, error) {
 	if len(st.Directories) > 0 {
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, d := range st.Directories {
-			e := yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "path", yamlStr(d.Path), "mode", yamlMode(d.Mode))
+			e := yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "path", yamlnode.Str(d.Path), "mode", yamlnode.Mode(d.Mode))
 			butaneOwners(e, d.User, d.Group)
 			seq.Content = append(seq.Content, e)
 		}
-		yamlPairs(n, "directories", seq)
+		yamlnode.Pairs(n, "directories", seq)
 	}
 	if len(st.Files) > 0 {
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, f := range st.Files {
-			e := yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "path", yamlStr(f.Path), "mode", yamlMode(f.Mode))
+			e := yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "path", yamlnode.Str(f.Path), "mode", yamlnode.Mode(f.Mode))
 			butaneOwners(e, f.User, f.Group)
 			if f.Overwrite {
-				yamlPairs(e, "overwrite", yamlBool(true))
+				yamlnode.Pairs(e, "overwrite", yamlnode.Bool(true))
 			}
 			c := &yaml.Node{Kind: yaml.MappingNode}
 			switch {
 			case f.Source != "":
-				yamlPairs(c, "source", yamlStr(f.Source))
+				yamlnode.Pairs(c, "source", yamlnode.Str(f.Source))
 			case f.Local != "":
-				yamlPairs(c, "local", yamlStr(f.Local))
+				yamlnode.Pairs(c, "local", yamlnode.Str(f.Local))
 			case !utf8.Valid(f.Contents):
 				return nil, fmt.Errorf("%s: %s: contents are not valid UTF-8, which Butane's inline cannot carry", f.Pos, f.Path)
 			default:
-				yamlPairs(c, "inline", yamlText(f.Contents))
+				yamlnode.Pairs(c, "inline", yamlText(f.Contents))
 			}
 			if f.Hash != "" {
-				yamlPairs(c, "verification", yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "hash", yamlStr(f.Hash)))
+				yamlnode.Pairs(c, "verification", yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "hash", yamlnode.Str(f.Hash)))
 			}
-			yamlPairs(e, "contents", c)
+			yamlnode.Pairs(e, "contents", c)
 			seq.Content = append(seq.Content, e)
 		}
-		yamlPairs(n, "files", seq)
+		yamlnode.Pairs(n, "files", seq)
 	}
 	if len(st.Links) > 0 {
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, l := range st.Links {
-			e := yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "path", yamlStr(l.Path), "target", yamlStr(l.Target))
+			e := yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "path", yamlnode.Str(l.Path), "target", yamlnode.Str(l.Target))
 			if l.Hard {
-				yamlPairs(e, "hard", yamlBool(true))
+				yamlnode.Pairs(e, "hard", yamlnode.Bool(true))
 			}
 			seq.Content = append(seq.Content, e)
 		}
-		yamlPairs(n, "links", seq)
+		yamlnode.Pairs(n, "links", seq)
 	}
 	return n, nil
 }
 
 func butaneOwners(e *yaml.Node, user, group Owner) {
 	if !user.IsZero() {
-		yamlPairs(e, "user", butaneOwner(user))
+		yamlnode.Pairs(e, "user", butaneOwner(user))
 	}
 	if !group.IsZero() {
-		yamlPairs(e, "group", butaneOwner(group))
+		yamlnode.Pairs(e, "group", butaneOwner(group))
 	}
 }
 
@@ -130,29 +125,29 @@ func cloudInitStorage(st Storage) (files []*yaml.Node, cmds [][]string, err erro
 		if f.Source != "" {
 			if !fetcher {
 				fetcher = true
-				perm := yamlStr("0755")
+				perm := yamlnode.Str("0755")
 				perm.Style = yaml.SingleQuotedStyle
-				files = append(files, yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "path", yamlStr(cloudInitFetcher),
-					"permissions", perm, "owner", yamlStr("root:root"), "content", yamlText([]byte(downloadScript))))
+				files = append(files, yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "path", yamlnode.Str(cloudInitFetcher),
+					"permissions", perm, "owner", yamlnode.Str("root:root"), "content", yamlText([]byte(downloadScript))))
 			}
 			cmds = append(cmds, []string{"python3", cloudInitFetcher, f.Source, f.Hash, f.Path,
 				fmt.Sprintf("%04o", f.Mode), f.User.String(), f.Group.String()})
 			continue
 		}
-		perm := yamlStr(fmt.Sprintf("%04o", f.Mode))
+		perm := yamlnode.Str(fmt.Sprintf("%04o", f.Mode))
 		perm.Style = yaml.SingleQuotedStyle // a string: cloud-init refuses the integer 644
-		n := yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "path", yamlStr(f.Path), "permissions", perm)
+		n := yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "path", yamlnode.Str(f.Path), "permissions", perm)
 		byID := f.User.ID != nil || f.Group.ID != nil
 		if !byID {
-			n = yamlPairs(n, "owner", yamlStr(f.User.String()+":"+f.Group.String()))
+			n = yamlnode.Pairs(n, "owner", yamlnode.Str(f.User.String()+":"+f.Group.String()))
 		}
 		if utf8.Valid(f.Contents) {
-			yamlPairs(n, "content", yamlText(f.Contents))
+			yamlnode.Pairs(n, "content", yamlText(f.Contents))
 		} else {
-			yamlPairs(n, "encoding", yamlStr("b64"), "content", yamlStr(base64.StdEncoding.EncodeToString(f.Contents)))
+			yamlnode.Pairs(n, "encoding", yamlnode.Str("b64"), "content", yamlnode.Str(base64.StdEncoding.EncodeToString(f.Contents)))
 		}
 		if !byID && (f.User.Name != "" || f.Group.Name != "") {
-			yamlPairs(n, "defer", yamlBool(true))
+			yamlnode.Pairs(n, "defer", yamlnode.Bool(true))
 		}
 		files = append(files, n)
 		if byID {

@@ -2,7 +2,6 @@ package render
 
 import (
 	"bytes"
-	"fmt"
 
 	"gopkg.in/yaml.v3"
 
@@ -12,17 +11,6 @@ import (
 // The YAML outputs (Butane, cloud-init, kops) are built as yaml.v3 node
 // trees with these helpers, so that each writes unit contents the same way:
 // readable where YAML can keep the bytes, exact always.
-
-func yamlPairs(n *yaml.Node, kv ...any) *yaml.Node {
-	for i := 0; i < len(kv); i += 2 {
-		n.Content = append(n.Content, yamlStr(kv[i].(string)), kv[i+1].(*yaml.Node))
-	}
-	return n
-}
-
-func yamlStr(s string) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
-}
 
 // yamlText is unit text as a readable and exact scalar; see
 // yamlnode.Text.
@@ -44,8 +32,4 @@ func yamlEncode(b *bytes.Buffer, n *yaml.Node) error {
 		return err
 	}
 	return e.Close()
-}
-
-func yamlBool(v bool) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: fmt.Sprint(v)}
 }

@@ -9,6 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hostprov/hostprov/internal/benchspec"
+	"github.com/hostprov/hostprov/internal/yamlnode"
 )
 
 // yamlOutputs renders r to each YAML output, with writeYAML allowed or
@@ -104,11 +105,11 @@ func FuzzWriteYAML(f *testing.F) {
 		lit.Style = yaml.LiteralStyle
 		k := str(key)
 		k.HeadComment = comment
-		item := yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "name", str(value), "enabled", yamlBool(flag), "contents", lit, "mode", q)
-		doc := yamlPairs(&yaml.Node{Kind: yaml.MappingNode},
+		item := yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "name", str(value), "enabled", yamlnode.Bool(flag), "contents", lit, "mode", q)
+		doc := yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode},
 			"top", str(value),
-			key, yamlPairs(&yaml.Node{Kind: yaml.MappingNode}, "units", &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{item, str(value)}}),
-			"cmds", &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{yamlStrings([]string{"systemctl", value, key, quoted})}},
+			key, yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "units", &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{item, str(value)}}),
+			"cmds", &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{yamlnode.Words([]string{"systemctl", value, key, quoted})}},
 		)
 		doc.Content[2] = k
 		var fast bytes.Buffer
