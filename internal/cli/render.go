@@ -279,10 +279,7 @@ func (f *specFlags) addStorage(st render.Storage, claimed map[string]hooks.Posit
 // only at plan and apply time: the image of a node may make the account,
 // and a render cannot know the machine it is for.
 func (f *specFlags) runAsWarnings(specs []*hooks.Spec) (hooks.Diagnostics, error) {
-	has, err := apply.NodeHas(*f.node)
-	if err != nil {
-		return nil, failure("%v", err)
-	}
+	var has func(apply.AccountKind, string) bool // the node's accounts, read once a hook names one
 	created := map[string]bool{}
 	for _, u := range f.storage.Users {
 		created["user "+u.Name], created["group "+u.Name] = true, true
@@ -298,8 +295,16 @@ func (f *specFlags) runAsWarnings(specs []*hooks.Spec) (hooks.Diagnostics, error
 				name string
 				key  string
 			}{{apply.KindUser, h.User, "user"}, {apply.KindGroup, h.Group, "group"}} {
-				if x.name == "" || strings.ContainsAny(x.name, "%$") || allDigits(x.name) ||
-					created[string(x.kind)+" "+x.name] || has(x.kind, x.name) {
+				if x.name == "" || strings.ContainsAny(x.name, "%$") || allDigits(x.name) || created[string(x.kind)+" "+x.name] {
+					continue
+				}
+				if has == nil {
+					var err error
+					if has, err = apply.NodeHas(*f.node); err != nil {
+						return nil, failure("%v", err)
+					}
+				}
+				if has(x.kind, x.name) {
 					continue
 				}
 				path := fmt.Sprintf("hooks[%d].%s", i, x.key)

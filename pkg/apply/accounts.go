@@ -286,7 +286,7 @@ func createdBy(accounts []Account, name string, user bool) *Account {
 // say.
 func NodeHas(opts Options) (func(kind AccountKind, name string) bool, error) {
 	acc := &accounts{}
-	if _, err := os.Stat(filepath.Join(opts.Root, "/")); err == nil || opts.Root == "" {
+	if _, err := os.Stat(opts.Root); opts.Root == "" || err == nil {
 		// A --root that is not there yet (apply makes it) has none.
 		if acc, err = readAccounts(newNodeFS(opts)); err != nil {
 			return nil, err
