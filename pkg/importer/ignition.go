@@ -58,9 +58,12 @@ var ignitionParsers = map[string]func([]byte) (any, report.Report, error){
 // the experimental version they read it as. A config of such a version is
 // read as that one: import then warns, and the spec renders to the newest
 // version hostprov writes (render writes no experimental version).
-var ahead = map[string]string{"3.6.0": "3.6.0-experimental"}
+var ahead = map[string]string{ahead36: "3.6.0-experimental"}
 
-// butaneAhead is ahead for Butane: fcos 1.7.0 is Ignition 3.6.0.
+const ahead36 = "3.6.0"
+
+// butaneAhead is ahead for Butane: fcos 1.7.0 is Ignition 3.6.0, which
+// Butane translates as 1.7.0-experimental to 3.6.0-experimental.
 var butaneAhead = map[string]string{"fcos 1.7.0": "1.7.0-experimental"}
 
 // newestWritten is the newest Ignition spec version render writes.
@@ -81,9 +84,11 @@ func importButane(in Input) (*Result, hooks.Diagnostics) {
 		return hooks.Position{File: in.Name, Line: int(line), Column: int(col)}
 	}
 	data := in.Data
+	aheadOf := ""
 	var head struct{ Variant, Version string }
 	if yaml.Unmarshal(in.Data, &head) == nil {
 		if exp, ok := butaneAhead[head.Variant+" "+head.Version]; ok {
+			aheadOf = ahead36
 			// Same length of lines before it, so every position
 			// Butane reports is where it is in the file.
 			data = butaneVersionRE.ReplaceAll(in.Data, []byte("${1}${2}"+exp+"${4}${5}"))
@@ -108,7 +113,7 @@ func importButane(in Input) (*Result, hooks.Diagnostics) {
 		}
 		return nil, diags
 	}
-	res, d := importIgnition(in, out, in.Data)
+	res, d := importIgnition(in, out, in.Data, aheadOf)
 	if res != nil {
 		res.Format = FormatButane
 	}
@@ -135,7 +140,7 @@ func butaneVersions() string {
 // importIgnition imports the Ignition config raw. butaneSrc, when not nil,
 // is the Butane config raw was translated from: positions are reported
 // there.
-func importIgnition(in Input, raw, butaneSrc []byte) (*Result, hooks.Diagnostics) {
+func importIgnition(in Input, raw, butaneSrc []byte, aheadOf string) (*Result, hooks.Diagnostics) {
 	file := in.Name
 	at := func(line, col int64) hooks.Position {
 		return hooks.Position{File: file, Line: int(line), Column: int(col)}
@@ -167,14 +172,13 @@ func importIgnition(in Input, raw, butaneSrc []byte) (*Result, hooks.Diagnostics
 		return nil, hooks.Diagnostics{d}
 	}
 	version := v.String()
-	var aheadOf string // the stable version a config of ahead was written for
+	// aheadOf, when set, is the stable version a config of ahead was
+	// written for (a Butane config's is set by importButane).
 	if exp, ok := ahead[version]; ok {
 		aheadOf, version = version, exp
 		if m := ignitionVersionRE.FindSubmatchIndex(raw); m != nil {
 			raw = append(append(append([]byte(nil), raw[:m[4]]...), exp...), raw[m[5]:]...)
 		}
-	} else if version == "3.6.0-experimental" && butaneSrc != nil {
-		aheadOf = "3.6.0" // Butane fcos 1.7.0, read as 1.7.0-experimental
 	}
 	parse, ok := ignitionParsers[version]
 	if !ok {

@@ -157,7 +157,7 @@ func Import(in Input) (*Result, hooks.Diagnostics) {
 	}
 	switch format {
 	case FormatIgnition:
-		res, diags = importIgnition(in, in.Data, nil)
+		res, diags = importIgnition(in, in.Data, nil, "")
 	case FormatButane:
 		res, diags = importButane(in)
 	case FormatCloudConfig:
