@@ -133,6 +133,7 @@ func CloudInit(us []Unit, opts CloudInitOptions) ([]byte, error) {
 // its header line, wrapped in MIME when opts ask for it.
 func encodeCloudConfig(doc *yaml.Node, opts CloudInitOptions) ([]byte, error) {
 	var b bytes.Buffer
+	b.Grow(len(cloudConfigHeader) + yamlSize(doc))
 	b.WriteString(cloudConfigHeader)
 	if len(doc.Content) == 0 {
 		b.WriteString("{}\n")
@@ -203,19 +204,37 @@ func cloudInitDoc(us []Unit, opts CloudInitOptions) (*yaml.Node, error) {
 }
 
 // writeFile is one entry of write_files.
+//
+// There is one per unit file and drop-in, so its nodes are cut from one
+// array, and its mapping's content from another: one node each had made
+// the nodes a fifth of what a cloud-init render of 10,000 hooks allocated.
 func cloudInitFile(path string, contents []byte) *yaml.Node {
-	perm := yamlnode.Str("0644")
-	perm.Style = yaml.SingleQuotedStyle // a string: cloud-init refuses the integer 644
-	n := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
-		yamlnode.Str("path"), yamlnode.Str(path),
-		yamlnode.Str("permissions"), perm,
-		yamlnode.Str("owner"), yamlnode.Str("root:root"),
-	}}
+	ns := new([11]yaml.Node)
+	content := make([]*yaml.Node, 0, 10)
+	str := func(s string) *yaml.Node {
+		k := len(content) + 1
+		ns[k] = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
+		content = append(content, &ns[k])
+		return &ns[k]
+	}
+	str("path")
+	str(path)
+	str("permissions")
+	str("0644").Style = yaml.SingleQuotedStyle // a string: cloud-init refuses the integer 644
+	str("owner")
+	str("root:root")
 	if !utf8.Valid(contents) {
 		// YAML holds only Unicode text.
-		return yamlnode.Pairs(n, "encoding", yamlnode.Str("b64"), "content", yamlnode.Str(base64.StdEncoding.EncodeToString(contents)))
+		str("encoding")
+		str("b64")
+		str("content")
+		str(base64.StdEncoding.EncodeToString(contents))
+	} else {
+		str("content")
+		content = append(content, yamlText(contents))
 	}
-	return yamlnode.Pairs(n, "content", yamlText(contents))
+	ns[0] = yaml.Node{Kind: yaml.MappingNode, Content: content}
+	return &ns[0]
 }
 
 // cloudInitCommands returns the runcmd of CloudInit, in order; see there

@@ -37,10 +37,15 @@ func plainNode(n *yaml.Node) bool {
 	return n.Anchor == "" && n.Alias == nil && n.LineComment == "" && n.FootComment == "" && n.Style&yaml.TaggedStyle == 0
 }
 
+// spaces is what indent writes from: one WriteString rather than a
+// WriteByte per column, for every line of every unit file.
+const spaces = "                                "
+
 func (w *yamlWriter) indent(n int) {
-	for range n {
-		w.b.WriteByte(' ')
+	for ; n > len(spaces); n -= len(spaces) {
+		w.b.WriteString(spaces)
 	}
+	w.b.WriteString(spaces[:n])
 }
 
 // mapping writes the entries of a block mapping whose keys are at column
@@ -218,14 +223,18 @@ func (w *yamlWriter) literal(n *yaml.Node, col int) bool {
 		return false
 	}
 	w.b.WriteString(" |\n")
-	for line := range strings.SplitSeq(v[:len(v)-1], "\n") {
+	for body := v[:len(v)-1]; ; {
+		line, rest, more := strings.Cut(body, "\n")
 		if line != "" {
 			w.indent(col)
 			w.b.WriteString(line)
 		}
 		w.b.WriteByte('\n')
+		if !more {
+			return true
+		}
+		body = rest
 	}
-	return true
 }
 
 // printableASCII reports whether s is printable ASCII and spaces, with
