@@ -328,33 +328,61 @@ type ignitionDropinJSON struct {
 
 // writeIgnition writes the config of version with the units as
 // ignitionJSON, compact or indented, ending with a newline.
+//
+// The units are written straight into one buffer of about the config's
+// size: through encoding/json, a config of 10,000 units was built in the
+// encoder's buffer, which grows by doubling, and then copied into
+// another, so that at the end of a render those buffers were three
+// quarters of the live heap (14 of 19 MB), and a third of the render's
+// peak. passwd and storage, small, still go through encoding/json. The
+// bytes are those encoding/json writes: the strings are escaped as it
+// escapes them with SetEscapeHTML(false) (FuzzAppendJSONString), and an
+// indented config is the compact one run through json.Indent, which is
+// what the encoder does with SetIndent (TestIgnitionDirect holds both to
+// every version's own types).
 func writeIgnition(version string, us []ignUnit, pw *ignitionPasswdJSON, st *ignitionStorageJSON, pretty bool) ([]byte, error) {
-	var c ignitionJSON
-	c.Ignition.Version = version
-	c.Passwd = pw
-	c.Storage = st
-	if len(us) > 0 {
-		units := make([]ignitionUnitJSON, len(us))
-		for i, u := range us {
-			units[i] = ignitionUnitJSON{Contents: u.contents, Enabled: u.enabled, Mask: u.mask, Name: u.name}
-			if len(u.dropins) > 0 {
-				ds := make([]ignitionDropinJSON, len(u.dropins))
-				for j, d := range u.dropins {
-					ds[j] = ignitionDropinJSON{Contents: d.contents, Name: d.name}
-				}
-				units[i].Dropins = ds
-			}
+	size := 64
+	for _, u := range us {
+		size += ignitionUnitSize(u.name, u.contents)
+		for _, d := range u.dropins {
+			size += ignitionUnitSize(d.name, d.contents)
 		}
-		c.Systemd = &ignitionSystemdJSON{Units: units}
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if pretty {
-		enc.SetIndent("", "  ")
+	b := make([]byte, 0, size)
+	b = append(b, `{"ignition":{"version":`...)
+	b = appendJSONString(b, version)
+	b = append(b, '}')
+	var err error
+	if pw != nil {
+		b = append(b, `,"passwd":`...)
+		if b, err = appendJSON(b, pw); err != nil {
+			return nil, err
+		}
 	}
-	if err := enc.Encode(c); err != nil {
+	if st != nil {
+		b = append(b, `,"storage":`...)
+		if b, err = appendJSON(b, st); err != nil {
+			return nil, err
+		}
+	}
+	if len(us) > 0 {
+		b = append(b, `,"systemd":{"units":[`...)
+		for i, u := range us {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendIgnitionUnit(b, u)
+		}
+		b = append(b, "]}"...)
+	}
+	b = append(b, "}\n"...)
+	if !pretty {
+		return b, nil
+	}
+	var out bytes.Buffer
+	out.Grow(2 * len(b))
+	if err := json.Indent(&out, b, "", "  "); err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	return out.Bytes(), nil
 }

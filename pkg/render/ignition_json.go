@@ -1,0 +1,136 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// ignitionUnitSize is about the size of a unit's or drop-in's object in
+// the JSON: its fields' names and punctuation, its name, and its contents
+// with an allowance for escapes (a line break is two bytes, "\n").
+func ignitionUnitSize(name string, contents *string) int {
+	size := 64 + len(name)
+	if contents != nil {
+		size += len(*contents) + len(*contents)/16
+	}
+	return size
+}
+
+// appendIgnitionUnit appends a unit's object, its keys in the sorted order
+// encoding/json gives ignitionUnitJSON's fields, the empty ones left out
+// as omitempty leaves them out.
+func appendIgnitionUnit(b []byte, u ignUnit) []byte {
+	b = append(b, '{')
+	if u.contents != nil {
+		b = append(b, `"contents":`...)
+		b = appendJSONString(b, *u.contents)
+		b = append(b, ',')
+	}
+	if len(u.dropins) > 0 {
+		b = append(b, `"dropins":[`...)
+		for i, d := range u.dropins {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '{')
+			if d.contents != nil {
+				b = append(b, `"contents":`...)
+				b = appendJSONString(b, *d.contents)
+				b = append(b, ',')
+			}
+			b = append(b, `"name":`...)
+			b = appendJSONString(b, d.name)
+			b = append(b, '}')
+		}
+		b = append(b, "],"...)
+	}
+	if u.enabled != nil {
+		b = appendJSONBool(append(b, `"enabled":`...), *u.enabled)
+		b = append(b, ',')
+	}
+	if u.mask != nil {
+		b = appendJSONBool(append(b, `"mask":`...), *u.mask)
+		b = append(b, ',')
+	}
+	b = append(b, `"name":`...)
+	b = appendJSONString(b, u.name)
+	return append(b, '}')
+}
+
+func appendJSONBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, "true"...)
+	}
+	return append(b, "false"...)
+}
+
+// appendJSON appends v as encoding/json writes it without escaping HTML
+// (as writeIgnition always wrote the config), without the encoder's
+// trailing newline.
+func appendJSON(b []byte, v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...), nil
+}
+
+// appendJSONString appends s as a JSON string, escaped as encoding/json
+// escapes it with SetEscapeHTML(false): '"' and '\\', the control
+// characters (as \b, \f, \n, \r, \t, or \u00XX), U+2028 and U+2029 (which
+// JavaScript takes for line breaks), and each byte that is not UTF-8 as
+// \ufffd. Everything else is copied.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= ' ' && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
