@@ -617,7 +617,7 @@ func unescape(body string) string {
 			b.WriteByte('\r')
 		case 'e':
 			b.WriteByte(0x1b)
-		case ' ', '"', '/', '\\':
+		case ' ', '"', '\'', '\\':
 			b.WriteByte(body[j])
 		case 'N':
 			b.WriteString("\u0085")

@@ -175,6 +175,8 @@ var fastCases = []struct {
 	{"a: \"b\" c\n", false},                       // text after a quote
 	{"a: b\n\n  # deeper comment\nc: d\n", false}, // conservative: may continue
 	{"a: ~\nb: null\nc: 1\nd: 0x1f\ne: true\nf: 2001-12-14\n<<: x\n", true},
+	{"a: \"\\'\"\n", true},  // yaml.v3 takes \' in a double-quoted scalar
+	{"a: \"\\/\"\n", false}, // but not \/, which JSON has
 }
 
 func TestFastCases(t *testing.T) {
