@@ -84,13 +84,11 @@ var (
 // the unit model. ok is false when the hook's name could not be decoded.
 func (d *decoder) hook(v value) (Hook, bool) {
 	var h Hook
-	st := hookState{present: map[string]bool{}, bad: map[string]bool{}}
+	var st hookState
 	d.mapping(v.node, v.path, func(e entry) {
-		if contains(hookFields, e.name) {
-			st.present[e.name] = true
-		}
+		st.present.add(e.name)
 		before := len(d.diags)
-		defer func() { st.bad[e.name] = len(d.diags) > before }()
+		defer func() { st.bad.set(e.name, len(d.diags) > before) }()
 		switch e.name {
 		case "name":
 			h.Name, st.nameOK = d.str(e.value, false)
@@ -192,17 +190,54 @@ func (d *decoder) hook(v value) (Hook, bool) {
 
 // hookState is what checkHook needs to know about how a hook was written.
 type hookState struct {
-	present map[string]bool // fields that were written
-	bad     map[string]bool // fields that had a problem of their own
-	nameOK  bool            // the name decoded as a string
-	unknown bool            // a field was unknown
+	present fieldSet // fields that were written
+	bad     fieldSet // fields that had a problem of their own
+	nameOK  bool     // the name decoded as a string
+	unknown bool     // a field was unknown
+}
+
+// fieldSet is a set of hook fields, by their place in hookFields: two
+// maps per hook, for what hookState says of its fields, were a tenth of
+// the allocations of reading a spec.
+type fieldSet uint64
+
+// hookField is the place of each field in hookFields.
+var hookField = func() map[string]int {
+	if len(hookFields) > 64 {
+		panic("a fieldSet holds 64 hook fields")
+	}
+	m := make(map[string]int, len(hookFields))
+	for i, f := range hookFields {
+		m[f] = i
+	}
+	return m
+}()
+
+func (s fieldSet) has(field string) bool {
+	i, ok := hookField[field]
+	return ok && s&(1<<i) != 0
+}
+
+func (s *fieldSet) add(field string) { s.set(field, true) }
+
+// set adds field to s or, with in false, removes it. A name that is not
+// a hook field is never in s.
+func (s *fieldSet) set(field string, in bool) {
+	i, ok := hookField[field]
+	switch {
+	case !ok:
+	case in:
+		*s |= 1 << i
+	default:
+		*s &^= 1 << i
+	}
 }
 
 // checkHook makes the checks that concern several fields of a hook. A
 // check that depends on what a bad field meant is not made, because its
 // report would only follow from the first.
 func (d *decoder) checkHook(v value, h *Hook, st hookState) {
-	present, nameOK := st.present, st.nameOK
+	present, nameOK := st.present.has, st.nameOK
 	where := func(field string) (Position, string) {
 		p := v.path + "." + field
 		return d.spec.Where(p), p
@@ -213,7 +248,7 @@ func (d *decoder) checkHook(v value, h *Hook, st hookState) {
 	}
 
 	switch {
-	case !present["name"]:
+	case !present("name"):
 		d.add(Error, v.pos, v.path+".name", "the hook has no name",
 			"add name: with the unit's name, such as name: create-swapfile")
 	case !nameOK:
@@ -228,7 +263,7 @@ func (d *decoder) checkHook(v value, h *Hook, st hookState) {
 
 	if h.UseRawManifest {
 		for _, f := range generatedFields {
-			if present[f] {
+			if present(f) {
 				pos, p := where(f)
 				d.add(Error, pos, p, fmt.Sprintf("%s is not used with useRawManifest", f),
 					"a raw manifest is used as written: put this into the manifest, or drop useRawManifest")
@@ -254,15 +289,15 @@ func (d *decoder) checkHook(v value, h *Hook, st hookState) {
 		}
 	}
 
-	if present["steps"] {
+	if present("steps") {
 		for _, f := range notWithSteps {
-			if present[f] {
+			if present(f) {
 				pos, p := where(f)
 				d.add(Error, pos, p, fmt.Sprintf("%s is not used with steps", f),
 					"steps are the hook's commands, run once each in order by a oneshot service: make this a step, or drop steps")
 			}
 		}
-		if present["type"] && h.Type != "oneshot" && !st.bad["type"] {
+		if present("type") && h.Type != "oneshot" && !st.bad.has("type") {
 			pos, p := where("type")
 			d.add(Error, pos, p, fmt.Sprintf("a command hook is always Type=oneshot, not %s", h.Type),
 				"drop type: from a hook with steps")
@@ -272,7 +307,7 @@ func (d *decoder) checkHook(v value, h *Hook, st hookState) {
 			d.add(Error, pos, p, "enabled: true contradicts when: Never",
 				"a hook that runs never is rendered but not enabled: drop enabled:, or choose when: Once or Always")
 		}
-	} else if present["when"] {
+	} else if present("when") {
 		pos, p := where("when")
 		d.add(Error, pos, p, "when is only used with steps",
 			"add steps: to make this a command hook, or drop when: (enabled: false keeps a unit from starting at boot)")
@@ -280,7 +315,7 @@ func (d *decoder) checkHook(v value, h *Hook, st hookState) {
 
 	if h.Mask {
 		for _, f := range bodyFields {
-			if present[f] {
+			if present(f) {
 				pos, p := where(f)
 				d.add(Error, pos, p, fmt.Sprintf("a masked unit never runs, so its %s is never used", f),
 					"drop mask: true to run the unit, or drop "+f+" to only mask it")
@@ -298,7 +333,7 @@ func (d *decoder) checkHook(v value, h *Hook, st hookState) {
 	// twice would not help.
 	if typ := unitType(h.Name); typ != "" && !h.UseRawManifest {
 		for _, f := range serviceFields {
-			if present[f] {
+			if present(f) {
 				pos, p := where(f)
 				d.add(Error, pos, p, fmt.Sprintf("%s is a service field; %s is a %s", f, h.Name, typ),
 					fmt.Sprintf("move %s to a .service hook, or write the %s's own settings under directives", f, typ))
@@ -317,17 +352,17 @@ func (d *decoder) checkHook(v value, h *Hook, st hookState) {
 // fields had problems of their own is not called empty as well.
 func (d *decoder) hookIsEmpty(h *Hook, st hookState) bool {
 	if strings.TrimSpace(h.Manifest) != "" || len(h.Exec) > 0 || len(h.Pre) > 0 || len(h.Steps) > 0 || len(h.Directives) > 0 ||
-		len(h.Dropins) > 0 || h.Mask || h.UseRawManifest || st.present["enabled"] || st.unknown ||
+		len(h.Dropins) > 0 || h.Mask || h.UseRawManifest || st.present.has("enabled") || st.unknown ||
 		h.HasStorage() {
 		return false
 	}
 	for _, f := range hookFields {
-		if st.bad[f] {
+		if st.bad.has(f) {
 			return false
 		}
 	}
 	for _, f := range generatedFields {
-		if st.present[f] && !contains(bodyFields, f) {
+		if st.present.has(f) && !contains(bodyFields, f) {
 			return false
 		}
 	}
