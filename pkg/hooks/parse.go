@@ -150,11 +150,7 @@ var fastParse = true
 // newSpec makes the Spec that the document whose top mapping is root
 // decodes to.
 func (d *decoder) newSpec(root *yaml.Node) {
-	// The maps of positions are sized for the values they record, so
-	// that recording one never grows them: growing them was a tenth of a
-	// render of 10,000 hooks. The hooks, which hold nearly all of them,
-	// are counted as each is decoded.
-	d.spec = &Spec{File: d.file, pos: positions{file: d.file}, scalars: map[string]blockScalar{}}
+	d.spec = &Spec{File: d.file, pos: positions{file: d.file}}
 	d.spec.pos.set("", d.pos(root))
 }
 
@@ -310,20 +306,6 @@ func (d *decoder) hooks(v value) {
 			"add hooks to the list if this is not meant")
 		return
 	}
-	// The scalars map is sized for the quoted and block texts of all the
-	// hooks at once.
-	texts := 0
-	for _, c := range n.Content {
-		_, t := countValues(resolve(c), 0)
-		texts += t
-	}
-	if texts > 0 {
-		scalars := make(map[string]blockScalar, len(d.spec.scalars)+texts)
-		for k, v := range d.spec.scalars {
-			scalars[k] = v
-		}
-		d.spec.scalars = scalars
-	}
 	d.hooksBegin(len(n.Content))
 	for i, c := range n.Content {
 		if !d.hookItem(v.path, i, c) {
@@ -339,7 +321,8 @@ func (d *decoder) hooksBegin(count int) {
 	// Sized once: a Hook is half a kilobyte, and growing the list by
 	// appending copied a large spec's hooks over and over.
 	d.spec.Hooks = make([]Hook, 0, count)
-	d.spec.pos.hooks = make([]map[string]place, 0, count)
+	d.spec.pos.values.start = make([]uint32, 0, count)
+	d.spec.pos.lines.start = make([]uint32, 0, count)
 }
 
 // hookItem decodes item i of the hooks list at path, c; false when
@@ -348,10 +331,8 @@ func (d *decoder) hookItem(path string, i int, c *yaml.Node) bool {
 	if !d.spend(c) {
 		return false
 	}
-	// Sized for the hook's values, so that recording a position never
-	// grows its map.
-	values, _ := countValues(resolve(c), 0)
-	d.spec.pos.sizeHook(i, values+1)
+	d.spec.pos.beginHook(i)
+	defer d.spec.pos.endHook()
 	item := d.item(path, i, c)
 	if item.node.Kind != yaml.MappingNode {
 		d.add(Error, item.pos, item.path, fmt.Sprintf("a hook must be a mapping of fields, not %s", yamlnode.KindName(item.node)),
@@ -414,32 +395,4 @@ func splitLines(data []byte) []string {
 		}
 	}
 	return append(lines, s[start:])
-}
-
-// countValues counts the values under n as the decoder records them,
-// without following aliases: mapping values and list items, and of those
-// the quoted and block scalars (which the decoder records the lines of
-// when they are strings). It is a size for the position maps, not a
-// bound: an alias is counted once however often it is decoded. depth
-// stops it where yaml.v3's own nesting limit would have.
-func countValues(n *yaml.Node, depth int) (values, texts int) {
-	if depth > 10000 {
-		return 0, 0
-	}
-	step := 1
-	if n.Kind == yaml.MappingNode {
-		step = 2
-	} else if n.Kind != yaml.SequenceNode {
-		return 0, 0
-	}
-	for i := step - 1; i < len(n.Content); i += step {
-		c := n.Content[i]
-		values++
-		if c.Kind == yaml.ScalarNode && c.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
-			texts++
-		}
-		v, t := countValues(c, depth+1)
-		values, texts = values+v, texts+t
-	}
-	return values, texts
 }

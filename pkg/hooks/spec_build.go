@@ -18,7 +18,6 @@ func NewSpec(file string, hs []Hook) *Spec {
 		Hooks:      hs,
 		File:       file,
 		pos:        positions{file: file},
-		scalars:    map[string]blockScalar{},
 	}
 }
 
