@@ -239,7 +239,7 @@ func (s *fieldSet) set(field string, in bool) {
 func (d *decoder) checkHook(v value, h *Hook, st hookState) {
 	present, nameOK := st.present.has, st.nameOK
 	where := func(field string) (Position, string) {
-		p := v.path + "." + field
+		p := d.join(v.path, field)
 		return d.spec.Where(p), p
 	}
 	display := h.Name
@@ -520,7 +520,7 @@ func (d *decoder) directives(v value) map[string][]string {
 // checkDirective checks the form of one Key=Value entry. The value may be
 // empty: "ExecStart=" resets a list in systemd.
 func (d *decoder) checkDirective(path string, i int, s string) {
-	p := fmt.Sprintf("%s[%d]", path, i)
+	p := d.index(path, i)
 	pos := d.spec.Where(p)
 	eq := strings.IndexByte(s, '=')
 	switch {

@@ -106,6 +106,9 @@ type decoder struct {
 	streamStop bool
 	// firstName is where each hook name was first given.
 	firstName map[string]Position
+	// paths is the buffer the paths of values are cut from (see
+	// reserve).
+	paths strings.Builder
 }
 
 func (d *decoder) parse(data []byte) *Spec {
@@ -345,7 +348,7 @@ func (d *decoder) hookItem(path string, i int, c *yaml.Node) bool {
 	if !ok || h.Name == "" {
 		return true
 	}
-	namePath := item.path + ".name"
+	namePath := d.join(item.path, "name")
 	if first, dup := d.firstName[h.Name]; dup {
 		d.add(Error, d.spec.Where(namePath), namePath, fmt.Sprintf("there is already a hook named %q", h.Name),
 			fmt.Sprintf("the first is on line %d: rename one of them, or merge them into one hook", first.Line))
