@@ -49,15 +49,24 @@ type Stream struct {
 // nil) as they are read. When it returns false, s may have been given
 // some of them: what was made of them must be thrown away.
 func FastStream(data []byte, s *Stream) (doc *yaml.Node, ok bool) {
-	if len(data) == 0 || data[len(data)-1] != '\n' {
+	return FastStreamString(string(data), s)
+}
+
+// FastStreamString is FastStream of the text src, whose values are
+// substrings of src where nothing needs unescaping: a reader that keeps
+// the source as a string anyway saves a copy of it. Before it gives s
+// any item, it has checked that src is ASCII with no control characters
+// but line feeds, so that its lines are those that "\n" ends.
+func FastStreamString(src string, s *Stream) (doc *yaml.Node, ok bool) {
+	if len(src) == 0 || src[len(src)-1] != '\n' {
 		return nil, false
 	}
-	for _, c := range data {
-		if c >= 0x7f || c < ' ' && c != '\n' {
+	for i := 0; i < len(src); i++ {
+		if c := src[i]; c >= 0x7f || c < ' ' && c != '\n' {
 			return nil, false
 		}
 	}
-	p := &fastParser{src: string(data), stream: s}
+	p := &fastParser{src: src, stream: s}
 	defer func() {
 		if r := recover(); r != nil {
 			if _, fb := r.(fastFallback); !fb {

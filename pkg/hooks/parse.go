@@ -70,7 +70,7 @@ func (d *decoder) read(data []byte) *Spec {
 	}
 	// The budget allows every value of the file once, and aliases of
 	// small shared values many times over.
-	d.lines, d.budget = splitLines(data), len(data)+100000
+	d.src, d.budget = string(data), len(data)+100000
 	if !utf8.Valid(data) {
 		// yaml.v3 would say only that some octet is wrong, not where.
 		d.invalidUTF8(data)
@@ -85,10 +85,18 @@ const MaxSize = 16 << 20
 
 // decoder holds the state of one Parse.
 type decoder struct {
-	file  string
-	lines []string // the source, split into lines, for block scalar positions
-	spec  *Spec
-	diags Diagnostics
+	file string
+	// src is the source, shared with the fast parser, whose values are
+	// substrings of it; lines is the source split into lines, for the
+	// positions of block scalars, made when first needed unless the
+	// source's lines are those that "\n" ends (asciiLines): then a block
+	// scalar's first line is found from the one before (see srcLine).
+	src        string
+	lines      []string
+	asciiLines bool
+	lineCursor struct{ line, start int }
+	spec       *Spec
+	diags      Diagnostics
 	// budget is how many more values may be decoded; see spend.
 	budget int
 	// errorPaths holds the paths of the errors in diags, so that asking
@@ -123,9 +131,10 @@ func (d *decoder) parse(data []byte) *Spec {
 	fresh := *d
 	doc, ok := (*yaml.Node)(nil), false
 	if fastParse {
-		doc, ok = yamlnode.FastStream(data, &yamlnode.Stream{
+		doc, ok = yamlnode.FastStreamString(d.src, &yamlnode.Stream{
 			Key: "hooks",
 			Start: func(root, seq *yaml.Node, count int) {
+				d.asciiLines = true
 				d.newSpec(root)
 				d.streamed = seq
 				d.hooksBegin(count)
@@ -137,7 +146,9 @@ func (d *decoder) parse(data []byte) *Spec {
 			},
 		})
 	}
-	if !ok {
+	if ok {
+		d.asciiLines = true
+	} else {
 		*d = fresh
 		if doc = d.parseYAML(data); doc == nil {
 			return nil
@@ -366,28 +377,30 @@ func (d *decoder) hooksEnd() {
 
 // splitLines splits the source at the line breaks YAML counts (LF, CRLF,
 // CR, NEL, LS and PS), so that its line numbers match the parser's.
-func splitLines(data []byte) []string {
+func splitLines(data []byte) []string { return splitText(string(data)) }
+
+// splitText is splitLines of a string, whose lines are substrings of it.
+func splitText(s string) []string {
 	// Sized for the usual line breaks at once; one per line of a large
 	// spec is otherwise grown, and copied, some twenty times.
-	lines := make([]string, 0, bytes.Count(data, []byte("\n"))+1)
-	s := string(data)
+	lines := make([]string, 0, strings.Count(s, "\n")+1)
 	start := 0
 	for i := 0; i < len(s); {
-		switch {
-		case s[i] == '\n':
+		switch c := s[i]; {
+		case c == '\n':
 			lines = append(lines, s[start:i])
 			i++
 			start = i
-		case s[i] == '\r':
+		case c == '\r':
 			lines = append(lines, s[start:i])
 			i++
 			if i < len(s) && s[i] == '\n' {
 				i++
 			}
 			start = i
-		case strings.HasPrefix(s[i:], "\u0085"), strings.HasPrefix(s[i:], "\u2028"), strings.HasPrefix(s[i:], "\u2029"):
+		case c == 0xc2 && strings.HasPrefix(s[i:], "\u0085"), c == 0xe2 && (strings.HasPrefix(s[i:], "\u2028") || strings.HasPrefix(s[i:], "\u2029")):
 			lines = append(lines, s[start:i])
-			if s[i] == 0xc2 {
+			if c == 0xc2 {
 				i += 2
 			} else {
 				i += 3
@@ -398,4 +411,40 @@ func splitLines(data []byte) []string {
 		}
 	}
 	return append(lines, s[start:])
+}
+
+// srcLine returns line k (counted from 0) of the source. Block scalars are
+// asked for in the order they are written, so with asciiLines the line is
+// found by going on from the one asked for before.
+func (d *decoder) srcLine(k int) (string, bool) {
+	if !d.asciiLines {
+		if lines := d.srcLines(); k < len(lines) {
+			return lines[k], true
+		}
+		return "", false
+	}
+	c := &d.lineCursor
+	if k < c.line {
+		c.line, c.start = 0, 0
+	}
+	for c.line < k {
+		i := strings.IndexByte(d.src[c.start:], '\n')
+		if i < 0 {
+			return "", false
+		}
+		c.line, c.start = c.line+1, c.start+i+1
+	}
+	end := strings.IndexByte(d.src[c.start:], '\n')
+	if end < 0 {
+		end = len(d.src) - c.start
+	}
+	return d.src[c.start : c.start+end], true
+}
+
+// srcLines returns the source split into lines.
+func (d *decoder) srcLines() []string {
+	if d.lines == nil {
+		d.lines = splitText(d.src)
+	}
+	return d.lines
 }

@@ -198,3 +198,26 @@ func TestLocateAfterParse(t *testing.T) {
 	ref.pos["hooks[6].exec[1]"] = Position{File: "p.yaml", Line: 70, Column: 1}
 	checkPositions(t, "located in a small hook", few, ref)
 }
+
+// TestSrcLine holds the lines found from the one asked for before, for a
+// source whose lines "\n" ends, to the source split into lines, asked in
+// order and out of order.
+func TestSrcLine(t *testing.T) {
+	for _, src := range []string{"", "\n", "a\nb\n", "a\n\n  c\nd", string(bigHooks())} {
+		lines := splitText(src)
+		d := &decoder{src: src, asciiLines: true}
+		ks := []int{}
+		for k := 0; k <= len(lines)+1; k++ {
+			ks = append(ks, k)
+		}
+		for k := len(lines) + 1; k >= 0; k -= 3 {
+			ks = append(ks, k, k/2)
+		}
+		for _, k := range ks {
+			got, ok := d.srcLine(k)
+			if want := k < len(lines); ok != want || ok && got != lines[k] {
+				t.Fatalf("line %d of %q: %q, %v; want %v", k, src, got, ok, want)
+			}
+		}
+	}
+}

@@ -38,6 +38,6 @@ func (s *Spec) LocateLines(path string, n *yaml.Node, src []byte) {
 	if n == nil || n.Kind != yaml.ScalarNode {
 		return
 	}
-	d := &decoder{file: s.File, lines: splitLines(src), spec: s}
+	d := &decoder{file: s.File, src: string(src), spec: s}
 	d.recordScalar(path, n)
 }

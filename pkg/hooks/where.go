@@ -113,10 +113,13 @@ func (d *decoder) blockLines(n *yaml.Node) (blockScalar, bool) {
 	v := n.Value
 	k := len(v) - len(strings.TrimLeft(v, "\n")) // leading empty lines, kept as "\n" by both styles
 	first := n.Line + k                          // 0-based index of the first non-empty content line
-	if k == len(v) || first >= len(d.lines) {
+	if k == len(v) {
 		return blockScalar{}, false
 	}
-	src := d.lines[first]
+	src, ok := d.srcLine(first)
+	if !ok {
+		return blockScalar{}, false
+	}
 	want := strings.SplitN(v[k:], "\n", 2)[0]
 	lead := len(src) - len(strings.TrimLeft(src, " "))
 	indent := lead
@@ -137,7 +140,7 @@ func (d *decoder) blockLines(n *yaml.Node) (blockScalar, bool) {
 		}
 		return sc, true
 	}
-	sc.lines = foldedLines(d.lines, n.Line, indent)
+	sc.lines = foldedLines(d.srcLines(), n.Line, indent)
 	return sc, true
 }
 
