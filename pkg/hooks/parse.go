@@ -337,6 +337,7 @@ func (d *decoder) hooksBegin(count int) {
 	d.spec.Hooks = make([]Hook, 0, count)
 	d.spec.pos.values.start = make([]uint32, 0, count)
 	d.spec.pos.lines.start = make([]uint32, 0, count)
+	d.spec.pos.values.hooks, d.spec.pos.lines.hooks = count, count
 }
 
 // hookItem decodes item i of the hooks list at path, c; false when

@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"iter"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -88,6 +89,10 @@ type hookTable[V any] struct {
 	// smallHook, so that asking for every value of a hook of many
 	// values is not quadratic.
 	big map[int]map[uint32]int32
+	// hooks is how many hooks there are, when known: the entries are
+	// then grown to what the hooks so far promise for all of them,
+	// rather than doubled, which allocated twice what they hold.
+	hooks int
 }
 
 type hookEntry[V any] struct {
@@ -108,6 +113,13 @@ func (t *hookTable[V]) begin(i int) {
 
 // add records v under id for hook i, the last begun.
 func (t *hookTable[V]) add(i int, id uint32, v V) {
+	if n := len(t.ents); n == cap(t.ents) && t.hooks > len(t.start) {
+		// The entries per hook so far, for the hooks to come, and a
+		// little more.
+		want := n + n*(t.hooks-len(t.start)+1)/len(t.start)
+		want += want / 32
+		t.ents = slices.Grow(t.ents, max(want-n, n/8, 16))
+	}
 	t.ents = append(t.ents, hookEntry[V]{id, v})
 	lo, hi := int(t.start[i]), len(t.ents)
 	if hi-lo <= smallHook {
