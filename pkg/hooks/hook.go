@@ -72,8 +72,6 @@ var serviceTypes = []string{"simple", "exec", "forking", "oneshot", "dbus", "not
 var restartPolicies = []string{"no", "always", "on-success", "on-failure", "on-abnormal", "on-abort", "on-watchdog"}
 
 var (
-	envNameRE      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	directiveKeyRE = regexp.MustCompile(`^[A-Za-z0-9-]+$`)
 	// timeSpanRE is systemd's time span syntax (systemd.time(7)): numbers,
 	// each with an optional unit (seconds without one), optionally
 	// separated by spaces.
@@ -86,9 +84,20 @@ func (d *decoder) hook(v value) (Hook, bool) {
 	var h Hook
 	var st hookState
 	d.mapping(v.node, v.path, func(e entry) {
-		st.present.add(e.name)
+		field, known := hookField[e.name]
+		if known {
+			st.present |= 1 << field
+		}
 		before := len(d.diags)
-		defer func() { st.bad.set(e.name, len(d.diags) > before) }()
+		defer func() {
+			switch {
+			case !known:
+			case len(d.diags) > before:
+				st.bad |= 1 << field
+			default:
+				st.bad &^= 1 << field
+			}
+		}()
 		switch e.name {
 		case "name":
 			h.Name, st.nameOK = d.str(e.value, false)
@@ -216,21 +225,6 @@ var hookField = func() map[string]int {
 func (s fieldSet) has(field string) bool {
 	i, ok := hookField[field]
 	return ok && s&(1<<i) != 0
-}
-
-func (s *fieldSet) add(field string) { s.set(field, true) }
-
-// set adds field to s or, with in false, removes it. A name that is not
-// a hook field is never in s.
-func (s *fieldSet) set(field string, in bool) {
-	i, ok := hookField[field]
-	switch {
-	case !ok:
-	case in:
-		*s |= 1 << i
-	default:
-		*s &^= 1 << i
-	}
 }
 
 // checkHook makes the checks that concern several fields of a hook. A
@@ -465,7 +459,7 @@ func (d *decoder) env(v value) map[string]string {
 	}
 	out := map[string]string{}
 	d.mapping(n, v.path, func(e entry) {
-		if !envNameRE.MatchString(e.name) {
+		if !isEnvName(e.name) {
 			d.add(Error, d.pos(e.key), e.path, fmt.Sprintf("%q is not a valid environment variable name", e.name),
 				"a name starts with a letter or _ and has only letters, digits and _")
 		}
@@ -478,6 +472,34 @@ func (d *decoder) env(v value) map[string]string {
 		}
 	})
 	return out
+}
+
+// isEnvName reports whether s is an environment variable name:
+// ^[A-Za-z_][A-Za-z0-9_]*$, checked without a regular expression, which
+// cost more than the rest of decoding an env map.
+func isEnvName(s string) bool {
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// isDirectiveKey reports whether s is a directive key: ^[A-Za-z0-9-]+$.
+func isDirectiveKey(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // directives decodes the extra Key=Value entries per section.
@@ -528,9 +550,9 @@ func (d *decoder) checkDirective(path string, i int, s string) {
 		d.add(Error, pos, p, fmt.Sprintf("%q is not a Key=Value entry", s), "write Key=Value, such as After=network-online.target")
 	case eq == 0:
 		d.add(Error, pos, p, fmt.Sprintf("%q has no key before =", s), "write Key=Value, such as After=network-online.target")
-	case !directiveKeyRE.MatchString(s[:eq]):
+	case !isDirectiveKey(s[:eq]):
 		hint := "write Key=Value: a key has only letters, digits and -"
-		if directiveKeyRE.MatchString(strings.TrimSpace(s[:eq])) {
+		if isDirectiveKey(strings.TrimSpace(s[:eq])) {
 			hint = "write Key=Value with no space before ="
 		}
 		d.add(Error, pos, p, fmt.Sprintf("%q is not a valid directive key", s[:eq]), hint)
