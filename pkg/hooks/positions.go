@@ -34,6 +34,13 @@ type positions struct {
 	// one numbered n.
 	rests map[string]uint32
 	rest  []string
+	// Hooks are written alike, so the rest recorded after rest n is
+	// most often the one recorded after it the time before: next[n] is
+	// 1 + that one, and first 1 + the first rest of the hook before.
+	// last is 1 + the rest recorded last in the open hook, 0 before its
+	// first. A guess that is right (most are) saves looking the rest up.
+	next        []uint32
+	first, last uint32
 	// values and lines hold the positions of the values under each hook,
 	// and of the lines of its quoted and literal scalars.
 	values hookTable[place]
@@ -212,6 +219,7 @@ func (p *positions) beginHook(i int) {
 	p.values.begin(i)
 	p.lines.begin(i)
 	p.open = i + 1
+	p.last = 0
 }
 
 // endHook ends the recording of the hook that beginHook started.
@@ -224,7 +232,15 @@ func (p *positions) inOpenHook(path string) (i int, id uint32, ok bool) {
 	if !ok || i != p.open-1 {
 		return 0, 0, false
 	}
-	id, ok = p.rests[rest]
+	guess := p.first
+	if p.last > 0 {
+		guess = p.next[p.last-1]
+	}
+	if guess > 0 && p.rest[guess-1] == rest {
+		id, ok = guess-1, true
+	} else {
+		id, ok = p.rests[rest]
+	}
 	if !ok {
 		if p.rests == nil {
 			p.rests = map[string]uint32{}
@@ -235,7 +251,14 @@ func (p *positions) inOpenHook(path string) (i int, id uint32, ok bool) {
 		id = uint32(len(p.rest))
 		p.rests[rest] = id
 		p.rest = append(p.rest, rest)
+		p.next = append(p.next, 0)
 	}
+	if p.last > 0 {
+		p.next[p.last-1] = id + 1
+	} else {
+		p.first = id + 1
+	}
+	p.last = id + 1
 	return i, id, true
 }
 
