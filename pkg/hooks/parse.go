@@ -346,7 +346,7 @@ func (d *decoder) hookItem(path string, i int, c *yaml.Node) bool {
 	if !d.spend(c) {
 		return false
 	}
-	d.spec.pos.beginHook(i)
+	d.spec.pos.beginHook(i, c.Line)
 	defer d.spec.pos.endHook()
 	item := d.item(path, i, c)
 	if item.node.Kind != yaml.MappingNode {

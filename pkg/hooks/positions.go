@@ -43,8 +43,11 @@ type positions struct {
 	first, last uint32
 	// values and lines hold the positions of the values under each hook,
 	// and of the lines of its quoted and literal scalars.
-	values hookTable[place]
-	lines  hookTable[scalarLines]
+	values hookTable[near]
+	lines  hookTable[nearLines]
+	// base[i] is the line of hook i, which the lines of its values are
+	// counted from.
+	base []int32
 	// open is 1 + the hook whose values are being recorded, 0 when none
 	// is: once a hook is decoded, what is recorded under it goes to other
 	// or texts.
@@ -54,9 +57,31 @@ type positions struct {
 // place is a Position in the spec's own file.
 type place struct{ line, column int32 }
 
-// scalarLines says where the lines of a quoted or literal scalar start:
-// count consecutive source lines from line, all at column.
-type scalarLines struct{ line, column, count int32 }
+// near is the place of a value of a hook: its line counted from the
+// hook's, and its column. Positions that do not fit, such as those of an
+// alias's target far from the hook, are kept in other.
+type near struct {
+	dline  int16
+	column uint16
+}
+
+// nearLines says where the lines of a quoted or literal scalar of a hook
+// start: count consecutive source lines from dline after the hook's, all
+// at column.
+type nearLines struct {
+	dline  int16
+	column uint16
+	count  uint32
+}
+
+// nearHook returns line and column as a near of hook i, if they fit.
+func (p *positions) nearHook(i, line, column int) (near, bool) {
+	dl := line - int(p.base[i])
+	if int(int16(dl)) != dl || int(uint16(column)) != column {
+		return near{}, false
+	}
+	return near{int16(dl), uint16(column)}, true
+}
 
 // blockScalar maps the lines of a decoded string value to the source.
 type blockScalar struct {
@@ -215,9 +240,15 @@ func hookPath(path string) (i int, rest string, ok bool) {
 
 // beginHook starts recording the values of hook i, which comes after
 // every hook recorded so far.
-func (p *positions) beginHook(i int) {
+func (p *positions) beginHook(i, line int) {
 	p.values.begin(i)
 	p.lines.begin(i)
+	for len(p.base) <= i {
+		p.base = append(p.base, 0)
+	}
+	if int(int32(line)) == line {
+		p.base[i] = int32(line)
+	}
 	p.open = i + 1
 	p.last = 0
 }
@@ -293,10 +324,18 @@ func (p *positions) set(path string, pos Position) {
 	}
 	pl := place{int32(pos.Line), int32(pos.Column)}
 	if i, id, ok := p.inOpenHook(path); ok {
-		if p.other != nil {
-			delete(p.other, path)
+		if n, ok := p.nearHook(i, pos.Line, pos.Column); ok {
+			if p.other != nil {
+				delete(p.other, path)
+			}
+			p.values.add(i, id, n)
+			return
 		}
-		p.values.add(i, id, pl)
+		if p.other == nil {
+			p.other = map[string]Position{}
+		}
+		// The path is cut from a larger buffer (see decoder.paths).
+		p.other[strings.Clone(path)] = pos
 		return
 	}
 	if _, _, ok := hookPath(path); ok {
@@ -322,8 +361,8 @@ func (p *positions) get(path string) (Position, bool) {
 		return pos, true
 	}
 	if i, id, ok := p.hookID(path); ok {
-		if pl, ok := p.values.get(i, id); ok {
-			return p.position(pl), true
+		if n, ok := p.values.get(i, id); ok {
+			return p.nearPosition(i, n), true
 		}
 		return Position{}, false
 	}
@@ -338,6 +377,14 @@ func (p *positions) position(pl place) Position {
 	return Position{File: p.file, Line: int(pl.line), Column: int(pl.column)}
 }
 
+func (p *positions) nearPosition(i int, n near) Position {
+	return Position{File: p.file, Line: int(p.base[i]) + int(n.dline), Column: int(n.column)}
+}
+
+func (p *positions) nearScalar(i int, l nearLines) blockScalar {
+	return blockScalar{first: int(p.base[i]) + int(l.dline), count: int(l.count), column: int(l.column)}
+}
+
 // setLines records where the lines of the scalar at path start.
 func (p *positions) setLines(path string, b blockScalar) {
 	if traceLines != nil {
@@ -346,11 +393,13 @@ func (p *positions) setLines(path string, b blockScalar) {
 	if b.lines == nil && int64(int32(b.first)) == int64(b.first) && int64(int32(b.count)) == int64(b.count) &&
 		int64(int32(b.column)) == int64(b.column) {
 		if i, id, ok := p.inOpenHook(path); ok {
-			if p.texts != nil {
-				delete(p.texts, path)
+			if n, ok := p.nearHook(i, b.first, b.column); ok && int(uint32(b.count)) == b.count {
+				if p.texts != nil {
+					delete(p.texts, path)
+				}
+				p.lines.add(i, id, nearLines{n.dline, n.column, uint32(b.count)})
+				return
 			}
-			p.lines.add(i, id, scalarLines{int32(b.first), int32(b.column), int32(b.count)})
-			return
 		}
 	}
 	if p.texts == nil {
@@ -366,7 +415,7 @@ func (p *positions) scalar(path string) (blockScalar, bool) {
 	}
 	if i, id, ok := p.hookID(path); ok {
 		if l, ok := p.lines.get(i, id); ok {
-			return blockScalar{first: int(l.line), count: int(l.count), column: int(l.column)}, true
+			return p.nearScalar(i, l), true
 		}
 	}
 	return blockScalar{}, false
@@ -398,7 +447,7 @@ func (p *positions) all() iter.Seq2[string, Position] {
 			if _, ok := p.other[path]; ok {
 				continue
 			}
-			if !yield(path, p.position(e.v)) {
+			if !yield(path, p.nearPosition(i, e.v)) {
 				return
 			}
 		}
@@ -418,7 +467,7 @@ func (p *positions) allLines() iter.Seq2[string, blockScalar] {
 			if _, ok := p.texts[path]; ok {
 				continue
 			}
-			if !yield(path, blockScalar{first: int(e.v.line), count: int(e.v.count), column: int(e.v.column)}) {
+			if !yield(path, p.nearScalar(i, e.v)) {
 				return
 			}
 		}

@@ -138,6 +138,22 @@ func bigHooks() []byte {
 	return []byte(b.String())
 }
 
+// farValues is a spec whose hooks have values too far from the hook's
+// line, or at too large a column, for the compact store (see near), and
+// an alias of a hook written before.
+func farValues() []byte {
+	var b strings.Builder
+	b.WriteString(header)
+	b.WriteString("- &first\n  name: far\n  manifest: |\n")
+	for i := 0; i < 40000; i++ {
+		b.WriteString("    A=1\n")
+	}
+	b.WriteString("  exec: [/bin/true, \"after\"]\n  description: \"d\"\n")
+	b.WriteString("- name: wide\n  exec: [/bin/echo, \"" + strings.Repeat("x", 70000) + "\", \"y\", 'z']\n")
+	b.WriteString("- *first\n")
+	return []byte(b.String())
+}
+
 // TestPositionsAsRecorded holds the compact store of positions to a map
 // of every position recorded, on every spec of the repository, good and
 // bad, by both parsers, and on specs of hooks of many values.
@@ -154,7 +170,7 @@ func TestPositionsAsRecorded(t *testing.T) {
 	if len(files) < 50 {
 		t.Fatalf("only %d specs found", len(files))
 	}
-	specs := map[string][]byte{"benchspec": benchspec.Spec(20), "big hooks": bigHooks(), "where": []byte(whereSrc)}
+	specs := map[string][]byte{"benchspec": benchspec.Spec(20), "big hooks": bigHooks(), "where": []byte(whereSrc), "far values": farValues()}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -171,6 +187,9 @@ func TestPositionsAsRecorded(t *testing.T) {
 				continue
 			}
 			checkPositions(t, fmt.Sprintf("%s (fast parser %v)", name, fast), spec, ref)
+			if name == "far values" && (len(spec.pos.other) == 0 || len(spec.pos.texts) == 0) {
+				t.Errorf("far values: %d positions and %d scalars are kept apart, want some of each", len(spec.pos.other), len(spec.pos.texts))
+			}
 		}
 	}
 }
