@@ -105,6 +105,30 @@ func (d *decoder) index(path string, i int) string {
 	return d.paths.String()[start:]
 }
 
+// keep returns s, a string of the source, for the Spec to keep. The fast
+// parser's values are substrings of the source (see parse), so that one
+// kept would keep all of it, keys, indentation and all: they are copied,
+// into buffers shared by the values of many hooks. yaml.v3's values are
+// strings of their own.
+func (d *decoder) keep(s string) string {
+	switch {
+	case !d.asciiLines || s == "":
+		return s
+	case len(s) > valueChunk/8:
+		return strings.Clone(s)
+	}
+	if d.values.Cap()-d.values.Len() < len(s) {
+		d.values = strings.Builder{}
+		d.values.Grow(valueChunk)
+	}
+	start := d.values.Len()
+	d.values.WriteString(s)
+	return d.values.String()[start:]
+}
+
+// valueChunk is the size of the buffers values are copied to.
+const valueChunk = 32 << 10
+
 // pathChunk is the size of the buffers paths are written to.
 const pathChunk = 4096
 
@@ -252,7 +276,10 @@ func (d *decoder) str(v value, multiline bool) (string, bool) {
 	if !multiline {
 		d.checkControl(v, n)
 	}
-	return n.Value, true
+	if n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+		return n.Value, true // made of the lines, not a substring of the source
+	}
+	return d.keep(n.Value), true
 }
 
 // checkControl reports the first control character in a value that ends

@@ -468,7 +468,7 @@ func (d *decoder) env(v value) map[string]string {
 			return
 		}
 		if s, ok := d.str(e.value, false); ok {
-			out[e.name] = s
+			out[d.keep(e.name)] = s
 		}
 	})
 	return out
@@ -534,7 +534,7 @@ func (d *decoder) directives(v value) map[string][]string {
 		for i, s := range items {
 			d.checkDirective(e.path, i, s)
 		}
-		out[section] = items
+		out[d.keep(section)] = items
 	})
 	return out
 }

@@ -115,8 +115,8 @@ type decoder struct {
 	// firstName is where each hook name was first given.
 	firstName map[string]Position
 	// paths is the buffer the paths of values are cut from (see
-	// reserve).
-	paths strings.Builder
+	// reserve), and values the one kept values are copied to (see keep).
+	paths, values strings.Builder
 }
 
 func (d *decoder) parse(data []byte) *Spec {

@@ -353,7 +353,9 @@ func (p *positions) set(path string, pos Position) {
 	if p.top == nil {
 		p.top = map[string]place{}
 	}
-	p.top[path] = pl
+	// A top-level key's path is a string of the source (see
+	// decoder.keep).
+	p.top[strings.Clone(path)] = pl
 }
 
 func (p *positions) get(path string) (Position, bool) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -239,4 +240,33 @@ func TestSrcLine(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSpecKeepsNoSource checks that a parsed spec does not keep its
+// source alive: values, keys and paths are copied out of it, so that a
+// spec whose text is mostly comments keeps only what it says. The heap
+// is measured, not the time.
+func TestSpecKeepsNoSource(t *testing.T) {
+	source := func() []byte {
+		var b strings.Builder
+		b.WriteString(header)
+		for i := 0; i < 8; i++ {
+			fmt.Fprintf(&b, "- name: h-%d\n  exec: [/bin/true, \"%d\"]\n  env: {A: b}\n  directives: {Unit: [After=x]}\n", i, i)
+			b.WriteString(strings.Repeat("# "+strings.Repeat("x", 1000)+"\n", 1000))
+		}
+		return []byte(b.String())
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	spec, diags := Parse("p.yaml", source())
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if diags.HasErrors(false) || len(spec.Hooks) != 8 {
+		t.Fatalf("%v", diags)
+	}
+	if kept := int64(after.HeapAlloc) - int64(before.HeapAlloc); kept > 1<<20 {
+		t.Errorf("a spec of 8 small hooks in 8 MB of source keeps %d bytes", kept)
+	}
+	runtime.KeepAlive(spec)
 }
