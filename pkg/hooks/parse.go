@@ -112,8 +112,8 @@ type decoder struct {
 	// them stopped decoding, as an exhausted budget does.
 	streamed   *yaml.Node
 	streamStop bool
-	// firstName is where each hook name was first given.
-	firstName map[string]Position
+	// firstName is the line on which each hook name was first given.
+	firstName map[string]int
 	// paths is the buffer the paths of values are cut from (see
 	// reserve), and values the one kept values are copied to (see keep).
 	paths, values strings.Builder
@@ -331,7 +331,7 @@ func (d *decoder) hooks(v value) {
 
 // hooksBegin prepares the decoding of a hooks list of count items.
 func (d *decoder) hooksBegin(count int) {
-	d.firstName = map[string]Position{}
+	d.firstName = make(map[string]int, min(count, 1<<16))
 	// Sized once: a Hook is half a kilobyte, and growing the list by
 	// appending copied a large spec's hooks over and over.
 	d.spec.Hooks = make([]Hook, 0, count)
@@ -363,9 +363,9 @@ func (d *decoder) hookItem(path string, i int, c *yaml.Node) bool {
 	namePath := d.join(item.path, "name")
 	if first, dup := d.firstName[h.Name]; dup {
 		d.add(Error, d.spec.Where(namePath), namePath, fmt.Sprintf("there is already a hook named %q", h.Name),
-			fmt.Sprintf("the first is on line %d: rename one of them, or merge them into one hook", first.Line))
+			fmt.Sprintf("the first is on line %d: rename one of them, or merge them into one hook", first))
 	} else {
-		d.firstName[h.Name] = d.spec.Where(namePath)
+		d.firstName[h.Name] = d.spec.Where(namePath).Line
 	}
 	return true
 }
