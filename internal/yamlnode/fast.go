@@ -1,6 +1,7 @@
 package yamlnode
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -58,7 +59,7 @@ func FastStream(data []byte, s *Stream) (doc *yaml.Node, ok bool) {
 // any item, it has checked that src is ASCII with no control characters
 // but line feeds, so that its lines are those that "\n" ends.
 func FastStreamString(src string, s *Stream) (doc *yaml.Node, ok bool) {
-	if len(src) == 0 || src[len(src)-1] != '\n' {
+	if len(src) == 0 || src[len(src)-1] != '\n' || len(src) > math.MaxInt32 {
 		return nil, false
 	}
 	for i := 0; i < len(src); i++ {
@@ -81,18 +82,24 @@ func FastStreamString(src string, s *Stream) (doc *yaml.Node, ok bool) {
 	return p.document(), true
 }
 
+func (l fline) from() int { return int(l.start) }
+func (l fline) to() int   { return int(l.end) }
+func (l fline) ind() int  { return int(l.indent) }
+
 // fastFallback is what the fast parser panics with when the input is not
 // for it; Fast recovers it and reports false.
 type fastFallback struct{}
 
 func fail() { panic(fastFallback{}) }
 
-// fline is one line of the source.
+// fline is one line of the source, in 16 bytes: a spec of 10,000 hooks
+// has 110,000 lines. FastStreamString leaves sources of 2 GiB or more to
+// yaml.v3.
 type fline struct {
-	start, end int  // offsets of the line in src, without its line break
-	indent     int  // leading spaces
-	blank      bool // nothing but spaces
-	comment    bool // a comment and nothing else
+	start, end int32 // offsets of the line in src, without its line break
+	indent     int32 // leading spaces
+	blank      bool  // nothing but spaces
+	comment    bool  // a comment and nothing else
 }
 
 type fastParser struct {
@@ -135,13 +142,14 @@ func (p *fastParser) splitLines() bool {
 	for start := 0; start < len(p.src); {
 		end := start + strings.IndexByte(p.src[start:], '\n')
 		s := p.src[start:end]
-		l := fline{start: start, end: end}
-		for l.indent < len(s) && s[l.indent] == ' ' {
-			l.indent++
+		indent := 0
+		for indent < len(s) && s[indent] == ' ' {
+			indent++
 		}
-		l.blank = l.indent == len(s)
-		l.comment = !l.blank && s[l.indent] == '#'
-		if l.indent == 0 && (strings.HasPrefix(s, "---") || strings.HasPrefix(s, "...")) && (len(s) == 3 || s[3] == ' ') ||
+		l := fline{start: int32(start), end: int32(end), indent: int32(indent)}
+		l.blank = indent == len(s)
+		l.comment = !l.blank && s[indent] == '#'
+		if indent == 0 && (strings.HasPrefix(s, "---") || strings.HasPrefix(s, "...")) && (len(s) == 3 || s[3] == ' ') ||
 			strings.HasPrefix(s, "%") {
 			return false // a document marker or a directive
 		}
@@ -159,7 +167,7 @@ func (p *fastParser) splitLines() bool {
 }
 
 func (p *fastParser) text(li int) string {
-	return p.src[p.lines[li].start:p.lines[li].end]
+	return p.src[p.lines[li].from():p.lines[li].to()]
 }
 
 // node returns a new node at byte col of the current line.
@@ -222,7 +230,7 @@ func (p *fastParser) enter() {
 
 func (p *fastParser) document() *yaml.Node {
 	p.skipBlank()
-	if p.li >= len(p.lines) || p.lines[p.li].indent != 0 {
+	if p.li >= len(p.lines) || p.lines[p.li].ind() != 0 {
 		fail()
 	}
 	root := p.blockMapping(0, 0)
@@ -247,10 +255,10 @@ func (p *fastParser) blockMapping(m int, first int) *yaml.Node {
 	for {
 		p.entry(m)
 		p.skipBlank()
-		if p.li >= len(p.lines) || p.lines[p.li].indent < m {
+		if p.li >= len(p.lines) || p.lines[p.li].ind() < m {
 			break
 		}
-		if p.lines[p.li].indent > m {
+		if p.lines[p.li].ind() > m {
 			fail()
 		}
 	}
@@ -294,11 +302,11 @@ func (p *fastParser) nested(m int, indentless, stream bool) *yaml.Node {
 	l := p.lines[p.li]
 	s := p.text(p.li)
 	switch {
-	case l.indent > m && isDash(s, l.indent):
-		return p.blockSequence(l.indent, stream)
-	case l.indent > m:
-		return p.blockMapping(l.indent, l.indent)
-	case l.indent == m && indentless && isDash(s, m):
+	case l.ind() > m && isDash(s, l.ind()):
+		return p.blockSequence(l.ind(), stream)
+	case l.ind() > m:
+		return p.blockMapping(l.ind(), l.ind())
+	case l.ind() == m && indentless && isDash(s, m):
 		return p.blockSequence(m, stream)
 	}
 	fail() // an empty value
@@ -360,10 +368,10 @@ func (p *fastParser) blockSequence(n int, stream bool) *yaml.Node {
 			}
 		}
 		p.skipBlank()
-		if p.li >= len(p.lines) || p.lines[p.li].indent < n {
+		if p.li >= len(p.lines) || p.lines[p.li].ind() < n {
 			break
 		}
-		if p.lines[p.li].indent > n {
+		if p.lines[p.li].ind() > n {
 			fail()
 		}
 		if !isDash(p.text(p.li), n) {
@@ -383,8 +391,8 @@ func (p *fastParser) countItems(n int) int {
 	for q := p.li; q < len(p.lines); q++ {
 		l := p.lines[q]
 		switch {
-		case l.blank || l.comment || l.indent > n:
-		case l.indent < n || !isDash(p.text(q), n):
+		case l.blank || l.comment || l.ind() > n:
+		case l.ind() < n || !isDash(p.text(q), n):
 			return count
 		default:
 			count++
@@ -484,7 +492,7 @@ func (p *fastParser) inline(s string, i, m int) *yaml.Node {
 	p.li++
 	for q := p.li; q < len(p.lines); q++ {
 		if !p.lines[q].blank {
-			if p.lines[q].indent > m {
+			if p.lines[q].ind() > m {
 				fail()
 			}
 			break
@@ -801,32 +809,32 @@ func (p *fastParser) literal(s string, i, m int) *yaml.Node {
 	p.li++
 	first := p.li
 	for first < len(p.lines) && p.lines[first].blank {
-		if p.lines[first].indent > 0 {
+		if p.lines[first].ind() > 0 {
 			fail()
 		}
 		first++
 	}
-	if first == len(p.lines) || p.lines[first].indent <= m {
+	if first == len(p.lines) || p.lines[first].ind() <= m {
 		fail() // an empty block scalar
 	}
-	ci := p.lines[first].indent
+	ci := p.lines[first].ind()
 	last, size := -1, 0
 	for q := p.li; q < len(p.lines); q++ {
 		l := p.lines[q]
 		if l.blank {
-			if l.indent > ci {
+			if l.ind() > ci {
 				fail()
 			}
 			continue
 		}
-		if l.indent < ci {
+		if l.ind() < ci {
 			break
 		}
 		last = q
 	}
 	for q := p.li; q <= last; q++ {
 		if l := p.lines[q]; !l.blank {
-			size += l.end - l.start - ci
+			size += l.to() - l.from() - ci
 		}
 		size++
 	}
@@ -834,7 +842,7 @@ func (p *fastParser) literal(s string, i, m int) *yaml.Node {
 	b.Grow(size)
 	for q := p.li; q <= last; q++ {
 		if l := p.lines[q]; !l.blank {
-			b.WriteString(p.src[l.start+ci : l.end])
+			b.WriteString(p.src[l.from()+ci : l.to()])
 		}
 		b.WriteByte('\n')
 	}
