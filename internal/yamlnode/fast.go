@@ -1,6 +1,7 @@
 package yamlnode
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -49,15 +50,24 @@ type Stream struct {
 // nil) as they are read. When it returns false, s may have been given
 // some of them: what was made of them must be thrown away.
 func FastStream(data []byte, s *Stream) (doc *yaml.Node, ok bool) {
-	if len(data) == 0 || data[len(data)-1] != '\n' {
+	return FastStreamString(string(data), s)
+}
+
+// FastStreamString is FastStream of the text src, whose values are
+// substrings of src where nothing needs unescaping: a reader that keeps
+// the source as a string anyway saves a copy of it. Before it gives s
+// any item, it has checked that src is ASCII with no control characters
+// but line feeds, so that its lines are those that "\n" ends.
+func FastStreamString(src string, s *Stream) (doc *yaml.Node, ok bool) {
+	if len(src) == 0 || src[len(src)-1] != '\n' || len(src) > math.MaxInt32 {
 		return nil, false
 	}
-	for _, c := range data {
-		if c >= 0x7f || c < ' ' && c != '\n' {
+	for i := 0; i < len(src); i++ {
+		if c := src[i]; c >= 0x7f || c < ' ' && c != '\n' {
 			return nil, false
 		}
 	}
-	p := &fastParser{src: string(data), stream: s}
+	p := &fastParser{src: src, stream: s}
 	defer func() {
 		if r := recover(); r != nil {
 			if _, fb := r.(fastFallback); !fb {
@@ -72,18 +82,24 @@ func FastStream(data []byte, s *Stream) (doc *yaml.Node, ok bool) {
 	return p.document(), true
 }
 
+func (l fline) from() int { return int(l.start) }
+func (l fline) to() int   { return int(l.end) }
+func (l fline) ind() int  { return int(l.indent) }
+
 // fastFallback is what the fast parser panics with when the input is not
 // for it; Fast recovers it and reports false.
 type fastFallback struct{}
 
 func fail() { panic(fastFallback{}) }
 
-// fline is one line of the source.
+// fline is one line of the source, in 16 bytes: a spec of 10,000 hooks
+// has 110,000 lines. FastStreamString leaves sources of 2 GiB or more to
+// yaml.v3.
 type fline struct {
-	start, end int  // offsets of the line in src, without its line break
-	indent     int  // leading spaces
-	blank      bool // nothing but spaces
-	comment    bool // a comment and nothing else
+	start, end int32 // offsets of the line in src, without its line break
+	indent     int32 // leading spaces
+	blank      bool  // nothing but spaces
+	comment    bool  // a comment and nothing else
 }
 
 type fastParser struct {
@@ -126,13 +142,14 @@ func (p *fastParser) splitLines() bool {
 	for start := 0; start < len(p.src); {
 		end := start + strings.IndexByte(p.src[start:], '\n')
 		s := p.src[start:end]
-		l := fline{start: start, end: end}
-		for l.indent < len(s) && s[l.indent] == ' ' {
-			l.indent++
+		indent := 0
+		for indent < len(s) && s[indent] == ' ' {
+			indent++
 		}
-		l.blank = l.indent == len(s)
-		l.comment = !l.blank && s[l.indent] == '#'
-		if l.indent == 0 && (strings.HasPrefix(s, "---") || strings.HasPrefix(s, "...")) && (len(s) == 3 || s[3] == ' ') ||
+		l := fline{start: int32(start), end: int32(end), indent: int32(indent)}
+		l.blank = indent == len(s)
+		l.comment = !l.blank && s[indent] == '#'
+		if indent == 0 && (strings.HasPrefix(s, "---") || strings.HasPrefix(s, "...")) && (len(s) == 3 || s[3] == ' ') ||
 			strings.HasPrefix(s, "%") {
 			return false // a document marker or a directive
 		}
@@ -150,7 +167,7 @@ func (p *fastParser) splitLines() bool {
 }
 
 func (p *fastParser) text(li int) string {
-	return p.src[p.lines[li].start:p.lines[li].end]
+	return p.src[p.lines[li].from():p.lines[li].to()]
 }
 
 // node returns a new node at byte col of the current line.
@@ -213,7 +230,7 @@ func (p *fastParser) enter() {
 
 func (p *fastParser) document() *yaml.Node {
 	p.skipBlank()
-	if p.li >= len(p.lines) || p.lines[p.li].indent != 0 {
+	if p.li >= len(p.lines) || p.lines[p.li].ind() != 0 {
 		fail()
 	}
 	root := p.blockMapping(0, 0)
@@ -238,10 +255,10 @@ func (p *fastParser) blockMapping(m int, first int) *yaml.Node {
 	for {
 		p.entry(m)
 		p.skipBlank()
-		if p.li >= len(p.lines) || p.lines[p.li].indent < m {
+		if p.li >= len(p.lines) || p.lines[p.li].ind() < m {
 			break
 		}
-		if p.lines[p.li].indent > m {
+		if p.lines[p.li].ind() > m {
 			fail()
 		}
 	}
@@ -285,11 +302,11 @@ func (p *fastParser) nested(m int, indentless, stream bool) *yaml.Node {
 	l := p.lines[p.li]
 	s := p.text(p.li)
 	switch {
-	case l.indent > m && isDash(s, l.indent):
-		return p.blockSequence(l.indent, stream)
-	case l.indent > m:
-		return p.blockMapping(l.indent, l.indent)
-	case l.indent == m && indentless && isDash(s, m):
+	case l.ind() > m && isDash(s, l.ind()):
+		return p.blockSequence(l.ind(), stream)
+	case l.ind() > m:
+		return p.blockMapping(l.ind(), l.ind())
+	case l.ind() == m && indentless && isDash(s, m):
 		return p.blockSequence(m, stream)
 	}
 	fail() // an empty value
@@ -351,10 +368,10 @@ func (p *fastParser) blockSequence(n int, stream bool) *yaml.Node {
 			}
 		}
 		p.skipBlank()
-		if p.li >= len(p.lines) || p.lines[p.li].indent < n {
+		if p.li >= len(p.lines) || p.lines[p.li].ind() < n {
 			break
 		}
-		if p.lines[p.li].indent > n {
+		if p.lines[p.li].ind() > n {
 			fail()
 		}
 		if !isDash(p.text(p.li), n) {
@@ -374,8 +391,8 @@ func (p *fastParser) countItems(n int) int {
 	for q := p.li; q < len(p.lines); q++ {
 		l := p.lines[q]
 		switch {
-		case l.blank || l.comment || l.indent > n:
-		case l.indent < n || !isDash(p.text(q), n):
+		case l.blank || l.comment || l.ind() > n:
+		case l.ind() < n || !isDash(p.text(q), n):
 			return count
 		default:
 			count++
@@ -475,7 +492,7 @@ func (p *fastParser) inline(s string, i, m int) *yaml.Node {
 	p.li++
 	for q := p.li; q < len(p.lines); q++ {
 		if !p.lines[q].blank {
-			if p.lines[q].indent > m {
+			if p.lines[q].ind() > m {
 				fail()
 			}
 			break
@@ -532,11 +549,48 @@ func (p *fastParser) plain(v string, col int) *yaml.Node {
 		// What yaml.v3 may resolve to another tag than !!str: numbers,
 		// booleans, null, timestamps. Every other first character makes
 		// a plain scalar a string there without a look.
-		n.Tag = n.ShortTag()
+		n.Tag = plainTag(n)
 	default:
 		n.Tag = strTag
 	}
 	return n
+}
+
+// plainTag is the tag yaml.v3 resolves the plain scalar n to, for one
+// whose first character may make it other than a string. The common
+// cases are answered here: yaml.v3's resolver boxes the value it decodes
+// and, for "--id" or "-p", builds the errors of three failed number
+// parses, which was a third of the allocations of reading a spec.
+func plainTag(n *yaml.Node) string {
+	v := n.Value
+	switch c := v[0]; {
+	case strings.IndexByte("yYnNtTfFoO~", c) >= 0:
+		// yaml.v3 resolves these through its table of words alone.
+		switch v {
+		case "true", "True", "TRUE", "false", "False", "FALSE":
+			return "!!bool"
+		case "~", "null", "Null", "NULL":
+			return "!!null"
+		}
+		return strTag
+	case (c == '-' || c == '+') && len(v) > 1 && (v[1] >= 'a' && v[1] <= 'z' || v[1] >= 'A' && v[1] <= 'Z' || v[1] == '-' || v[1] == '/'):
+		// A sign before a letter, a second sign or a slash is no
+		// number, timestamp, infinity or binary or octal literal.
+		return strTag
+	case c >= '1' && c <= '9' && len(v) <= 18 && allDigits(v):
+		// A decimal integer that fits in an int64.
+		return "!!int"
+	}
+	return n.ShortTag()
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // quotedEnd returns the offset after the quoted scalar at i of s, or -1
@@ -617,7 +671,7 @@ func unescape(body string) string {
 			b.WriteByte('\r')
 		case 'e':
 			b.WriteByte(0x1b)
-		case ' ', '"', '/', '\\':
+		case ' ', '"', '\'', '\\':
 			b.WriteByte(body[j])
 		case 'N':
 			b.WriteString("\u0085")
@@ -755,32 +809,32 @@ func (p *fastParser) literal(s string, i, m int) *yaml.Node {
 	p.li++
 	first := p.li
 	for first < len(p.lines) && p.lines[first].blank {
-		if p.lines[first].indent > 0 {
+		if p.lines[first].ind() > 0 {
 			fail()
 		}
 		first++
 	}
-	if first == len(p.lines) || p.lines[first].indent <= m {
+	if first == len(p.lines) || p.lines[first].ind() <= m {
 		fail() // an empty block scalar
 	}
-	ci := p.lines[first].indent
+	ci := p.lines[first].ind()
 	last, size := -1, 0
 	for q := p.li; q < len(p.lines); q++ {
 		l := p.lines[q]
 		if l.blank {
-			if l.indent > ci {
+			if l.ind() > ci {
 				fail()
 			}
 			continue
 		}
-		if l.indent < ci {
+		if l.ind() < ci {
 			break
 		}
 		last = q
 	}
 	for q := p.li; q <= last; q++ {
 		if l := p.lines[q]; !l.blank {
-			size += l.end - l.start - ci
+			size += l.to() - l.from() - ci
 		}
 		size++
 	}
@@ -788,7 +842,7 @@ func (p *fastParser) literal(s string, i, m int) *yaml.Node {
 	b.Grow(size)
 	for q := p.li; q <= last; q++ {
 		if l := p.lines[q]; !l.blank {
-			b.WriteString(p.src[l.start+ci : l.end])
+			b.WriteString(p.src[l.from()+ci : l.to()])
 		}
 		b.WriteByte('\n')
 	}

@@ -175,6 +175,11 @@ var fastCases = []struct {
 	{"a: \"b\" c\n", false},                       // text after a quote
 	{"a: b\n\n  # deeper comment\nc: d\n", false}, // conservative: may continue
 	{"a: ~\nb: null\nc: 1\nd: 0x1f\ne: true\nf: 2001-12-14\n<<: x\n", true},
+	{"a: \"\\'\"\n", true},  // yaml.v3 takes \' in a double-quoted scalar
+	{"a: \"\\/\"\n", false}, // but not \/, which JSON has
+	// Plain scalars whose first character may make them other than strings.
+	{"a: -p\nb: --id\nc: +x\nd: -/x\ne: 123\nf: 0123\ng: 1_0\nh: TRUE\ni: nulls\nj: -1\nk: +.inf\nl: 999999999999999999\n" +
+		"m: 9999999999999999999\nn: Off\no: True\np: ~x\nq: -_1\nr: -0b1\ns: 1e3\nt: 2001-12-14t21:59:43.10-05:00\nu: NULL\nv: fals\n", true},
 }
 
 func TestFastCases(t *testing.T) {

@@ -82,11 +82,68 @@ func label(path string) string {
 }
 
 // join appends a mapping key to a path.
-func join(path, key string) string {
+func (d *decoder) join(path, key string) string {
 	if path == "" {
 		return key
 	}
-	return path + "." + key
+	start := d.reserve(len(path) + 1 + len(key))
+	d.paths.WriteString(path)
+	d.paths.WriteByte('.')
+	d.paths.WriteString(key)
+	return d.paths.String()[start:]
+}
+
+// index appends a list index to a path.
+func (d *decoder) index(path string, i int) string {
+	var num [20]byte
+	digits := strconv.AppendInt(num[:0], int64(i), 10)
+	start := d.reserve(len(path) + len(digits) + 2)
+	d.paths.WriteString(path)
+	d.paths.WriteByte('[')
+	d.paths.Write(digits)
+	d.paths.WriteByte(']')
+	return d.paths.String()[start:]
+}
+
+// keep returns s, a string of the source, for the Spec to keep. The fast
+// parser's values are substrings of the source (see parse), so that one
+// kept would keep all of it, keys, indentation and all: they are copied,
+// into buffers shared by the values of many hooks. yaml.v3's values are
+// strings of their own.
+func (d *decoder) keep(s string) string {
+	switch {
+	case !d.asciiLines || s == "":
+		return s
+	case len(s) > valueChunk/8:
+		return strings.Clone(s)
+	}
+	if d.values.Cap()-d.values.Len() < len(s) {
+		d.values = strings.Builder{}
+		d.values.Grow(valueChunk)
+	}
+	start := d.values.Len()
+	d.values.WriteString(s)
+	return d.values.String()[start:]
+}
+
+// valueChunk is the size of the buffers values are copied to.
+const valueChunk = 32 << 10
+
+// pathChunk is the size of the buffers paths are written to.
+const pathChunk = 4096
+
+// reserve makes room for a path of n bytes in d.paths without growing
+// it, and returns where the path starts. Every value decoded has a path,
+// and one string each was half of the allocations of reading a spec:
+// the paths are cut from buffers of a few kilobytes instead. A string
+// cut from a strings.Builder stays as it is: the builder only appends,
+// and is replaced rather than grown.
+func (d *decoder) reserve(n int) int {
+	if d.paths.Cap()-d.paths.Len() < n {
+		d.paths = strings.Builder{}
+		d.paths.Grow(max(n, pathChunk))
+	}
+	return d.paths.Len()
 }
 
 // mapping calls f for each key of the mapping n, in document order, after
@@ -121,7 +178,7 @@ func (d *decoder) mapping(n *yaml.Node, path string, f func(entry)) {
 			continue
 		}
 		name := rk.Value
-		p := join(path, name)
+		p := d.join(path, name)
 		if prev := firstKey(keys, first, name); prev != nil {
 			d.add(Error, d.pos(k), p, fmt.Sprintf("%s is given twice", label(p)),
 				fmt.Sprintf("the first %s is on line %d: remove one of them", name, prev.Line))
@@ -183,7 +240,7 @@ func (d *decoder) spend(n *yaml.Node) bool {
 
 // item returns the i-th item of the list at path, recording its position.
 func (d *decoder) item(path string, i int, c *yaml.Node) value {
-	p := path + "[" + strconv.Itoa(i) + "]"
+	p := d.index(path, i)
 	v := value{node: resolve(c), path: p, pos: d.pos(c)}
 	v.keyPos = v.pos
 	d.spec.pos.set(p, v.pos)
@@ -219,7 +276,10 @@ func (d *decoder) str(v value, multiline bool) (string, bool) {
 	if !multiline {
 		d.checkControl(v, n)
 	}
-	return n.Value, true
+	if n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+		return n.Value, true // made of the lines, not a substring of the source
+	}
+	return d.keep(n.Value), true
 }
 
 // checkControl reports the first control character in a value that ends

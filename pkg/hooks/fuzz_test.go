@@ -140,8 +140,12 @@ func FuzzParse(f *testing.F) {
 					t.Errorf("Where(%q) = %v, outside the file's %d lines", path, p, lines)
 				}
 			}
-			for path, sc := range spec.scalars {
-				for _, l := range sc.lines {
+			for path, sc := range spec.pos.allLines() {
+				for n := 1; ; n++ {
+					l, ok := sc.line(n)
+					if !ok {
+						break
+					}
 					if l < 1 || l > lines {
 						t.Errorf("scalar %q has line %d, outside the file's %d lines", path, l, lines)
 					}

@@ -72,8 +72,6 @@ var serviceTypes = []string{"simple", "exec", "forking", "oneshot", "dbus", "not
 var restartPolicies = []string{"no", "always", "on-success", "on-failure", "on-abnormal", "on-abort", "on-watchdog"}
 
 var (
-	envNameRE      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	directiveKeyRE = regexp.MustCompile(`^[A-Za-z0-9-]+$`)
 	// timeSpanRE is systemd's time span syntax (systemd.time(7)): numbers,
 	// each with an optional unit (seconds without one), optionally
 	// separated by spaces.
@@ -84,13 +82,22 @@ var (
 // the unit model. ok is false when the hook's name could not be decoded.
 func (d *decoder) hook(v value) (Hook, bool) {
 	var h Hook
-	st := hookState{present: map[string]bool{}, bad: map[string]bool{}}
+	var st hookState
 	d.mapping(v.node, v.path, func(e entry) {
-		if contains(hookFields, e.name) {
-			st.present[e.name] = true
+		field, known := hookField[e.name]
+		if known {
+			st.present |= 1 << field
 		}
 		before := len(d.diags)
-		defer func() { st.bad[e.name] = len(d.diags) > before }()
+		defer func() {
+			switch {
+			case !known:
+			case len(d.diags) > before:
+				st.bad |= 1 << field
+			default:
+				st.bad &^= 1 << field
+			}
+		}()
 		switch e.name {
 		case "name":
 			h.Name, st.nameOK = d.str(e.value, false)
@@ -192,19 +199,41 @@ func (d *decoder) hook(v value) (Hook, bool) {
 
 // hookState is what checkHook needs to know about how a hook was written.
 type hookState struct {
-	present map[string]bool // fields that were written
-	bad     map[string]bool // fields that had a problem of their own
-	nameOK  bool            // the name decoded as a string
-	unknown bool            // a field was unknown
+	present fieldSet // fields that were written
+	bad     fieldSet // fields that had a problem of their own
+	nameOK  bool     // the name decoded as a string
+	unknown bool     // a field was unknown
+}
+
+// fieldSet is a set of hook fields, by their place in hookFields: two
+// maps per hook, for what hookState says of its fields, were a tenth of
+// the allocations of reading a spec.
+type fieldSet uint64
+
+// hookField is the place of each field in hookFields.
+var hookField = func() map[string]int {
+	if len(hookFields) > 64 {
+		panic("a fieldSet holds 64 hook fields")
+	}
+	m := make(map[string]int, len(hookFields))
+	for i, f := range hookFields {
+		m[f] = i
+	}
+	return m
+}()
+
+func (s fieldSet) has(field string) bool {
+	i, ok := hookField[field]
+	return ok && s&(1<<i) != 0
 }
 
 // checkHook makes the checks that concern several fields of a hook. A
 // check that depends on what a bad field meant is not made, because its
 // report would only follow from the first.
 func (d *decoder) checkHook(v value, h *Hook, st hookState) {
-	present, nameOK := st.present, st.nameOK
+	present, nameOK := st.present.has, st.nameOK
 	where := func(field string) (Position, string) {
-		p := v.path + "." + field
+		p := d.join(v.path, field)
 		return d.spec.Where(p), p
 	}
 	display := h.Name
@@ -213,7 +242,7 @@ func (d *decoder) checkHook(v value, h *Hook, st hookState) {
 	}
 
 	switch {
-	case !present["name"]:
+	case !present("name"):
 		d.add(Error, v.pos, v.path+".name", "the hook has no name",
 			"add name: with the unit's name, such as name: create-swapfile")
 	case !nameOK:
@@ -228,7 +257,7 @@ func (d *decoder) checkHook(v value, h *Hook, st hookState) {
 
 	if h.UseRawManifest {
 		for _, f := range generatedFields {
-			if present[f] {
+			if present(f) {
 				pos, p := where(f)
 				d.add(Error, pos, p, fmt.Sprintf("%s is not used with useRawManifest", f),
 					"a raw manifest is used as written: put this into the manifest, or drop useRawManifest")
@@ -254,15 +283,15 @@ func (d *decoder) checkHook(v value, h *Hook, st hookState) {
 		}
 	}
 
-	if present["steps"] {
+	if present("steps") {
 		for _, f := range notWithSteps {
-			if present[f] {
+			if present(f) {
 				pos, p := where(f)
 				d.add(Error, pos, p, fmt.Sprintf("%s is not used with steps", f),
 					"steps are the hook's commands, run once each in order by a oneshot service: make this a step, or drop steps")
 			}
 		}
-		if present["type"] && h.Type != "oneshot" && !st.bad["type"] {
+		if present("type") && h.Type != "oneshot" && !st.bad.has("type") {
 			pos, p := where("type")
 			d.add(Error, pos, p, fmt.Sprintf("a command hook is always Type=oneshot, not %s", h.Type),
 				"drop type: from a hook with steps")
@@ -272,7 +301,7 @@ func (d *decoder) checkHook(v value, h *Hook, st hookState) {
 			d.add(Error, pos, p, "enabled: true contradicts when: Never",
 				"a hook that runs never is rendered but not enabled: drop enabled:, or choose when: Once or Always")
 		}
-	} else if present["when"] {
+	} else if present("when") {
 		pos, p := where("when")
 		d.add(Error, pos, p, "when is only used with steps",
 			"add steps: to make this a command hook, or drop when: (enabled: false keeps a unit from starting at boot)")
@@ -280,7 +309,7 @@ func (d *decoder) checkHook(v value, h *Hook, st hookState) {
 
 	if h.Mask {
 		for _, f := range bodyFields {
-			if present[f] {
+			if present(f) {
 				pos, p := where(f)
 				d.add(Error, pos, p, fmt.Sprintf("a masked unit never runs, so its %s is never used", f),
 					"drop mask: true to run the unit, or drop "+f+" to only mask it")
@@ -298,7 +327,7 @@ func (d *decoder) checkHook(v value, h *Hook, st hookState) {
 	// twice would not help.
 	if typ := unitType(h.Name); typ != "" && !h.UseRawManifest {
 		for _, f := range serviceFields {
-			if present[f] {
+			if present(f) {
 				pos, p := where(f)
 				d.add(Error, pos, p, fmt.Sprintf("%s is a service field; %s is a %s", f, h.Name, typ),
 					fmt.Sprintf("move %s to a .service hook, or write the %s's own settings under directives", f, typ))
@@ -317,17 +346,17 @@ func (d *decoder) checkHook(v value, h *Hook, st hookState) {
 // fields had problems of their own is not called empty as well.
 func (d *decoder) hookIsEmpty(h *Hook, st hookState) bool {
 	if strings.TrimSpace(h.Manifest) != "" || len(h.Exec) > 0 || len(h.Pre) > 0 || len(h.Steps) > 0 || len(h.Directives) > 0 ||
-		len(h.Dropins) > 0 || h.Mask || h.UseRawManifest || st.present["enabled"] || st.unknown ||
+		len(h.Dropins) > 0 || h.Mask || h.UseRawManifest || st.present.has("enabled") || st.unknown ||
 		h.HasStorage() {
 		return false
 	}
 	for _, f := range hookFields {
-		if st.bad[f] {
+		if st.bad.has(f) {
 			return false
 		}
 	}
 	for _, f := range generatedFields {
-		if st.present[f] && !contains(bodyFields, f) {
+		if st.present.has(f) && !contains(bodyFields, f) {
 			return false
 		}
 	}
@@ -430,7 +459,7 @@ func (d *decoder) env(v value) map[string]string {
 	}
 	out := map[string]string{}
 	d.mapping(n, v.path, func(e entry) {
-		if !envNameRE.MatchString(e.name) {
+		if !isEnvName(e.name) {
 			d.add(Error, d.pos(e.key), e.path, fmt.Sprintf("%q is not a valid environment variable name", e.name),
 				"a name starts with a letter or _ and has only letters, digits and _")
 		}
@@ -439,10 +468,38 @@ func (d *decoder) env(v value) map[string]string {
 			return
 		}
 		if s, ok := d.str(e.value, false); ok {
-			out[e.name] = s
+			out[d.keep(e.name)] = s
 		}
 	})
 	return out
+}
+
+// isEnvName reports whether s is an environment variable name:
+// ^[A-Za-z_][A-Za-z0-9_]*$, checked without a regular expression, which
+// cost more than the rest of decoding an env map.
+func isEnvName(s string) bool {
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// isDirectiveKey reports whether s is a directive key: ^[A-Za-z0-9-]+$.
+func isDirectiveKey(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // directives decodes the extra Key=Value entries per section.
@@ -477,7 +534,7 @@ func (d *decoder) directives(v value) map[string][]string {
 		for i, s := range items {
 			d.checkDirective(e.path, i, s)
 		}
-		out[section] = items
+		out[d.keep(section)] = items
 	})
 	return out
 }
@@ -485,7 +542,7 @@ func (d *decoder) directives(v value) map[string][]string {
 // checkDirective checks the form of one Key=Value entry. The value may be
 // empty: "ExecStart=" resets a list in systemd.
 func (d *decoder) checkDirective(path string, i int, s string) {
-	p := fmt.Sprintf("%s[%d]", path, i)
+	p := d.index(path, i)
 	pos := d.spec.Where(p)
 	eq := strings.IndexByte(s, '=')
 	switch {
@@ -493,9 +550,9 @@ func (d *decoder) checkDirective(path string, i int, s string) {
 		d.add(Error, pos, p, fmt.Sprintf("%q is not a Key=Value entry", s), "write Key=Value, such as After=network-online.target")
 	case eq == 0:
 		d.add(Error, pos, p, fmt.Sprintf("%q has no key before =", s), "write Key=Value, such as After=network-online.target")
-	case !directiveKeyRE.MatchString(s[:eq]):
+	case !isDirectiveKey(s[:eq]):
 		hint := "write Key=Value: a key has only letters, digits and -"
-		if directiveKeyRE.MatchString(strings.TrimSpace(s[:eq])) {
+		if isDirectiveKey(strings.TrimSpace(s[:eq])) {
 			hint = "write Key=Value with no space before ="
 		}
 		d.add(Error, pos, p, fmt.Sprintf("%q is not a valid directive key", s[:eq]), hint)

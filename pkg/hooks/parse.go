@@ -70,7 +70,7 @@ func (d *decoder) read(data []byte) *Spec {
 	}
 	// The budget allows every value of the file once, and aliases of
 	// small shared values many times over.
-	d.lines, d.budget = splitLines(data), len(data)+100000
+	d.src, d.budget = string(data), len(data)+100000
 	if !utf8.Valid(data) {
 		// yaml.v3 would say only that some octet is wrong, not where.
 		d.invalidUTF8(data)
@@ -85,10 +85,18 @@ const MaxSize = 16 << 20
 
 // decoder holds the state of one Parse.
 type decoder struct {
-	file  string
-	lines []string // the source, split into lines, for block scalar positions
-	spec  *Spec
-	diags Diagnostics
+	file string
+	// src is the source, shared with the fast parser, whose values are
+	// substrings of it; lines is the source split into lines, for the
+	// positions of block scalars, made when first needed unless the
+	// source's lines are those that "\n" ends (asciiLines): then a block
+	// scalar's first line is found from the one before (see srcLine).
+	src        string
+	lines      []string
+	asciiLines bool
+	lineCursor struct{ line, start int }
+	spec       *Spec
+	diags      Diagnostics
 	// budget is how many more values may be decoded; see spend.
 	budget int
 	// errorPaths holds the paths of the errors in diags, so that asking
@@ -104,8 +112,11 @@ type decoder struct {
 	// them stopped decoding, as an exhausted budget does.
 	streamed   *yaml.Node
 	streamStop bool
-	// firstName is where each hook name was first given.
-	firstName map[string]Position
+	// firstName is the line on which each hook name was first given.
+	firstName map[string]int
+	// paths is the buffer the paths of values are cut from (see
+	// reserve), and values the one kept values are copied to (see keep).
+	paths, values strings.Builder
 }
 
 func (d *decoder) parse(data []byte) *Spec {
@@ -120,9 +131,10 @@ func (d *decoder) parse(data []byte) *Spec {
 	fresh := *d
 	doc, ok := (*yaml.Node)(nil), false
 	if fastParse {
-		doc, ok = yamlnode.FastStream(data, &yamlnode.Stream{
+		doc, ok = yamlnode.FastStreamString(d.src, &yamlnode.Stream{
 			Key: "hooks",
 			Start: func(root, seq *yaml.Node, count int) {
+				d.asciiLines = true
 				d.newSpec(root)
 				d.streamed = seq
 				d.hooksBegin(count)
@@ -134,7 +146,9 @@ func (d *decoder) parse(data []byte) *Spec {
 			},
 		})
 	}
-	if !ok {
+	if ok {
+		d.asciiLines = true
+	} else {
 		*d = fresh
 		if doc = d.parseYAML(data); doc == nil {
 			return nil
@@ -150,11 +164,7 @@ var fastParse = true
 // newSpec makes the Spec that the document whose top mapping is root
 // decodes to.
 func (d *decoder) newSpec(root *yaml.Node) {
-	// The maps of positions are sized for the values they record, so
-	// that recording one never grows them: growing them was a tenth of a
-	// render of 10,000 hooks. The hooks, which hold nearly all of them,
-	// are counted as each is decoded.
-	d.spec = &Spec{File: d.file, pos: positions{file: d.file}, scalars: map[string]blockScalar{}}
+	d.spec = &Spec{File: d.file, pos: positions{file: d.file}}
 	d.spec.pos.set("", d.pos(root))
 }
 
@@ -310,20 +320,6 @@ func (d *decoder) hooks(v value) {
 			"add hooks to the list if this is not meant")
 		return
 	}
-	// The scalars map is sized for the quoted and block texts of all the
-	// hooks at once.
-	texts := 0
-	for _, c := range n.Content {
-		_, t := countValues(resolve(c), 0)
-		texts += t
-	}
-	if texts > 0 {
-		scalars := make(map[string]blockScalar, len(d.spec.scalars)+texts)
-		for k, v := range d.spec.scalars {
-			scalars[k] = v
-		}
-		d.spec.scalars = scalars
-	}
 	d.hooksBegin(len(n.Content))
 	for i, c := range n.Content {
 		if !d.hookItem(v.path, i, c) {
@@ -335,11 +331,13 @@ func (d *decoder) hooks(v value) {
 
 // hooksBegin prepares the decoding of a hooks list of count items.
 func (d *decoder) hooksBegin(count int) {
-	d.firstName = map[string]Position{}
+	d.firstName = make(map[string]int, min(count, 1<<16))
 	// Sized once: a Hook is half a kilobyte, and growing the list by
 	// appending copied a large spec's hooks over and over.
 	d.spec.Hooks = make([]Hook, 0, count)
-	d.spec.pos.hooks = make([]map[string]place, 0, count)
+	d.spec.pos.values.start = make([]uint32, 0, count)
+	d.spec.pos.lines.start = make([]uint32, 0, count)
+	d.spec.pos.values.hooks, d.spec.pos.lines.hooks = count, count
 }
 
 // hookItem decodes item i of the hooks list at path, c; false when
@@ -348,10 +346,8 @@ func (d *decoder) hookItem(path string, i int, c *yaml.Node) bool {
 	if !d.spend(c) {
 		return false
 	}
-	// Sized for the hook's values, so that recording a position never
-	// grows its map.
-	values, _ := countValues(resolve(c), 0)
-	d.spec.pos.sizeHook(i, values+1)
+	d.spec.pos.beginHook(i, c.Line)
+	defer d.spec.pos.endHook()
 	item := d.item(path, i, c)
 	if item.node.Kind != yaml.MappingNode {
 		d.add(Error, item.pos, item.path, fmt.Sprintf("a hook must be a mapping of fields, not %s", yamlnode.KindName(item.node)),
@@ -364,12 +360,12 @@ func (d *decoder) hookItem(path string, i int, c *yaml.Node) bool {
 	if !ok || h.Name == "" {
 		return true
 	}
-	namePath := item.path + ".name"
+	namePath := d.join(item.path, "name")
 	if first, dup := d.firstName[h.Name]; dup {
 		d.add(Error, d.spec.Where(namePath), namePath, fmt.Sprintf("there is already a hook named %q", h.Name),
-			fmt.Sprintf("the first is on line %d: rename one of them, or merge them into one hook", first.Line))
+			fmt.Sprintf("the first is on line %d: rename one of them, or merge them into one hook", first))
 	} else {
-		d.firstName[h.Name] = d.spec.Where(namePath)
+		d.firstName[h.Name] = d.spec.Where(namePath).Line
 	}
 	return true
 }
@@ -382,28 +378,30 @@ func (d *decoder) hooksEnd() {
 
 // splitLines splits the source at the line breaks YAML counts (LF, CRLF,
 // CR, NEL, LS and PS), so that its line numbers match the parser's.
-func splitLines(data []byte) []string {
+func splitLines(data []byte) []string { return splitText(string(data)) }
+
+// splitText is splitLines of a string, whose lines are substrings of it.
+func splitText(s string) []string {
 	// Sized for the usual line breaks at once; one per line of a large
 	// spec is otherwise grown, and copied, some twenty times.
-	lines := make([]string, 0, bytes.Count(data, []byte("\n"))+1)
-	s := string(data)
+	lines := make([]string, 0, strings.Count(s, "\n")+1)
 	start := 0
 	for i := 0; i < len(s); {
-		switch {
-		case s[i] == '\n':
+		switch c := s[i]; {
+		case c == '\n':
 			lines = append(lines, s[start:i])
 			i++
 			start = i
-		case s[i] == '\r':
+		case c == '\r':
 			lines = append(lines, s[start:i])
 			i++
 			if i < len(s) && s[i] == '\n' {
 				i++
 			}
 			start = i
-		case strings.HasPrefix(s[i:], "\u0085"), strings.HasPrefix(s[i:], "\u2028"), strings.HasPrefix(s[i:], "\u2029"):
+		case c == 0xc2 && strings.HasPrefix(s[i:], "\u0085"), c == 0xe2 && (strings.HasPrefix(s[i:], "\u2028") || strings.HasPrefix(s[i:], "\u2029")):
 			lines = append(lines, s[start:i])
-			if s[i] == 0xc2 {
+			if c == 0xc2 {
 				i += 2
 			} else {
 				i += 3
@@ -416,30 +414,38 @@ func splitLines(data []byte) []string {
 	return append(lines, s[start:])
 }
 
-// countValues counts the values under n as the decoder records them,
-// without following aliases: mapping values and list items, and of those
-// the quoted and block scalars (which the decoder records the lines of
-// when they are strings). It is a size for the position maps, not a
-// bound: an alias is counted once however often it is decoded. depth
-// stops it where yaml.v3's own nesting limit would have.
-func countValues(n *yaml.Node, depth int) (values, texts int) {
-	if depth > 10000 {
-		return 0, 0
-	}
-	step := 1
-	if n.Kind == yaml.MappingNode {
-		step = 2
-	} else if n.Kind != yaml.SequenceNode {
-		return 0, 0
-	}
-	for i := step - 1; i < len(n.Content); i += step {
-		c := n.Content[i]
-		values++
-		if c.Kind == yaml.ScalarNode && c.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
-			texts++
+// srcLine returns line k (counted from 0) of the source. Block scalars are
+// asked for in the order they are written, so with asciiLines the line is
+// found by going on from the one asked for before.
+func (d *decoder) srcLine(k int) (string, bool) {
+	if !d.asciiLines {
+		if lines := d.srcLines(); k < len(lines) {
+			return lines[k], true
 		}
-		v, t := countValues(c, depth+1)
-		values, texts = values+v, texts+t
+		return "", false
 	}
-	return values, texts
+	c := &d.lineCursor
+	if k < c.line {
+		c.line, c.start = 0, 0
+	}
+	for c.line < k {
+		i := strings.IndexByte(d.src[c.start:], '\n')
+		if i < 0 {
+			return "", false
+		}
+		c.line, c.start = c.line+1, c.start+i+1
+	}
+	end := strings.IndexByte(d.src[c.start:], '\n')
+	if end < 0 {
+		end = len(d.src) - c.start
+	}
+	return d.src[c.start : c.start+end], true
+}
+
+// srcLines returns the source split into lines.
+func (d *decoder) srcLines() []string {
+	if d.lines == nil {
+		d.lines = splitText(d.src)
+	}
+	return d.lines
 }

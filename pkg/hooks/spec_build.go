@@ -18,7 +18,6 @@ func NewSpec(file string, hs []Hook) *Spec {
 		Hooks:      hs,
 		File:       file,
 		pos:        positions{file: file},
-		scalars:    map[string]blockScalar{},
 	}
 }
 
@@ -39,6 +38,6 @@ func (s *Spec) LocateLines(path string, n *yaml.Node, src []byte) {
 	if n == nil || n.Kind != yaml.ScalarNode {
 		return
 	}
-	d := &decoder{file: s.File, lines: splitLines(src), spec: s}
+	d := &decoder{file: s.File, src: string(src), spec: s}
 	d.recordScalar(path, n)
 }

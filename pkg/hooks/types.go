@@ -40,24 +40,12 @@ type Spec struct {
 	// pos maps document paths ("hooks[0].exec[2]") to where their value
 	// starts. Keys of mappings are recorded under the path of the key's
 	// value, so "hooks[0].env.PATH" is where that variable's value starts.
+	// It also records, for block scalars ("|" and ">") and quoted
+	// scalars, where each line of the decoded string starts in the
+	// source, because neither starts where the node does: a block
+	// scalar's text begins on the line after its indicator, a quoted one
+	// after its quote.
 	pos positions
-	// scalars records, for block scalars ("|" and ">") and quoted scalars,
-	// where each line of the decoded string starts in the source, because
-	// neither starts where the node does: a block scalar's text begins on
-	// the line after its indicator, a quoted one after its quote.
-	scalars map[string]blockScalar
-}
-
-// blockScalar maps the lines of a decoded string value to the source.
-type blockScalar struct {
-	// lines[n-1] is the source line on which line n of the value starts.
-	// Folded (">") scalars join source lines, so this is not always a
-	// run of consecutive numbers.
-	lines []int
-	// column is where every line of the value starts: the content
-	// indentation of a block scalar plus one, or the column after the
-	// opening quote.
-	column int
 }
 
 // Hook is one entry of a spec's hooks list. A hook becomes at most one unit

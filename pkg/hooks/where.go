@@ -53,8 +53,10 @@ func (s *Spec) WhereInScalar(path string, n int) Position {
 	if s == nil {
 		return Position{}
 	}
-	if sc, ok := s.scalars[path]; ok && n >= 1 && n <= len(sc.lines) {
-		return Position{File: s.File, Line: sc.lines[n-1], Column: sc.column}
+	if sc, ok := s.pos.scalar(path); ok {
+		if line, ok := sc.line(n); ok {
+			return Position{File: s.File, Line: line, Column: sc.column}
+		}
 	}
 	return s.Where(path)
 }
@@ -78,7 +80,7 @@ func (s *Spec) PosInValue(path string, line, col int) Position {
 	if s == nil {
 		return Position{}
 	}
-	if _, ok := s.scalars[path]; !ok && line > 1 {
+	if _, ok := s.pos.scalar(path); !ok && line > 1 {
 		return s.Where(path)
 	}
 	p := s.WhereInScalar(path, line)
@@ -93,10 +95,10 @@ func (s *Spec) PosInValue(path string, line, col int) Position {
 func (d *decoder) recordScalar(path string, n *yaml.Node) {
 	switch {
 	case n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0:
-		d.spec.scalars[path] = blockScalar{lines: []int{n.Line}, column: n.Column + 1}
+		d.spec.pos.setLines(path, blockScalar{first: n.Line, count: 1, column: n.Column + 1})
 	case n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0:
 		if sc, ok := d.blockLines(n); ok {
-			d.spec.scalars[path] = sc
+			d.spec.pos.setLines(path, sc)
 		}
 	}
 }
@@ -111,10 +113,13 @@ func (d *decoder) blockLines(n *yaml.Node) (blockScalar, bool) {
 	v := n.Value
 	k := len(v) - len(strings.TrimLeft(v, "\n")) // leading empty lines, kept as "\n" by both styles
 	first := n.Line + k                          // 0-based index of the first non-empty content line
-	if k == len(v) || first >= len(d.lines) {
+	if k == len(v) {
 		return blockScalar{}, false
 	}
-	src := d.lines[first]
+	src, ok := d.srcLine(first)
+	if !ok {
+		return blockScalar{}, false
+	}
 	want := strings.SplitN(v[k:], "\n", 2)[0]
 	lead := len(src) - len(strings.TrimLeft(src, " "))
 	indent := lead
@@ -128,16 +133,14 @@ func (d *decoder) blockLines(n *yaml.Node) (blockScalar, bool) {
 	}
 	sc := blockScalar{column: indent + 1}
 	if n.Style&yaml.LiteralStyle != 0 {
-		count := strings.Count(v, "\n")
+		// Its lines are the source lines after the indicator.
+		sc.first, sc.count = n.Line+1, strings.Count(v, "\n")
 		if !strings.HasSuffix(v, "\n") {
-			count++
-		}
-		for i := 0; i < count; i++ {
-			sc.lines = append(sc.lines, n.Line+1+i)
+			sc.count++
 		}
 		return sc, true
 	}
-	sc.lines = foldedLines(d.lines, n.Line, indent)
+	sc.lines = foldedLines(d.srcLines(), n.Line, indent)
 	return sc, true
 }
 
