@@ -23,22 +23,77 @@ type gen struct {
 	p    string // "hooks[i]"
 	file *units.File
 	from map[*units.Entry]origin
+	// slab holds the entries add makes, allocated together; a full slab
+	// is left to the entries in it and a new one started.
+	slab []units.Entry
 	ok   bool
 }
 
+// origin is where in the spec an entry comes from: the value at path, or,
+// for an entry of a manifest (line >= 1), that line of the text at path.
+// The position is looked up (where) only for an entry a problem is
+// reported at.
 type origin struct {
-	pos  hooks.Position
 	path string
+	line int
 	// longest is, for a command line, the path of the argument that
 	// makes most of it: what to point at when the line is too long.
 	longest string
 }
 
+// where is the position in the spec of o.
+func (g *gen) where(o origin) hooks.Position {
+	if o.line >= 1 {
+		return g.b.spec.WhereInScalar(o.path, o.line)
+	}
+	return g.b.spec.Where(o.path)
+}
+
 // add appends Key=Value to section, coming from the spec at path.
 func (g *gen) add(section, key, value, path string) *units.Entry {
-	e := g.file.AddSection(section).Add(key, value)
-	g.from[e] = origin{pos: g.b.spec.Where(path), path: path}
+	return g.addEntry(g.file.AddSection(section), key, value, origin{path: path})
+}
+
+// addEntry appends Key=Value to sec, coming from the spec at o; it is
+// sec.Add with the entry taken from the slab.
+func (g *gen) addEntry(sec *units.Section, key, value string, o origin) *units.Entry {
+	if len(g.slab) == cap(g.slab) {
+		g.slab = make([]units.Entry, 0, max(8, cap(g.slab)))
+	}
+	g.slab = append(g.slab, units.Entry{Key: key, Value: value})
+	e := &g.slab[len(g.slab)-1]
+	sec.Entries = append(sec.Entries, e)
+	g.from[e] = o
 	return e
+}
+
+// entryCount is about how many entries the unit of h has, to size what
+// holds them: at most one too many for each default the user sets, and
+// the manifest's lines for its entries.
+func entryCount(h *hooks.Hook) int {
+	n := 2 + len(h.Requires) + len(h.Wants) + len(h.Before) + len(h.After) + len(h.Pre) + len(h.Env) + len(h.WantedBy)
+	if len(h.Steps) > 0 {
+		n += 2 + len(h.Steps) + 3
+	}
+	if h.Manifest != "" {
+		n += 1 + strings.Count(h.Manifest, "\n")
+	}
+	for _, ds := range h.Directives {
+		n += len(ds)
+	}
+	for _, v := range [...]string{h.Type, h.EnvironmentFile, h.WorkingDirectory, h.User, h.Group, h.StateDirectory,
+		h.LogsDirectory, h.ConfigurationDirectory, h.Restart, h.RestartSec, h.TimeoutStartSec, h.TimeoutStopSec} {
+		if v != "" {
+			n++
+		}
+	}
+	if h.RemainAfterExit != nil {
+		n++
+	}
+	if len(h.Exec) > 0 {
+		n++
+	}
+	return n
 }
 
 // generate builds the canonical unit of hook i from its structured fields,
@@ -48,10 +103,11 @@ func (g *gen) add(section, key, value, path string) *units.Entry {
 // user sets that key, and a structured field that the manifest or the
 // directives set again is an error, because one of the two would be
 // silently ignored by systemd.
-func (b *builder) generate(i int, name string) (*units.File, posFunc) {
+func (b *builder) generate(i int, p, name string) (*units.File, *gen) {
 	h := &b.spec.Hooks[i]
-	g := &gen{b: b, h: h, p: fmt.Sprintf("hooks[%d]", i), file: &units.File{}, from: map[*units.Entry]origin{}, ok: true}
-	g.file.Header = []string{fmt.Sprintf(provenance, h.Name)}
+	n := entryCount(h)
+	g := &gen{b: b, h: h, p: p, file: &units.File{}, from: make(map[*units.Entry]origin, n), slab: make([]units.Entry, 0, n), ok: true}
+	g.file.Header = []string{provenanceLine(h.Name)}
 	typ := units.Type(name)
 	own := units.TypeSection(typ)
 
@@ -73,18 +129,18 @@ func (b *builder) generate(i int, name string) (*units.File, posFunc) {
 	}
 
 	// Which keys the structured fields set, to find them set twice.
-	structured := map[string]string{}
+	structured := map[sectionKey]string{}
 	for _, s := range g.file.Sections {
 		for _, e := range s.Entries {
-			if singleValued[s.Name+"."+e.Key] {
-				structured[s.Name+"."+e.Key] = g.from[e].path
+			if k := (sectionKey{s.Name, e.Key}); singleValued[k] {
+				structured[k] = g.from[e].path
 			}
 		}
 	}
 	g.manifest(own, structured)
 	g.directives(structured)
 
-	if h.Description == "" && len(g.file.Values(units.SectionUnit, "Description")) == 0 {
+	if h.Description == "" && !hasKey(g.file, units.SectionUnit, "Description") {
 		// A unit without a description shows only its name in systemctl
 		// and the journal; say where it comes from.
 		g.add(units.SectionUnit, "Description", units.EscapeSpecifiers("hostprov hook "+h.Name), g.p+".name")
@@ -102,25 +158,32 @@ func (b *builder) generate(i int, name string) (*units.File, posFunc) {
 	if !g.ok {
 		return nil, nil
 	}
-	return g.file, func(e *units.Entry) (hooks.Position, string) {
-		o := g.from[e]
-		return o.pos, o.path
-	}
+	return g.file, g
 }
+
+// provenanceLine is the provenance comment of the unit of the hook named
+// name: provenance with the name in it.
+func provenanceLine(name string) string {
+	before, after, _ := strings.Cut(provenance, "%s")
+	return before + name + after
+}
+
+// sectionKey is a key of a section.
+type sectionKey struct{ section, key string }
 
 // singleValued lists the keys the structured fields set that systemd takes
 // only once: set twice, one assignment silently overrides the other.
-var singleValued = map[string]bool{
-	"Unit.Description":         true,
-	"Service.Type":             true,
-	"Service.RemainAfterExit":  true,
-	"Service.WorkingDirectory": true,
-	"Service.User":             true,
-	"Service.Group":            true,
-	"Service.Restart":          true,
-	"Service.RestartSec":       true,
-	"Service.TimeoutStartSec":  true,
-	"Service.TimeoutStopSec":   true,
+var singleValued = map[sectionKey]bool{
+	{"Unit", "Description"}:         true,
+	{"Service", "Type"}:             true,
+	{"Service", "RemainAfterExit"}:  true,
+	{"Service", "WorkingDirectory"}: true,
+	{"Service", "User"}:             true,
+	{"Service", "Group"}:            true,
+	{"Service", "Restart"}:          true,
+	{"Service", "RestartSec"}:       true,
+	{"Service", "TimeoutStartSec"}:  true,
+	{"Service", "TimeoutStopSec"}:   true,
 }
 
 // deps adds one dependency entry per unit listed in field.
@@ -249,10 +312,13 @@ func (g *gen) checkLines() {
 				continue
 			}
 			o := g.from[e]
-			pos, path := o.pos, o.path
+			path := o.path
+			var pos hooks.Position
 			if o.longest != "" {
 				path = o.longest
 				pos = g.b.spec.Where(path)
+			} else {
+				pos = g.where(o)
 			}
 			g.b.report(hooks.Error, pos, path,
 				fmt.Sprintf("this makes %s= a line of %d bytes; systemd refuses a unit file line of %d bytes or more (LONG_LINE_MAX), and the unit would not load", e.Key, n, units.MaxLineLen+1),
@@ -406,7 +472,7 @@ func yesNo(b bool) string {
 
 // manifest adds the entries of a non-raw manifest, the body of the unit
 // type's own section (kops's meaning: the body of [Service]).
-func (g *gen) manifest(own string, structured map[string]string) {
+func (g *gen) manifest(own string, structured map[sectionKey]string) {
 	if g.h.Manifest == "" {
 		return
 	}
@@ -426,36 +492,35 @@ func (g *gen) manifest(own string, structured map[string]string) {
 	for _, s := range f.Sections {
 		for _, e := range s.Entries {
 			// Lines count from the manifest's first line: the parser saw
-			// one header line more.
-			o := origin{pos: g.b.spec.WhereInScalar(path, e.Line-1), path: path}
+			// one header line more, so every entry is on line 1 or after.
+			o := origin{path: path, line: e.Line - 1}
 			g.conflict(own, e.Key, o, structured)
-			ne := sec.Add(e.Key, e.Value)
+			ne := g.addEntry(sec, e.Key, e.Value, o)
 			ne.Comments = e.Comments
-			g.from[ne] = o
 		}
 	}
 }
 
 // directives adds the free-form Key=Value entries, per section, in order.
-func (g *gen) directives(structured map[string]string) {
+func (g *gen) directives(structured map[sectionKey]string) {
 	for _, sect := range sortedKeys(g.h.Directives) {
 		for k, d := range g.h.Directives[sect] {
 			path := fmt.Sprintf("%s.directives.%s[%d]", g.p, sect, k)
 			key, value, _ := strings.Cut(d, "=")
 			key, value = strings.TrimSpace(key), strings.TrimSpace(value)
-			g.conflict(sect, key, origin{pos: g.b.spec.Where(path), path: path}, structured)
+			g.conflict(sect, key, origin{path: path}, structured)
 			g.add(sect, key, value, path)
 		}
 	}
 }
 
 // conflict reports a key that a structured field sets already.
-func (g *gen) conflict(section, key string, o origin, structured map[string]string) {
-	field, ok := structured[section+"."+key]
+func (g *gen) conflict(section, key string, o origin, structured map[sectionKey]string) {
+	field, ok := structured[sectionKey{section, key}]
 	if !ok {
 		return
 	}
-	g.b.report(hooks.Error, o.pos, o.path,
+	g.b.report(hooks.Error, g.where(o), o.path,
 		fmt.Sprintf("%s= is set by %s already; systemd would use only one of them", key, field),
 		fmt.Sprintf("set it in one place: remove this line or %s", field))
 	g.ok = false
@@ -488,8 +553,8 @@ func (g *gen) install(typ string) {
 // (WantedBy=, RequiredBy=, UpheldBy=) or what to enable with it (Also=).
 // DefaultInstance= or Alias= alone do not make a unit start at boot.
 func hasInstallTarget(f *units.File) bool {
-	for _, k := range []string{"WantedBy", "RequiredBy", "UpheldBy", "Also"} {
-		if lastValue(f.Values(units.SectionInstall, k)) != "" {
+	for _, k := range [...]string{"WantedBy", "RequiredBy", "UpheldBy", "Also"} {
+		if lastOf(f, units.SectionInstall, k) != "" {
 			return true
 		}
 	}
@@ -500,21 +565,28 @@ func hasInstallTarget(f *units.File) bool {
 // mistake shows at render time and not as a dead unit on a booted node.
 func (g *gen) checkService() {
 	f := g.file
-	has := func(k string) bool { return lastValue(f.Values(units.SectionService, k)) != "" }
+	has := func(k string) bool { return lastOf(f, units.SectionService, k) != "" }
 	if !has("ExecStart") && !has("ExecStop") && !has("SuccessAction") {
 		g.b.errorf(g.p, `add exec: ["/path/to/command", "arg"], or ExecStart= in the manifest`,
 			"the service has no command to run: systemd refuses a service without ExecStart=")
 		g.ok = false
 		return
 	}
-	typ := lastValue(f.Values(units.SectionService, "Type"))
+	typ := lastOf(f, units.SectionService, "Type")
 	if typ != "oneshot" {
 		n := 0
-		for _, v := range f.Values(units.SectionService, "ExecStart") {
-			if v == "" {
-				n = 0
-			} else {
-				n++
+		for _, s := range f.Sections {
+			if s.Name != units.SectionService {
+				continue
+			}
+			for _, e := range s.Entries {
+				switch {
+				case e.Key != "ExecStart":
+				case e.Value == "":
+					n = 0
+				default:
+					n++
+				}
 			}
 		}
 		if n > 1 {
@@ -524,7 +596,7 @@ func (g *gen) checkService() {
 		}
 		return
 	}
-	if r := lastValue(f.Values(units.SectionService, "Restart")); r == "always" || r == "on-success" {
+	if r := lastOf(f, units.SectionService, "Restart"); r == "always" || r == "on-success" {
 		g.b.errorf(g.p+".restart", "use restart: on-failure, or drop type: oneshot",
 			"Restart=%s is not allowed for Type=oneshot services: systemd refuses to load the unit", r)
 		g.ok = false
@@ -537,4 +609,35 @@ func lastValue(vs []string) string {
 		return ""
 	}
 	return vs[len(vs)-1]
+}
+
+// lastOf is lastValue(f.Values(section, key)), without the list.
+func lastOf(f *units.File, section, key string) string {
+	v := ""
+	for _, s := range f.Sections {
+		if s.Name != section {
+			continue
+		}
+		for _, e := range s.Entries {
+			if e.Key == key {
+				v = e.Value
+			}
+		}
+	}
+	return v
+}
+
+// hasKey is len(f.Values(section, key)) > 0, without the list.
+func hasKey(f *units.File, section, key string) bool {
+	for _, s := range f.Sections {
+		if s.Name != section {
+			continue
+		}
+		for _, e := range s.Entries {
+			if e.Key == key {
+				return true
+			}
+		}
+	}
+	return false
 }
