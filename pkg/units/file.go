@@ -2,8 +2,9 @@ package units
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -425,31 +426,18 @@ func (f *File) Validate() error {
 // bytes in names, values and comments are written as spaces. Call Validate
 // first to refuse such files instead.
 func (f *File) Canonical() []byte {
-	type merged struct {
-		name     string
-		comments []string
-		entries  []*Entry
-	}
-	var order []*merged
-	byName := map[string]*merged{}
 	keep := keepSectionOrder(f)
-	for _, s := range f.Sections {
-		m := byName[s.Name]
-		if m == nil || keep {
-			m = &merged{name: s.Name}
-			byName[s.Name] = m
-			order = append(order, m)
-		}
-		m.comments = append(m.comments, s.Comments...)
-		m.entries = append(m.entries, s.Entries...)
-	}
+	order := mergeSections(f, keep)
 	if !keep {
-		sort.SliceStable(order, func(i, j int) bool {
-			ri, rj := sectionRank(order[i].name), sectionRank(order[j].name)
-			if ri != rj {
-				return ri < rj
+		slices.SortStableFunc(order, func(a, b merged) int {
+			ra, rb := sectionRank(a.name), sectionRank(b.name)
+			if ra != rb {
+				return cmp.Compare(ra, rb)
 			}
-			return ri == 10 && order[i].name < order[j].name
+			if ra == 10 {
+				return strings.Compare(a.name, b.name)
+			}
+			return 0
 		})
 	}
 
@@ -469,6 +457,7 @@ func (f *File) Canonical() []byte {
 		}
 	}
 	writeComments(f.Header)
+	var scratch []sortKeyed
 	for i, m := range order {
 		if i > 0 {
 			b.WriteByte('\n')
@@ -477,9 +466,8 @@ func (f *File) Canonical() []byte {
 		b.WriteByte('[')
 		b.WriteString(oneLine(m.name))
 		b.WriteString("]\n")
-		entries := append([]*Entry(nil), m.entries...)
-		sortEntries(m.name, entries, !keep)
-		for _, e := range entries {
+		scratch = sortEntries(m.name, m.entries, !keep, scratch)
+		for _, e := range m.entries {
 			writeComments(e.Comments)
 			b.WriteString(oneLine(e.Key))
 			b.WriteByte('=')
@@ -493,6 +481,75 @@ func (f *File) Canonical() []byte {
 	}
 	writeComments(f.Trailer)
 	return b.Bytes()
+}
+
+// merged is a section as Canonical writes it: the sections of one name
+// merged, or one section when their order is kept.
+type merged struct {
+	name     string
+	comments []string
+	entries  []*Entry // Canonical's own, to sort
+}
+
+// mergeSections returns f's sections merged by name in the order of their
+// first appearance, or, with keep, one for each section in input order.
+// The entries of all of them share one new array.
+func mergeSections(f *File, keep bool) []merged {
+	order := make([]merged, 0, len(f.Sections))
+	// group[i] is the index in order of section i.
+	group := make([]int, len(f.Sections))
+	counts := make([]int, 0, len(f.Sections))
+	var byName map[string]int // for files of many sections
+	if !keep && len(f.Sections) > 16 {
+		byName = make(map[string]int, len(f.Sections))
+	}
+	total := 0
+	for i, s := range f.Sections {
+		g := -1
+		switch {
+		case keep:
+		case byName != nil:
+			if j, ok := byName[s.Name]; ok {
+				g = j
+			}
+		default:
+			for j := range order {
+				if order[j].name == s.Name {
+					g = j
+					break
+				}
+			}
+		}
+		if g < 0 {
+			g = len(order)
+			order = append(order, merged{name: s.Name})
+			counts = append(counts, 0)
+			if byName != nil {
+				byName[s.Name] = g
+			}
+		}
+		group[i] = g
+		counts[g] += len(s.Entries)
+		total += len(s.Entries)
+		m := &order[g]
+		if m.comments == nil {
+			// Capped, so that a merge appends to a copy.
+			m.comments = s.Comments[:len(s.Comments):len(s.Comments)]
+		} else {
+			m.comments = append(m.comments, s.Comments...)
+		}
+	}
+	all := make([]*Entry, total)
+	off := 0
+	for g := range order {
+		order[g].entries = all[off : off : off+counts[g]]
+		off += counts[g]
+	}
+	for i, s := range f.Sections {
+		m := &order[group[i]]
+		m.entries = append(m.entries, s.Entries...)
+	}
+	return order
 }
 
 // LineLen is the length of the line Canonical writes for e, without its

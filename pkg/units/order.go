@@ -324,8 +324,8 @@ type sortKeyed struct {
 // noFatal says that none of them is a fatalBarrier, as keepSectionOrder
 // found when it returned false: checking each Exec*= value again (a
 // parse of the command line) was half of the time the canonical order
-// took.
-func sortEntries(section string, entries []*Entry, noFatal bool) {
+// took. scratch is room for the sort keys, returned for the next call.
+func sortEntries(section string, entries []*Entry, noFatal bool, scratch []sortKeyed) []sortKeyed {
 	start := 0
 	for i := 0; i <= len(entries); i++ {
 		if i < len(entries) {
@@ -336,7 +336,10 @@ func sortEntries(section string, entries []*Entry, noFatal bool) {
 		if seg := entries[start:i]; len(seg) > 1 {
 			// Each entry's sort name is looked up once, not twice per
 			// comparison: that was most of Canonical's time.
-			keyed := make([]sortKeyed, len(seg))
+			if cap(scratch) < len(seg) {
+				scratch = make([]sortKeyed, len(seg), max(len(seg), len(entries)))
+			}
+			keyed := scratch[:len(seg)]
 			for j, e := range seg {
 				keyed[j].name, keyed[j].rank = sortName(section, e.Key)
 				keyed[j].e = e
@@ -353,6 +356,7 @@ func sortEntries(section string, entries []*Entry, noFatal bool) {
 		}
 		start = i + 1
 	}
+	return scratch
 }
 
 // keepSectionOrder reports whether f's sections must stay in input order,
