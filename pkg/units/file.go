@@ -343,10 +343,13 @@ func sectionRank(name string) int {
 	case SectionScope:
 		return 9
 	case SectionInstall:
-		return 11
+		return otherRank + 1
 	}
-	return 10
+	return otherRank
 }
+
+// otherRank is the sectionRank of every section not named there.
+const otherRank = 10
 
 // Validate reports the first problem that would keep Canonical from writing
 // f faithfully: a section name or key systemd could not read back, a value
@@ -434,7 +437,7 @@ func (f *File) Canonical() []byte {
 			if ra != rb {
 				return cmp.Compare(ra, rb)
 			}
-			if ra == 10 {
+			if ra == otherRank {
 				return strings.Compare(a.name, b.name)
 			}
 			return 0
@@ -589,10 +592,21 @@ func canonicalSize(f *File) int {
 // oneLine replaces line breaks and NUL bytes with spaces, so that nothing
 // a caller puts in a File can become a directive of its own.
 func oneLine(s string) string {
-	if !strings.ContainsAny(s, "\r\n\x00") {
+	if !hasBreak(s) {
 		return s
 	}
 	return strings.NewReplacer("\r", " ", "\n", " ", "\x00", " ").Replace(s)
+}
+
+// hasBreak is strings.ContainsAny(s, "\r\n\x00"), in one pass without
+// building a set of the three bytes for every call.
+func hasBreak(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= '\r' && (c == '\r' || c == '\n' || c == 0) {
+			return true
+		}
+	}
+	return false
 }
 
 // Format parses a unit file and returns its canonical form; it is what

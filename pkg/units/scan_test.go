@@ -96,3 +96,11 @@ func FuzzHasEntries(f *testing.F) {
 		}
 	})
 }
+
+func TestHasBreak(t *testing.T) {
+	for _, s := range []string{"", "a", "a\rb", "\n", "x\x00", "\t\v\f", "\x0b\x0c\x01\x0e", "é\n", strings.Repeat("a", 100) + "\r"} {
+		if got, want := hasBreak(s), strings.ContainsAny(s, "\r\n\x00"); got != want {
+			t.Errorf("hasBreak(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
