@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/hostprov/hostprov/pkg/hooks"
@@ -23,35 +25,71 @@ type gen struct {
 	p    string // "hooks[i]"
 	file *units.File
 	from map[*units.Entry]origin
+	// longest lists the command lines made mostly of one argument.
+	longest []longArg
 	// slab holds the entries add makes, allocated together; a full slab
 	// is left to the entries in it and a new one started.
 	slab []units.Entry
 	ok   bool
 }
 
-// origin is where in the spec an entry comes from: the value at path, or,
-// for an entry of a manifest (line >= 1), that line of the text at path.
-// The position is looked up (where) only for an entry a problem is
+// origin is where in the spec an entry comes from: the value at the path
+// of the hook, then field, then name, then "[index]" when index >= 0
+// (".type"; ".env.", "HOME"; ".pre", 2; ".directives.", "Unit", 0); for an
+// entry of a manifest (line >= 1), that line of the text there. The path
+// and position are made (path, where) only for an entry a problem is
 // reported at.
 type origin struct {
-	path string
-	line int
-	// longest is, for a command line, the path of the argument that
-	// makes most of it: what to point at when the line is too long.
-	longest string
+	field, name string
+	index       int
+	line        int
+}
+
+// at is the origin of the value at the hook's field (".type").
+func at(field string) origin { return origin{field: field, index: -1} }
+
+// item is the origin of item k of the list at the hook's field (".pre").
+func item(field string, k int) origin { return origin{field: field, index: k} }
+
+// path is the path in the spec of o.
+func (g *gen) path(o origin) string {
+	if o.index < 0 {
+		return g.p + o.field + o.name
+	}
+	return g.p + o.field + o.name + "[" + strconv.Itoa(o.index) + "]"
 }
 
 // where is the position in the spec of o.
 func (g *gen) where(o origin) hooks.Position {
 	if o.line >= 1 {
-		return g.b.spec.WhereInScalar(o.path, o.line)
+		return g.b.spec.WhereInScalar(g.path(o), o.line)
 	}
-	return g.b.spec.Where(o.path)
+	return g.b.spec.Where(g.path(o))
 }
 
-// add appends Key=Value to section, coming from the spec at path.
-func (g *gen) add(section, key, value, path string) *units.Entry {
-	return g.addEntry(g.file.AddSection(section), key, value, origin{path: path})
+// userText reports whether o is text the user wrote as unit text (a
+// manifest, directives), whose Exec*= lines checkExec checks: whether its
+// path holds ".manifest", ".directives." or ".contents". The hook's path
+// holds none of them and no field other than these two does; a name is a
+// valid variable name (no '.') or a directive section, under
+// ".directives.".
+func (o origin) userText() bool {
+	return o.field == ".manifest" || o.field == ".directives."
+}
+
+// longArg is a command line e made mostly of one argument: the one at
+// the path of o, then field, then "[index]" when index >= 0 (".sh" of a
+// step; "[2]" of exec). It is what to point at when the line is too long.
+type longArg struct {
+	e     *units.Entry
+	o     origin
+	field string
+	index int
+}
+
+// add appends Key=Value to section, coming from the spec at o.
+func (g *gen) add(section, key, value string, o origin) *units.Entry {
+	return g.addEntry(g.file.AddSection(section), key, value, o)
 }
 
 // addEntry appends Key=Value to sec, coming from the spec at o; it is
@@ -115,12 +153,12 @@ func (b *builder) generate(i int, p, name string) (*units.File, *gen) {
 	// before Canonical sorts it.
 	g.file.AddSection(units.SectionUnit)
 	if h.Description != "" {
-		g.add(units.SectionUnit, "Description", g.esc(h.Description), g.p+".description")
+		g.add(units.SectionUnit, "Description", g.esc(h.Description), at(".description"))
 	}
-	g.deps("Requires", h.Requires, "requires")
-	g.deps("Wants", h.Wants, "wants")
-	g.deps("Before", h.Before, "before")
-	g.deps("After", h.After, "after")
+	g.deps("Requires", h.Requires, ".requires")
+	g.deps("Wants", h.Wants, ".wants")
+	g.deps("Before", h.Before, ".before")
+	g.deps("After", h.After, ".after")
 	if own != "" {
 		g.file.AddSection(own)
 	}
@@ -129,11 +167,11 @@ func (b *builder) generate(i int, p, name string) (*units.File, *gen) {
 	}
 
 	// Which keys the structured fields set, to find them set twice.
-	structured := map[sectionKey]string{}
+	structured := map[sectionKey]origin{}
 	for _, s := range g.file.Sections {
 		for _, e := range s.Entries {
 			if k := (sectionKey{s.Name, e.Key}); singleValued[k] {
-				structured[k] = g.from[e].path
+				structured[k] = g.from[e]
 			}
 		}
 	}
@@ -143,7 +181,7 @@ func (b *builder) generate(i int, p, name string) (*units.File, *gen) {
 	if h.Description == "" && !hasKey(g.file, units.SectionUnit, "Description") {
 		// A unit without a description shows only its name in systemctl
 		// and the journal; say where it comes from.
-		g.add(units.SectionUnit, "Description", units.EscapeSpecifiers("hostprov hook "+h.Name), g.p+".name")
+		g.add(units.SectionUnit, "Description", units.EscapeSpecifiers("hostprov hook "+h.Name), at(".name"))
 	}
 	g.install(typ)
 	if typ == "service" && g.ok {
@@ -186,22 +224,21 @@ var singleValued = map[sectionKey]bool{
 	{"Service", "TimeoutStopSec"}:   true,
 }
 
-// deps adds one dependency entry per unit listed in field.
+// deps adds one dependency entry per unit listed in field (".after").
 func (g *gen) deps(key string, names []string, field string) {
 	for k, n := range names {
-		path := fmt.Sprintf("%s.%s[%d]", g.p, field, k)
 		if !strings.Contains(n, "%") { // specifiers are resolved by systemd
 			if err := units.ValidateName(n); err != nil {
 				hint := ""
 				if units.Type(n) == "" {
 					hint = fmt.Sprintf("did you mean %q?", n+".service")
 				}
-				g.b.errorf(path, hint, "%s: %v", field, err)
+				g.b.errorf(g.path(item(field, k)), hint, "%s: %v", field[1:], err)
 				g.ok = false
 				continue
 			}
 		}
-		g.add(units.SectionUnit, key, n, path)
+		g.add(units.SectionUnit, key, n, item(field, k))
 	}
 }
 
@@ -209,63 +246,70 @@ func (g *gen) deps(key string, names []string, field string) {
 func (g *gen) service() {
 	h, s := g.h, units.SectionService
 	if h.Type != "" {
-		g.add(s, "Type", h.Type, g.p+".type")
+		g.add(s, "Type", h.Type, at(".type"))
 	}
 	if h.RemainAfterExit != nil {
-		g.add(s, "RemainAfterExit", yesNo(*h.RemainAfterExit), g.p+".remainAfterExit")
+		g.add(s, "RemainAfterExit", yesNo(*h.RemainAfterExit), at(".remainAfterExit"))
 	}
 	for k, argv := range h.Pre {
-		path := fmt.Sprintf("%s.pre[%d]", g.p, k)
-		g.exec("ExecStartPre", argv, path, listItem(path))
+		g.exec("ExecStartPre", argv, item(".pre", k), "", true)
 	}
 	if len(h.Exec) > 0 {
-		g.exec("ExecStart", h.Exec, g.p+".exec", listItem(g.p+".exec"))
+		g.exec("ExecStart", h.Exec, at(".exec"), "", true)
 	}
 	if len(h.Steps) > 0 {
 		g.steps()
 	}
 	for _, k := range sortedKeys(h.Env) {
-		path := g.p + ".env." + k
+		o := origin{field: ".env.", name: k, index: -1}
 		v, err := units.QuoteEnv(k, h.Env[k])
 		if err != nil {
-			g.b.errorf(path, "", "%v", err)
+			g.b.errorf(g.path(o), "", "%v", err)
 			g.ok = false
 			continue
 		}
-		g.add(s, "Environment", g.unescapeSpecifiers(v), path)
+		g.add(s, "Environment", g.unescapeSpecifiers(v), o)
 		if n := len(k) + 1 + len(h.Env[k]); n >= maxArgStrlen && len("Environment=")+len(v) <= units.MaxLineLen {
-			g.b.warnf(path, units.LongLineHint, "%s=... is %d bytes; %s, so the service would fail at every start", k, n, argStrlenRefusal)
+			g.b.warnf(g.path(o), units.LongLineHint, "%s=... is %d bytes; %s, so the service would fail at every start", k, n, argStrlenRefusal)
 		}
 	}
-	g.plain(s, "EnvironmentFile", g.esc(h.EnvironmentFile), "environmentFile")
-	g.plain(s, "WorkingDirectory", g.esc(h.WorkingDirectory), "workingDirectory")
-	g.plain(s, "User", g.esc(h.User), "user")
-	g.plain(s, "Group", g.esc(h.Group), "group")
-	g.plain(s, "StateDirectory", g.esc(h.StateDirectory), "stateDirectory")
-	g.plain(s, "LogsDirectory", g.esc(h.LogsDirectory), "logsDirectory")
-	g.plain(s, "ConfigurationDirectory", g.esc(h.ConfigurationDirectory), "configurationDirectory")
-	g.plain(s, "Restart", h.Restart, "restart")
-	g.plain(s, "RestartSec", h.RestartSec, "restartSec")
-	g.plain(s, "TimeoutStartSec", h.TimeoutStartSec, "timeoutStartSec")
-	g.plain(s, "TimeoutStopSec", h.TimeoutStopSec, "timeoutStopSec")
+	g.plain(s, "EnvironmentFile", g.esc(h.EnvironmentFile), ".environmentFile")
+	g.plain(s, "WorkingDirectory", g.esc(h.WorkingDirectory), ".workingDirectory")
+	g.plain(s, "User", g.esc(h.User), ".user")
+	g.plain(s, "Group", g.esc(h.Group), ".group")
+	g.plain(s, "StateDirectory", g.esc(h.StateDirectory), ".stateDirectory")
+	g.plain(s, "LogsDirectory", g.esc(h.LogsDirectory), ".logsDirectory")
+	g.plain(s, "ConfigurationDirectory", g.esc(h.ConfigurationDirectory), ".configurationDirectory")
+	g.plain(s, "Restart", h.Restart, ".restart")
+	g.plain(s, "RestartSec", h.RestartSec, ".restartSec")
+	g.plain(s, "TimeoutStartSec", h.TimeoutStartSec, ".timeoutStartSec")
+	g.plain(s, "TimeoutStopSec", h.TimeoutStopSec, ".timeoutStopSec")
 }
 
 func (g *gen) plain(section, key, value, field string) {
 	if value != "" {
-		g.add(section, key, value, g.p+"."+field)
+		g.add(section, key, value, at(field))
 	}
 }
 
-// exec adds the command line argv as key, from the spec at path; arg
-// gives the path of each argument.
-func (g *gen) exec(key string, argv []string, path string, arg func(k int) string) *units.Entry {
+// exec adds the command line argv as key, from the spec at o. The path
+// of argument k is that of o, then argField, then "[k]" when indexed
+// ("[k]" of exec and pre, ".run[k]" or ".sh" of a step).
+func (g *gen) exec(key string, argv []string, o origin, argField string, indexed bool) *units.Entry {
 	v, err := units.QuoteExec(argv, g.h.ExpandEnv)
 	if err != nil {
-		g.b.errorf(path, "", "%v", err)
+		g.b.errorf(g.path(o), "", "%v", err)
 		g.ok = false
 		return nil
 	}
-	e := g.add(units.SectionService, key, g.unescapeSpecifiers(v), path)
+	e := g.add(units.SectionService, key, g.unescapeSpecifiers(v), o)
+	arg := func(k int) longArg {
+		la := longArg{e: e, o: o, field: argField, index: -1}
+		if indexed {
+			la.index = k
+		}
+		return la
+	}
 	longest := 0
 	for k, a := range argv {
 		if len(a) > len(argv[longest]) {
@@ -274,21 +318,22 @@ func (g *gen) exec(key string, argv []string, path string, arg func(k int) strin
 		// A line too long for systemd is refused by checkLines; an
 		// argument below that can still be too long for the kernel.
 		if len(a) >= maxArgStrlen && e.LineLen() <= units.MaxLineLen {
-			g.b.warnf(arg(k), units.LongLineHint, "the argument is %d bytes; %s, so the service would fail at every start", len(a), argStrlenRefusal)
+			g.b.warnf(g.argPath(arg(k)), units.LongLineHint, "the argument is %d bytes; %s, so the service would fail at every start", len(a), argStrlenRefusal)
 		}
 	}
 	if 2*len(argv[longest]) >= e.LineLen() {
 		// Most of the line: the argument to move into a file.
-		o := g.from[e]
-		o.longest = arg(longest)
-		g.from[e] = o
+		g.longest = append(g.longest, arg(longest))
 	}
 	return e
 }
 
-// listItem gives the paths of the items of the list at path.
-func listItem(path string) func(k int) string {
-	return func(k int) string { return fmt.Sprintf("%s[%d]", path, k) }
+// argPath is the path in the spec of the argument a.
+func (g *gen) argPath(a longArg) string {
+	if a.index < 0 {
+		return g.path(a.o) + a.field
+	}
+	return g.path(a.o) + a.field + "[" + strconv.Itoa(a.index) + "]"
 }
 
 // maxArgStrlen is Linux's MAX_ARG_STRLEN on machines with 4 KiB pages
@@ -312,10 +357,10 @@ func (g *gen) checkLines() {
 				continue
 			}
 			o := g.from[e]
-			path := o.path
+			path := g.path(o)
 			var pos hooks.Position
-			if o.longest != "" {
-				path = o.longest
+			if i := slices.IndexFunc(g.longest, func(a longArg) bool { return a.e == e }); i >= 0 {
+				path = g.argPath(g.longest[i])
 				pos = g.b.spec.Where(path)
 			} else {
 				pos = g.where(o)
@@ -358,11 +403,10 @@ const StepComment = "# step: "
 func (g *gen) steps() {
 	h, s := g.h, units.SectionService
 	if h.Type == "" {
-		g.add(s, "Type", "oneshot", g.p+".steps")
+		g.add(s, "Type", "oneshot", at(".steps"))
 	}
-	g.add(s, "RemainAfterExit", "yes", g.p+".steps")
+	g.add(s, "RemainAfterExit", "yes", at(".steps"))
 	for k, st := range h.Steps {
-		path := fmt.Sprintf("%s.steps[%d]", g.p, k)
 		argv := st.Run
 		if argv == nil {
 			// -e stops the script at the first command that fails, as the
@@ -370,11 +414,11 @@ func (g *gen) steps() {
 			// quoted argument, whatever it contains.
 			argv = []string{"/bin/sh", "-ec", st.Sh}
 		}
-		arg := listItem(path + ".run")
+		argField, indexed := ".run", true
 		if st.Run == nil {
-			arg = func(int) string { return path + ".sh" }
+			argField, indexed = ".sh", false
 		}
-		if e := g.exec("ExecStart", argv, path, arg); e != nil {
+		if e := g.exec("ExecStart", argv, item(".steps", k), argField, indexed); e != nil {
 			e.Comments = []string{StepComment + st.Name}
 		}
 	}
@@ -422,18 +466,18 @@ const StampDir = "/var/lib/hostprov/stamps"
 func (g *gen) once() {
 	sum := sha256.Sum256(g.file.Canonical())
 	stamp := StampDir + "/" + stampName(UnitName(g.h)) + "." + hex.EncodeToString(sum[:8])
-	path := g.p + ".when"
-	g.add(units.SectionUnit, "ConditionPathExists", "!"+stamp, path)
+	o := at(".when")
+	g.add(units.SectionUnit, "ConditionPathExists", "!"+stamp, o)
 	// "+": the stamp is written with full privileges even when the steps
 	// run as another user.
 	for _, argv := range [][]string{{"/bin/mkdir", "-p", StampDir}, {"/bin/touch", stamp}} {
 		v, err := units.QuoteExec(argv, false)
 		if err != nil {
-			g.b.errorf(path, "", "%v", err)
+			g.b.errorf(g.path(o), "", "%v", err)
 			g.ok = false
 			return
 		}
-		g.add(units.SectionService, "ExecStartPost", "+"+v, path)
+		g.add(units.SectionService, "ExecStartPost", "+"+v, o)
 	}
 }
 
@@ -472,7 +516,7 @@ func yesNo(b bool) string {
 
 // manifest adds the entries of a non-raw manifest, the body of the unit
 // type's own section (kops's meaning: the body of [Service]).
-func (g *gen) manifest(own string, structured map[sectionKey]string) {
+func (g *gen) manifest(own string, structured map[sectionKey]origin) {
 	if g.h.Manifest == "" {
 		return
 	}
@@ -493,7 +537,7 @@ func (g *gen) manifest(own string, structured map[sectionKey]string) {
 		for _, e := range s.Entries {
 			// Lines count from the manifest's first line: the parser saw
 			// one header line more, so every entry is on line 1 or after.
-			o := origin{path: path, line: e.Line - 1}
+			o := origin{field: ".manifest", index: -1, line: e.Line - 1}
 			g.conflict(own, e.Key, o, structured)
 			ne := g.addEntry(sec, e.Key, e.Value, o)
 			ne.Comments = e.Comments
@@ -502,25 +546,26 @@ func (g *gen) manifest(own string, structured map[sectionKey]string) {
 }
 
 // directives adds the free-form Key=Value entries, per section, in order.
-func (g *gen) directives(structured map[sectionKey]string) {
+func (g *gen) directives(structured map[sectionKey]origin) {
 	for _, sect := range sortedKeys(g.h.Directives) {
 		for k, d := range g.h.Directives[sect] {
-			path := fmt.Sprintf("%s.directives.%s[%d]", g.p, sect, k)
+			o := origin{field: ".directives.", name: sect, index: k}
 			key, value, _ := strings.Cut(d, "=")
 			key, value = strings.TrimSpace(key), strings.TrimSpace(value)
-			g.conflict(sect, key, origin{path: path}, structured)
-			g.add(sect, key, value, path)
+			g.conflict(sect, key, o, structured)
+			g.add(sect, key, value, o)
 		}
 	}
 }
 
 // conflict reports a key that a structured field sets already.
-func (g *gen) conflict(section, key string, o origin, structured map[sectionKey]string) {
-	field, ok := structured[sectionKey{section, key}]
+func (g *gen) conflict(section, key string, o origin, structured map[sectionKey]origin) {
+	set, ok := structured[sectionKey{section, key}]
 	if !ok {
 		return
 	}
-	g.b.report(hooks.Error, g.where(o), o.path,
+	field := g.path(set)
+	g.b.report(hooks.Error, g.where(o), g.path(o),
 		fmt.Sprintf("%s= is set by %s already; systemd would use only one of them", key, field),
 		fmt.Sprintf("set it in one place: remove this line or %s", field))
 	g.ok = false
@@ -531,21 +576,20 @@ func (g *gen) conflict(section, key string, o origin, structured map[sectionKey]
 // the unit starts again after every reboot (kops's hook units do not).
 func (g *gen) install(typ string) {
 	for k, n := range g.h.WantedBy {
-		path := fmt.Sprintf("%s.wantedBy[%d]", g.p, k)
 		if !strings.Contains(n, "%") {
 			if err := units.ValidateName(n); err != nil {
-				g.b.errorf(path, "", "wantedBy: %v", err)
+				g.b.errorf(g.path(item(".wantedBy", k)), "", "wantedBy: %v", err)
 				g.ok = false
 				continue
 			}
 		}
-		g.add(units.SectionInstall, "WantedBy", n, path)
+		g.add(units.SectionInstall, "WantedBy", n, item(".wantedBy", k))
 	}
 	if g.h.WantedBy != nil || !g.h.IsEnabled() || hasInstallTarget(g.file) {
 		return
 	}
 	if t := units.DefaultTarget(typ); t != "" {
-		g.add(units.SectionInstall, "WantedBy", t, g.p+".name")
+		g.add(units.SectionInstall, "WantedBy", t, at(".name"))
 	}
 }
 

@@ -265,12 +265,14 @@ type entryPlaces struct {
 	path string
 }
 
-// pathOf is the path in the spec that e comes from.
-func (pl entryPlaces) pathOf(e *units.Entry) string {
+// userText reports whether e is unit text the user wrote (a manifest,
+// directives, a drop-in): whether its path holds ".manifest",
+// ".directives." or ".contents".
+func (pl entryPlaces) userText(e *units.Entry) bool {
 	if pl.g != nil {
-		return pl.g.from[e].path
+		return pl.g.from[e].userText()
 	}
-	return pl.path
+	return strings.Contains(pl.path, ".manifest") || strings.Contains(pl.path, ".directives.") || strings.Contains(pl.path, ".contents")
 }
 
 // place is where in the spec e comes from, and the path there. The
@@ -278,7 +280,7 @@ func (pl entryPlaces) pathOf(e *units.Entry) string {
 func (b *builder) place(pl entryPlaces, e *units.Entry) (hooks.Position, string) {
 	if pl.g != nil {
 		o := pl.g.from[e]
-		return pl.g.where(o), o.path
+		return pl.g.where(o), pl.g.path(o)
 	}
 	return b.spec.WhereInScalar(pl.path, e.Line), pl.path
 }
@@ -366,15 +368,14 @@ func (b *builder) checkExec(f *units.File, pl entryPlaces) {
 			if !units.IsExecCommand(s.Name, e.Key) {
 				continue
 			}
-			path := pl.pathOf(e)
-			if !strings.Contains(path, ".manifest") && !strings.Contains(path, ".directives.") && !strings.Contains(path, ".contents") {
+			if !pl.userText(e) {
 				continue
 			}
 			err := units.CheckExec(e.Value)
 			if err == nil {
 				continue
 			}
-			at, _ := b.place(pl, e)
+			at, path := b.place(pl, e)
 			if ee := err.(*units.ExecError); ee.Ignored {
 				b.report(hooks.Warning, at, path, fmt.Sprintf("%s=%s: %v; because of its \"-\" prefix systemd ignores this command instead of refusing the unit", e.Key, e.Value, err),
 					"fix the command, or remove the line")
