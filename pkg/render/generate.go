@@ -30,7 +30,16 @@ type gen struct {
 	// slab holds the entries add makes, allocated together; a full slab
 	// is left to the entries in it and a new one started.
 	slab []units.Entry
-	ok   bool
+	// ptrs is room for the sections' lists of entries, handed out by
+	// section with room for about as many as each will get.
+	ptrs []*units.Entry
+	// What file is made of, allocated with the gen: the file, its
+	// header, its first sections and the list of them.
+	fileStore units.File
+	header    [1]string
+	secs      [4]units.Section
+	secList   [4]*units.Section
+	ok        bool
 }
 
 // origin is where in the spec an entry comes from: the value at the path
@@ -89,7 +98,44 @@ type longArg struct {
 
 // add appends Key=Value to section, coming from the spec at o.
 func (g *gen) add(section, key, value string, o origin) *units.Entry {
-	return g.addEntry(g.file.AddSection(section), key, value, o)
+	return g.addEntry(g.section(section), key, value, o)
+}
+
+// section is g.file.AddSection(name), with the section and room for its
+// entries taken from g.
+func (g *gen) section(name string) *units.Section {
+	if s := g.file.Section(name); s != nil {
+		return s
+	}
+	var s *units.Section
+	if n := len(g.file.Sections); n < len(g.secs) {
+		s = &g.secs[n]
+	} else {
+		s = new(units.Section)
+	}
+	s.Name = name
+	if n := g.sectionEntries(name); n <= cap(g.ptrs)-len(g.ptrs) {
+		s.Entries = g.ptrs[len(g.ptrs) : len(g.ptrs) : len(g.ptrs)+n]
+		g.ptrs = g.ptrs[:len(g.ptrs)+n]
+	}
+	g.file.Sections = append(g.file.Sections, s)
+	return s
+}
+
+// sectionEntries is about how many entries section name of g's unit
+// gets: what the spec sets there, and what hostprov adds.
+func (g *gen) sectionEntries(name string) int {
+	h := g.h
+	n := len(h.Directives[name])
+	switch name {
+	case units.SectionUnit:
+		n += 2 + len(h.Requires) + len(h.Wants) + len(h.Before) + len(h.After)
+	case units.SectionInstall:
+		n += 1 + len(h.WantedBy)
+	case units.SectionService:
+		n += 12 + len(h.Pre) + len(h.Env) + len(h.Steps) + strings.Count(h.Manifest, "\n")
+	}
+	return n
 }
 
 // addEntry appends Key=Value to sec, coming from the spec at o; it is
@@ -144,14 +190,18 @@ func entryCount(h *hooks.Hook) int {
 func (b *builder) generate(i int, p, name string) (*units.File, *gen) {
 	h := &b.spec.Hooks[i]
 	n := entryCount(h)
-	g := &gen{b: b, h: h, p: p, file: &units.File{}, from: make(map[*units.Entry]origin, n), slab: make([]units.Entry, 0, n), ok: true}
-	g.file.Header = []string{provenanceLine(h.Name)}
+	g := &gen{b: b, h: h, p: p, from: make(map[*units.Entry]origin, n), slab: make([]units.Entry, 0, n),
+		ptrs: make([]*units.Entry, 0, n+16), ok: true}
+	g.file = &g.fileStore
+	g.file.Sections = g.secList[:0]
+	g.header[0] = provenanceLine(h.Name)
+	g.file.Header = g.header[:]
 	typ := units.Type(name)
 	own := units.TypeSection(typ)
 
 	// Sections in the canonical order, so that the file reads well even
 	// before Canonical sorts it.
-	g.file.AddSection(units.SectionUnit)
+	g.section(units.SectionUnit)
 	if h.Description != "" {
 		g.add(units.SectionUnit, "Description", g.esc(h.Description), at(".description"))
 	}
@@ -160,7 +210,7 @@ func (b *builder) generate(i int, p, name string) (*units.File, *gen) {
 	g.deps("Before", h.Before, ".before")
 	g.deps("After", h.After, ".after")
 	if own != "" {
-		g.file.AddSection(own)
+		g.section(own)
 	}
 	if typ == "service" {
 		g.service()
@@ -532,7 +582,7 @@ func (g *gen) manifest(own string, structured map[sectionKey]origin) {
 		g.ok = false
 		return
 	}
-	sec := g.file.AddSection(own)
+	sec := g.section(own)
 	for _, s := range f.Sections {
 		for _, e := range s.Entries {
 			// Lines count from the manifest's first line: the parser saw
