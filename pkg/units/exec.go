@@ -65,7 +65,14 @@ func QuoteExec(argv []string, expandEnv bool) (string, error) {
 		// exec time, so no spelling keeps both right.
 		return "", fmt.Errorf("the program %q contains '$'; systemd does not expand variables in the program path, so give the path literally", argv[0])
 	}
+	// Room for the words as written, a separator and a pair of quotes
+	// each, and a few escapes: grown once, not word by word.
+	n := 8
+	for _, a := range argv {
+		n += len(a) + 3
+	}
 	var b strings.Builder
+	b.Grow(n)
 	for i, a := range argv {
 		if i > 0 {
 			b.WriteByte(' ')
@@ -660,6 +667,7 @@ func QuoteEnv(name, value string) (string, error) {
 		}
 	}
 	var b strings.Builder
+	b.Grow(len(name) + len(value) + 8)
 	b.WriteByte('"')
 	b.WriteString(name)
 	b.WriteByte('=')
