@@ -83,7 +83,7 @@ func buildUnits(spec *hooks.Spec, prior hooks.Diagnostics) ([]Unit, hooks.Diagno
 // newBuilder returns a builder for spec that knows what the parser
 // refused, from its diagnostics prior.
 func newBuilder(spec *hooks.Spec, prior hooks.Diagnostics) *builder {
-	b := &builder{spec: spec, seen: map[string]int{}, refused: map[string]bool{}, refusedHooks: map[int]bool{}}
+	b := &builder{spec: spec, seen: make(map[string]int, len(spec.Hooks)), refused: map[string]bool{}, refusedHooks: map[int]bool{}}
 	for _, d := range prior {
 		if d.Severity == hooks.Error {
 			b.refused[d.Path] = true
