@@ -129,10 +129,12 @@ func checkProgram(p string) error {
 		if len(p) >= 4096 {
 			return fmt.Errorf("the program path is %d bytes long; paths must be shorter than 4096 bytes", len(p))
 		}
-		for _, c := range strings.Split(p, "/") {
+		for rest := p; rest != ""; {
+			c, after, _ := strings.Cut(rest, "/")
 			if len(c) > 255 {
 				return fmt.Errorf("the program path %q has a component longer than 255 bytes", p)
 			}
+			rest = after
 		}
 		return nil
 	}

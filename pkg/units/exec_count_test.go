@@ -1,6 +1,9 @@
 package units
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // extractWordCopying is extractWordMode as it was before plain words were
 // returned without a copy: every word built byte by byte.
@@ -119,4 +122,35 @@ func FuzzCountExec(f *testing.F) {
 		checkExtractWord(t, v, false)
 		checkExtractWord(t, v, true)
 	})
+}
+
+// TestPathComponents checks the component checks of checkProgram and
+// cleanAbsolute, which walk the path instead of splitting it.
+func TestPathComponents(t *testing.T) {
+	long := strings.Repeat("a", 256)
+	for _, tc := range []struct {
+		p          string
+		programErr bool
+		clean      bool
+	}{
+		{"/bin/true", false, true},
+		{"/", true, true},
+		{"//bin//true", false, true},
+		{"/" + long, true, true},
+		{"/a/" + long + "/b", true, true},
+		{"/a/" + long[1:], false, true},
+		{"/a/./b", false, false},
+		{"/a/../b", false, false},
+		{"/a/..", false, false},
+		{"/.", false, false},
+		{"/a/.b/c..", false, true},
+		{"/a/b/", true, true},
+	} {
+		if err := checkProgram(tc.p); (err != nil) != tc.programErr {
+			t.Errorf("checkProgram(%.40q) = %v, want error %v", tc.p, err, tc.programErr)
+		}
+		if got := cleanAbsolute(tc.p); got != tc.clean {
+			t.Errorf("cleanAbsolute(%.40q) = %v, want %v", tc.p, got, tc.clean)
+		}
+	}
 }

@@ -212,10 +212,12 @@ func cleanAbsolute(p string) bool {
 	if !strings.HasPrefix(p, "/") {
 		return false
 	}
-	for _, c := range strings.Split(p, "/") {
+	for rest := p; rest != ""; {
+		c, after, _ := strings.Cut(rest, "/")
 		if c == "." || c == ".." {
 			return false
 		}
+		rest = after
 	}
 	return true
 }
