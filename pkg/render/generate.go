@@ -24,7 +24,11 @@ type gen struct {
 	h    *hooks.Hook
 	p    string // "hooks[i]"
 	file *units.File
-	from map[*units.Entry]origin
+	// ents are the entries added, in order, and origins where each comes
+	// from; from indexes them once a unit has too many entries to search.
+	ents    []*units.Entry
+	origins []origin
+	from    map[*units.Entry]int
 	// longest lists the command lines made mostly of one argument.
 	longest []longArg
 	// slab holds the entries add makes, allocated together; a full slab
@@ -52,6 +56,32 @@ type origin struct {
 	field, name string
 	index       int
 	line        int
+}
+
+// searchMax is the most entries origin searches one by one.
+const searchMax = 32
+
+// origin is where e, an entry g added, comes from. The few entries of a
+// usual unit are searched; a unit of more gets an index on first use.
+func (g *gen) origin(e *units.Entry) origin {
+	if g.from == nil && len(g.ents) > searchMax {
+		g.from = make(map[*units.Entry]int, len(g.ents))
+		for i, x := range g.ents {
+			g.from[x] = i
+		}
+	}
+	if g.from != nil {
+		if i, ok := g.from[e]; ok {
+			return g.origins[i]
+		}
+		return origin{}
+	}
+	for i, x := range g.ents {
+		if x == e {
+			return g.origins[i]
+		}
+	}
+	return origin{}
 }
 
 // at is the origin of the value at the hook's field (".type").
@@ -147,7 +177,11 @@ func (g *gen) addEntry(sec *units.Section, key, value string, o origin) *units.E
 	g.slab = append(g.slab, units.Entry{Key: key, Value: value})
 	e := &g.slab[len(g.slab)-1]
 	sec.Entries = append(sec.Entries, e)
-	g.from[e] = o
+	g.ents = append(g.ents, e)
+	g.origins = append(g.origins, o)
+	if g.from != nil {
+		g.from[e] = len(g.ents) - 1
+	}
 	return e
 }
 
@@ -190,8 +224,8 @@ func entryCount(h *hooks.Hook) int {
 func (b *builder) generate(i int, p, name string) (*units.File, *gen) {
 	h := &b.spec.Hooks[i]
 	n := entryCount(h)
-	g := &gen{b: b, h: h, p: p, from: make(map[*units.Entry]origin, n), slab: make([]units.Entry, 0, n),
-		ptrs: make([]*units.Entry, 0, n+16), ok: true}
+	g := &gen{b: b, h: h, p: p, slab: make([]units.Entry, 0, n), ents: make([]*units.Entry, 0, n),
+		origins: make([]origin, 0, n), ptrs: make([]*units.Entry, 0, n+16), ok: true}
 	g.file = &g.fileStore
 	g.file.Sections = g.secList[:0]
 	g.header[0] = provenanceLine(h.Name)
@@ -221,7 +255,7 @@ func (b *builder) generate(i int, p, name string) (*units.File, *gen) {
 	for _, s := range g.file.Sections {
 		for _, e := range s.Entries {
 			if k := (sectionKey{s.Name, e.Key}); singleValued[k] {
-				structured[k] = g.from[e]
+				structured[k] = g.origin(e)
 			}
 		}
 	}
@@ -406,7 +440,7 @@ func (g *gen) checkLines() {
 			if n <= units.MaxLineLen {
 				continue
 			}
-			o := g.from[e]
+			o := g.origin(e)
 			path := g.path(o)
 			var pos hooks.Position
 			if i := slices.IndexFunc(g.longest, func(a longArg) bool { return a.e == e }); i >= 0 {

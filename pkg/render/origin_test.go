@@ -28,7 +28,13 @@ func TestOriginUserText(t *testing.T) {
 	if len(files) < 50 {
 		t.Fatalf("found %d specs; the test expects the ones in the repository", len(files))
 	}
-	specs := map[string][]byte{"bench.yaml": benchspec.Spec(40)}
+	// A unit of more entries than origin searches one by one.
+	var big strings.Builder
+	big.WriteString("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n- name: big\n  exec: [/bin/true]\n  directives:\n    Service:\n")
+	for k := 0; k < 2*searchMax; k++ {
+		big.WriteString("    - ExecStartPost=/bin/echo " + strconv.Itoa(k) + "\n")
+	}
+	specs := map[string][]byte{"bench.yaml": benchspec.Spec(40), "big.yaml": []byte(big.String())}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -53,7 +59,11 @@ func TestOriginUserText(t *testing.T) {
 			if g == nil {
 				continue
 			}
-			for e, o := range g.from {
+			for i, e := range g.ents {
+				o := g.origins[i]
+				if g.origin(e) != o {
+					t.Errorf("%s: origin of %s=%s is %+v, want %+v", name, e.Key, e.Value, g.origin(e), o)
+				}
 				entries++
 				path := g.path(o)
 				want := strings.Contains(path, ".manifest") || strings.Contains(path, ".directives.") || strings.Contains(path, ".contents")
@@ -66,7 +76,26 @@ func TestOriginUserText(t *testing.T) {
 			}
 		}
 	}
+	if g := bigGen(t, specs["big.yaml"]); g.from == nil {
+		t.Errorf("a unit of %d entries is not indexed", len(g.ents))
+	}
 	if entries < 500 {
 		t.Errorf("checked only %d entries", entries)
 	}
+}
+
+// bigGen is the gen of the first hook of spec, after its checks.
+func bigGen(t *testing.T, data []byte) *gen {
+	t.Helper()
+	spec, diags := hooks.Parse("big.yaml", data)
+	if spec == nil || diags.HasErrors(false) {
+		t.Fatalf("%v", diags)
+	}
+	b := newBuilder(spec, diags)
+	_, g := b.generate(0, "hooks[0]", UnitName(&spec.Hooks[0]))
+	if g == nil {
+		t.Fatalf("no unit: %v", b.diags)
+	}
+	b.checkExec(g.file, entryPlaces{g: g})
+	return g
 }

@@ -270,7 +270,7 @@ type entryPlaces struct {
 // ".directives." or ".contents".
 func (pl entryPlaces) userText(e *units.Entry) bool {
 	if pl.g != nil {
-		return pl.g.from[e].userText()
+		return pl.g.origin(e).userText()
 	}
 	return strings.Contains(pl.path, ".manifest") || strings.Contains(pl.path, ".directives.") || strings.Contains(pl.path, ".contents")
 }
@@ -279,7 +279,7 @@ func (pl entryPlaces) userText(e *units.Entry) bool {
 // position is looked up only here, for an entry a problem is reported at.
 func (b *builder) place(pl entryPlaces, e *units.Entry) (hooks.Position, string) {
 	if pl.g != nil {
-		o := pl.g.from[e]
+		o := pl.g.origin(e)
 		return pl.g.where(o), pl.g.path(o)
 	}
 	return b.spec.WhereInScalar(pl.path, e.Line), pl.path
