@@ -499,9 +499,14 @@ type merged struct {
 // The entries of all of them share one new array.
 func mergeSections(f *File, keep bool) []merged {
 	order := make([]merged, 0, len(f.Sections))
-	// group[i] is the index in order of section i.
-	group := make([]int, len(f.Sections))
-	counts := make([]int, 0, len(f.Sections))
+	// group[i] is the index in order of section i, and counts[g] the
+	// number of entries of group g: on the stack for a usual file.
+	var groupBuf, countsBuf [8]int
+	group, counts := groupBuf[:0], countsBuf[:0]
+	if len(f.Sections) > len(groupBuf) {
+		group, counts = make([]int, 0, len(f.Sections)), make([]int, 0, len(f.Sections))
+	}
+	group = group[:len(f.Sections)]
 	var byName map[string]int // for files of many sections
 	if !keep && len(f.Sections) > 16 {
 		byName = make(map[string]int, len(f.Sections))

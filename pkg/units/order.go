@@ -306,7 +306,24 @@ func fatalBarrier(section string, e *Entry) bool {
 	if !ok {
 		return false
 	}
-	return strings.Contains(strings.ReplaceAll(e.Value, "%%", ""), "%") || !check(e.Value)
+	return hasSpecifier(e.Value) || !check(e.Value)
+}
+
+// hasSpecifier reports whether v holds a '%' that is not part of a "%%"
+// (reading the pairs from the left): whether v still holds a '%' once
+// every "%%" is removed.
+func hasSpecifier(v string) bool {
+	for i := strings.IndexByte(v, '%'); i >= 0; {
+		if i+1 >= len(v) || v[i+1] != '%' {
+			return true
+		}
+		j := strings.IndexByte(v[i+2:], '%')
+		if j < 0 {
+			return false
+		}
+		i += 2 + j
+	}
+	return false
 }
 
 // barrier reports whether e keeps its place relative to every entry of its

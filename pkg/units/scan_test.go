@@ -104,3 +104,11 @@ func TestHasBreak(t *testing.T) {
 		}
 	}
 }
+
+func TestHasSpecifier(t *testing.T) {
+	for _, v := range []string{"", "%", "%%", "%%%", "%%%%", "a%b", "a%%b", "100%%", "%%n", "%n", "x%%%%y%", "%a%", "%%a%%", "%%%a", "a%%%"} {
+		if got, want := hasSpecifier(v), strings.Contains(strings.ReplaceAll(v, "%%", ""), "%"); got != want {
+			t.Errorf("hasSpecifier(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
