@@ -107,27 +107,30 @@ const bom = "\xef\xbb\xbf"
 // broken. A NUL byte, which systemd takes as a line end, is an error
 // too. Unknown sections and keys are not errors; see KnownDirective.
 func Parse(data []byte) (*File, error) {
+	// One copy of the text, of which every line, key, value and comment
+	// is a part: not a copy of each line.
+	src := string(data)
 	p := parser{f: &File{}}
 	bomSeen := false
 	lineNum := 0
-	for len(data) > 0 {
-		var line []byte
-		line, data = nextLine(data)
+	for len(src) > 0 {
+		var line string
+		line, src = nextLine(src)
 		lineNum++
-		if i := bytes.IndexByte(line, 0); i >= 0 {
+		if i := strings.IndexByte(line, 0); i >= 0 {
 			return nil, &ParseError{Line: lineNum, Column: i + 1, Msg: "the line contains a NUL byte; unit files are text, so remove it"}
 		}
 		if len(line) > MaxLineLen {
 			return nil, &ParseError{Line: lineNum, Column: MaxLineLen + 1, Msg: fmt.Sprintf("the line is %d bytes long; systemd refuses a line of %d bytes or more, and the unit would not load", len(line), longLineMax), Hint: LongLineHint}
 		}
-		if !bomSeen && bytes.HasPrefix(line, []byte(bom)) {
+		if !bomSeen && strings.HasPrefix(line, bom) {
 			line = line[len(bom):]
 			bomSeen = true
 		}
 		// systemd skips comment lines before it looks at continuations, so
 		// a comment inside a continued entry neither ends nor extends it.
-		if t := bytes.TrimLeft(line, whitespace); len(t) > 0 && (t[0] == '#' || t[0] == ';') {
-			p.comment(string(t))
+		if t := strings.TrimLeft(line, whitespace); len(t) > 0 && (t[0] == '#' || t[0] == ';') {
+			p.comment(t)
 			continue
 		}
 		if p.cont != nil {
@@ -147,7 +150,7 @@ func Parse(data []byte) (*File, error) {
 			p.cont[len(p.cont)-1] = ' '
 			continue
 		}
-		text, start := string(line), lineNum
+		text, start := line, lineNum
 		if p.cont != nil {
 			text, start = string(p.cont), p.contLine
 			p.cont = nil
@@ -173,10 +176,10 @@ func Parse(data []byte) (*File, error) {
 
 // nextLine splits off one line the way systemd's read_line does: "\n",
 // "\r", "\r\n" and "\n\r" each end one line.
-func nextLine(data []byte) (line, rest []byte) {
-	i := bytes.IndexAny(data, "\r\n")
+func nextLine(data string) (line, rest string) {
+	i := strings.IndexAny(data, "\r\n")
 	if i < 0 {
-		return data, nil
+		return data, ""
 	}
 	line, rest = data[:i], data[i+1:]
 	if len(rest) > 0 && (rest[0] == '\r' || rest[0] == '\n') && rest[0] != data[i] {
@@ -199,6 +202,7 @@ func endsEscaped[T string | []byte](s T) bool {
 type parser struct {
 	f        *File
 	sec      *Section
+	slab     []Entry  // where the entries are allocated, a few at a time
 	pending  []string // comments waiting for the next entry or header
 	cont     []byte   // joined continuation, nil when none is open
 	contLine int
@@ -262,13 +266,16 @@ func (p *parser) line(raw string, n int) error {
 	if eq == 0 {
 		return &ParseError{Line: n, Column: col, Msg: fmt.Sprintf("missing key name before '=' in %q; an entry is written Key=Value", s)}
 	}
-	e := &Entry{
+	if len(p.slab) == cap(p.slab) {
+		p.slab = make([]Entry, 0, min(max(8, 2*cap(p.slab)), 256))
+	}
+	p.slab = append(p.slab, Entry{
 		Key:      strings.Trim(s[:eq], whitespace),
 		Value:    strings.Trim(s[eq+1:], whitespace),
 		Line:     n,
 		Comments: p.takeComments(),
-	}
-	p.sec.Entries = append(p.sec.Entries, e)
+	})
+	p.sec.Entries = append(p.sec.Entries, &p.slab[len(p.slab)-1])
 	return nil
 }
 
