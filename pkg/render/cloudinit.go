@@ -293,8 +293,8 @@ func startName(u Unit) (string, bool, error) {
 		return "", false, fmt.Errorf("%s: %v", u.Name, err)
 	}
 	pulled := false
-	for _, k := range []string{"WantedBy", "RequiredBy", "UpheldBy"} {
-		if lastValue(f.Values(units.SectionInstall, k)) != "" {
+	for _, k := range [...]string{"WantedBy", "RequiredBy", "UpheldBy"} {
+		if lastOf(f, units.SectionInstall, k) != "" {
 			pulled = true
 		}
 	}
@@ -304,7 +304,7 @@ func startName(u Unit) (string, bool, error) {
 	if !isTemplateName(u.Name) {
 		return u.Name, true, nil
 	}
-	inst := lastValue(f.Values(units.SectionInstall, "DefaultInstance"))
+	inst := lastOf(f, units.SectionInstall, "DefaultInstance")
 	if inst == "" {
 		return "", false, nil
 	}
