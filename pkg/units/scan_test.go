@@ -1,6 +1,7 @@
 package units
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -111,4 +112,55 @@ func TestHasSpecifier(t *testing.T) {
 			t.Errorf("hasSpecifier(%q) = %v, want %v", v, got, want)
 		}
 	}
+}
+
+// lastValuesParsed is what LastValues must answer: the answer of Parse.
+func lastValuesParsed(data []byte, section string, keys []string) ([]string, error) {
+	f, err := Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	vs := make([]string, len(keys))
+	for i, k := range keys {
+		if all := f.Values(section, k); len(all) > 0 {
+			vs[i] = all[len(all)-1]
+		}
+	}
+	return vs, nil
+}
+
+var lastValuesKeys = []string{"WantedBy", "RequiredBy", "DefaultInstance", "Description", "A", ""}
+
+func checkLastValues(t *testing.T, data []byte, section string) {
+	t.Helper()
+	got, err := LastValues(data, section, lastValuesKeys)
+	want, werr := lastValuesParsed(data, section, lastValuesKeys)
+	if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() || !slices.Equal(got, want) {
+		t.Fatalf("LastValues(%.80q, %q) = %q, %v; Parse says %q, %v", data, section, got, err, want, werr)
+	}
+}
+
+func TestLastValues(t *testing.T) {
+	seeds := append([]string{
+		"[Install]\nWantedBy=a\n[Unit]\nDescription=x\n[Install]\nWantedBy=b\nRequiredBy= c d \n",
+		"[Install]\nWantedBy=a\nWantedBy=\n",
+		"[Install]\n  DefaultInstance  =  x  \n",
+	}, scanSeeds...)
+	for _, seed := range seeds {
+		for _, section := range []string{SectionInstall, SectionUnit, "", "]"} {
+			checkLastValues(t, []byte(seed), section)
+		}
+	}
+}
+
+func FuzzLastValues(f *testing.F) {
+	for _, seed := range scanSeeds {
+		if len(seed) < 4096 {
+			f.Add([]byte(seed), SectionInstall)
+		}
+	}
+	f.Add([]byte(realistic), SectionService)
+	f.Fuzz(func(t *testing.T, data []byte, section string) {
+		checkLastValues(t, data, section)
+	})
 }
