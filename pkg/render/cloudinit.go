@@ -307,29 +307,27 @@ func startName(u Unit) (string, bool, error) {
 	if u.Contents == nil {
 		return u.Name, !isTemplateName(u.Name), nil
 	}
-	f, err := units.Parse(u.Contents)
+	vs, err := units.LastValues(u.Contents, units.SectionInstall, startKeys)
 	if err != nil {
 		return "", false, fmt.Errorf("%s: %v", u.Name, err)
 	}
-	pulled := false
-	for _, k := range []string{"WantedBy", "RequiredBy", "UpheldBy"} {
-		if lastValue(f.Values(units.SectionInstall, k)) != "" {
-			pulled = true
-		}
-	}
-	if !pulled {
+	if vs[0] == "" && vs[1] == "" && vs[2] == "" {
 		return "", false, nil
 	}
 	if !isTemplateName(u.Name) {
 		return u.Name, true, nil
 	}
-	inst := lastValue(f.Values(units.SectionInstall, "DefaultInstance"))
+	inst := vs[3]
 	if inst == "" {
 		return "", false, nil
 	}
 	prefix, suffix, _ := strings.Cut(u.Name, "@")
 	return prefix + "@" + inst + suffix, true, nil
 }
+
+// startKeys are the [Install] keys startName reads: the three that pull
+// a unit in at boot, then DefaultInstance.
+var startKeys = []string{"WantedBy", "RequiredBy", "UpheldBy", "DefaultInstance"}
 
 // isTemplate reports whether name is a template ("worker@.service"), which
 // systemd cannot start or restart without an instance.

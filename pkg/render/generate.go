@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/hostprov/hostprov/pkg/hooks"
@@ -22,23 +24,194 @@ type gen struct {
 	h    *hooks.Hook
 	p    string // "hooks[i]"
 	file *units.File
-	from map[*units.Entry]origin
-	ok   bool
+	// ents are the entries added, in order, and origins where each comes
+	// from; from indexes them once a unit has too many entries to search.
+	ents    []*units.Entry
+	origins []origin
+	from    map[*units.Entry]int
+	// longest lists the command lines made mostly of one argument.
+	longest []longArg
+	// slab holds the entries add makes, allocated together; a full slab
+	// is left to the entries in it and a new one started.
+	slab []units.Entry
+	// ptrs is room for the sections' lists of entries, handed out by
+	// section with room for about as many as each will get.
+	ptrs []*units.Entry
+	// What file is made of, allocated with the gen: the file, its
+	// header, its first sections and the list of them.
+	fileStore units.File
+	header    [1]string
+	secs      [4]units.Section
+	secList   [4]*units.Section
+	ok        bool
 }
 
+// origin is where in the spec an entry comes from: the value at the path
+// of the hook, then field, then name, then "[index]" when index >= 0
+// (".type"; ".env.", "HOME"; ".pre", 2; ".directives.", "Unit", 0); for an
+// entry of a manifest (line >= 1), that line of the text there. The path
+// and position are made (path, where) only for an entry a problem is
+// reported at.
 type origin struct {
-	pos  hooks.Position
-	path string
-	// longest is, for a command line, the path of the argument that
-	// makes most of it: what to point at when the line is too long.
-	longest string
+	field, name string
+	index       int
+	line        int
 }
 
-// add appends Key=Value to section, coming from the spec at path.
-func (g *gen) add(section, key, value, path string) *units.Entry {
-	e := g.file.AddSection(section).Add(key, value)
-	g.from[e] = origin{pos: g.b.spec.Where(path), path: path}
+// searchMax is the most entries origin searches one by one.
+const searchMax = 32
+
+// origin is where e, an entry g added, comes from. The few entries of a
+// usual unit are searched; a unit of more gets an index on first use.
+func (g *gen) origin(e *units.Entry) origin {
+	if g.from == nil && len(g.ents) > searchMax {
+		g.from = make(map[*units.Entry]int, len(g.ents))
+		for i, x := range g.ents {
+			g.from[x] = i
+		}
+	}
+	if g.from != nil {
+		if i, ok := g.from[e]; ok {
+			return g.origins[i]
+		}
+		return origin{}
+	}
+	for i, x := range g.ents {
+		if x == e {
+			return g.origins[i]
+		}
+	}
+	return origin{}
+}
+
+// at is the origin of the value at the hook's field (".type").
+func at(field string) origin { return origin{field: field, index: -1} }
+
+// item is the origin of item k of the list at the hook's field (".pre").
+func item(field string, k int) origin { return origin{field: field, index: k} }
+
+// path is the path in the spec of o.
+func (g *gen) path(o origin) string {
+	if o.index < 0 {
+		return g.p + o.field + o.name
+	}
+	return g.p + o.field + o.name + "[" + strconv.Itoa(o.index) + "]"
+}
+
+// where is the position in the spec of o.
+func (g *gen) where(o origin) hooks.Position {
+	if o.line >= 1 {
+		return g.b.spec.WhereInScalar(g.path(o), o.line)
+	}
+	return g.b.spec.Where(g.path(o))
+}
+
+// userText reports whether o is text the user wrote as unit text (a
+// manifest, directives), whose Exec*= lines checkExec checks: whether its
+// path holds ".manifest", ".directives." or ".contents". The hook's path
+// holds none of them and no field other than these two does; a name is a
+// valid variable name (no '.') or a directive section, under
+// ".directives.".
+func (o origin) userText() bool {
+	return o.field == ".manifest" || o.field == ".directives."
+}
+
+// longArg is a command line e made mostly of one argument: the one at
+// the path of o, then field, then "[index]" when index >= 0 (".sh" of a
+// step; "[2]" of exec). It is what to point at when the line is too long.
+type longArg struct {
+	e     *units.Entry
+	o     origin
+	field string
+	index int
+}
+
+// add appends Key=Value to section, coming from the spec at o.
+func (g *gen) add(section, key, value string, o origin) *units.Entry {
+	return g.addEntry(g.section(section), key, value, o)
+}
+
+// section is g.file.AddSection(name), with the section and room for its
+// entries taken from g.
+func (g *gen) section(name string) *units.Section {
+	if s := g.file.Section(name); s != nil {
+		return s
+	}
+	var s *units.Section
+	if n := len(g.file.Sections); n < len(g.secs) {
+		s = &g.secs[n]
+	} else {
+		s = new(units.Section)
+	}
+	s.Name = name
+	if n := g.sectionEntries(name); n <= cap(g.ptrs)-len(g.ptrs) {
+		s.Entries = g.ptrs[len(g.ptrs) : len(g.ptrs) : len(g.ptrs)+n]
+		g.ptrs = g.ptrs[:len(g.ptrs)+n]
+	}
+	g.file.Sections = append(g.file.Sections, s)
+	return s
+}
+
+// sectionEntries is about how many entries section name of g's unit
+// gets: what the spec sets there, and what hostprov adds.
+func (g *gen) sectionEntries(name string) int {
+	h := g.h
+	n := len(h.Directives[name])
+	switch name {
+	case units.SectionUnit:
+		n += 2 + len(h.Requires) + len(h.Wants) + len(h.Before) + len(h.After)
+	case units.SectionInstall:
+		n += 1 + len(h.WantedBy)
+	case units.SectionService:
+		n += 12 + len(h.Pre) + len(h.Env) + len(h.Steps) + strings.Count(h.Manifest, "\n")
+	}
+	return n
+}
+
+// addEntry appends Key=Value to sec, coming from the spec at o; it is
+// sec.Add with the entry taken from the slab.
+func (g *gen) addEntry(sec *units.Section, key, value string, o origin) *units.Entry {
+	if len(g.slab) == cap(g.slab) {
+		g.slab = make([]units.Entry, 0, max(8, cap(g.slab)))
+	}
+	g.slab = append(g.slab, units.Entry{Key: key, Value: value})
+	e := &g.slab[len(g.slab)-1]
+	sec.Entries = append(sec.Entries, e)
+	g.ents = append(g.ents, e)
+	g.origins = append(g.origins, o)
+	if g.from != nil {
+		g.from[e] = len(g.ents) - 1
+	}
 	return e
+}
+
+// entryCount is about how many entries the unit of h has, to size what
+// holds them: at most one too many for each default the user sets, and
+// the manifest's lines for its entries.
+func entryCount(h *hooks.Hook) int {
+	n := 2 + len(h.Requires) + len(h.Wants) + len(h.Before) + len(h.After) + len(h.Pre) + len(h.Env) + len(h.WantedBy)
+	if len(h.Steps) > 0 {
+		n += 2 + len(h.Steps) + 3
+	}
+	if h.Manifest != "" {
+		n += 1 + strings.Count(h.Manifest, "\n")
+	}
+	for _, ds := range h.Directives {
+		n += len(ds)
+	}
+	for _, v := range [...]string{h.Type, h.EnvironmentFile, h.WorkingDirectory, h.User, h.Group, h.StateDirectory,
+		h.LogsDirectory, h.ConfigurationDirectory, h.Restart, h.RestartSec, h.TimeoutStartSec, h.TimeoutStopSec} {
+		if v != "" {
+			n++
+		}
+	}
+	if h.RemainAfterExit != nil {
+		n++
+	}
+	if len(h.Exec) > 0 {
+		n++
+	}
+	return n
 }
 
 // generate builds the canonical unit of hook i from its structured fields,
@@ -48,46 +221,51 @@ func (g *gen) add(section, key, value, path string) *units.Entry {
 // user sets that key, and a structured field that the manifest or the
 // directives set again is an error, because one of the two would be
 // silently ignored by systemd.
-func (b *builder) generate(i int, name string) (*units.File, posFunc) {
+func (b *builder) generate(i int, p, name string) (*units.File, *gen) {
 	h := &b.spec.Hooks[i]
-	g := &gen{b: b, h: h, p: fmt.Sprintf("hooks[%d]", i), file: &units.File{}, from: map[*units.Entry]origin{}, ok: true}
-	g.file.Header = []string{fmt.Sprintf(provenance, h.Name)}
+	n := entryCount(h)
+	g := &gen{b: b, h: h, p: p, slab: make([]units.Entry, 0, n), ents: make([]*units.Entry, 0, n),
+		origins: make([]origin, 0, n), ptrs: make([]*units.Entry, 0, n+16), ok: true}
+	g.file = &g.fileStore
+	g.file.Sections = g.secList[:0]
+	g.header[0] = provenanceLine(h.Name)
+	g.file.Header = g.header[:]
 	typ := units.Type(name)
 	own := units.TypeSection(typ)
 
 	// Sections in the canonical order, so that the file reads well even
 	// before Canonical sorts it.
-	g.file.AddSection(units.SectionUnit)
+	g.section(units.SectionUnit)
 	if h.Description != "" {
-		g.add(units.SectionUnit, "Description", g.esc(h.Description), g.p+".description")
+		g.add(units.SectionUnit, "Description", g.esc(h.Description), at(".description"))
 	}
-	g.deps("Requires", h.Requires, "requires")
-	g.deps("Wants", h.Wants, "wants")
-	g.deps("Before", h.Before, "before")
-	g.deps("After", h.After, "after")
+	g.deps("Requires", h.Requires, ".requires")
+	g.deps("Wants", h.Wants, ".wants")
+	g.deps("Before", h.Before, ".before")
+	g.deps("After", h.After, ".after")
 	if own != "" {
-		g.file.AddSection(own)
+		g.section(own)
 	}
 	if typ == "service" {
 		g.service()
 	}
 
 	// Which keys the structured fields set, to find them set twice.
-	structured := map[string]string{}
+	structured := map[sectionKey]origin{}
 	for _, s := range g.file.Sections {
 		for _, e := range s.Entries {
-			if singleValued[s.Name+"."+e.Key] {
-				structured[s.Name+"."+e.Key] = g.from[e].path
+			if k := (sectionKey{s.Name, e.Key}); singleValued[k] {
+				structured[k] = g.origin(e)
 			}
 		}
 	}
 	g.manifest(own, structured)
 	g.directives(structured)
 
-	if h.Description == "" && len(g.file.Values(units.SectionUnit, "Description")) == 0 {
+	if h.Description == "" && !hasKey(g.file, units.SectionUnit, "Description") {
 		// A unit without a description shows only its name in systemctl
 		// and the journal; say where it comes from.
-		g.add(units.SectionUnit, "Description", units.EscapeSpecifiers("hostprov hook "+h.Name), g.p+".name")
+		g.add(units.SectionUnit, "Description", units.EscapeSpecifiers("hostprov hook "+h.Name), at(".name"))
 	}
 	g.install(typ)
 	if typ == "service" && g.ok {
@@ -102,43 +280,49 @@ func (b *builder) generate(i int, name string) (*units.File, posFunc) {
 	if !g.ok {
 		return nil, nil
 	}
-	return g.file, func(e *units.Entry) (hooks.Position, string) {
-		o := g.from[e]
-		return o.pos, o.path
-	}
+	return g.file, g
 }
+
+// provenanceLine is the provenance comment of the unit of the hook named
+// name: provenance with the name in it.
+func provenanceLine(name string) string {
+	before, after, _ := strings.Cut(provenance, "%s")
+	return before + name + after
+}
+
+// sectionKey is a key of a section.
+type sectionKey struct{ section, key string }
 
 // singleValued lists the keys the structured fields set that systemd takes
 // only once: set twice, one assignment silently overrides the other.
-var singleValued = map[string]bool{
-	"Unit.Description":         true,
-	"Service.Type":             true,
-	"Service.RemainAfterExit":  true,
-	"Service.WorkingDirectory": true,
-	"Service.User":             true,
-	"Service.Group":            true,
-	"Service.Restart":          true,
-	"Service.RestartSec":       true,
-	"Service.TimeoutStartSec":  true,
-	"Service.TimeoutStopSec":   true,
+var singleValued = map[sectionKey]bool{
+	{"Unit", "Description"}:         true,
+	{"Service", "Type"}:             true,
+	{"Service", "RemainAfterExit"}:  true,
+	{"Service", "WorkingDirectory"}: true,
+	{"Service", "User"}:             true,
+	{"Service", "Group"}:            true,
+	{"Service", "Restart"}:          true,
+	{"Service", "RestartSec"}:       true,
+	{"Service", "TimeoutStartSec"}:  true,
+	{"Service", "TimeoutStopSec"}:   true,
 }
 
-// deps adds one dependency entry per unit listed in field.
+// deps adds one dependency entry per unit listed in field (".after").
 func (g *gen) deps(key string, names []string, field string) {
 	for k, n := range names {
-		path := fmt.Sprintf("%s.%s[%d]", g.p, field, k)
 		if !strings.Contains(n, "%") { // specifiers are resolved by systemd
 			if err := units.ValidateName(n); err != nil {
 				hint := ""
 				if units.Type(n) == "" {
 					hint = fmt.Sprintf("did you mean %q?", n+".service")
 				}
-				g.b.errorf(path, hint, "%s: %v", field, err)
+				g.b.errorf(g.path(item(field, k)), hint, "%s: %v", field[1:], err)
 				g.ok = false
 				continue
 			}
 		}
-		g.add(units.SectionUnit, key, n, path)
+		g.add(units.SectionUnit, key, n, item(field, k))
 	}
 }
 
@@ -146,63 +330,70 @@ func (g *gen) deps(key string, names []string, field string) {
 func (g *gen) service() {
 	h, s := g.h, units.SectionService
 	if h.Type != "" {
-		g.add(s, "Type", h.Type, g.p+".type")
+		g.add(s, "Type", h.Type, at(".type"))
 	}
 	if h.RemainAfterExit != nil {
-		g.add(s, "RemainAfterExit", yesNo(*h.RemainAfterExit), g.p+".remainAfterExit")
+		g.add(s, "RemainAfterExit", yesNo(*h.RemainAfterExit), at(".remainAfterExit"))
 	}
 	for k, argv := range h.Pre {
-		path := fmt.Sprintf("%s.pre[%d]", g.p, k)
-		g.exec("ExecStartPre", argv, path, listItem(path))
+		g.exec("ExecStartPre", argv, item(".pre", k), "", true)
 	}
 	if len(h.Exec) > 0 {
-		g.exec("ExecStart", h.Exec, g.p+".exec", listItem(g.p+".exec"))
+		g.exec("ExecStart", h.Exec, at(".exec"), "", true)
 	}
 	if len(h.Steps) > 0 {
 		g.steps()
 	}
 	for _, k := range sortedKeys(h.Env) {
-		path := g.p + ".env." + k
+		o := origin{field: ".env.", name: k, index: -1}
 		v, err := units.QuoteEnv(k, h.Env[k])
 		if err != nil {
-			g.b.errorf(path, "", "%v", err)
+			g.b.errorf(g.path(o), "", "%v", err)
 			g.ok = false
 			continue
 		}
-		g.add(s, "Environment", g.unescapeSpecifiers(v), path)
+		g.add(s, "Environment", g.unescapeSpecifiers(v), o)
 		if n := len(k) + 1 + len(h.Env[k]); n >= maxArgStrlen && len("Environment=")+len(v) <= units.MaxLineLen {
-			g.b.warnf(path, units.LongLineHint, "%s=... is %d bytes; %s, so the service would fail at every start", k, n, argStrlenRefusal)
+			g.b.warnf(g.path(o), units.LongLineHint, "%s=... is %d bytes; %s, so the service would fail at every start", k, n, argStrlenRefusal)
 		}
 	}
-	g.plain(s, "EnvironmentFile", g.esc(h.EnvironmentFile), "environmentFile")
-	g.plain(s, "WorkingDirectory", g.esc(h.WorkingDirectory), "workingDirectory")
-	g.plain(s, "User", g.esc(h.User), "user")
-	g.plain(s, "Group", g.esc(h.Group), "group")
-	g.plain(s, "StateDirectory", g.esc(h.StateDirectory), "stateDirectory")
-	g.plain(s, "LogsDirectory", g.esc(h.LogsDirectory), "logsDirectory")
-	g.plain(s, "ConfigurationDirectory", g.esc(h.ConfigurationDirectory), "configurationDirectory")
-	g.plain(s, "Restart", h.Restart, "restart")
-	g.plain(s, "RestartSec", h.RestartSec, "restartSec")
-	g.plain(s, "TimeoutStartSec", h.TimeoutStartSec, "timeoutStartSec")
-	g.plain(s, "TimeoutStopSec", h.TimeoutStopSec, "timeoutStopSec")
+	g.plain(s, "EnvironmentFile", g.esc(h.EnvironmentFile), ".environmentFile")
+	g.plain(s, "WorkingDirectory", g.esc(h.WorkingDirectory), ".workingDirectory")
+	g.plain(s, "User", g.esc(h.User), ".user")
+	g.plain(s, "Group", g.esc(h.Group), ".group")
+	g.plain(s, "StateDirectory", g.esc(h.StateDirectory), ".stateDirectory")
+	g.plain(s, "LogsDirectory", g.esc(h.LogsDirectory), ".logsDirectory")
+	g.plain(s, "ConfigurationDirectory", g.esc(h.ConfigurationDirectory), ".configurationDirectory")
+	g.plain(s, "Restart", h.Restart, ".restart")
+	g.plain(s, "RestartSec", h.RestartSec, ".restartSec")
+	g.plain(s, "TimeoutStartSec", h.TimeoutStartSec, ".timeoutStartSec")
+	g.plain(s, "TimeoutStopSec", h.TimeoutStopSec, ".timeoutStopSec")
 }
 
 func (g *gen) plain(section, key, value, field string) {
 	if value != "" {
-		g.add(section, key, value, g.p+"."+field)
+		g.add(section, key, value, at(field))
 	}
 }
 
-// exec adds the command line argv as key, from the spec at path; arg
-// gives the path of each argument.
-func (g *gen) exec(key string, argv []string, path string, arg func(k int) string) *units.Entry {
+// exec adds the command line argv as key, from the spec at o. The path
+// of argument k is that of o, then argField, then "[k]" when indexed
+// ("[k]" of exec and pre, ".run[k]" or ".sh" of a step).
+func (g *gen) exec(key string, argv []string, o origin, argField string, indexed bool) *units.Entry {
 	v, err := units.QuoteExec(argv, g.h.ExpandEnv)
 	if err != nil {
-		g.b.errorf(path, "", "%v", err)
+		g.b.errorf(g.path(o), "", "%v", err)
 		g.ok = false
 		return nil
 	}
-	e := g.add(units.SectionService, key, g.unescapeSpecifiers(v), path)
+	e := g.add(units.SectionService, key, g.unescapeSpecifiers(v), o)
+	arg := func(k int) longArg {
+		la := longArg{e: e, o: o, field: argField, index: -1}
+		if indexed {
+			la.index = k
+		}
+		return la
+	}
 	longest := 0
 	for k, a := range argv {
 		if len(a) > len(argv[longest]) {
@@ -211,21 +402,22 @@ func (g *gen) exec(key string, argv []string, path string, arg func(k int) strin
 		// A line too long for systemd is refused by checkLines; an
 		// argument below that can still be too long for the kernel.
 		if len(a) >= maxArgStrlen && e.LineLen() <= units.MaxLineLen {
-			g.b.warnf(arg(k), units.LongLineHint, "the argument is %d bytes; %s, so the service would fail at every start", len(a), argStrlenRefusal)
+			g.b.warnf(g.argPath(arg(k)), units.LongLineHint, "the argument is %d bytes; %s, so the service would fail at every start", len(a), argStrlenRefusal)
 		}
 	}
 	if 2*len(argv[longest]) >= e.LineLen() {
 		// Most of the line: the argument to move into a file.
-		o := g.from[e]
-		o.longest = arg(longest)
-		g.from[e] = o
+		g.longest = append(g.longest, arg(longest))
 	}
 	return e
 }
 
-// listItem gives the paths of the items of the list at path.
-func listItem(path string) func(k int) string {
-	return func(k int) string { return fmt.Sprintf("%s[%d]", path, k) }
+// argPath is the path in the spec of the argument a.
+func (g *gen) argPath(a longArg) string {
+	if a.index < 0 {
+		return g.path(a.o) + a.field
+	}
+	return g.path(a.o) + a.field + "[" + strconv.Itoa(a.index) + "]"
 }
 
 // maxArgStrlen is Linux's MAX_ARG_STRLEN on machines with 4 KiB pages
@@ -248,11 +440,14 @@ func (g *gen) checkLines() {
 			if n <= units.MaxLineLen {
 				continue
 			}
-			o := g.from[e]
-			pos, path := o.pos, o.path
-			if o.longest != "" {
-				path = o.longest
+			o := g.origin(e)
+			path := g.path(o)
+			var pos hooks.Position
+			if i := slices.IndexFunc(g.longest, func(a longArg) bool { return a.e == e }); i >= 0 {
+				path = g.argPath(g.longest[i])
 				pos = g.b.spec.Where(path)
+			} else {
+				pos = g.where(o)
 			}
 			g.b.report(hooks.Error, pos, path,
 				fmt.Sprintf("this makes %s= a line of %d bytes; systemd refuses a unit file line of %d bytes or more (LONG_LINE_MAX), and the unit would not load", e.Key, n, units.MaxLineLen+1),
@@ -292,11 +487,10 @@ const StepComment = "# step: "
 func (g *gen) steps() {
 	h, s := g.h, units.SectionService
 	if h.Type == "" {
-		g.add(s, "Type", "oneshot", g.p+".steps")
+		g.add(s, "Type", "oneshot", at(".steps"))
 	}
-	g.add(s, "RemainAfterExit", "yes", g.p+".steps")
+	g.add(s, "RemainAfterExit", "yes", at(".steps"))
 	for k, st := range h.Steps {
-		path := fmt.Sprintf("%s.steps[%d]", g.p, k)
 		argv := st.Run
 		if argv == nil {
 			// -e stops the script at the first command that fails, as the
@@ -304,11 +498,11 @@ func (g *gen) steps() {
 			// quoted argument, whatever it contains.
 			argv = []string{"/bin/sh", "-ec", st.Sh}
 		}
-		arg := listItem(path + ".run")
+		argField, indexed := ".run", true
 		if st.Run == nil {
-			arg = func(int) string { return path + ".sh" }
+			argField, indexed = ".sh", false
 		}
-		if e := g.exec("ExecStart", argv, path, arg); e != nil {
+		if e := g.exec("ExecStart", argv, item(".steps", k), argField, indexed); e != nil {
 			e.Comments = []string{StepComment + st.Name}
 		}
 	}
@@ -356,18 +550,18 @@ const StampDir = "/var/lib/hostprov/stamps"
 func (g *gen) once() {
 	sum := sha256.Sum256(g.file.Canonical())
 	stamp := StampDir + "/" + stampName(UnitName(g.h)) + "." + hex.EncodeToString(sum[:8])
-	path := g.p + ".when"
-	g.add(units.SectionUnit, "ConditionPathExists", "!"+stamp, path)
+	o := at(".when")
+	g.add(units.SectionUnit, "ConditionPathExists", "!"+stamp, o)
 	// "+": the stamp is written with full privileges even when the steps
 	// run as another user.
 	for _, argv := range [][]string{{"/bin/mkdir", "-p", StampDir}, {"/bin/touch", stamp}} {
 		v, err := units.QuoteExec(argv, false)
 		if err != nil {
-			g.b.errorf(path, "", "%v", err)
+			g.b.errorf(g.path(o), "", "%v", err)
 			g.ok = false
 			return
 		}
-		g.add(units.SectionService, "ExecStartPost", "+"+v, path)
+		g.add(units.SectionService, "ExecStartPost", "+"+v, o)
 	}
 }
 
@@ -406,7 +600,7 @@ func yesNo(b bool) string {
 
 // manifest adds the entries of a non-raw manifest, the body of the unit
 // type's own section (kops's meaning: the body of [Service]).
-func (g *gen) manifest(own string, structured map[string]string) {
+func (g *gen) manifest(own string, structured map[sectionKey]origin) {
 	if g.h.Manifest == "" {
 		return
 	}
@@ -422,40 +616,40 @@ func (g *gen) manifest(own string, structured map[string]string) {
 		g.ok = false
 		return
 	}
-	sec := g.file.AddSection(own)
+	sec := g.section(own)
 	for _, s := range f.Sections {
 		for _, e := range s.Entries {
 			// Lines count from the manifest's first line: the parser saw
-			// one header line more.
-			o := origin{pos: g.b.spec.WhereInScalar(path, e.Line-1), path: path}
+			// one header line more, so every entry is on line 1 or after.
+			o := origin{field: ".manifest", index: -1, line: e.Line - 1}
 			g.conflict(own, e.Key, o, structured)
-			ne := sec.Add(e.Key, e.Value)
+			ne := g.addEntry(sec, e.Key, e.Value, o)
 			ne.Comments = e.Comments
-			g.from[ne] = o
 		}
 	}
 }
 
 // directives adds the free-form Key=Value entries, per section, in order.
-func (g *gen) directives(structured map[string]string) {
+func (g *gen) directives(structured map[sectionKey]origin) {
 	for _, sect := range sortedKeys(g.h.Directives) {
 		for k, d := range g.h.Directives[sect] {
-			path := fmt.Sprintf("%s.directives.%s[%d]", g.p, sect, k)
+			o := origin{field: ".directives.", name: sect, index: k}
 			key, value, _ := strings.Cut(d, "=")
 			key, value = strings.TrimSpace(key), strings.TrimSpace(value)
-			g.conflict(sect, key, origin{pos: g.b.spec.Where(path), path: path}, structured)
-			g.add(sect, key, value, path)
+			g.conflict(sect, key, o, structured)
+			g.add(sect, key, value, o)
 		}
 	}
 }
 
 // conflict reports a key that a structured field sets already.
-func (g *gen) conflict(section, key string, o origin, structured map[string]string) {
-	field, ok := structured[section+"."+key]
+func (g *gen) conflict(section, key string, o origin, structured map[sectionKey]origin) {
+	set, ok := structured[sectionKey{section, key}]
 	if !ok {
 		return
 	}
-	g.b.report(hooks.Error, o.pos, o.path,
+	field := g.path(set)
+	g.b.report(hooks.Error, g.where(o), g.path(o),
 		fmt.Sprintf("%s= is set by %s already; systemd would use only one of them", key, field),
 		fmt.Sprintf("set it in one place: remove this line or %s", field))
 	g.ok = false
@@ -466,21 +660,20 @@ func (g *gen) conflict(section, key string, o origin, structured map[string]stri
 // the unit starts again after every reboot (kops's hook units do not).
 func (g *gen) install(typ string) {
 	for k, n := range g.h.WantedBy {
-		path := fmt.Sprintf("%s.wantedBy[%d]", g.p, k)
 		if !strings.Contains(n, "%") {
 			if err := units.ValidateName(n); err != nil {
-				g.b.errorf(path, "", "wantedBy: %v", err)
+				g.b.errorf(g.path(item(".wantedBy", k)), "", "wantedBy: %v", err)
 				g.ok = false
 				continue
 			}
 		}
-		g.add(units.SectionInstall, "WantedBy", n, path)
+		g.add(units.SectionInstall, "WantedBy", n, item(".wantedBy", k))
 	}
 	if g.h.WantedBy != nil || !g.h.IsEnabled() || hasInstallTarget(g.file) {
 		return
 	}
 	if t := units.DefaultTarget(typ); t != "" {
-		g.add(units.SectionInstall, "WantedBy", t, g.p+".name")
+		g.add(units.SectionInstall, "WantedBy", t, at(".name"))
 	}
 }
 
@@ -488,8 +681,8 @@ func (g *gen) install(typ string) {
 // (WantedBy=, RequiredBy=, UpheldBy=) or what to enable with it (Also=).
 // DefaultInstance= or Alias= alone do not make a unit start at boot.
 func hasInstallTarget(f *units.File) bool {
-	for _, k := range []string{"WantedBy", "RequiredBy", "UpheldBy", "Also"} {
-		if lastValue(f.Values(units.SectionInstall, k)) != "" {
+	for _, k := range [...]string{"WantedBy", "RequiredBy", "UpheldBy", "Also"} {
+		if lastOf(f, units.SectionInstall, k) != "" {
 			return true
 		}
 	}
@@ -500,21 +693,28 @@ func hasInstallTarget(f *units.File) bool {
 // mistake shows at render time and not as a dead unit on a booted node.
 func (g *gen) checkService() {
 	f := g.file
-	has := func(k string) bool { return lastValue(f.Values(units.SectionService, k)) != "" }
+	has := func(k string) bool { return lastOf(f, units.SectionService, k) != "" }
 	if !has("ExecStart") && !has("ExecStop") && !has("SuccessAction") {
 		g.b.errorf(g.p, `add exec: ["/path/to/command", "arg"], or ExecStart= in the manifest`,
 			"the service has no command to run: systemd refuses a service without ExecStart=")
 		g.ok = false
 		return
 	}
-	typ := lastValue(f.Values(units.SectionService, "Type"))
+	typ := lastOf(f, units.SectionService, "Type")
 	if typ != "oneshot" {
 		n := 0
-		for _, v := range f.Values(units.SectionService, "ExecStart") {
-			if v == "" {
-				n = 0
-			} else {
-				n++
+		for _, s := range f.Sections {
+			if s.Name != units.SectionService {
+				continue
+			}
+			for _, e := range s.Entries {
+				switch {
+				case e.Key != "ExecStart":
+				case e.Value == "":
+					n = 0
+				default:
+					n++
+				}
 			}
 		}
 		if n > 1 {
@@ -524,7 +724,7 @@ func (g *gen) checkService() {
 		}
 		return
 	}
-	if r := lastValue(f.Values(units.SectionService, "Restart")); r == "always" || r == "on-success" {
+	if r := lastOf(f, units.SectionService, "Restart"); r == "always" || r == "on-success" {
 		g.b.errorf(g.p+".restart", "use restart: on-failure, or drop type: oneshot",
 			"Restart=%s is not allowed for Type=oneshot services: systemd refuses to load the unit", r)
 		g.ok = false
@@ -537,4 +737,35 @@ func lastValue(vs []string) string {
 		return ""
 	}
 	return vs[len(vs)-1]
+}
+
+// lastOf is lastValue(f.Values(section, key)), without the list.
+func lastOf(f *units.File, section, key string) string {
+	v := ""
+	for _, s := range f.Sections {
+		if s.Name != section {
+			continue
+		}
+		for _, e := range s.Entries {
+			if e.Key == key {
+				v = e.Value
+			}
+		}
+	}
+	return v
+}
+
+// hasKey is len(f.Values(section, key)) > 0, without the list.
+func hasKey(f *units.File, section, key string) bool {
+	for _, s := range f.Sections {
+		if s.Name != section {
+			continue
+		}
+		for _, e := range s.Entries {
+			if e.Key == key {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -268,12 +268,8 @@ func installFile(name string, files map[string][]byte) ([]byte, bool) {
 // section gives no unit options). A file that does not parse (never the case
 // for rendered units) counts as having one, so that enabled stays as asked.
 func hasInstallEntries(contents []byte) bool {
-	f, err := units.Parse(contents)
-	if err != nil {
-		return true
-	}
-	s := f.Section(units.SectionInstall)
-	return s != nil && len(s.Entries) > 0
+	has, err := units.HasEntries(contents, units.SectionInstall)
+	return has || err != nil
 }
 
 func boolPtr(b bool) *bool { return &b }

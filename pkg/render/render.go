@@ -83,7 +83,7 @@ func buildUnits(spec *hooks.Spec, prior hooks.Diagnostics) ([]Unit, hooks.Diagno
 // newBuilder returns a builder for spec that knows what the parser
 // refused, from its diagnostics prior.
 func newBuilder(spec *hooks.Spec, prior hooks.Diagnostics) *builder {
-	b := &builder{spec: spec, seen: map[string]int{}, refused: map[string]bool{}, refusedHooks: map[int]bool{}}
+	b := &builder{spec: spec, seen: make(map[string]int, len(spec.Hooks)), refused: map[string]bool{}, refusedHooks: map[int]bool{}}
 	for _, d := range prior {
 		if d.Severity == hooks.Error {
 			b.refused[d.Path] = true
@@ -180,7 +180,7 @@ func UnitName(h *hooks.Hook) string {
 // (its problems are in b.diags).
 func (b *builder) hook(i int) (Unit, bool) {
 	h := &b.spec.Hooks[i]
-	p := fmt.Sprintf("hooks[%d]", i)
+	p := "hooks[" + strconv.Itoa(i) + "]"
 	if h.Name == "" || b.refused[p+".name"] {
 		return Unit{}, false // reported by the parser
 	}
@@ -217,17 +217,18 @@ func (b *builder) hook(i int) (Unit, bool) {
 	case h.UseRawManifest && strings.TrimSpace(h.Manifest) == "":
 		// Reported by the parser.
 	case h.UseRawManifest:
-		file = b.parseText(p+".manifest", h.Manifest, "")
+		mp := p + ".manifest"
+		file = b.parseText(mp, h.Manifest, "")
 		if file != nil {
 			u.Contents = units.NormalizeRaw([]byte(h.Manifest))
-			b.checkFile(p, name, file, b.rawPos(p+".manifest"))
+			b.checkFile(p, name, file, entryPlaces{path: mp})
 		}
 	case h.Generated():
-		var pos posFunc
-		file, pos = b.generate(i, name)
+		var g *gen
+		file, g = b.generate(i, p, name)
 		if file != nil {
 			u.Contents = file.Canonical()
-			b.checkFile(p, name, file, pos)
+			b.checkFile(p, name, file, entryPlaces{g: g})
 		}
 	}
 	if u.Contents != nil || h.Enabled != nil {
@@ -237,34 +238,51 @@ func (b *builder) hook(i int) (Unit, bool) {
 	if u.Contents != nil && u.Enabled != nil && *u.Enabled && !h.Mask {
 		// Point at what made the unit: the raw manifest, or the
 		// wantedBy that emptied [Install].
-		at := p + ".wantedBy"
+		at := ".wantedBy"
 		if h.UseRawManifest {
-			at = p + ".manifest"
+			at = ".manifest"
 		}
-		b.checkInstall(at, name, file)
+		b.checkInstall(p, at, name, file)
 	}
 	for k, d := range h.Dropins {
-		dp := fmt.Sprintf("%s.dropins[%d]", p, k)
-		df := b.parseText(dp+".contents", d.Contents, "")
+		dp := fmt.Sprintf("%s.dropins[%d].contents", p, k)
+		df := b.parseText(dp, d.Contents, "")
 		if df == nil {
 			continue
 		}
-		b.checkDirectives(df, b.rawPos(dp+".contents"))
-		b.checkExec(df, b.rawPos(dp+".contents"))
+		b.checkDirectives(df, entryPlaces{path: dp})
+		b.checkExec(df, entryPlaces{path: dp})
 		u.Dropins = append(u.Dropins, Dropin{Name: d.Name, Contents: units.NormalizeRaw([]byte(d.Contents))})
 	}
 	return u, true
 }
 
-// posFunc says where in the spec an entry of a built unit file comes from.
-type posFunc func(e *units.Entry) (hooks.Position, string)
+// entryPlaces says where in the spec the entries of a unit file come
+// from: for a generated unit, what its gen recorded; for a unit parsed from
+// the text at path (a raw manifest or drop-in), the lines of that text.
+type entryPlaces struct {
+	g    *gen
+	path string
+}
 
-// rawPos maps the entries of a unit parsed from the text at path (a raw
-// manifest or drop-in) to the lines of that text in the spec.
-func (b *builder) rawPos(path string) posFunc {
-	return func(e *units.Entry) (hooks.Position, string) {
-		return b.spec.WhereInScalar(path, e.Line), path
+// userText reports whether e is unit text the user wrote (a manifest,
+// directives, a drop-in): whether its path holds ".manifest",
+// ".directives." or ".contents".
+func (pl entryPlaces) userText(e *units.Entry) bool {
+	if pl.g != nil {
+		return pl.g.origin(e).userText()
 	}
+	return strings.Contains(pl.path, ".manifest") || strings.Contains(pl.path, ".directives.") || strings.Contains(pl.path, ".contents")
+}
+
+// place is where in the spec e comes from, and the path there. The
+// position is looked up only here, for an entry a problem is reported at.
+func (b *builder) place(pl entryPlaces, e *units.Entry) (hooks.Position, string) {
+	if pl.g != nil {
+		o := pl.g.origin(e)
+		return pl.g.where(o), pl.g.path(o)
+	}
+	return b.spec.WhereInScalar(pl.path, e.Line), pl.path
 }
 
 // parseText parses unit text from the spec at path. section, when not
@@ -298,9 +316,9 @@ func (b *builder) parseText(path, text, section string) *units.File {
 
 // checkFile checks a unit file built or read for hook p: its directives
 // against systemd's vocabulary, and a path unit's name against its path.
-func (b *builder) checkFile(p, name string, f *units.File, pos posFunc) {
-	b.checkDirectives(f, pos)
-	b.checkExec(f, pos)
+func (b *builder) checkFile(p, name string, f *units.File, pl entryPlaces) {
+	b.checkDirectives(f, pl)
+	b.checkExec(f, pl)
 	typ := units.Type(name)
 	var key string
 	switch typ {
@@ -344,20 +362,20 @@ func (b *builder) checkFile(p, name string, f *units.File, pos posFunc) {
 // ignores because of its "-" prefix is a warning. Lines built from exec:,
 // pre: and steps: are quoted by QuoteExec and their specifiers checked by
 // checkSpecifiers, at the argument.
-func (b *builder) checkExec(f *units.File, pos posFunc) {
+func (b *builder) checkExec(f *units.File, pl entryPlaces) {
 	for _, s := range f.Sections {
 		for _, e := range s.Entries {
 			if !units.IsExecCommand(s.Name, e.Key) {
 				continue
 			}
-			at, path := pos(e)
-			if !strings.Contains(path, ".manifest") && !strings.Contains(path, ".directives.") && !strings.Contains(path, ".contents") {
+			if !pl.userText(e) {
 				continue
 			}
 			err := units.CheckExec(e.Value)
 			if err == nil {
 				continue
 			}
+			at, path := b.place(pl, e)
 			if ee := err.(*units.ExecError); ee.Ignored {
 				b.report(hooks.Warning, at, path, fmt.Sprintf("%s=%s: %v; because of its \"-\" prefix systemd ignores this command instead of refusing the unit", e.Key, e.Value, err),
 					"fix the command, or remove the line")
@@ -369,13 +387,13 @@ func (b *builder) checkExec(f *units.File, pos posFunc) {
 }
 
 // checkDirectives warns about sections and keys systemd does not know.
-func (b *builder) checkDirectives(f *units.File, pos posFunc) {
+func (b *builder) checkDirectives(f *units.File, pl entryPlaces) {
 	for _, s := range f.Sections {
 		if !units.KnownSection(s.Name) {
 			var at hooks.Position
 			var path string
 			if len(s.Entries) > 0 {
-				at, path = pos(s.Entries[0])
+				at, path = b.place(pl, s.Entries[0])
 			}
 			b.report(hooks.Warning, at, path, fmt.Sprintf("systemd does not know section [%s] and ignores it", s.Name),
 				"name private sections X-Something")
@@ -385,7 +403,7 @@ func (b *builder) checkDirectives(f *units.File, pos posFunc) {
 			if units.KnownDirective(s.Name, e.Key) {
 				continue
 			}
-			at, path := pos(e)
+			at, path := b.place(pl, e)
 			b.report(hooks.Warning, at, path, fmt.Sprintf("systemd does not know %s= in [%s] and ignores it", e.Key, s.Name),
 				units.SuggestDirective(s.Name, e.Key))
 		}
@@ -395,15 +413,16 @@ func (b *builder) checkDirectives(f *units.File, pos posFunc) {
 // checkInstall warns about an enabled unit that cannot be enabled: one
 // whose [Install] section is missing or names nothing to enable it for
 // (systemctl enable then only says "no installation config"), or a
-// template without a default instance.
-func (b *builder) checkInstall(p, name string, f *units.File) {
-	if !hasInstallTarget(f) && lastValue(f.Values(units.SectionInstall, "Alias")) == "" {
-		b.warnf(p, "add an [Install] section (for example WantedBy="+orDefault(units.DefaultTarget(units.Type(name)), "multi-user.target")+"), or set enabled: false",
+// template without a default instance. The warning is at the field
+// (".wantedBy", ".manifest") of the hook at path hook.
+func (b *builder) checkInstall(hook, field, name string, f *units.File) {
+	if !hasInstallTarget(f) && lastOf(f, units.SectionInstall, "Alias") == "" {
+		b.warnf(hook+field, "add an [Install] section (for example WantedBy="+orDefault(units.DefaultTarget(units.Type(name)), "multi-user.target")+"), or set enabled: false",
 			"%s is enabled but has no [Install] section with WantedBy= or RequiredBy=, so enabling it does nothing and it will not start at boot", name)
 		return
 	}
-	if strings.HasSuffix(strings.TrimSuffix(name, "."+units.Type(name)), "@") && len(f.Values(units.SectionInstall, "DefaultInstance")) == 0 {
-		b.warnf(p, "add DefaultInstance= to [Install], or name an instance (foo@bar.service) in a hook of its own",
+	if strings.HasSuffix(strings.TrimSuffix(name, "."+units.Type(name)), "@") && !hasKey(f, units.SectionInstall, "DefaultInstance") {
+		b.warnf(hook+field, "add DefaultInstance= to [Install], or name an instance (foo@bar.service) in a hook of its own",
 			"%s is a template: it cannot be enabled without an instance", name)
 	}
 }

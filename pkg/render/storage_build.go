@@ -173,6 +173,9 @@ const UnitDir = "/etc/systemd/system"
 // file or drop-in of the spec goes, or its drop-in directory: two writers
 // of one path, of which the outputs would keep one or fail.
 func (b *builder) checkUnitPaths(us []Unit, st Storage) {
+	if len(st.Files) == 0 && len(st.Directories) == 0 && len(st.Links) == 0 {
+		return // nothing to collide with a unit
+	}
 	owned := map[string]string{} // path -> the unit that writes it
 	for _, u := range us {
 		if u.Contents != nil || u.Mask {

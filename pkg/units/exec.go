@@ -65,7 +65,14 @@ func QuoteExec(argv []string, expandEnv bool) (string, error) {
 		// exec time, so no spelling keeps both right.
 		return "", fmt.Errorf("the program %q contains '$'; systemd does not expand variables in the program path, so give the path literally", argv[0])
 	}
+	// Room for the words as written, a separator and a pair of quotes
+	// each, and a few escapes: grown once, not word by word.
+	n := 8
+	for _, a := range argv {
+		n += len(a) + 3
+	}
 	var b strings.Builder
+	b.Grow(n)
 	for i, a := range argv {
 		if i > 0 {
 			b.WriteByte(' ')
@@ -122,10 +129,12 @@ func checkProgram(p string) error {
 		if len(p) >= 4096 {
 			return fmt.Errorf("the program path is %d bytes long; paths must be shorter than 4096 bytes", len(p))
 		}
-		for _, c := range strings.Split(p, "/") {
+		for rest := p; rest != ""; {
+			c, after, _ := strings.Cut(rest, "/")
 			if len(c) > 255 {
 				return fmt.Errorf("the program path %q has a component longer than 255 bytes", p)
 			}
+			rest = after
 		}
 		return nil
 	}
@@ -225,32 +234,60 @@ func cEscape(b *strings.Builder, s string, quote byte) {
 // value (an empty Exec*= assignment is a reset, not a command), and for a
 // value holding more than one command (see SplitExecCommands).
 func SplitExec(value string) ([]string, error) {
-	cmds, err := SplitExecCommands(value)
+	cmds, n, _, err := splitExecCommands(value, true)
 	if err != nil {
 		return nil, err
 	}
-	switch len(cmds) {
-	case 0:
-		return nil, errors.New("the value is empty; an empty Exec assignment resets the list and holds no command")
-	case 1:
-		return cmds[0], nil
+	if err := oneCommand(n); err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("the value holds %d commands separated by \" ; \"; use SplitExecCommands", len(cmds))
+	return cmds[0], nil
+}
+
+// countExec is SplitExec for a caller that needs only the number of
+// words: it gives the same errors, and builds no words.
+func countExec(value string) (int, error) {
+	_, n, words, err := splitExecCommands(value, false)
+	if err != nil {
+		return 0, err
+	}
+	if err := oneCommand(n); err != nil {
+		return 0, err
+	}
+	return words, nil
+}
+
+// oneCommand is SplitExec's error for a value of n commands, nil for one.
+func oneCommand(n int) error {
+	switch n {
+	case 0:
+		return errors.New("the value is empty; an empty Exec assignment resets the list and holds no command")
+	case 1:
+		return nil
+	}
+	return fmt.Errorf("the value holds %d commands separated by \" ; \"; use SplitExecCommands", n)
 }
 
 // SplitExecCommands is SplitExec for values holding several commands
 // separated by a lone ";", which systemd 252 still accepts. It returns no
 // commands for an empty value.
 func SplitExecCommands(value string) ([][]string, error) {
-	var cmds [][]string
+	cmds, _, _, err := splitExecCommands(value, true)
+	return cmds, err
+}
+
+// splitExecCommands splits value as SplitExecCommands does. It returns the
+// commands only when keep is set; n is the number of commands and words
+// the number of words of the last one, whether kept or not.
+func splitExecCommands(value string, keep bool) (cmds [][]string, n, words int, err error) {
 	p := strings.Trim(value, whitespace)
 	for {
 		first, rest, found, err := extractWord(p)
 		if err != nil {
-			return nil, err
+			return nil, 0, 0, err
 		}
 		if !found {
-			return cmds, nil
+			return cmds, n, words, nil
 		}
 		p = rest
 		if first == ";" {
@@ -258,34 +295,48 @@ func SplitExecCommands(value string) ([][]string, error) {
 		}
 		prefix := first[:len(first)-len(strings.TrimLeft(first, "-@:+!"))]
 		if err := checkSplitProgram(first[len(prefix):]); err != nil {
-			return nil, err
+			return nil, 0, 0, err
 		}
 		expand := strings.IndexByte(prefix, ':') < 0
-		argv := []string{execWord(first, expand)}
+		var argv []string
+		if keep {
+			argv = []string{execWord(first, expand)}
+		}
+		n, words = n+1, 1
 		for p != "" {
 			if p[0] == ';' && (len(p) == 1 || isWS(p[1])) {
 				p = strings.TrimLeft(p[1:], whitespace)
 				break
 			}
 			if strings.HasPrefix(p, `\;`) && (len(p) == 2 || isWS(p[2])) {
-				argv = append(argv, ";")
+				if keep {
+					argv = append(argv, ";")
+				}
+				words++
 				p = strings.TrimLeft(p[2:], whitespace)
 				continue
 			}
 			w, rest, found, err := extractWord(p)
 			if err != nil {
-				return nil, err
+				return nil, 0, 0, err
 			}
 			p = rest
 			if !found {
 				break
 			}
-			if expand && ExpandDropped(unescapeSpecifiers(w)) {
+			// Only a word starting with '$' can be dropped, and
+			// unescaping "%%" keeps a word's first byte.
+			if expand && len(w) > 0 && w[0] == '$' && ExpandDropped(unescapeSpecifiers(w)) {
 				continue
 			}
-			argv = append(argv, execWord(w, expand))
+			if keep {
+				argv = append(argv, execWord(w, expand))
+			}
+			words++
 		}
-		cmds = append(cmds, argv)
+		if keep {
+			cmds = append(cmds, argv)
+		}
 	}
 }
 
@@ -406,7 +457,24 @@ func extractWordMode(s string, relax bool) (word, rest string, found bool, err e
 	if i == len(s) {
 		return "", "", false, nil
 	}
+	// A word without quotes or escapes is the text as written: no copy.
+	j := i
+	for j < len(s) && !isWS(s[j]) && s[j] != '\\' && s[j] != '\'' && s[j] != '"' {
+		j++
+	}
+	if j == len(s) {
+		return s[i:], "", true, nil
+	}
+	if isWS(s[j]) {
+		k := j
+		for k < len(s) && isWS(s[k]) {
+			k++
+		}
+		return s[i:j], s[k:], true, nil
+	}
 	b := make([]byte, 0, len(s)-i)
+	b = append(b, s[i:j]...)
+	i = j
 	var quote byte
 	for {
 		if i >= len(s) {
@@ -601,6 +669,7 @@ func QuoteEnv(name, value string) (string, error) {
 		}
 	}
 	var b strings.Builder
+	b.Grow(len(name) + len(value) + 8)
 	b.WriteByte('"')
 	b.WriteString(name)
 	b.WriteByte('=')

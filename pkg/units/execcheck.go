@@ -80,17 +80,20 @@ func prefixLen(value string) int {
 }
 
 func checkExec(value string) *ExecError {
-	seen := map[byte]int{}
+	// seen counts each prefix character, indexed as in prefixChars.
+	const prefixChars = "-@:+!"
+	var seen [len(prefixChars)]int
+	count := func(c byte) int { return seen[strings.IndexByte(prefixChars, c)] }
 	i := 0
-	for ; i < len(value) && strings.IndexByte("-@:+!", value[i]) >= 0; i++ {
+	for ; i < len(value) && strings.IndexByte(prefixChars, value[i]) >= 0; i++ {
 		c := value[i]
-		seen[c]++
+		seen[strings.IndexByte(prefixChars, c)]++
 		switch {
-		case c == '!' && seen['+'] > 0, c == '+' && seen['!'] > 0:
+		case c == '!' && count('+') > 0, c == '+' && count('!') > 0:
 			return &ExecError{Offset: i, Msg: "the prefixes \"+\" and \"!\" cannot be combined: \"+\" runs the command with full privileges, \"!\" with only the user switch lifted"}
-		case c == '!' && seen[c] > 2:
+		case c == '!' && count(c) > 2:
 			return &ExecError{Offset: i, Msg: "the prefix \"!\" is given more than twice; \"!!\" is the most systemd takes"}
-		case c != '!' && seen[c] > 1:
+		case c != '!' && count(c) > 1:
 			return &ExecError{Offset: i, Msg: fmt.Sprintf("the prefix %q is given twice; each prefix may appear only once", string(c))}
 		}
 	}
@@ -100,11 +103,11 @@ func checkExec(value string) *ExecError {
 	if i == len(value) {
 		return &ExecError{Offset: i, Msg: fmt.Sprintf("the line holds only the prefix %q and no command", value)}
 	}
-	words, err := SplitExec(value[i:])
+	words, err := countExec(value[i:])
 	if err != nil {
 		return &ExecError{Offset: i, Msg: err.Error()}
 	}
-	if seen['@'] > 0 && len(words) < 2 {
+	if count('@') > 0 && words < 2 {
 		return &ExecError{Offset: 0, Msg: "with the prefix \"@\" the word after the program is argv[0], and there is none; add it, or drop the \"@\""}
 	}
 	return nil

@@ -2,8 +2,9 @@ package units
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -106,27 +107,30 @@ const bom = "\xef\xbb\xbf"
 // broken. A NUL byte, which systemd takes as a line end, is an error
 // too. Unknown sections and keys are not errors; see KnownDirective.
 func Parse(data []byte) (*File, error) {
+	// One copy of the text, of which every line, key, value and comment
+	// is a part: not a copy of each line.
+	src := string(data)
 	p := parser{f: &File{}}
 	bomSeen := false
 	lineNum := 0
-	for len(data) > 0 {
-		var line []byte
-		line, data = nextLine(data)
+	for len(src) > 0 {
+		var line string
+		line, src = nextLine(src)
 		lineNum++
-		if i := bytes.IndexByte(line, 0); i >= 0 {
+		if i := strings.IndexByte(line, 0); i >= 0 {
 			return nil, &ParseError{Line: lineNum, Column: i + 1, Msg: "the line contains a NUL byte; unit files are text, so remove it"}
 		}
 		if len(line) > MaxLineLen {
 			return nil, &ParseError{Line: lineNum, Column: MaxLineLen + 1, Msg: fmt.Sprintf("the line is %d bytes long; systemd refuses a line of %d bytes or more, and the unit would not load", len(line), longLineMax), Hint: LongLineHint}
 		}
-		if !bomSeen && bytes.HasPrefix(line, []byte(bom)) {
+		if !bomSeen && strings.HasPrefix(line, bom) {
 			line = line[len(bom):]
 			bomSeen = true
 		}
 		// systemd skips comment lines before it looks at continuations, so
 		// a comment inside a continued entry neither ends nor extends it.
-		if t := bytes.TrimLeft(line, whitespace); len(t) > 0 && (t[0] == '#' || t[0] == ';') {
-			p.comment(string(t))
+		if t := strings.TrimLeft(line, whitespace); len(t) > 0 && (t[0] == '#' || t[0] == ';') {
+			p.comment(t)
 			continue
 		}
 		if p.cont != nil {
@@ -146,7 +150,7 @@ func Parse(data []byte) (*File, error) {
 			p.cont[len(p.cont)-1] = ' '
 			continue
 		}
-		text, start := string(line), lineNum
+		text, start := line, lineNum
 		if p.cont != nil {
 			text, start = string(p.cont), p.contLine
 			p.cont = nil
@@ -172,10 +176,10 @@ func Parse(data []byte) (*File, error) {
 
 // nextLine splits off one line the way systemd's read_line does: "\n",
 // "\r", "\r\n" and "\n\r" each end one line.
-func nextLine(data []byte) (line, rest []byte) {
-	i := bytes.IndexAny(data, "\r\n")
+func nextLine(data string) (line, rest string) {
+	i := strings.IndexAny(data, "\r\n")
 	if i < 0 {
-		return data, nil
+		return data, ""
 	}
 	line, rest = data[:i], data[i+1:]
 	if len(rest) > 0 && (rest[0] == '\r' || rest[0] == '\n') && rest[0] != data[i] {
@@ -198,6 +202,7 @@ func endsEscaped[T string | []byte](s T) bool {
 type parser struct {
 	f        *File
 	sec      *Section
+	slab     []Entry  // where the entries are allocated, a few at a time
 	pending  []string // comments waiting for the next entry or header
 	cont     []byte   // joined continuation, nil when none is open
 	contLine int
@@ -261,13 +266,16 @@ func (p *parser) line(raw string, n int) error {
 	if eq == 0 {
 		return &ParseError{Line: n, Column: col, Msg: fmt.Sprintf("missing key name before '=' in %q; an entry is written Key=Value", s)}
 	}
-	e := &Entry{
+	if len(p.slab) == cap(p.slab) {
+		p.slab = make([]Entry, 0, min(max(8, 2*cap(p.slab)), 256))
+	}
+	p.slab = append(p.slab, Entry{
 		Key:      strings.Trim(s[:eq], whitespace),
 		Value:    strings.Trim(s[eq+1:], whitespace),
 		Line:     n,
 		Comments: p.takeComments(),
-	}
-	p.sec.Entries = append(p.sec.Entries, e)
+	})
+	p.sec.Entries = append(p.sec.Entries, &p.slab[len(p.slab)-1])
 	return nil
 }
 
@@ -342,10 +350,13 @@ func sectionRank(name string) int {
 	case SectionScope:
 		return 9
 	case SectionInstall:
-		return 11
+		return otherRank + 1
 	}
-	return 10
+	return otherRank
 }
+
+// otherRank is the sectionRank of every section not named there.
+const otherRank = 10
 
 // Validate reports the first problem that would keep Canonical from writing
 // f faithfully: a section name or key systemd could not read back, a value
@@ -425,31 +436,18 @@ func (f *File) Validate() error {
 // bytes in names, values and comments are written as spaces. Call Validate
 // first to refuse such files instead.
 func (f *File) Canonical() []byte {
-	type merged struct {
-		name     string
-		comments []string
-		entries  []*Entry
-	}
-	var order []*merged
-	byName := map[string]*merged{}
 	keep := keepSectionOrder(f)
-	for _, s := range f.Sections {
-		m := byName[s.Name]
-		if m == nil || keep {
-			m = &merged{name: s.Name}
-			byName[s.Name] = m
-			order = append(order, m)
-		}
-		m.comments = append(m.comments, s.Comments...)
-		m.entries = append(m.entries, s.Entries...)
-	}
+	order := mergeSections(f, keep)
 	if !keep {
-		sort.SliceStable(order, func(i, j int) bool {
-			ri, rj := sectionRank(order[i].name), sectionRank(order[j].name)
-			if ri != rj {
-				return ri < rj
+		slices.SortStableFunc(order, func(a, b merged) int {
+			ra, rb := sectionRank(a.name), sectionRank(b.name)
+			if ra != rb {
+				return cmp.Compare(ra, rb)
 			}
-			return ri == 10 && order[i].name < order[j].name
+			if ra == otherRank {
+				return strings.Compare(a.name, b.name)
+			}
+			return 0
 		})
 	}
 
@@ -469,6 +467,7 @@ func (f *File) Canonical() []byte {
 		}
 	}
 	writeComments(f.Header)
+	var scratch []sortKeyed
 	for i, m := range order {
 		if i > 0 {
 			b.WriteByte('\n')
@@ -477,9 +476,8 @@ func (f *File) Canonical() []byte {
 		b.WriteByte('[')
 		b.WriteString(oneLine(m.name))
 		b.WriteString("]\n")
-		entries := append([]*Entry(nil), m.entries...)
-		sortEntries(m.name, entries, !keep)
-		for _, e := range entries {
+		scratch = sortEntries(m.name, m.entries, !keep, scratch)
+		for _, e := range m.entries {
 			writeComments(e.Comments)
 			b.WriteString(oneLine(e.Key))
 			b.WriteByte('=')
@@ -493,6 +491,80 @@ func (f *File) Canonical() []byte {
 	}
 	writeComments(f.Trailer)
 	return b.Bytes()
+}
+
+// merged is a section as Canonical writes it: the sections of one name
+// merged, or one section when their order is kept.
+type merged struct {
+	name     string
+	comments []string
+	entries  []*Entry // Canonical's own, to sort
+}
+
+// mergeSections returns f's sections merged by name in the order of their
+// first appearance, or, with keep, one for each section in input order.
+// The entries of all of them share one new array.
+func mergeSections(f *File, keep bool) []merged {
+	order := make([]merged, 0, len(f.Sections))
+	// group[i] is the index in order of section i, and counts[g] the
+	// number of entries of group g: on the stack for a usual file.
+	var groupBuf, countsBuf [8]int
+	group, counts := groupBuf[:0], countsBuf[:0]
+	if len(f.Sections) > len(groupBuf) {
+		group, counts = make([]int, 0, len(f.Sections)), make([]int, 0, len(f.Sections))
+	}
+	group = group[:len(f.Sections)]
+	var byName map[string]int // for files of many sections
+	if !keep && len(f.Sections) > 16 {
+		byName = make(map[string]int, len(f.Sections))
+	}
+	total := 0
+	for i, s := range f.Sections {
+		g := -1
+		switch {
+		case keep:
+		case byName != nil:
+			if j, ok := byName[s.Name]; ok {
+				g = j
+			}
+		default:
+			for j := range order {
+				if order[j].name == s.Name {
+					g = j
+					break
+				}
+			}
+		}
+		if g < 0 {
+			g = len(order)
+			order = append(order, merged{name: s.Name})
+			counts = append(counts, 0)
+			if byName != nil {
+				byName[s.Name] = g
+			}
+		}
+		group[i] = g
+		counts[g] += len(s.Entries)
+		total += len(s.Entries)
+		m := &order[g]
+		if m.comments == nil {
+			// Capped, so that a merge appends to a copy.
+			m.comments = s.Comments[:len(s.Comments):len(s.Comments)]
+		} else {
+			m.comments = append(m.comments, s.Comments...)
+		}
+	}
+	all := make([]*Entry, total)
+	off := 0
+	for g := range order {
+		order[g].entries = all[off : off : off+counts[g]]
+		off += counts[g]
+	}
+	for i, s := range f.Sections {
+		m := &order[group[i]]
+		m.entries = append(m.entries, s.Entries...)
+	}
+	return order
 }
 
 // LineLen is the length of the line Canonical writes for e, without its
@@ -532,10 +604,21 @@ func canonicalSize(f *File) int {
 // oneLine replaces line breaks and NUL bytes with spaces, so that nothing
 // a caller puts in a File can become a directive of its own.
 func oneLine(s string) string {
-	if !strings.ContainsAny(s, "\r\n\x00") {
+	if !hasBreak(s) {
 		return s
 	}
 	return strings.NewReplacer("\r", " ", "\n", " ", "\x00", " ").Replace(s)
+}
+
+// hasBreak is strings.ContainsAny(s, "\r\n\x00"), in one pass without
+// building a set of the three bytes for every call.
+func hasBreak(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= '\r' && (c == '\r' || c == '\n' || c == 0) {
+			return true
+		}
+	}
+	return false
 }
 
 // Format parses a unit file and returns its canonical form; it is what

@@ -212,10 +212,12 @@ func cleanAbsolute(p string) bool {
 	if !strings.HasPrefix(p, "/") {
 		return false
 	}
-	for _, c := range strings.Split(p, "/") {
+	for rest := p; rest != ""; {
+		c, after, _ := strings.Cut(rest, "/")
 		if c == "." || c == ".." {
 			return false
 		}
+		rest = after
 	}
 	return true
 }
@@ -304,7 +306,24 @@ func fatalBarrier(section string, e *Entry) bool {
 	if !ok {
 		return false
 	}
-	return strings.Contains(strings.ReplaceAll(e.Value, "%%", ""), "%") || !check(e.Value)
+	return hasSpecifier(e.Value) || !check(e.Value)
+}
+
+// hasSpecifier reports whether v holds a '%' that is not part of a "%%"
+// (reading the pairs from the left): whether v still holds a '%' once
+// every "%%" is removed.
+func hasSpecifier(v string) bool {
+	for i := strings.IndexByte(v, '%'); i >= 0; {
+		if i+1 >= len(v) || v[i+1] != '%' {
+			return true
+		}
+		j := strings.IndexByte(v[i+2:], '%')
+		if j < 0 {
+			return false
+		}
+		i += 2 + j
+	}
+	return false
 }
 
 // barrier reports whether e keeps its place relative to every entry of its
@@ -324,8 +343,8 @@ type sortKeyed struct {
 // noFatal says that none of them is a fatalBarrier, as keepSectionOrder
 // found when it returned false: checking each Exec*= value again (a
 // parse of the command line) was half of the time the canonical order
-// took.
-func sortEntries(section string, entries []*Entry, noFatal bool) {
+// took. scratch is room for the sort keys, returned for the next call.
+func sortEntries(section string, entries []*Entry, noFatal bool, scratch []sortKeyed) []sortKeyed {
 	start := 0
 	for i := 0; i <= len(entries); i++ {
 		if i < len(entries) {
@@ -336,7 +355,10 @@ func sortEntries(section string, entries []*Entry, noFatal bool) {
 		if seg := entries[start:i]; len(seg) > 1 {
 			// Each entry's sort name is looked up once, not twice per
 			// comparison: that was most of Canonical's time.
-			keyed := make([]sortKeyed, len(seg))
+			if cap(scratch) < len(seg) {
+				scratch = make([]sortKeyed, len(seg), max(len(seg), len(entries)))
+			}
+			keyed := scratch[:len(seg)]
 			for j, e := range seg {
 				keyed[j].name, keyed[j].rank = sortName(section, e.Key)
 				keyed[j].e = e
@@ -353,6 +375,7 @@ func sortEntries(section string, entries []*Entry, noFatal bool) {
 		}
 		start = i + 1
 	}
+	return scratch
 }
 
 // keepSectionOrder reports whether f's sections must stay in input order,

@@ -2,7 +2,6 @@ package units
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -38,10 +37,56 @@ func KnownDirective(section, key string) bool {
 	if strings.HasPrefix(key, "X-") || strings.HasPrefix(section, "X-") {
 		return true
 	}
-	full := section + "." + key
-	i := sort.SearchStrings(knownDirectives, full)
-	return i < len(knownDirectives) && knownDirectives[i] == full
+	if key == "" {
+		return false
+	}
+	r := sectionRank(section)
+	if r == otherRank {
+		return false
+	}
+	spans := &directiveIndex()[r]
+	// The keys of section starting with key's first byte, sorted.
+	sp := spans[key[0]]
+	lo, hi, skip := int(sp.lo), int(sp.hi), len(section)+1
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		switch k := knownDirectives[m][skip:]; {
+		case k == key:
+			return true
+		case k < key:
+			lo = m + 1
+		default:
+			hi = m
+		}
+	}
+	return false
 }
+
+// span is a range of indexes into knownDirectives.
+type span struct{ lo, hi uint16 }
+
+// directiveIndex gives, for each section with known keys (by its
+// sectionRank) and each first byte of a key, where in knownDirectives the
+// keys of that section starting with that byte are, so that KnownDirective
+// compares a key with a handful of keys of its own section instead of
+// searching the whole table. Building it is one pass over the table, done
+// on first use.
+var directiveIndex = sync.OnceValue(func() *[otherRank + 2][256]span {
+	var idx [otherRank + 2][256]span
+	for i, d := range knownDirectives {
+		sect, key, _ := strings.Cut(d, ".")
+		r := sectionRank(sect)
+		if r == otherRank || key == "" {
+			panic("units: known directive " + d + " is not in a section of its own rank")
+		}
+		sp := &idx[r][key[0]]
+		if sp.hi == 0 {
+			sp.lo = uint16(i)
+		}
+		sp.hi = uint16(i + 1)
+	}
+	return &idx
+})
 
 // sectionVocab is what the suggestions need of the known keys of one
 // section: the keys, sorted, and the same keys in lower case.

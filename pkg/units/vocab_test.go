@@ -129,3 +129,29 @@ func TestSuggestDirectiveAllocates(t *testing.T) {
 		}
 	}
 }
+
+// TestKnownDirectiveIndex holds KnownDirective to a search of the whole
+// table, for every known directive and for keys and sections close to
+// them.
+func TestKnownDirectiveIndex(t *testing.T) {
+	inTable := func(section, key string) bool {
+		if strings.HasPrefix(key, "X-") || strings.HasPrefix(section, "X-") {
+			return true
+		}
+		full := section + "." + key
+		i := sort.SearchStrings(knownDirectives, full)
+		return i < len(knownDirectives) && knownDirectives[i] == full
+	}
+	sections := append([]string{"", "X-Foo", "Services", "Servic", "unit"}, knownSections...)
+	for _, d := range knownDirectives {
+		sect, key, _ := strings.Cut(d, ".")
+		keys := []string{key, key[:len(key)-1], key + "x", strings.ToLower(key), strings.ToUpper(key[:1]) + key[1:] + "A", "", "." + key, "X-" + key}
+		for _, s := range append(sections, sect) {
+			for _, k := range keys {
+				if got, want := KnownDirective(s, k), inTable(s, k); got != want {
+					t.Errorf("KnownDirective(%q, %q) = %v, want %v", s, k, got, want)
+				}
+			}
+		}
+	}
+}
