@@ -193,12 +193,12 @@ func Butane(us []Unit, opts ButaneOptions) ([]byte, error) {
 				yamlnode.Pairs(n, "mask", yamlnode.Bool(*u.mask))
 			}
 			if u.contents != nil {
-				yamlnode.Pairs(n, "contents", yamlText([]byte(*u.contents)))
+				yamlnode.Pairs(n, "contents", yamlText(u.contents))
 			}
 			if len(u.dropins) > 0 {
 				ds := &yaml.Node{Kind: yaml.SequenceNode}
 				for _, d := range u.dropins {
-					ds.Content = append(ds.Content, yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlnode.Str(d.name), "contents", yamlText([]byte(*d.contents))))
+					ds.Content = append(ds.Content, yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlnode.Str(d.name), "contents", yamlText(d.contents)))
 				}
 				yamlnode.Pairs(n, "dropins", ds)
 			}

@@ -43,44 +43,44 @@ var ignitionSpecs = []struct {
 	{v30.MaxVersion.String(), func(us []ignUnit) any {
 		return v30.Config{Ignition: v30.Ignition{Version: v30.MaxVersion.String()}, Systemd: v30.Systemd{Units: convertUnits(us,
 			func(u ignUnit, ds []v30.Dropin) v30.Unit {
-				return v30.Unit{Name: u.name, Contents: u.contents, Enabled: u.enabled, Mask: u.mask, Dropins: ds}
+				return v30.Unit{Name: u.name, Contents: bytesPtr(u.contents), Enabled: u.enabled, Mask: u.mask, Dropins: ds}
 			},
-			func(d ignDropin) v30.Dropin { return v30.Dropin{Name: d.name, Contents: d.contents} })}}
+			func(d ignDropin) v30.Dropin { return v30.Dropin{Name: d.name, Contents: bytesPtr(d.contents)} })}}
 	}},
 	{v31.MaxVersion.String(), func(us []ignUnit) any {
 		return v31.Config{Ignition: v31.Ignition{Version: v31.MaxVersion.String()}, Systemd: v31.Systemd{Units: convertUnits(us,
 			func(u ignUnit, ds []v31.Dropin) v31.Unit {
-				return v31.Unit{Name: u.name, Contents: u.contents, Enabled: u.enabled, Mask: u.mask, Dropins: ds}
+				return v31.Unit{Name: u.name, Contents: bytesPtr(u.contents), Enabled: u.enabled, Mask: u.mask, Dropins: ds}
 			},
-			func(d ignDropin) v31.Dropin { return v31.Dropin{Name: d.name, Contents: d.contents} })}}
+			func(d ignDropin) v31.Dropin { return v31.Dropin{Name: d.name, Contents: bytesPtr(d.contents)} })}}
 	}},
 	{v32.MaxVersion.String(), func(us []ignUnit) any {
 		return v32.Config{Ignition: v32.Ignition{Version: v32.MaxVersion.String()}, Systemd: v32.Systemd{Units: convertUnits(us,
 			func(u ignUnit, ds []v32.Dropin) v32.Unit {
-				return v32.Unit{Name: u.name, Contents: u.contents, Enabled: u.enabled, Mask: u.mask, Dropins: ds}
+				return v32.Unit{Name: u.name, Contents: bytesPtr(u.contents), Enabled: u.enabled, Mask: u.mask, Dropins: ds}
 			},
-			func(d ignDropin) v32.Dropin { return v32.Dropin{Name: d.name, Contents: d.contents} })}}
+			func(d ignDropin) v32.Dropin { return v32.Dropin{Name: d.name, Contents: bytesPtr(d.contents)} })}}
 	}},
 	{v33.MaxVersion.String(), func(us []ignUnit) any {
 		return v33.Config{Ignition: v33.Ignition{Version: v33.MaxVersion.String()}, Systemd: v33.Systemd{Units: convertUnits(us,
 			func(u ignUnit, ds []v33.Dropin) v33.Unit {
-				return v33.Unit{Name: u.name, Contents: u.contents, Enabled: u.enabled, Mask: u.mask, Dropins: ds}
+				return v33.Unit{Name: u.name, Contents: bytesPtr(u.contents), Enabled: u.enabled, Mask: u.mask, Dropins: ds}
 			},
-			func(d ignDropin) v33.Dropin { return v33.Dropin{Name: d.name, Contents: d.contents} })}}
+			func(d ignDropin) v33.Dropin { return v33.Dropin{Name: d.name, Contents: bytesPtr(d.contents)} })}}
 	}},
 	{v34.MaxVersion.String(), func(us []ignUnit) any {
 		return v34.Config{Ignition: v34.Ignition{Version: v34.MaxVersion.String()}, Systemd: v34.Systemd{Units: convertUnits(us,
 			func(u ignUnit, ds []v34.Dropin) v34.Unit {
-				return v34.Unit{Name: u.name, Contents: u.contents, Enabled: u.enabled, Mask: u.mask, Dropins: ds}
+				return v34.Unit{Name: u.name, Contents: bytesPtr(u.contents), Enabled: u.enabled, Mask: u.mask, Dropins: ds}
 			},
-			func(d ignDropin) v34.Dropin { return v34.Dropin{Name: d.name, Contents: d.contents} })}}
+			func(d ignDropin) v34.Dropin { return v34.Dropin{Name: d.name, Contents: bytesPtr(d.contents)} })}}
 	}},
 	{v35.MaxVersion.String(), func(us []ignUnit) any {
 		return v35.Config{Ignition: v35.Ignition{Version: v35.MaxVersion.String()}, Systemd: v35.Systemd{Units: convertUnits(us,
 			func(u ignUnit, ds []v35.Dropin) v35.Unit {
-				return v35.Unit{Name: u.name, Contents: u.contents, Enabled: u.enabled, Mask: u.mask, Dropins: ds}
+				return v35.Unit{Name: u.name, Contents: bytesPtr(u.contents), Enabled: u.enabled, Mask: u.mask, Dropins: ds}
 			},
-			func(d ignDropin) v35.Dropin { return v35.Dropin{Name: d.name, Contents: d.contents} })}}
+			func(d ignDropin) v35.Dropin { return v35.Dropin{Name: d.name, Contents: bytesPtr(d.contents)} })}}
 	}},
 }
 
@@ -165,9 +165,14 @@ func Ignition(us []Unit, opts IgnitionOptions) ([]byte, error) {
 
 // ignUnit is what Ignition is told about one unit, the same in every spec
 // version; each version's own types carry it into JSON.
+//
+// contents are the unit's own bytes, not a copy (nil: no contents): the
+// copies into strings were a tenth of what a render of many hooks
+// allocated, and came right when the heap was at its largest. They are
+// checked to be UTF-8 (ignitionUnits) and only read.
 type ignUnit struct {
 	name     string
-	contents *string
+	contents []byte
 	enabled  *bool
 	mask     *bool
 	dropins  []ignDropin
@@ -175,7 +180,16 @@ type ignUnit struct {
 
 type ignDropin struct {
 	name     string
-	contents *string
+	contents []byte // never nil: a drop-in always has contents, if empty
+}
+
+// bytesPtr is b as the *string of Ignition's types; nil for nil.
+func bytesPtr(b []byte) *string {
+	if b == nil {
+		return nil
+	}
+	s := string(b)
+	return &s
 }
 
 // ignitionUnits says what Ignition is to do with each unit. Both the
@@ -210,11 +224,10 @@ func ignitionUnits(us []Unit) ([]ignUnit, error) {
 	for _, u := range us {
 		iu := ignUnit{name: u.Name, enabled: u.Enabled}
 		if u.Contents != nil && !u.Mask {
-			s, err := utf8String(u.Name, u.Contents)
-			if err != nil {
+			if err := checkUTF8(u.Name, u.Contents); err != nil {
 				return nil, err
 			}
-			iu.contents = &s
+			iu.contents = u.Contents
 		}
 		if u.Mask {
 			iu.mask = boolPtr(true)
@@ -228,22 +241,25 @@ func ignitionUnits(us []Unit) ([]ignUnit, error) {
 			}
 		}
 		for _, d := range u.Dropins {
-			s, err := utf8String(u.Name+".d/"+d.Name, d.Contents)
-			if err != nil {
+			if err := checkUTF8(u.Name+".d/"+d.Name, d.Contents); err != nil {
 				return nil, err
 			}
-			iu.dropins = append(iu.dropins, ignDropin{name: d.Name, contents: &s})
+			c := d.Contents
+			if c == nil {
+				c = []byte{}
+			}
+			iu.dropins = append(iu.dropins, ignDropin{name: d.Name, contents: c})
 		}
 		out = append(out, iu)
 	}
 	return out, nil
 }
 
-func utf8String(name string, b []byte) (string, error) {
+func checkUTF8(name string, b []byte) error {
 	if !utf8.Valid(b) {
-		return "", fmt.Errorf("%s: contents are not valid UTF-8, which Ignition's JSON cannot carry", name)
+		return fmt.Errorf("%s: contents are not valid UTF-8, which Ignition's JSON cannot carry", name)
 	}
-	return string(b), nil
+	return nil
 }
 
 // installFile returns the file whose [Install] section systemctl enable

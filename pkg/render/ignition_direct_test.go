@@ -16,7 +16,7 @@ import (
 // how Ignition wrote its configs before), on odd units and on the units
 // of the examples, the bad-input catalogue and the benchmark spec.
 func TestIgnitionDirect(t *testing.T) {
-	str := func(s string) *string { return &s }
+	str := func(s string) []byte { return []byte(s) }
 	odd := [][]ignUnit{
 		nil,
 		{},

@@ -9,12 +9,8 @@ import (
 // ignitionUnitSize is about the size of a unit's or drop-in's object in
 // the JSON: its fields' names and punctuation, its name, and its contents
 // with an allowance for escapes (a line break is two bytes, "\n").
-func ignitionUnitSize(name string, contents *string) int {
-	size := 64 + len(name)
-	if contents != nil {
-		size += len(*contents) + len(*contents)/16
-	}
-	return size
+func ignitionUnitSize(name string, contents []byte) int {
+	return 64 + len(name) + len(contents) + len(contents)/16
 }
 
 // appendIgnitionUnit appends a unit's object, its keys in the sorted order
@@ -24,7 +20,7 @@ func appendIgnitionUnit(b []byte, u ignUnit) []byte {
 	b = append(b, '{')
 	if u.contents != nil {
 		b = append(b, `"contents":`...)
-		b = appendJSONString(b, *u.contents)
+		b = appendJSONString(b, u.contents)
 		b = append(b, ',')
 	}
 	if len(u.dropins) > 0 {
@@ -36,7 +32,7 @@ func appendIgnitionUnit(b []byte, u ignUnit) []byte {
 			b = append(b, '{')
 			if d.contents != nil {
 				b = append(b, `"contents":`...)
-				b = appendJSONString(b, *d.contents)
+				b = appendJSONString(b, d.contents)
 				b = append(b, ',')
 			}
 			b = append(b, `"name":`...)
@@ -83,7 +79,7 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 // characters (as \b, \f, \n, \r, \t, or \u00XX), U+2028 and U+2029 (which
 // JavaScript takes for line breaks), and each byte that is not UTF-8 as
 // \ufffd. Everything else is copied.
-func appendJSONString(b []byte, s string) []byte {
+func appendJSONString[S ~string | ~[]byte](b []byte, s S) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0
@@ -114,7 +110,7 @@ func appendJSONString(b []byte, s string) []byte {
 			start = i
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
+		r, size := utf8.DecodeRuneInString(string(s[i:]))
 		if r == utf8.RuneError && size == 1 {
 			b = append(b, s[start:i]...)
 			b = append(b, `\ufffd`...)

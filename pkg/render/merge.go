@@ -364,7 +364,7 @@ func checkUnitClashes(us []Unit, user []neutralUnit, f MergeFile) hooks.Diagnost
 			u := us[i]
 			where := fmt.Sprintf("%s (hooks[%d], %s)", u.Pos, u.Hook, u.HookName)
 			var fields []string
-			if hu.contents != nil && uu.Contents != nil && *hu.contents != *uu.Contents {
+			if hu.contents != nil && uu.Contents != nil && string(hu.contents) != *uu.Contents {
 				fields = append(fields, "contents")
 			}
 			if hu.enabled != nil && uu.Enabled != nil && *hu.enabled != *uu.Enabled {
@@ -381,7 +381,7 @@ func checkUnitClashes(us []Unit, user []neutralUnit, f MergeFile) hooks.Diagnost
 			}
 			for _, ud := range uu.Dropins {
 				for _, hd := range hu.dropins {
-					if hd.name == ud.Name && !eqStr(hd.contents, ud.Contents) {
+					if hd.name == ud.Name && !eqStr(bytesPtr(hd.contents), ud.Contents) {
 						diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: userUnitPos(f, uu.Name, ud.Name),
 							Path:    "systemd.units." + uu.Name + ".dropins." + ud.Name,
 							Message: fmt.Sprintf("drop-in %s.d/%s is made by hostprov's spec too, at %s, with other contents", uu.Name, ud.Name, where),
