@@ -75,18 +75,30 @@ func BlockSafe(b []byte) bool {
 		!bytes.HasSuffix(b, []byte("\n")) || bytes.HasSuffix(b, []byte("\n\n")) {
 		return false
 	}
-	prev := rune(0)
-	for _, r := range string(b) {
+	// Byte by byte, with one comparison for printable ASCII and decoding
+	// only what is not ASCII: the cloud-init and Butane outputs ask this
+	// of every unit file, and decoding every rune of them was a tenth of
+	// a cloud-init output's CPU.
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if c-' ' < '~'-' '+1 {
+			continue
+		}
 		switch {
-		case r == '\n':
-			if prev == ' ' || prev == '\t' {
+		case c == '\n':
+			if i > 0 && (b[i-1] == ' ' || b[i-1] == '\t') {
 				return false
 			}
-		case r == '\t':
-		case r < 0x20, r == 0x7f, r == 0x85, r == 0x2028, r == 0x2029, r == 0xfeff:
+		case c == '\t':
+		case c < utf8.RuneSelf: // the other control characters, DEL
 			return false
+		default:
+			r, size := utf8.DecodeRune(b[i:])
+			if r == 0x85 || r == 0x2028 || r == 0x2029 || r == 0xfeff {
+				return false
+			}
+			i += size - 1
 		}
-		prev = r
 	}
 	return true
 }

@@ -2,7 +2,6 @@ package render
 
 import (
 	"bytes"
-	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -43,8 +42,9 @@ func yamlEncode(b *bytes.Buffer, n *yaml.Node) error {
 func yamlSize(n *yaml.Node) int {
 	size := len(n.Value) + len(n.HeadComment) + 8
 	if n.Style&yaml.LiteralStyle != 0 {
-		// Each line of a literal block is indented.
-		size += 8 * strings.Count(n.Value, "\n")
+		// Each line of a literal block is indented: say by 8 for a line
+		// of 32 bytes, without counting them.
+		size += len(n.Value) / 4
 	}
 	for _, c := range n.Content {
 		size += yamlSize(c)

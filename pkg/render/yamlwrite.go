@@ -218,8 +218,7 @@ func (w *yamlWriter) scalar(n *yaml.Node, inFlow bool) bool {
 func (w *yamlWriter) literal(n *yaml.Node, col int) bool {
 	v := n.Value
 	if n.Tag != "!!str" || n.Style != yaml.LiteralStyle || v == "" || v[0] == ' ' || v[0] == '\n' || v[0] == '\t' ||
-		!strings.HasSuffix(v, "\n") || strings.HasSuffix(v, "\n\n") || !printableASCII(v, true) ||
-		strings.Contains(v, " \n") || strings.Contains(v, "\t\n") {
+		!strings.HasSuffix(v, "\n") || strings.HasSuffix(v, "\n\n") || !literalText(v) {
 		return false
 	}
 	w.b.WriteString(" |\n")
@@ -235,6 +234,28 @@ func (w *yamlWriter) literal(n *yaml.Node, col int) bool {
 		}
 		body = rest
 	}
+}
+
+// literalText reports whether s is printable ASCII, tabs and line breaks
+// with no space or tab before a line break: printableASCII(s, true) and
+// no " \n" or "\t\n", in one pass over what is most of a YAML output.
+func literalText(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c-' ' < '~'-' '+1 {
+			continue
+		}
+		switch {
+		case c == '\n':
+			if i > 0 && (s[i-1] == ' ' || s[i-1] == '\t') {
+				return false
+			}
+		case c == '\t':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // printableASCII reports whether s is printable ASCII and spaces, with
