@@ -183,30 +183,49 @@ func Butane(us []Unit, opts ButaneOptions) ([]byte, error) {
 		yamlnode.Pairs(doc, "storage", st)
 	}
 	if len(ius) > 0 {
-		list := &yaml.Node{Kind: yaml.SequenceNode}
+		// A unit's entry shares what is the same in all of them (the
+		// keys, true and false) with the others, and its mapping and
+		// name come from one array: a node each for every key and value
+		// of 10,000 units was most of what the output allocated.
+		k := struct{ name, enabled, mask, contents, dropins, yes, no *yaml.Node }{
+			yamlnode.Str("name"), yamlnode.Str("enabled"), yamlnode.Str("mask"), yamlnode.Str("contents"), yamlnode.Str("dropins"),
+			yamlnode.Bool(true), yamlnode.Bool(false)}
+		boolean := func(v bool) *yaml.Node {
+			if v {
+				return k.yes
+			}
+			return k.no
+		}
+		list := &yaml.Node{Kind: yaml.SequenceNode, Content: make([]*yaml.Node, 0, len(ius))}
 		for _, u := range ius {
-			n := yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlnode.Str(u.name))
+			ns := new([2]yaml.Node)
+			ns[1] = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: u.name}
+			content := make([]*yaml.Node, 0, 10)
+			content = append(content, k.name, &ns[1])
 			if u.enabled != nil {
-				yamlnode.Pairs(n, "enabled", yamlnode.Bool(*u.enabled))
+				content = append(content, k.enabled, boolean(*u.enabled))
 			}
 			if u.mask != nil {
-				yamlnode.Pairs(n, "mask", yamlnode.Bool(*u.mask))
+				content = append(content, k.mask, boolean(*u.mask))
 			}
 			if u.contents != nil {
-				yamlnode.Pairs(n, "contents", yamlText(u.contents))
+				content = append(content, k.contents, yamlText(u.contents))
 			}
 			if len(u.dropins) > 0 {
 				ds := &yaml.Node{Kind: yaml.SequenceNode}
 				for _, d := range u.dropins {
-					ds.Content = append(ds.Content, yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlnode.Str(d.name), "contents", yamlText(d.contents)))
+					ds.Content = append(ds.Content, &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
+						k.name, yamlnode.Str(d.name), k.contents, yamlText(d.contents)}})
 				}
-				yamlnode.Pairs(n, "dropins", ds)
+				content = append(content, k.dropins, ds)
 			}
-			list.Content = append(list.Content, n)
+			ns[0] = yaml.Node{Kind: yaml.MappingNode, Content: content}
+			list.Content = append(list.Content, &ns[0])
 		}
 		yamlnode.Pairs(doc, "systemd", yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "units", list))
 	}
 	var buf bytes.Buffer
+	buf.Grow(yamlSize(doc))
 	if err := yamlEncode(&buf, doc); err != nil {
 		return nil, fmt.Errorf("writing the Butane config: %w", err)
 	}
