@@ -27,10 +27,9 @@ func checkFastPath(t *testing.T, name string, data []byte) {
 	}
 }
 
-// TestFastPath holds the decoding of what the fast parser reads (each hook
-// as it is read) to the decoding of yaml.v3's tree, on every spec of the
-// repository, good and bad, and on the benchmark's spec.
-func TestFastPath(t *testing.T) {
+// repoSpecs are the files of every spec of the repository, good and bad.
+func repoSpecs(t *testing.T) []string {
+	t.Helper()
 	var files []string
 	for _, glob := range []string{"../../testdata/golden/*.yaml", "../../testdata/golden/*/*.yaml", "../../testdata/bad/*.yaml",
 		"../../examples/*/*.yaml", "testdata/*.yaml"} {
@@ -43,7 +42,14 @@ func TestFastPath(t *testing.T) {
 	if len(files) < 50 {
 		t.Fatalf("only %d specs found", len(files))
 	}
-	for _, f := range files {
+	return files
+}
+
+// TestFastPath holds the decoding of what the fast parser reads (each hook
+// as it is read) to the decoding of yaml.v3's tree, on every spec of the
+// repository, good and bad, and on the benchmark's spec.
+func TestFastPath(t *testing.T) {
+	for _, f := range repoSpecs(t) {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

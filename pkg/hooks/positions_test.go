@@ -3,7 +3,6 @@ package hooks
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -159,18 +158,7 @@ func farValues() []byte {
 // of every position recorded, on every spec of the repository, good and
 // bad, by both parsers, and on specs of hooks of many values.
 func TestPositionsAsRecorded(t *testing.T) {
-	var files []string
-	for _, glob := range []string{"../../testdata/golden/*.yaml", "../../testdata/golden/*/*.yaml", "../../testdata/bad/*.yaml",
-		"../../examples/*/*.yaml", "testdata/*.yaml"} {
-		f, err := filepath.Glob(glob)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, f...)
-	}
-	if len(files) < 50 {
-		t.Fatalf("only %d specs found", len(files))
-	}
+	files := repoSpecs(t)
 	specs := map[string][]byte{"benchspec": benchspec.Spec(20), "big hooks": bigHooks(), "where": []byte(whereSrc), "far values": farValues()}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
