@@ -108,9 +108,12 @@ func (b *builder) units() []Unit {
 
 // builder carries the spec being rendered and the problems found so far.
 type builder struct {
-	spec  *hooks.Spec
-	diags hooks.Diagnostics
-	seen  map[string]int // unit name -> index of the hook that made it
+	spec *hooks.Spec
+	// scratch is the gen generate builds each unit with (see there):
+	// its file is the last generated unit's until the next one.
+	scratch *gen
+	diags   hooks.Diagnostics
+	seen    map[string]int // unit name -> index of the hook that made it
 	// refused holds the paths the parser reported errors at, and
 	// refusedHooks the indexes of the hooks those paths are in, so that
 	// asking about a hook costs the same however many errors the spec
