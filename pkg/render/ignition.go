@@ -23,7 +23,7 @@ const DefaultIgnitionVersion = "3.4.0"
 
 // ignitionSpecs are the Ignition spec versions hostprov emits, oldest
 // first. Each builds its config with that version's own Go types: what
-// Ignition writes directly (as ignitionJSON) is checked against the JSON
+// writeIgnition writes directly is checked against the JSON
 // of those types, so that it has exactly each version's field names and
 // shape.
 //
@@ -303,43 +303,16 @@ func convertUnits[U, D any](us []ignUnit, unit func(ignUnit, []D) U, dropin func
 	return out
 }
 
-// ignitionJSON is the JSON of an Ignition config as Ignition's own types
-// of every spec version marshal it once the empty objects and lists and
-// the nulls are pruned (as Butane's output has none): only the version and
-// systemd.units, and of a unit and a drop-in only the fields hostprov
-// sets, in the sorted order of the keys. Writing it directly gives the
-// same bytes as marshalling the version's Config, unmarshalling it into
-// generic maps, pruning and marshalling again (TestIgnitionDirect proves
-// it for every version), at a fraction of the cost: that round trip was
-// most of the Ignition output's time.
-type ignitionJSON struct {
-	Ignition struct {
-		Version string `json:"version"`
-	} `json:"ignition"`
-	Passwd  *ignitionPasswdJSON  `json:"passwd,omitempty"`
-	Storage *ignitionStorageJSON `json:"storage,omitempty"`
-	Systemd *ignitionSystemdJSON `json:"systemd,omitempty"`
-}
-
-type ignitionSystemdJSON struct {
-	Units []ignitionUnitJSON `json:"units"`
-}
-
-type ignitionUnitJSON struct {
-	Contents *string              `json:"contents,omitempty"`
-	Dropins  []ignitionDropinJSON `json:"dropins,omitempty"`
-	Enabled  *bool                `json:"enabled,omitempty"`
-	Mask     *bool                `json:"mask,omitempty"`
-	Name     string               `json:"name"`
-}
-
-type ignitionDropinJSON struct {
-	Contents *string `json:"contents,omitempty"`
-	Name     string  `json:"name"`
-}
-
-// writeIgnition writes the config of version with the units as
-// ignitionJSON, compact or indented, ending with a newline.
+// writeIgnition writes the config of version with the units, compact or
+// indented, ending with a newline: the JSON of an Ignition config as
+// Ignition's own types of every spec version marshal it once the empty
+// objects and lists and the nulls are pruned (as Butane's output has
+// none), that is the version, passwd, storage and systemd.units, and of a
+// unit and a drop-in only the fields hostprov sets, in the sorted order of
+// their keys. That gives the bytes of marshalling the version's Config,
+// unmarshalling it into generic maps, pruning and marshalling again
+// (TestIgnitionDirect proves it for every version), at a fraction of the
+// cost: that round trip was most of the Ignition output's time.
 //
 // The units are written straight into one buffer of about the config's
 // size: through encoding/json, a config of 10,000 units was built in the

@@ -12,7 +12,7 @@ import (
 // ignitionStorageJSON is storage: of an Ignition config, the same in every
 // spec version from 3.0.0 to 3.5.0 for what hostprov writes (files with
 // contents, mode, user, group and overwrite; directories; links with
-// target and hard), written directly as ignitionJSON is: keys sorted, no
+// target and hard), written as writeIgnition writes the units: keys sorted, no
 // empty objects or lists.
 type ignitionStorageJSON struct {
 	Directories []ignitionDirectoryJSON `json:"directories,omitempty"`
