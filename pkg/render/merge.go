@@ -77,7 +77,7 @@ func MergeIgnition(us []Unit, opts IgnitionOptions, files []MergeFile) ([]byte, 
 	if err != nil {
 		return nil, nil, err
 	}
-	own, err := Ignition(us, IgnitionOptions{Version: opts.Version})
+	own, err := Ignition(us, IgnitionOptions{Version: opts.Version, Storage: opts.Storage})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -89,7 +89,8 @@ func MergeIgnition(us []Unit, opts IgnitionOptions, files []MergeFile) ([]byte, 
 // opts.Version. Besides units, a path that own's storage and a file both
 // have (files, directories, links) is an error at the file's entry unless
 // the two entries are the same: Ignition's merge would let the file's
-// win silently.
+// win silently. opts.Storage, the spec's storage that own was written
+// from, says where the spec has it.
 func MergeIgnitionConfig(own []byte, us []Unit, opts IgnitionOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
 	opts, err := opts.Resolve()
 	if err != nil {
@@ -112,7 +113,7 @@ func MergeIgnitionConfig(own []byte, us []Unit, opts IgnitionOptions, files []Me
 			return nil, nil, err
 		}
 		diags = append(diags, checkUnitClashes(us, nu, f)...)
-		d, err = checkStorageClashes(own, cfg, f)
+		d, err = checkStorageClashes(own, cfg, f, opts.Storage, us)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -524,8 +525,9 @@ func ValidateIgnition(version string, data []byte) hooks.Diagnostics {
 }
 
 // checkStorageClashes reports each path that hostprov's config (own) and
-// a user's config both have in storage, with entries that differ.
-func checkStorageClashes(own []byte, cfg any, f MergeFile) (hooks.Diagnostics, error) {
+// a user's config both have in storage, with entries that differ, at the
+// user's entry and, when st has it, at the spec's.
+func checkStorageClashes(own []byte, cfg any, f MergeFile, st Storage, us []Unit) (hooks.Diagnostics, error) {
 	type storage struct {
 		Storage map[string][]map[string]any `json:"storage"`
 	}
@@ -571,8 +573,12 @@ func checkStorageClashes(own []byte, cfg any, f MergeFile) (hooks.Diagnostics, e
 			} else if n := yamlByPath(f, kind, p); n != nil {
 				pos = hooks.Position{File: f.Name, Line: n.Line, Column: n.Column}
 			}
+			in := "hostprov's spec too,"
+			if place := storagePlace(st, us, p); place != "" {
+				in = "hostprov's spec too, at " + place + ","
+			}
 			diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: pos, Path: fmt.Sprintf("storage.%s[%d]", kind, i),
-				Message: fmt.Sprintf("%s is in hostprov's spec too, as another entry: Ignition's merge would keep only yours", p),
+				Message: fmt.Sprintf("%s is in %s as another entry: Ignition's merge would keep only yours", p, in),
 				Hint:    "keep the path in one place: your config or the spec"})
 		}
 	}
@@ -581,18 +587,57 @@ func checkStorageClashes(own []byte, cfg any, f MergeFile) (hooks.Diagnostics, e
 
 // yamlByPath is the entry of a Butane file's storage.<kind> with the path.
 func yamlByPath(f MergeFile, kind, p string) *yaml.Node {
+	return yamlByKey(f, "path", p, "storage", kind)
+}
+
+// yamlByKey is the entry of the YAML list at the path p whose key has
+// the value want.
+func yamlByKey(f MergeFile, key, want string, p ...any) *yaml.Node {
 	var doc yaml.Node
 	if yaml.Unmarshal(f.Data, &doc) != nil || len(doc.Content) == 0 {
 		return nil
 	}
-	list := yamlAt(doc.Content[0], "storage", kind)
+	list := yamlAt(doc.Content[0], p...)
 	if list == nil || list.Kind != yaml.SequenceNode {
 		return nil
 	}
 	for _, e := range list.Content {
-		if n := yamlAt(e, "path"); n != nil && n.Value == p {
+		if n := yamlAt(e, key); n != nil && n.Value == want {
 			return e
 		}
 	}
 	return nil
+}
+
+// specPlace says where an entry of hostprov's spec is, for a message about
+// a clash with a --merge file: its position, its hook's index, and the
+// hook's name when one of the units says it.
+func specPlace(pos hooks.Position, hook int, us []Unit) string {
+	for _, u := range us {
+		if u.Hook == hook && u.HookName != "" {
+			return fmt.Sprintf("%s (hooks[%d], %s)", pos, hook, u.HookName)
+		}
+	}
+	return fmt.Sprintf("%s (hooks[%d])", pos, hook)
+}
+
+// storagePlace is where the spec puts something at path p, or "" when st
+// does not say.
+func storagePlace(st Storage, us []Unit, p string) string {
+	for _, x := range st.Files {
+		if x.Path == p {
+			return specPlace(x.Pos, x.Hook, us)
+		}
+	}
+	for _, x := range st.Directories {
+		if x.Path == p {
+			return specPlace(x.Pos, x.Hook, us)
+		}
+	}
+	for _, x := range st.Links {
+		if x.Path == p {
+			return specPlace(x.Pos, x.Hook, us)
+		}
+	}
+	return ""
 }

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -29,6 +30,9 @@ import (
 //     drop-ins the file does not name added before the file's own new
 //     ones. A unit or drop-in that both make differently is an error at
 //     both places (checkUnitClashes, the rule of MergeIgnition).
+//   - a file, directory or link at a path hostprov writes too must be the
+//     same entry (checkStorageClashes, the rule of MergeIgnition), and is
+//     then written once.
 //   - other units are added after hostprov's, and any other key hostprov
 //     writes too is merged as cloud-config keys are (mappings key by key,
 //     lists appended, a different value an error).
@@ -62,6 +66,10 @@ func MergeButaneConfig(own []byte, us []Unit, opts ButaneOptions, files []MergeF
 		return nil, nil, err
 	}
 	doc := root.Content[0]
+	ownIgn, err := ownIgnitionStorage(opts.Storage, opts.IgnitionVersion)
+	if err != nil {
+		return nil, nil, err
+	}
 	var diags hooks.Diagnostics
 	for _, f := range files {
 		fail := func(pos hooks.Position, msg, hint string) {
@@ -110,6 +118,15 @@ func MergeButaneConfig(own []byte, us []Unit, opts ButaneOptions, files []MergeF
 			return nil, nil, err
 		}
 		clashes := checkUnitClashes(us, nu, f)
+		// Files, directories and links as MergeIgnition checks them, in
+		// the Ignition config both translate to, so that a clash is at
+		// the user's entry rather than at Butane's duplicate in the
+		// merged output.
+		d, err = checkStorageClashes(ownIgn, cfg, f, opts.Storage, us)
+		if err != nil {
+			return nil, nil, err
+		}
+		clashes = append(clashes, d...)
 		diags = append(diags, clashes...)
 		if len(clashes) > 0 {
 			continue
@@ -181,6 +198,12 @@ func mergeButaneDoc(doc, user *yaml.Node, f MergeFile) hooks.Diagnostics {
 			if v.Kind == yaml.MappingNode {
 				mergeButaneSystemd(doc, k, v)
 				continue
+			}
+		case "storage":
+			// An entry at a path hostprov's has is the same entry
+			// (checked): Butane refuses a path twice.
+			for _, kind := range []string{"files", "directories", "links"} {
+				dropSame(yamlAt(doc, "storage", kind), yamlAt(v, kind), "path", nil)
 			}
 		}
 		rest.Content = append(rest.Content, k, v)
@@ -264,4 +287,44 @@ func mergeButaneUnit(own, user *yaml.Node) *yaml.Node {
 		}
 	}
 	return user
+}
+
+// dropSame takes out of the user's list each entry whose key has the
+// value of an entry of hostprov's list own; with merge, that entry of
+// own becomes what merge makes of the two.
+func dropSame(own, user *yaml.Node, key string, merge func(own, user *yaml.Node) *yaml.Node) {
+	if own == nil || user == nil || own.Kind != yaml.SequenceNode || user.Kind != yaml.SequenceNode {
+		return
+	}
+	kept := user.Content[:0:0]
+	for _, e := range user.Content {
+		n := yamlAt(e, key)
+		j := -1
+		for m, o := range own.Content {
+			if on := yamlAt(o, key); n != nil && on != nil && on.Value == n.Value {
+				j = m
+			}
+		}
+		if j < 0 {
+			kept = append(kept, e)
+			continue
+		}
+		if merge != nil {
+			own.Content[j] = merge(own.Content[j], e)
+		}
+	}
+	user.Content = kept
+}
+
+// ownIgnitionStorage is the storage and passwd of the Ignition config
+// that hostprov's Butane output of st translates to.
+func ownIgnitionStorage(st Storage, version string) ([]byte, error) {
+	s, err := ignitionStorage(st, version)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(struct {
+		Passwd  *ignitionPasswdJSON  `json:"passwd,omitempty"`
+		Storage *ignitionStorageJSON `json:"storage,omitempty"`
+	}{ignitionPasswd(st), s})
 }

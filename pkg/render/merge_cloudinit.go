@@ -24,7 +24,7 @@ const CloudInitMergeRule = "list(append)+dict(no_replace,recurse_list)+str()"
 // a path hostprov writes is a clash unless it is the same entry; a clash
 // is an error at both places. The output is nil when there is an error.
 func MergeCloudInit(us []Unit, opts CloudInitOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
-	own, err := CloudInit(us, CloudInitOptions{})
+	own, err := CloudInit(us, CloudInitOptions{Storage: opts.Storage})
 	if err != nil {
 		return nil, nil, err
 	}

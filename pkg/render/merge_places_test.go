@@ -1,0 +1,96 @@
+package render_test
+
+import (
+	"testing"
+
+	butane "github.com/coreos/butane/config"
+	"github.com/coreos/butane/config/common"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hostprov/hostprov/pkg/hooks"
+	"github.com/hostprov/hostprov/pkg/render"
+)
+
+// filesSpec writes a configuration file besides its unit.
+const filesSpec = `apiVersion: hostprov/v1alpha1
+kind: Hooks
+hooks:
+- name: app
+  exec: [/bin/echo, hello]
+  files:
+  - path: /etc/app.conf
+    contents: "a=1\n"
+`
+
+func buildText(t *testing.T, name, spec string) render.Result {
+	t.Helper()
+	r, diags := render.BuildAll(name, []byte(spec))
+	if len(diags) > 0 {
+		t.Fatalf("the spec must build without a diagnostic:\n%s", diags.Error())
+	}
+	return r
+}
+
+// TestMergeButaneStorageClash: a file that a Butane config and the spec
+// both write, as other entries, is reported by the Butane output where
+// the Ignition output reports it, at the user's entry and the spec's, and
+// not at a line of the merged output; the same entry is written once, and
+// Butane translates the merged config to the merged Ignition config.
+func TestMergeButaneStorageClash(t *testing.T) {
+	r := buildText(t, "spec.yaml", filesSpec)
+	merges := map[string]func(render.MergeFile) ([]byte, hooks.Diagnostics, error){
+		"ignition": func(f render.MergeFile) ([]byte, hooks.Diagnostics, error) {
+			return render.MergeIgnition(r.Units, render.IgnitionOptions{Storage: r.Storage}, []render.MergeFile{f})
+		},
+		"butane": func(f render.MergeFile) ([]byte, hooks.Diagnostics, error) {
+			return render.MergeButane(r.Units, render.ButaneOptions{Storage: r.Storage}, []render.MergeFile{f})
+		},
+	}
+	clash := render.MergeFile{Name: "mine.bu", Data: []byte(`variant: fcos
+version: 1.5.0
+storage:
+  files:
+    - path: /etc/motd
+      contents:
+        inline: hello
+    - path: /etc/app.conf
+      mode: 0644
+      contents:
+        inline: "a=2\n"
+`)}
+	want := "mine.bu:8:7: error: storage.files[1]: /etc/app.conf is in hostprov's spec too, at spec.yaml:7:5 (hooks[0], app), as another entry: Ignition's merge would keep only yours\n" +
+		"\thint: keep the path in one place: your config or the spec"
+	for _, format := range []string{"ignition", "butane"} {
+		out, diags, err := merges[format](clash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := diags.Error(); out != nil || got != want {
+			t.Errorf("%s: diagnostics:\n%s\nwant:\n%s\noutput:\n%s", format, got, want, out)
+		}
+	}
+
+	same := render.MergeFile{Name: "same.bu", Data: []byte(`variant: fcos
+version: 1.5.0
+storage:
+  files:
+    - path: /etc/app.conf
+      mode: 0644
+      contents:
+        inline: "a=1\n"
+    - path: /etc/motd
+      contents:
+        inline: hello
+`)}
+	ign, diags, err := merges["ignition"](same)
+	noDiags(t, "MergeIgnition", diags, err)
+	bu, diags, err := merges["butane"](same)
+	noDiags(t, "MergeButane", diags, err)
+	fromButane, rpt, err := butane.TranslateBytes(bu, common.TranslateBytesOptions{})
+	if err != nil || len(rpt.Entries) > 0 {
+		t.Fatalf("Butane: %v\n%s\n%s", err, rpt, bu)
+	}
+	if d := cmp.Diff(jsonData(t, ign), jsonData(t, fromButane)); d != "" {
+		t.Errorf("Butane's translation differs from the merged Ignition config (-ignition +butane):\n%s\n%s", d, bu)
+	}
+}
