@@ -88,9 +88,10 @@ func MergeIgnition(us []Unit, opts IgnitionOptions, files []MergeFile) ([]byte, 
 // config of the units (and whatever else the spec puts there) at
 // opts.Version. Besides units, a path that own's storage and a file both
 // have (files, directories, links) is an error at the file's entry unless
-// the two entries are the same: Ignition's merge would let the file's
-// win silently. opts.Storage, the spec's storage that own was written
-// from, says where the spec has it.
+// the two entries are the same, and so is a user or group both make with
+// a field both set to other values: Ignition's merge would let the
+// file's win silently. opts.Storage, the spec's storage that own was
+// written from, says where the spec has them.
 func MergeIgnitionConfig(own []byte, us []Unit, opts IgnitionOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
 	opts, err := opts.Resolve()
 	if err != nil {
@@ -114,6 +115,11 @@ func MergeIgnitionConfig(own []byte, us []Unit, opts IgnitionOptions, files []Me
 		}
 		diags = append(diags, checkUnitClashes(us, nu, f)...)
 		d, err = checkStorageClashes(own, cfg, f, opts.Storage, us)
+		if err != nil {
+			return nil, nil, err
+		}
+		diags = append(diags, d...)
+		d, err = checkAccountClashes(own, cfg, f, opts.Storage, us)
 		if err != nil {
 			return nil, nil, err
 		}

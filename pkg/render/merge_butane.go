@@ -32,7 +32,10 @@ import (
 //     both places (checkUnitClashes, the rule of MergeIgnition).
 //   - a file, directory or link at a path hostprov writes too must be the
 //     same entry (checkStorageClashes, the rule of MergeIgnition), and is
-//     then written once.
+//     then written once. A user or group hostprov makes too is one entry,
+//     in hostprov's place: the file's entry as written with the fields
+//     only hostprov sets added; a field both set to other values is an
+//     error at both places (checkAccountClashes).
 //   - other units are added after hostprov's, and any other key hostprov
 //     writes too is merged as cloud-config keys are (mappings key by key,
 //     lists appended, a different value an error).
@@ -118,15 +121,17 @@ func MergeButaneConfig(own []byte, us []Unit, opts ButaneOptions, files []MergeF
 			return nil, nil, err
 		}
 		clashes := checkUnitClashes(us, nu, f)
-		// Files, directories and links as MergeIgnition checks them, in
-		// the Ignition config both translate to, so that a clash is at
-		// the user's entry rather than at Butane's duplicate in the
-		// merged output.
-		d, err = checkStorageClashes(ownIgn, cfg, f, opts.Storage, us)
-		if err != nil {
-			return nil, nil, err
+		// Files, directories, links and accounts as MergeIgnition
+		// checks them, in the Ignition config both translate to, so that
+		// a clash is at the user's entry rather than at Butane's
+		// duplicate in the merged output.
+		for _, check := range []func([]byte, any, MergeFile, Storage, []Unit) (hooks.Diagnostics, error){checkStorageClashes, checkAccountClashes} {
+			d, err := check(ownIgn, cfg, f, opts.Storage, us)
+			if err != nil {
+				return nil, nil, err
+			}
+			clashes = append(clashes, d...)
 		}
-		clashes = append(clashes, d...)
 		diags = append(diags, clashes...)
 		if len(clashes) > 0 {
 			continue
@@ -204,6 +209,12 @@ func mergeButaneDoc(doc, user *yaml.Node, f MergeFile) hooks.Diagnostics {
 			// (checked): Butane refuses a path twice.
 			for _, kind := range []string{"files", "directories", "links"} {
 				dropSame(yamlAt(doc, "storage", kind), yamlAt(v, kind), "path", nil)
+			}
+		case "passwd":
+			// An account both make is one entry, in hostprov's place,
+			// with the fields of both (checked: those both set agree).
+			for _, list := range []string{"users", "groups"} {
+				dropSame(yamlAt(doc, "passwd", list), yamlAt(v, list), "name", mergeYAMLEntry)
 			}
 		}
 		rest.Content = append(rest.Content, k, v)

@@ -21,7 +21,8 @@ const CloudInitMergeRule = "list(append)+dict(no_replace,recurse_list)+str()"
 // cloud-configs merged into it, in order, by CloudInitMergeRule: the
 // file's keys as written (comments and styles kept, as yaml.v3 reads
 // them), write_files and runcmd after hostprov's. A write_files entry for
-// a path hostprov writes is a clash unless it is the same entry; a clash
+// a path hostprov writes is a clash unless it is the same entry; a user
+// hostprov makes too is one entry (see mergeCloudInitAccounts); a clash
 // is an error at both places. The output is nil when there is an error.
 func MergeCloudInit(us []Unit, opts CloudInitOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
 	own, err := CloudInit(us, CloudInitOptions{Storage: opts.Storage})
@@ -126,6 +127,7 @@ func MergeCloudInitConfig(own []byte, us []Unit, opts CloudInitOptions, files []
 			}
 			wf.Content = kept
 		}
+		diags = append(diags, mergeCloudInitAccounts(doc, user, f, opts.Storage, us)...)
 		diags = append(diags, mergeYAML(doc, user, f, "")...)
 	}
 	diags.Sort()

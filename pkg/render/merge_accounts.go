@@ -1,0 +1,249 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"unicode"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/hostprov/hostprov/pkg/hooks"
+)
+
+// Accounts are merged by the rule of units (checkUnitClashes): a user or
+// group that the spec and a --merge file both make is one account, whose
+// fields are those of both; a field both set must have the same value in
+// both, or the account is an error at both places. Ignition's merge
+// would otherwise let the file's value win without a word, and Butane and
+// cloud-init would get the account twice.
+
+// accountPlace is where the spec makes the user (kind "user") or group
+// named name, or "" when st does not say.
+func accountPlace(st Storage, us []Unit, kind, name string) string {
+	if kind == "user" {
+		if i := slices.IndexFunc(st.Users, func(u User) bool { return u.Name == name }); i >= 0 {
+			return specPlace(st.Users[i].Pos, st.Users[i].Hook, us)
+		}
+		return ""
+	}
+	if i := slices.IndexFunc(st.Groups, func(g Group) bool { return g.Name == name }); i >= 0 {
+		return specPlace(st.Groups[i].Pos, st.Groups[i].Hook, us)
+	}
+	return ""
+}
+
+// accountClash is the diagnostic of an account both make with other
+// values of fields, at pos in the user's file; place is where the spec
+// makes it ("" when not known), and other what else made it then.
+func accountClash(pos hooks.Position, path, kind, name, place, other string, fields []string) hooks.Diagnostic {
+	by := other + " too"
+	if place != "" {
+		by = "hostprov's spec too, at " + place
+	}
+	return hooks.Diagnostic{Severity: hooks.Error, Pos: pos, Path: path,
+		Message: fmt.Sprintf("%s %s is made by %s, with another %s", kind, name, by, strings.Join(fields, ", ")),
+		Hint:    "an account is the same on the whole machine: drop it from your config or from the spec, or give both the same " + strings.Join(fields, ", ")}
+}
+
+// checkAccountClashes reports each user and group of a user's Ignition
+// config (cfg, read from f) that hostprov's config (own) makes too, with
+// a field both set to other values. st and us say where the spec makes
+// them.
+func checkAccountClashes(own []byte, cfg any, f MergeFile, st Storage, us []Unit) (hooks.Diagnostics, error) {
+	type passwd struct {
+		Passwd map[string][]map[string]any `json:"passwd"`
+	}
+	var ours, theirs passwd
+	if err := json.Unmarshal(own, &ours); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, &theirs); err != nil {
+		return nil, err
+	}
+	isJSON := bytes.HasPrefix(bytes.TrimLeft(f.Data, " \t\r\n"), []byte("{"))
+	at := func(line, col int64) hooks.Position {
+		return hooks.Position{File: f.Name, Line: int(line), Column: int(col)}
+	}
+	var diags hooks.Diagnostics
+	for _, list := range []string{"users", "groups"} {
+		kind := strings.TrimSuffix(list, "s")
+		byName := map[string]map[string]any{}
+		for _, e := range ours.Passwd[list] {
+			if n, ok := e["name"].(string); ok {
+				byName[n] = e
+			}
+		}
+		for i, e := range theirs.Passwd[list] {
+			name, _ := e["name"].(string)
+			o, ok := byName[name]
+			if !ok {
+				continue
+			}
+			fields := differentFields(e, o)
+			if len(fields) == 0 {
+				continue
+			}
+			pos := hooks.Position{File: f.Name}
+			if isJSON {
+				pos = ignitionPos(f, true, f.Data, at, "passwd", list, i)
+			} else {
+				if n := yamlByKey(f, "name", name, "passwd", list); n != nil {
+					pos = hooks.Position{File: f.Name, Line: n.Line, Column: n.Column}
+				}
+				for j := range fields {
+					fields[j] = snakeCase(fields[j])
+				}
+			}
+			diags = append(diags, accountClash(pos, fmt.Sprintf("passwd.%s[%d]", list, i), kind, name, accountPlace(st, us, kind, name), "hostprov's spec", fields))
+		}
+	}
+	return diags, nil
+}
+
+// differentFields are the keys that a and b both set (to something that
+// is not empty) to other values, sorted.
+func differentFields(a, b map[string]any) []string {
+	var fields []string
+	for k, va := range a {
+		vb, ok := b[k]
+		if !ok {
+			continue
+		}
+		pa, keepA := pruneEmpty(va)
+		pb, keepB := pruneEmpty(vb)
+		if !keepA || !keepB {
+			continue
+		}
+		ja, _ := json.Marshal(pa)
+		jb, _ := json.Marshal(pb)
+		if !bytes.Equal(ja, jb) {
+			fields = append(fields, k)
+		}
+	}
+	sort.Strings(fields)
+	return fields
+}
+
+// snakeCase spells an Ignition key as Butane does: homeDir is home_dir.
+func snakeCase(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsUpper(r) {
+			b.WriteByte('_')
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// mergeYAMLEntry is the user's entry of a list (a unit, a user) with the
+// keys of hostprov's entry that it does not have added after its own:
+// the entry both make, once, with the fields of both.
+func mergeYAMLEntry(own, user *yaml.Node) *yaml.Node {
+	for i := 0; i+1 < len(own.Content); i += 2 {
+		if yamlAt(user, own.Content[i].Value) == nil {
+			user.Content = append(user.Content, own.Content[i], own.Content[i+1])
+		}
+	}
+	return user
+}
+
+// mergeCloudInitAccounts takes out of the user's cloud-config (user) the
+// accounts that the cloud-config merged so far (doc) has, so that
+// cloud-init gets each once: default, which hostprov's users: starts
+// with; a user both make, which becomes one entry in doc's place with the
+// fields of both (a field both set to other values is a clash); and a
+// group both make (cloud-init's groups: give a group no id, so the same
+// name is the same group). A group the user lists with members is kept:
+// cloud-init adds the members to a group that exists. A list emptied so is
+// dropped.
+func mergeCloudInitAccounts(doc, user *yaml.Node, f MergeFile, st Storage, us []Unit) hooks.Diagnostics {
+	var diags hooks.Diagnostics
+	if own, theirs := yamlAt(doc, "users"), yamlAt(user, "users"); own != nil && theirs != nil &&
+		own.Kind == yaml.SequenceNode && theirs.Kind == yaml.SequenceNode && len(theirs.Content) > 0 {
+		kept := theirs.Content[:0:0]
+		for i, item := range theirs.Content {
+			name := item
+			if item.Kind == yaml.MappingNode {
+				name = yamlAt(item, "name")
+			}
+			if name == nil || name.Kind != yaml.ScalarNode {
+				kept = append(kept, item)
+				continue
+			}
+			j := slices.IndexFunc(own.Content, func(o *yaml.Node) bool {
+				if o.Kind == yaml.ScalarNode {
+					return item.Kind == yaml.ScalarNode && o.Value == name.Value
+				}
+				n := yamlAt(o, "name")
+				return n != nil && n.Value == name.Value
+			})
+			if j < 0 {
+				kept = append(kept, item)
+				continue
+			}
+			if item.Kind != yaml.MappingNode || own.Content[j].Kind != yaml.MappingNode {
+				continue // default, or a user named only: nothing to add
+			}
+			var fields []string
+			for k := 0; k+1 < len(item.Content); k += 2 {
+				if o := yamlAt(own.Content[j], item.Content[k].Value); o != nil && !sameYAML(o, item.Content[k+1]) {
+					fields = append(fields, item.Content[k].Value)
+				}
+			}
+			if len(fields) > 0 {
+				sort.Strings(fields)
+				diags = append(diags, accountClash(hooks.Position{File: f.Name, Line: item.Line, Column: item.Column}, fmt.Sprintf("users[%d]", i),
+					"user", name.Value, accountPlace(st, us, "user", name.Value), "hostprov's output (or an earlier --merge file)", fields))
+				continue
+			}
+			own.Content[j] = mergeYAMLEntry(own.Content[j], item)
+		}
+		dropEmptied(user, "users", theirs, kept)
+	}
+	if theirs := yamlAt(user, "groups"); theirs != nil && theirs.Kind == yaml.SequenceNode && len(theirs.Content) > 0 {
+		has := map[string]bool{}
+		for _, g := range st.Groups {
+			has[g.Name] = true
+		}
+		if own := yamlAt(doc, "groups"); own != nil && own.Kind == yaml.SequenceNode {
+			for _, o := range own.Content {
+				if o.Kind == yaml.ScalarNode {
+					has[o.Value] = true
+				}
+			}
+		}
+		kept := theirs.Content[:0:0]
+		for _, item := range theirs.Content {
+			if item.Kind != yaml.ScalarNode || !has[item.Value] {
+				kept = append(kept, item)
+			}
+		}
+		dropEmptied(user, "groups", theirs, kept)
+	}
+	return diags
+}
+
+// dropEmptied sets the list of key in the mapping m to kept, and drops
+// the key when kept is empty.
+func dropEmptied(m *yaml.Node, key string, list *yaml.Node, kept []*yaml.Node) {
+	list.Content = kept
+	if len(kept) > 0 {
+		return
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content = append(m.Content[:i], m.Content[i+2:]...)
+			return
+		}
+	}
+}
