@@ -50,21 +50,27 @@ func MergeCloudInitConfig(own []byte, us []Unit, opts CloudInitOptions, files []
 			}
 		}
 	}
-	// Where each file hostprov writes comes from.
-	byPath := map[string]Unit{}
+	// Where each file hostprov writes comes from: a unit (or drop-in)
+	// of a hook, or a hook's files: (place says where the spec has it,
+	// when known).
+	type origin struct {
+		unit  *Unit
+		place string
+	}
+	byPath := map[string]origin{}
 	if wf := yamlAt(doc, "write_files"); wf != nil {
 		for _, item := range wf.Content {
 			if p := yamlAt(item, "path"); p != nil {
-				byPath[p.Value] = Unit{Name: p.Value}
+				byPath[p.Value] = origin{place: storagePlace(opts.Storage, us, p.Value)}
 			}
 		}
 	}
-	for _, u := range us {
+	for i, u := range us {
 		if u.Contents != nil && !u.Mask {
-			byPath[CloudInitUnitDir+"/"+u.Name] = u
+			byPath[CloudInitUnitDir+"/"+u.Name] = origin{unit: &us[i]}
 		}
 		for _, d := range u.Dropins {
-			byPath[CloudInitUnitDir+"/"+u.Name+".d/"+d.Name] = u
+			byPath[CloudInitUnitDir+"/"+u.Name+".d/"+d.Name] = origin{unit: &us[i]}
 		}
 	}
 	var diags hooks.Diagnostics
@@ -109,7 +115,7 @@ func MergeCloudInitConfig(own []byte, us []Unit, opts CloudInitOptions, files []
 					kept = append(kept, item)
 					continue
 				}
-				u, ours := byPath[p.Value]
+				o, ours := byPath[p.Value]
 				if !ours {
 					kept = append(kept, item)
 					continue
@@ -117,13 +123,19 @@ func MergeCloudInitConfig(own []byte, us []Unit, opts CloudInitOptions, files []
 				if sameYAML(item, ownWriteFile(doc, p.Value)) {
 					continue
 				}
-				by := "hostprov's spec"
-				if u.Pos.File != "" {
-					by = fmt.Sprintf("hostprov too, for %s at %s (hooks[%d], %s)", u.Name, u.Pos, u.Hook, u.HookName)
+				if u := o.unit; u != nil {
+					diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: pos(p), Path: "write_files.path",
+						Message: fmt.Sprintf("%s is written by hostprov too, for %s at %s (hooks[%d], %s), with other contents or mode", p.Value, u.Name, u.Pos, u.Hook, u.HookName),
+						Hint:    "a unit file belongs to the spec: add a drop-in through the hook, or drop the entry from your cloud-config"})
+					continue
+				}
+				by := "hostprov's spec,"
+				if o.place != "" {
+					by = "hostprov's spec too, at " + o.place + ","
 				}
 				diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: pos(p), Path: "write_files.path",
-					Message: fmt.Sprintf("%s is written by %s, with other contents or mode", p.Value, by),
-					Hint:    "a unit file belongs to the spec: add a drop-in through the hook, or drop the entry from your cloud-config"})
+					Message: fmt.Sprintf("%s is written by %s with other contents or mode", p.Value, by),
+					Hint:    "keep the file in one place: drop the entry from your cloud-config or the file from the spec, or make both the same"})
 			}
 			wf.Content = kept
 		}

@@ -94,3 +94,21 @@ storage:
 		t.Errorf("Butane's translation differs from the merged Ignition config (-ignition +butane):\n%s\n%s", d, bu)
 	}
 }
+
+// TestMergeCloudInitFileClash: a write_files entry of the user's for a
+// file of a hook's files:, with other contents, is an error at the
+// user's entry that names the spec's, with a hint about files rather than
+// units.
+func TestMergeCloudInitFileClash(t *testing.T) {
+	r := buildText(t, "spec.yaml", filesSpec)
+	f := render.MergeFile{Name: "mine.yml", Data: []byte("#cloud-config\nwrite_files:\n  - path: /etc/motd\n    content: hello\n  - path: /etc/app.conf\n    content: \"a=2\\n\"\n")}
+	out, diags, err := render.MergeCloudInit(r.Units, render.CloudInitOptions{Storage: r.Storage}, []render.MergeFile{f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "mine.yml:5:11: error: write_files.path: /etc/app.conf is written by hostprov's spec too, at spec.yaml:7:5 (hooks[0], app), with other contents or mode\n" +
+		"\thint: keep the file in one place: drop the entry from your cloud-config or the file from the spec, or make both the same"
+	if got := diags.Error(); out != nil || got != want {
+		t.Errorf("diagnostics:\n%s\nwant:\n%s\noutput:\n%s", got, want, out)
+	}
+}
