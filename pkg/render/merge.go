@@ -165,6 +165,10 @@ func userIgnition(f MergeFile, version, format string) (any, hooks.Diagnostics) 
 	}
 	raw := f.Data
 	var diags hooks.Diagnostics
+	// said are the warnings Butane gave of the file: Butane checks its
+	// output with Ignition's own validation, so Ignition would say them
+	// again below, at no place.
+	said := map[string]bool{}
 	isJSON := bytes.HasPrefix(bytes.TrimLeft(raw, " \t\r\n"), []byte("{"))
 	if !isJSON {
 		var head struct {
@@ -177,6 +181,9 @@ func userIgnition(f MergeFile, version, format string) (any, hooks.Diagnostics) 
 		}
 		out, rpt, err := butane.TranslateBytes(raw, butanecommon.TranslateBytesOptions{TranslateOptions: butanecommon.TranslateOptions{FilesDir: f.Dir}})
 		diags = append(diags, reportDiags(rpt, at, "Butane")...)
+		for _, e := range rpt.Entries {
+			said[e.Message] = true
+		}
 		if err != nil {
 			if !diags.HasErrors(false) {
 				diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: f.Name},
@@ -214,7 +221,13 @@ func userIgnition(f MergeFile, version, format string) (any, hooks.Diagnostics) 
 			fmt.Sprintf("the config is Ignition %s, newer than the output's %s: Ignition cannot translate a config to an older version", v, version), hint)
 	}
 	cfg, rpt, err := ignitionParsers[version].compat(raw)
-	diags = append(diags, reportDiags(rpt, at, "Ignition")...)
+	var fresh report.Report
+	for _, e := range rpt.Entries {
+		if e.Kind.IsFatal() || !said[e.Message] {
+			fresh.Entries = append(fresh.Entries, e)
+		}
+	}
+	diags = append(diags, reportDiags(fresh, at, "Ignition")...)
 	if err != nil || rpt.IsFatal() {
 		if !diags.HasErrors(false) {
 			diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: f.Name},

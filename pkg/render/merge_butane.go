@@ -177,7 +177,15 @@ func MergeButaneConfig(own []byte, us []Unit, opts ButaneOptions, files []MergeF
 		for _, f := range files {
 			names = append(names, f.Name)
 		}
-		msg := strings.TrimSpace(rpt.String())
+		// Only what stops Butane: its warnings are of the files, and
+		// were reported with them.
+		var fatal []string
+		for _, e := range rpt.Entries {
+			if e.Kind.IsFatal() {
+				fatal = append(fatal, strings.TrimSpace(e.String()))
+			}
+		}
+		msg := strings.Join(fatal, "\n")
 		if err != nil && msg == "" {
 			msg = err.Error()
 		}

@@ -1,6 +1,7 @@
 package render_test
 
 import (
+	"strings"
 	"testing"
 
 	butane "github.com/coreos/butane/config"
@@ -110,5 +111,47 @@ func TestMergeCloudInitFileClash(t *testing.T) {
 		"\thint: keep the file in one place: drop the entry from your cloud-config or the file from the spec, or make both the same"
 	if got := diags.Error(); out != nil || got != want {
 		t.Errorf("diagnostics:\n%s\nwant:\n%s\noutput:\n%s", got, want, out)
+	}
+}
+
+// TestMergeButaneWarningsOnce: each warning Butane gives of a --merge
+// file is reported once, at its place: not again by Ignition's
+// validation of Butane's output (which Butane ran already), nor inside the
+// error of a merged config that Butane refuses.
+func TestMergeButaneWarningsOnce(t *testing.T) {
+	r := buildText(t, "spec.yaml", filesSpec)
+	warned := render.MergeFile{Name: "mine.bu", Data: []byte("variant: fcos\nversion: 1.5.0\nstorage:\n  files:\n    - path: /etc/x\n      mode: 644\n      contents:\n        inline: x\n")}
+	const hint = "\n\thint: fix your config: Butane says so of it on its own, without hostprov's units"
+	want := "mine.bu:6:13: warning: storage.files[0].mode: Butane: unreasonable mode would be reasonable if specified in octal; remember to add a leading zero" + hint + "\n" +
+		"mine.bu:6:13: warning: storage.files[0].mode: Butane: setuid/setgid/sticky bits are not supported or functional in spec versions older than 3.6.0" + hint
+	_, diags, err := render.MergeIgnition(r.Units, render.IgnitionOptions{Storage: r.Storage}, []render.MergeFile{warned})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := diags.Error(); got != want {
+		t.Errorf("Ignition output: diagnostics:\n%s\nwant:\n%s", got, want)
+	}
+	_, diags, err = render.MergeButane(r.Units, render.ButaneOptions{Storage: r.Storage}, []render.MergeFile{warned})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := diags.Error(); got != want {
+		t.Errorf("Butane output: diagnostics:\n%s\nwant:\n%s", got, want)
+	}
+
+	// A directory where the spec has its file: the merged config is
+	// refused, and each warning is still said once.
+	refused := render.MergeFile{Name: "mine.bu", Data: append(append([]byte(nil), warned.Data...), "  directories:\n    - path: /etc/app.conf\n"...)}
+	out, diags, err := render.MergeButane(r.Units, render.ButaneOptions{Storage: r.Storage}, []render.MergeFile{refused})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != nil || !diags.HasErrors(false) {
+		t.Fatalf("merged a directory at the spec's file:\n%s", out)
+	}
+	for _, w := range []string{"unreasonable mode would be reasonable", "setuid/setgid/sticky bits are not supported"} {
+		if n := strings.Count(diags.Error(), w); n != 1 {
+			t.Errorf("%q is said %d times:\n%s", w, n, diags.Error())
+		}
 	}
 }
