@@ -544,8 +544,9 @@ func ValidateIgnition(version string, data []byte) hooks.Diagnostics {
 }
 
 // checkStorageClashes reports each path that hostprov's config (own) and
-// a user's config both have in storage, with entries that differ, at the
-// user's entry and, when st has it, at the spec's.
+// a user's config both have in storage, with entries that differ (or of
+// another kind: a directory where the spec has a file), at the user's
+// entry and, when st has it, at the spec's.
 func checkStorageClashes(own []byte, cfg any, f MergeFile, st Storage, us []Unit) (hooks.Diagnostics, error) {
 	type storage struct {
 		Storage map[string][]map[string]any `json:"storage"`
@@ -562,25 +563,31 @@ func checkStorageClashes(own []byte, cfg any, f MergeFile, st Storage, us []Unit
 		return nil, err
 	}
 	var diags hooks.Diagnostics
-	for _, kind := range []string{"files", "directories", "links"} {
-		byPath := map[string]map[string]any{}
+	kinds := []string{"files", "directories", "links"}
+	// byPath is hostprov's entry at each path, and kindOf its kind.
+	byPath, kindOf := map[string]map[string]any{}, map[string]string{}
+	for _, kind := range kinds {
 		for _, e := range ours.Storage[kind] {
 			if p, ok := e["path"].(string); ok {
-				byPath[p] = e
+				byPath[p], kindOf[p] = e, kind
 			}
 		}
+	}
+	for _, kind := range kinds {
 		for i, e := range theirs.Storage[kind] {
 			p, _ := e["path"].(string)
 			o, ok := byPath[p]
 			if !ok {
 				continue
 			}
-			x, _ := pruneEmpty(e)
-			y, _ := pruneEmpty(o)
-			xb, _ := json.Marshal(x)
-			yb, _ := json.Marshal(y)
-			if bytes.Equal(xb, yb) {
-				continue
+			if kindOf[p] == kind {
+				x, _ := pruneEmpty(e)
+				y, _ := pruneEmpty(o)
+				xb, _ := json.Marshal(x)
+				yb, _ := json.Marshal(y)
+				if bytes.Equal(xb, yb) {
+					continue
+				}
 			}
 			isJSON := bytes.HasPrefix(bytes.TrimLeft(f.Data, " \t\r\n"), []byte("{"))
 			at := func(line, col int64) hooks.Position {
@@ -596,13 +603,19 @@ func checkStorageClashes(own []byte, cfg any, f MergeFile, st Storage, us []Unit
 			if place := storagePlace(st, us, p); place != "" {
 				in = "hostprov's spec too, at " + place + ","
 			}
+			msg := fmt.Sprintf("%s is in %s as another entry: Ignition's merge would keep only yours", p, in)
+			if kindOf[p] != kind {
+				msg = fmt.Sprintf("%s is a %s in %s and a %s here: there can be only one thing at a path", p, storageKind[kindOf[p]], in, storageKind[kind])
+			}
 			diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: pos, Path: fmt.Sprintf("storage.%s[%d]", kind, i),
-				Message: fmt.Sprintf("%s is in %s as another entry: Ignition's merge would keep only yours", p, in),
-				Hint:    "keep the path in one place: your config or the spec"})
+				Message: msg, Hint: "keep the path in one place: your config or the spec"})
 		}
 	}
 	return diags, nil
 }
+
+// storageKind names an entry of an Ignition config's storage lists.
+var storageKind = map[string]string{"files": "file", "directories": "directory", "links": "link"}
 
 // yamlByPath is the entry of a Butane file's storage.<kind> with the path.
 func yamlByPath(f MergeFile, kind, p string) *yaml.Node {

@@ -155,3 +155,28 @@ func TestMergeButaneWarningsOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeStorageKindClash: a directory of the user's where the spec has
+// a file is an error at both places, in the Ignition and the Butane
+// output alike, rather than Butane's duplicate at a line of the merged
+// output or Ignition's refusal of the merged config at no line.
+func TestMergeStorageKindClash(t *testing.T) {
+	r := buildText(t, "spec.yaml", filesSpec)
+	f := render.MergeFile{Name: "mine.bu", Data: []byte("variant: fcos\nversion: 1.5.0\nstorage:\n  directories:\n    - path: /etc/motd.d\n    - path: /etc/app.conf\n")}
+	want := "mine.bu:6:7: error: storage.directories[1]: /etc/app.conf is a file in hostprov's spec too, at spec.yaml:7:5 (hooks[0], app), and a directory here: there can be only one thing at a path\n" +
+		"\thint: keep the path in one place: your config or the spec"
+	out, diags, err := render.MergeIgnition(r.Units, render.IgnitionOptions{Storage: r.Storage}, []render.MergeFile{f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := diags.Error(); out != nil || got != want {
+		t.Errorf("Ignition output: diagnostics:\n%s\nwant:\n%s", got, want)
+	}
+	out, diags, err = render.MergeButane(r.Units, render.ButaneOptions{Storage: r.Storage}, []render.MergeFile{f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := diags.Error(); out != nil || got != want {
+		t.Errorf("Butane output: diagnostics:\n%s\nwant:\n%s", got, want)
+	}
+}
