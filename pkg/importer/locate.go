@@ -8,6 +8,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hostprov/hostprov/pkg/hooks"
+	"github.com/hostprov/hostprov/pkg/units"
 )
 
 // locator finds where a part of an Ignition config is written in the
@@ -17,8 +18,9 @@ import (
 // under the same keys, spelled in snake_case, so an entry of a list is
 // found by what identifies it (a unit's name, a file's path, ...) rather
 // than by its index, which Butane's sugar (storage.trees, with_mount_unit,
-// boot_device) can shift. What Butane made from sugar is not written
-// anywhere: it is reported at the nearest part that is.
+// boot_device) can shift. What Butane made from sugar is reported at the
+// sugar when it is known (a file system's with_mount_unit, see sugar), and
+// at the nearest part that is written otherwise.
 type locator struct {
 	file   string
 	root   *yaml.Node
@@ -48,11 +50,15 @@ var identity = []string{"name", "path", "device", "label"}
 
 // at is where the value at the Ignition path p (keys and indexes) is
 // written, or, for an object or a list named by its key, where the key
-// is; the nearest ancestor that is written when it is not; the file alone
-// when nothing is.
+// is; where the sugar it was made of is written (see sugar); the nearest
+// ancestor that is written when neither is; the file alone when nothing
+// is.
 func (l *locator) at(p ...any) hooks.Position {
 	if l.root == nil {
 		return hooks.Position{File: l.file}
+	}
+	if pos, ok := l.sugar(p); ok {
+		return pos
 	}
 	n, best := l.root, l.root
 	var cfg any = l.cfg
@@ -99,6 +105,61 @@ func (l *locator) at(p ...any) hooks.Position {
 		}
 	}
 	return hooks.Position{File: l.file, Line: best.Line, Column: best.Column}
+}
+
+// sugar is where a Butane config writes what Butane made the part at p
+// (or under it) of, when that is not the part's own keys: a mount or swap
+// unit that Butane makes of a file system with with_mount_unit: true is
+// at the file system's entry. ok is false for every other part.
+func (l *locator) sugar(p []any) (pos hooks.Position, ok bool) {
+	if !l.butane || l.root == nil || len(p) < 3 || p[0] != "systemd" || p[1] != "units" {
+		return pos, false
+	}
+	i, isIndex := p[2].(int)
+	var name string
+	if m, isMap := l.cfg.(map[string]any); isMap {
+		if sd, isMap := m["systemd"].(map[string]any); isMap {
+			if us, isList := sd["units"].([]any); isList && isIndex && i < len(us) {
+				if u, isMap := us[i].(map[string]any); isMap {
+					name, _ = u["name"].(string)
+				}
+			}
+		}
+	}
+	if name == "" {
+		return pos, false
+	}
+	if written := mapValue(mapValue(l.root, "systemd"), "units"); written != nil {
+		for _, u := range written.Content {
+			if n := mapValue(u, "name"); n != nil && n.Value == name {
+				return pos, false // the user's own unit
+			}
+		}
+	}
+	fss := mapValue(mapValue(l.root, "storage"), "filesystems")
+	if fss == nil || fss.Kind != yaml.SequenceNode {
+		return pos, false
+	}
+	for _, fs := range fss.Content {
+		var with bool
+		if n := mapValue(fs, "with_mount_unit"); n == nil || n.Decode(&with) != nil || !with {
+			continue
+		}
+		// Butane's names: the device's for swap, else the mount
+		// point's.
+		made := ""
+		if f := mapValue(fs, "format"); f != nil && f.Value == "swap" {
+			if d := mapValue(fs, "device"); d != nil {
+				made = units.EscapePath(d.Value) + ".swap"
+			}
+		} else if m := mapValue(fs, "path"); m != nil {
+			made = units.EscapePath(m.Value) + ".mount"
+		}
+		if made == name {
+			return hooks.Position{File: l.file, Line: fs.Line, Column: fs.Column}, true
+		}
+	}
+	return pos, false
 }
 
 // findEntry is the entry of the Butane list seq that has the identity of
