@@ -85,11 +85,8 @@ func fmtOne(c *cobra.Command, name string, data []byte, write, list, showDiff bo
 		w.Write(diff.Diff(name+".orig", data, name, out))
 	}
 	if write && !same {
-		st, err := os.Stat(name)
-		if err != nil {
-			return failure("%v", err)
-		}
-		if err := fsutil.WriteFile(name, out, st.Mode().Perm()); err != nil {
+		// Where the name leads: a link to a unit file stays a link.
+		if err := fsutil.WriteOutput(name, out, 0o644); err != nil {
 			return failure("%v", err)
 		}
 	}
