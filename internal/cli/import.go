@@ -98,6 +98,9 @@ func readLimited(file string) ([]byte, error) {
 		return nil, failure("%v", err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return nil, invalid("%s is a directory: import reads one config file", file)
+	}
 	data, err := readAtMost(f)
 	if err != nil {
 		return nil, failure("reading %s: %v", file, err)

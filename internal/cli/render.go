@@ -565,6 +565,12 @@ func readSpec(c *cobra.Command, file string) (string, []byte, error) {
 		return "", nil, failure("%v", err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		if c.Flags().Lookup("dir") != nil {
+			return "", nil, invalid("%s is a directory: -f reads one spec file; read every *.yaml file of a directory with -d %s", file, file)
+		}
+		return "", nil, invalid("%s is a directory: -f reads one spec file", file)
+	}
 	data, err := readAtMost(f)
 	if err != nil {
 		return "", nil, failure("reading %s: %v", file, err)
@@ -609,6 +615,9 @@ func readMerge(name string) (render.MergeFile, error) {
 		return render.MergeFile{}, failure("%v", err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return render.MergeFile{}, invalid("--merge %s is a directory: give one config file, and --merge again for each other", name)
+	}
 	data, err := readAtMost(f)
 	if err != nil {
 		return render.MergeFile{}, failure("reading %s: %v", name, err)
