@@ -44,7 +44,7 @@ when --cluster names a link, the file it leads to is, and the link stays.
 
 -d prints the change as a diff and writes nothing. For the hooks list alone, to
 paste by hand, use hostprov render --format kops.`,
-		Args: cobra.NoArgs,
+		Args: specArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if cluster == "" {
 				return invalid("--cluster FILE is needed: the kops manifest to write the hooks into")

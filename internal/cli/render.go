@@ -989,7 +989,7 @@ translates to it):
 
 ` + butane.String() + `
 Nothing is written when the spec has an error.`,
-		Args: cobra.NoArgs,
+		Args: specArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			i := slices.IndexFunc(outputFormats, func(f outputFormat) bool { return f.name == format })
 			if i < 0 {
@@ -1093,7 +1093,7 @@ func newValidate() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "validate [-f FILE]... | -d DIR [--strict]",
 		Short: "Check a hook spec and report every problem with its file:line:col",
-		Args:  cobra.NoArgs,
+		Args:  specArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			us, err := sf.load(c)
 			if err != nil {
@@ -1120,4 +1120,27 @@ func displayName(file string) string {
 		return "<stdin>"
 	}
 	return file
+}
+
+// specArgs is the Args of the commands that read specs with -f or -d and
+// take no arguments: a spec given as an argument, as other tools take it,
+// is a usage mistake that says which flag to use.
+func specArgs(c *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	a := args[0]
+	usage := func(format string, v ...any) error {
+		return &exitError{code: ExitInvalid, cmd: c.CommandPath(), msg: fmt.Sprintf(format, v...)}
+	}
+	fi, err := os.Stat(a)
+	switch {
+	case err == nil && fi.IsDir() && c.Flags().Lookup("dir") != nil:
+		return usage("%s is a directory: use -d %s", a, a)
+	case err == nil && fi.IsDir():
+		return usage("%s is a directory, and %s takes no arguments: give the hook spec with -f FILE", a, c.Name())
+	case err == nil || a == "-":
+		return usage("%s is a file: use -f %s", a, a)
+	}
+	return usage("unexpected argument %q: %s takes no arguments; give the hook spec with -f FILE", a, c.Name())
 }
