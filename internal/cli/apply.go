@@ -243,7 +243,7 @@ With --detailed-exitcode the exit code says the outcome, as Terraform's does:
      leaves them alone (apply --force overwrites them)
 
 3 is the code status gives for drift as well. Plan needs neither root nor systemd.`,
-		Args: cobra.NoArgs,
+		Args: specArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			err := func() error {
 				opts, err := nf.options()
@@ -438,7 +438,7 @@ SIGTERM or SIGINT (^C) stops an apply where it is: a file being written is writt
 whole (or not at all), jobs already queued go on in systemd, the lock is released,
 and it exits with 143 (SIGTERM) or 130 (SIGINT) saying what it left. Run apply again
 to finish. A second signal ends hostprov at once.`,
-		Args: cobra.NoArgs,
+		Args: specArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts, err := nf.options()
 			if err != nil {

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -46,14 +48,24 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.msg != "" {
-			fmt.Fprintln(stderr, "hostprov: "+ee.msg)
+			who := "hostprov"
+			if ee.cmd != "" {
+				who = ee.cmd
+			}
+			fmt.Fprintln(stderr, who+": "+ee.msg)
 		}
 		return ee.code
 	}
 	// Commands return *exitError for everything they find; anything
 	// else comes from cobra itself: an unknown command or flag, or the
 	// wrong number of arguments.
-	fmt.Fprintf(stderr, "hostprov: %v\nRun 'hostprov --help' for usage.\n", err)
+	fmt.Fprintf(stderr, "hostprov: %v\n", err)
+	if strings.Contains(err.Error(), "shorthand flag: 'v'") {
+		// Many tools read -v as verbose and some as version; hostprov
+		// has neither, and says which flag there is.
+		fmt.Fprintln(stderr, "\thint: hostprov has no -v; hostprov --version (or hostprov version) prints the version")
+	}
+	fmt.Fprintln(stderr, "Run 'hostprov --help' for usage.")
 	return ExitInvalid
 }
 
@@ -62,6 +74,9 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 type exitError struct {
 	code int
 	msg  string
+	// cmd, when set, is printed before msg instead of "hostprov": the
+	// command a usage mistake is about ("hostprov render").
+	cmd string
 }
 
 func (e *exitError) Error() string { return e.msg }
@@ -74,7 +89,25 @@ func failure(format string, args ...any) error {
 	return &exitError{code: ExitFailure, msg: fmt.Sprintf(format, args...)}
 }
 
+// nodeHelp is what the root's help says of the Kubernetes commands in a
+// build without them.
+const nodeHelp = `
+
+On Kubernetes, hostprov's container image runs the agent (a DaemonSet) and the
+controller; this build leaves them out, to start fast on a node.`
+
+// kubeHelp lists the Kubernetes commands, in a build with them.
+const kubeHelp = `
+
+On Kubernetes (the container image's hostprov):
+  hostprov agent                   # DaemonSet: apply the HostHooks that select this node
+  hostprov controller              # roll HostHooks out and sum up their NodeHooks`
+
 func newRoot() *cobra.Command {
+	kube := nodeHelp
+	if kubeBuild {
+		kube = kubeHelp
+	}
 	root := &cobra.Command{
 		Use:   "hostprov",
 		Short: "Turn a YAML hook spec into systemd units for boot-time provisioning",
@@ -95,32 +128,90 @@ On a node:
   hostprov plan -f hooks.yaml      # what apply would change, as a diff
   hostprov apply -f hooks.yaml     # write, reload once, enable, start
   hostprov status                  # each unit's state, result and drift
-  hostprov remove NAME             # stop, disable and delete a hook's units
-
-On Kubernetes (the container image's hostprov):
-  hostprov agent                   # DaemonSet: apply the HostHooks that select this node
-  hostprov controller              # roll HostHooks out and sum up their NodeHooks`,
+  hostprov remove NAME             # stop, disable and delete a hook's units` + kube,
 		// The version line (hostprov --version) is version's.
 		Version:       versionLine(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
+	// --version alone: cobra would add -v as its shorthand, which most
+	// tools of the field read as verbose (or not at all), so that a -v
+	// typed out of habit printed the version and did nothing asked.
+	root.Flags().Bool("version", false, "print hostprov's version, as hostprov version does")
 	root.AddCommand(newRender(), newValidate(), newFmt(), newImport(), newVersion(), newPlan(), newApply(), newRemove(), newStatus(), newKops())
 	root.AddCommand(kubeCommands()...)
 	return root
 }
 
 func newVersion() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
+	var output string
+	c := &cobra.Command{
+		Use:   "version [-o text|json]",
 		Short: "Print hostprov's version and the revision it was built from",
-		Args:  cobra.NoArgs,
+		Long: `version prints hostprov's version and the revision it was built from, as --version
+does. With -o json it prints one JSON object:
+
+  {"version": "v1.2.3", "revision": "4819510f96b7...", "time": "2026-12-01T11:33:29Z",
+   "modified": false, "go": "go1.24.0", "kubernetes": false}
+
+version is the stamped or module version ("(devel)" when there is none); revision
+(the full commit hash) and time are left out when no revision was recorded;
+modified says whether the work tree had uncommitted changes; kubernetes whether
+this build has the agent and controller commands.`,
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			fmt.Fprintln(c.OutOrStdout(), versionLine())
-			return nil
+			switch output {
+			case outputText:
+				fmt.Fprintln(c.OutOrStdout(), versionLine())
+				return nil
+			case outputJSON:
+				bi, _ := debug.ReadBuildInfo()
+				return writeJSON(c.OutOrStdout(), versionInfoOf(Version, bi))
+			}
+			return invalid("unknown -o %q: use text or json", output)
 		},
 	}
+	c.Flags().StringVarP(&output, "output", "o", outputText, "output format: text or json")
+	c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputText, outputJSON}, cobra.ShellCompDirectiveNoFileComp))
+	return c
+}
+
+// versionInfo is what version -o json prints; its field names are stable.
+type versionInfo struct {
+	Version    string `json:"version"`
+	Revision   string `json:"revision,omitempty"`
+	Time       string `json:"time,omitempty"`
+	Modified   bool   `json:"modified"`
+	Go         string `json:"go"`
+	Kubernetes bool   `json:"kubernetes"`
+}
+
+// versionInfoOf is versionOf's facts, unabridged.
+func versionInfoOf(stamped string, bi *debug.BuildInfo) versionInfo {
+	v := versionInfo{Version: stamped, Go: runtime.Version(), Kubernetes: kubeBuild}
+	if v.Version == "" && bi != nil && bi.Main.Version != "" {
+		v.Version = bi.Main.Version
+	}
+	if v.Version == "" {
+		v.Version = "(devel)"
+	}
+	if bi != nil {
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				v.Revision = s.Value
+			case "vcs.time":
+				v.Time = s.Value
+			case "vcs.modified":
+				v.Modified = s.Value == "true"
+			}
+		}
+	}
+	if v.Revision == "" {
+		v.Time, v.Modified = "", false
+	}
+	return v
 }
 
 // versionLine is what hostprov version and hostprov --version print.
@@ -137,27 +228,8 @@ func versionLine() string {
 // information (go run, or -buildvcs=false) says so, and how to get one,
 // unless it has a stamped version.
 func versionOf(stamped string, bi *debug.BuildInfo) string {
-	v := stamped
-	if v == "" && bi != nil && bi.Main.Version != "" {
-		v = bi.Main.Version
-	}
-	if v == "" {
-		v = "(devel)"
-	}
-	var rev, at string
-	modified := false
-	if bi != nil {
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.time":
-				at = s.Value
-			case "vcs.modified":
-				modified = s.Value == "true"
-			}
-		}
-	}
+	info := versionInfoOf(stamped, bi)
+	v, rev, at, modified := info.Version, info.Revision, info.Time, info.Modified
 	if rev == "" {
 		if stamped != "" {
 			// A release built from a source tree without git (an

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,6 +42,13 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"render", "-f", good, "--format", "dir", "--out", filepath.Join(notADir, "sub")}, ExitFailure, "writing units"},
 		{[]string{"fmt", unit}, ExitInvalid, "bad.service:2:"},
 		{[]string{"version"}, ExitOK, ""},
+		// A directory where a file is wanted is invalid input, with the
+		// flag that reads a directory where there is one.
+		{[]string{"render", "-f", dir}, ExitInvalid, "is a directory: -f reads one spec file; read every *.yaml file of a directory with -d " + dir},
+		{[]string{"plan", "-f", dir, "--root", dir}, ExitInvalid, "with -d " + dir},
+		{[]string{"kops", "set-hooks", "-f", dir, "--cluster", good}, ExitInvalid, "is a directory: -f reads one spec file"},
+		{[]string{"import", dir}, ExitInvalid, "is a directory: import reads one config file"},
+		{[]string{"render", "-f", good, "--merge", dir}, ExitInvalid, "is a directory"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -52,5 +60,63 @@ func TestExitCodes(t *testing.T) {
 				t.Errorf("stderr lacks %q:\n%s", tc.err, stderr.String())
 			}
 		})
+	}
+}
+
+// TestExitCodesDocumented: the README's table of exit codes has a row for
+// every code a command exits with, and says which commands give 3 and 4;
+// plan's and status's --help say what their codes mean.
+func TestExitCodesDocumented(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(string(readme), "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		cells := strings.Split(line, "|")
+		if len(cells) < 3 {
+			continue
+		}
+		for _, code := range strings.Split(cells[1], ",") {
+			rows[strings.Trim(strings.TrimSpace(code), "`")] = cells[2]
+		}
+	}
+	for code, want := range map[int][]string{
+		ExitOK:         {"success"},
+		ExitFailure:    {"failure"},
+		ExitInvalid:    {"invalid input", "`remove` of a name", "`-d`", "`plan --detailed-exitcode`: changes"},
+		ExitDrift:      {"drift", "`plan --detailed-exitcode`", "`status`"},
+		ExitUnitFailed: {"`status`", "failed"},
+		130:            {"SIGINT"},
+		143:            {"SIGTERM"},
+	} {
+		row, ok := rows[fmt.Sprint(code)]
+		if !ok {
+			t.Errorf("the README's table of exit codes has no row for %d", code)
+			continue
+		}
+		for _, w := range want {
+			if !strings.Contains(row, w) {
+				t.Errorf("the README's row for exit code %d lacks %q: %s", code, w, row)
+			}
+		}
+	}
+	for args, want := range map[string][]string{
+		"plan --help":   {"  2  changes", "  3  no changes, but drift"},
+		"status --help": {"  3  drift", "  4  a unit failed"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := Run(strings.Fields(args), strings.NewReader(""), &stdout, &stderr); code != ExitOK {
+			t.Fatalf("%s: exit %d\n%s", args, code, stderr.String())
+		}
+		for _, w := range want {
+			if !strings.Contains(stdout.String(), w) {
+				t.Errorf("%s lacks %q", args, w)
+			}
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hostprov/hostprov/internal/fsutil"
+	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/units"
 )
 
@@ -26,7 +27,9 @@ one list or field such as Listen*= or Condition*=), so systemd loads exactly wha
 loaded before; ExecStartPre= comes before ExecStart= and ExecStartPost= after it.
 
 A file systemd would not load as meant is an error with its line: a line without '=',
-an assignment before the first section, an Exec line systemd refuses.
+an assignment before the first section, an Exec line systemd refuses. Every problem of
+every file is reported, as validate reports a spec's (FILE:LINE:COL: error: message,
+with a hint where there is more to say), and a file with one is left as it is.
 
 Without FILE it reads standard input. By default it prints the result;
 -w writes it back to the file, -l lists files whose formatting differs, -d prints a diff.`,
@@ -51,7 +54,7 @@ Without FILE it reads standard input. By default it prints the result;
 				}
 				if err := fmtOne(c, a, data, write, list, showDiff); err != nil {
 					if ee, ok := err.(*exitError); ok && ee.msg != "" {
-						fmt.Fprintln(c.ErrOrStderr(), ee.msg)
+						fmt.Fprintln(c.ErrOrStderr(), "hostprov: "+ee.msg)
 					}
 					bad = true
 				}
@@ -69,12 +72,15 @@ Without FILE it reads standard input. By default it prints the result;
 }
 
 func fmtOne(c *cobra.Command, name string, data []byte, write, list, showDiff bool) error {
-	out, err := units.Format(data)
-	if err != nil {
-		if pe, ok := err.(*units.ParseError); ok {
-			return invalid("%s:%d:%d: %s", name, pe.Line, max(pe.Column, 1), pe.Msg)
+	out, errs := units.FormatAll(data)
+	if len(errs) > 0 {
+		diags := make(hooks.Diagnostics, len(errs))
+		for i, pe := range errs {
+			diags[i] = hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: name, Line: pe.Line, Column: max(pe.Column, 1)},
+				Message: pe.Msg, Hint: pe.Hint}
 		}
-		return invalid("%s: %v", name, err)
+		printDiags(c.ErrOrStderr(), diags)
+		return invalid("%s: %s; not formatted", name, plural(len(errs), "error"))
 	}
 	same := bytes.Equal(out, data)
 	w := c.OutOrStdout()
@@ -85,11 +91,8 @@ func fmtOne(c *cobra.Command, name string, data []byte, write, list, showDiff bo
 		w.Write(diff.Diff(name+".orig", data, name, out))
 	}
 	if write && !same {
-		st, err := os.Stat(name)
-		if err != nil {
-			return failure("%v", err)
-		}
-		if err := fsutil.WriteFile(name, out, st.Mode().Perm()); err != nil {
+		// Where the name leads: a link to a unit file stays a link.
+		if err := fsutil.WriteOutput(name, out, 0o644); err != nil {
 			return failure("%v", err)
 		}
 	}

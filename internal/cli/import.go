@@ -30,8 +30,9 @@ and is kept out.
 Of kops manifests with several InstanceGroups, --instance-group (or --role, as for
 render) says which machine's hooks to import: the group's own and the Cluster's.
 
-FILE "-" reads standard input. The spec goes to standard output, or with -o OUT to OUT,
-written atomically. Warnings do not change the exit status; an input that cannot be read
+FILE "-" reads standard input. The spec goes to standard output, or with -o OUT to OUT:
+a file is replaced atomically (through a link, the file it leads to), a device or a pipe
+(/dev/stdout) is written into. Warnings do not change the exit status; an input that cannot be read
 is an error, and nothing is written.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -74,7 +75,7 @@ is an error, and nothing is written.`,
 				_, err := c.OutOrStdout().Write(res.Spec)
 				return err
 			}
-			if err := fsutil.WriteFile(out, res.Spec, 0o644); err != nil {
+			if err := fsutil.WriteOutput(out, res.Spec, 0o644); err != nil {
 				return failure("%v", err)
 			}
 			return nil
@@ -97,6 +98,9 @@ func readLimited(file string) ([]byte, error) {
 		return nil, failure("%v", err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return nil, invalid("%s is a directory: import reads one config file", file)
+	}
 	data, err := readAtMost(f)
 	if err != nil {
 		return nil, failure("reading %s: %v", file, err)

@@ -39,11 +39,12 @@ func newKopsSetHooks() *cobra.Command {
 		Long: `set-hooks renders a hostprov spec and writes each unit into the hooks of the kops
 Cluster (or, with --instance-group, of that InstanceGroup) in the manifest file, as a
 hook with useRawManifest: true. The hooks it wrote before are replaced; every other
-line, comment and key of the file stays as it is. The file is replaced atomically.
+line, comment and key of the file stays as it is. The file is replaced atomically;
+when --cluster names a link, the file it leads to is, and the link stays.
 
 -d prints the change as a diff and writes nothing. For the hooks list alone, to
 paste by hand, use hostprov render --format kops.`,
-		Args: cobra.NoArgs,
+		Args: specArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if cluster == "" {
 				return invalid("--cluster FILE is needed: the kops manifest to write the hooks into")
@@ -76,11 +77,9 @@ paste by hand, use hostprov render --format kops.`,
 				fmt.Fprintf(c.ErrOrStderr(), "hostprov: %s has these hooks already; nothing written\n", cluster)
 				return nil
 			}
-			st, err := os.Stat(cluster)
-			if err != nil {
-				return failure("%v", err)
-			}
-			if err := fsutil.WriteFile(cluster, after, st.Mode().Perm()); err != nil {
+			// Into the file the name leads to: a cluster.yaml that
+			// links into a repository stays a link.
+			if err := fsutil.WriteOutput(cluster, after, 0o644); err != nil {
 				return failure("writing %s: %v", cluster, err)
 			}
 			fmt.Fprintf(c.ErrOrStderr(), "hostprov: wrote %s into %s\n", plural(countFiles(us), "hook"), cluster)

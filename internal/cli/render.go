@@ -42,6 +42,12 @@ type specFlags struct {
 
 	// diagnosed is set once rendering printed a diagnostic.
 	diagnosed bool
+	// warnings counts the warnings verdict reported.
+	warnings int
+	// collect, when set, keeps the diagnostics in collected instead of
+	// printing them (validate -o json).
+	collect   bool
+	collected hooks.Diagnostics
 	// sets are the spec sets build made: one per hostprov spec, or one
 	// for the kops manifests together.
 	sets []apply.SpecSet
@@ -445,11 +451,36 @@ func (f *specFlags) buildKops(c *cobra.Command, in []inputs.File) ([]render.Unit
 func (f *specFlags) verdict(c *cobra.Command, label string, diags hooks.Diagnostics) error {
 	f.diagnosed = f.diagnosed || len(diags) > 0
 	diags.Sort()
-	printDiags(c.ErrOrStderr(), diags)
+	for _, d := range diags {
+		if d.Severity != hooks.Error {
+			f.warnings++
+		}
+	}
+	if f.collect {
+		f.collected = append(f.collected, diags...)
+	} else {
+		printDiags(c.ErrOrStderr(), diags)
+	}
 	if diags.HasErrors(f.strict) {
 		return &exitError{code: ExitInvalid, msg: summary(label, diags, f.strict)}
 	}
 	return nil
+}
+
+// outputVerdict reports what an output refused of the spec (units kops
+// cannot carry, files or directories it cannot make) as the spec's own
+// problems, at their places; any other error of the output is returned
+// as it is.
+func (f *specFlags) outputVerdict(c *cobra.Command, err error) error {
+	if e := f.kopsRefusal(c, err); e != nil {
+		return e
+	}
+	if storageRefused(err) {
+		var ds hooks.Diagnostics
+		errors.As(err, &ds)
+		return f.verdict(c, strings.Join(f.files, ", "), ds)
+	}
+	return err
 }
 
 // kopsRefusal reports the units kops cannot carry (a *render.KopsError in
@@ -565,6 +596,12 @@ func readSpec(c *cobra.Command, file string) (string, []byte, error) {
 		return "", nil, failure("%v", err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		if c.Flags().Lookup("dir") != nil {
+			return "", nil, invalid("%s is a directory: -f reads one spec file; read every *.yaml file of a directory with -d %s", file, file)
+		}
+		return "", nil, invalid("%s is a directory: -f reads one spec file", file)
+	}
 	data, err := readAtMost(f)
 	if err != nil {
 		return "", nil, failure("reading %s: %v", file, err)
@@ -609,6 +646,9 @@ func readMerge(name string) (render.MergeFile, error) {
 		return render.MergeFile{}, failure("%v", err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return render.MergeFile{}, invalid("--merge %s is a directory: give one config file, and --merge again for each other", name)
+	}
 	data, err := readAtMost(f)
 	if err != nil {
 		return render.MergeFile{}, failure("reading %s: %v", name, err)
@@ -667,6 +707,9 @@ type renderFlags struct {
 	kopsAPIVersion  string
 	// storage is the specs' files, directories and links (specFlags.storage).
 	storage render.Storage
+	// check, when set, runs the format's checks and writes nothing
+	// (validate --format).
+	check bool
 	// merge are the configs of --merge, read before the spec; report
 	// prints their diagnostics and says whether to go on.
 	merge  []render.MergeFile
@@ -806,7 +849,7 @@ var outputFormats = []outputFormat{
 		help:  "unit files and NAME.d/ drop-ins under --out DIR",
 		flags: []string{"out"},
 		check: func(f *renderFlags) error {
-			if f.out == "" {
+			if f.out == "" && !f.check {
 				return invalid("--format dir needs --out DIR, the directory to write the units to")
 			}
 			return nil
@@ -814,6 +857,9 @@ var outputFormats = []outputFormat{
 		write: func(_ io.Writer, f *renderFlags, us []render.Unit) error {
 			if !f.storage.Empty() {
 				return invalid("--format dir writes a unit directory, and the spec has files, directories, links, users or groups, which belong elsewhere on the machine: render them with --format ignition, butane or cloud-init")
+			}
+			if f.check {
+				return nil
 			}
 			if err := render.WriteDir(f.out, us); err != nil {
 				return failure("writing units: %v", err)
@@ -980,7 +1026,7 @@ translates to it):
 
 ` + butane.String() + `
 Nothing is written when the spec has an error.`,
-		Args: cobra.NoArgs,
+		Args: specArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			i := slices.IndexFunc(outputFormats, func(f outputFormat) bool { return f.name == format })
 			if i < 0 {
@@ -1022,16 +1068,7 @@ Nothing is written when the spec has an error.`,
 				return err
 			}
 			rf.storage = sf.storage
-			err = of.write(c.OutOrStdout(), &rf, us)
-			if e := sf.kopsRefusal(c, err); e != nil {
-				return e
-			}
-			if storageRefused(err) {
-				var ds hooks.Diagnostics
-				errors.As(err, &ds)
-				return sf.verdict(c, strings.Join(sf.files, ", "), ds)
-			}
-			return err
+			return sf.outputVerdict(c, of.write(c.OutOrStdout(), &rf, us))
 		},
 	}
 	sf.register(c)
@@ -1080,30 +1117,172 @@ func butaneVersionCompletion(rf *renderFlags) cobra.CompletionFunc {
 }
 
 func newValidate() *cobra.Command {
-	var sf specFlags
+	var (
+		sf             specFlags
+		rf             renderFlags
+		format, output string
+	)
 	c := &cobra.Command{
-		Use:   "validate [-f FILE]... | -d DIR [--strict]",
+		Use:   "validate [-f FILE]... | -d DIR [--strict] [--format F] [-o text|json]",
 		Short: "Check a hook spec and report every problem with its file:line:col",
-		Args:  cobra.NoArgs,
+		Long: `validate reads hook specs (or kops manifests) and reports every problem at once, each as
+file:line:col: error|warning: path: message, with a hint, and writes nothing.
+The last line sums up: "spec.yaml: ok, 2 units" when there is nothing to say,
+"spec.yaml: 2 units, 1 warning" when there are warnings (exit code 0, or 2 with
+--strict), and "spec.yaml: 1 error; nothing written" on standard error with exit
+code 2 when there are errors.
+
+--format F also runs the checks of the output render --format F would write
+(` + strings.Join(formatNames(), ", ") + `), with the flags that choose it (--ignition-version,
+--variant, --butane-version, --kops-api-version): a directory of mode 01777 is valid,
+but Ignition before 3.6.0 cannot make it. Nothing is written, not even for dir.
+
+-o json prints one JSON object on standard output instead, and nothing on standard
+error (exit codes as above):
+
+  {"valid": false, "files": ["spec.yaml"], "format": "ignition",
+   "specSets": 1, "units": 0, "errors": 1, "warnings": 0,
+   "diagnostics": [{"severity": "error", "file": "spec.yaml", "line": 6,
+     "column": 5, "path": "hooks[0].exec", "message": "...", "hint": "..."}]}
+
+files lists -f's files (or dir, -d's directory); format, path and hint are left
+out when empty; units and specSets count what the spec makes (0 when it has errors).
+A problem found before the spec is read (a missing file, a bad flag) is a line on
+standard error, as always.`,
+		Args: specArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if output != outputText && output != outputJSON {
+				return invalid("unknown -o %q: use text or json", output)
+			}
+			var of *outputFormat
+			if format != "" {
+				i := slices.IndexFunc(outputFormats, func(f outputFormat) bool { return f.name == format })
+				if i < 0 {
+					return invalid("unknown --format %q: use %s", format, orList(formatNames()))
+				}
+				of = &outputFormats[i]
+			}
+			if of == nil {
+				for _, name := range formatSpecificFlags {
+					if c.Flags().Changed(name) {
+						return invalid("--%s is for --format: it chooses what the output's checks check", name)
+					}
+				}
+			} else {
+				if err := checkFormatFlags(c, *of); err != nil {
+					return err
+				}
+				rf.check = true
+				if of.check != nil {
+					if err := of.check(&rf); err != nil {
+						return err
+					}
+				}
+			}
+			sf.collect = output == outputJSON
 			us, err := sf.load(c)
+			if err == nil && of != nil {
+				rf.storage = sf.storage
+				err = sf.outputVerdict(c, of.write(io.Discard, &rf, us))
+			}
+			var ee *exitError
+			if err != nil && !(errors.As(err, &ee) && ee.code == ExitInvalid && sf.diagnosed) {
+				// Not a verdict on the spec: a file that does not
+				// read, an output that cannot be built.
+				return err
+			}
+			if err != nil {
+				us = nil
+			}
+			if output == outputJSON {
+				if jerr := writeJSON(c.OutOrStdout(), sf.validation(format, us, err == nil)); jerr != nil {
+					return failure("%v", jerr)
+				}
+				if err != nil {
+					return &exitError{code: ExitInvalid}
+				}
+				return nil
+			}
 			if err != nil {
 				return err
 			}
+			label := sf.dir
+			if label == "" {
+				names := make([]string, len(sf.files))
+				for i, f := range sf.files {
+					names[i] = displayName(f)
+				}
+				label = strings.Join(names, ", ")
+			}
+			counts := plural(len(us), "unit")
 			if sf.dir != "" {
-				fmt.Fprintf(c.OutOrStdout(), "%s: ok, %s, %s\n", sf.dir, plural(len(sf.sets), "spec set"), plural(len(us), "unit"))
+				counts = plural(len(sf.sets), "spec set") + ", " + counts
+			}
+			if sf.warnings > 0 {
+				fmt.Fprintf(c.OutOrStdout(), "%s: %s, %s\n", label, counts, plural(sf.warnings, "warning"))
 				return nil
 			}
-			names := make([]string, len(sf.files))
-			for i, f := range sf.files {
-				names[i] = displayName(f)
-			}
-			fmt.Fprintf(c.OutOrStdout(), "%s: ok, %s\n", strings.Join(names, ", "), plural(len(us), "unit"))
+			fmt.Fprintf(c.OutOrStdout(), "%s: ok, %s\n", label, counts)
 			return nil
 		},
 	}
 	sf.register(c)
+	c.Flags().StringVar(&format, "format", "", "also run the checks of this render output: "+orList(formatNames()))
+	c.Flags().StringVarP(&output, "output", "o", outputText, "output format: text or json")
+	c.Flags().StringVar(&rf.ignitionVersion, "ignition-version", "", "Ignition spec version, for --format ignition and butane")
+	c.Flags().StringVar(&rf.variant, "variant", "", "Butane variant, for --format butane")
+	c.Flags().StringVar(&rf.butaneVersion, "butane-version", "", "Butane spec version, for --format butane")
+	c.Flags().StringVar(&rf.kopsAPIVersion, "kops-api-version", "", "kops API version of the hooks, for --format kops")
+	c.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(formatNames(), cobra.ShellCompDirectiveNoFileComp))
+	c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputText, outputJSON}, cobra.ShellCompDirectiveNoFileComp))
 	return c
+}
+
+// validation is validate -o json's object; its field names are stable.
+type validation struct {
+	Valid       bool             `json:"valid"`
+	Files       []string         `json:"files,omitempty"`
+	Dir         string           `json:"dir,omitempty"`
+	Format      string           `json:"format,omitempty"`
+	SpecSets    int              `json:"specSets"`
+	Units       int              `json:"units"`
+	Errors      int              `json:"errors"`
+	Warnings    int              `json:"warnings"`
+	Diagnostics []diagnosticJSON `json:"diagnostics"`
+}
+
+// diagnosticJSON is one problem of validate -o json.
+type diagnosticJSON struct {
+	Severity string `json:"severity"`
+	File     string `json:"file"`
+	Line     int    `json:"line,omitempty"`
+	Column   int    `json:"column,omitempty"`
+	Path     string `json:"path,omitempty"`
+	Message  string `json:"message"`
+	Hint     string `json:"hint,omitempty"`
+}
+
+// validation sums up what validate found, for -o json.
+func (f *specFlags) validation(format string, us []render.Unit, valid bool) validation {
+	v := validation{Valid: valid, Dir: f.dir, Format: format, Units: len(us), Diagnostics: []diagnosticJSON{}}
+	if valid {
+		v.SpecSets = len(f.sets)
+	}
+	if f.dir == "" {
+		for _, file := range f.files {
+			v.Files = append(v.Files, displayName(file))
+		}
+	}
+	for _, d := range f.collected {
+		if d.Severity == hooks.Error {
+			v.Errors++
+		} else {
+			v.Warnings++
+		}
+		v.Diagnostics = append(v.Diagnostics, diagnosticJSON{Severity: d.Severity.String(), File: d.Pos.File,
+			Line: d.Pos.Line, Column: d.Pos.Column, Path: d.Path, Message: d.Message, Hint: d.Hint})
+	}
+	return v
 }
 
 func displayName(file string) string {
@@ -1111,4 +1290,27 @@ func displayName(file string) string {
 		return "<stdin>"
 	}
 	return file
+}
+
+// specArgs is the Args of the commands that read specs with -f or -d and
+// take no arguments: a spec given as an argument, as other tools take it,
+// is a usage mistake that says which flag to use.
+func specArgs(c *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	a := args[0]
+	usage := func(format string, v ...any) error {
+		return &exitError{code: ExitInvalid, cmd: c.CommandPath(), msg: fmt.Sprintf(format, v...)}
+	}
+	fi, err := os.Stat(a)
+	switch {
+	case err == nil && fi.IsDir() && c.Flags().Lookup("dir") != nil:
+		return usage("%s is a directory: use -d %s", a, a)
+	case err == nil && fi.IsDir():
+		return usage("%s is a directory, and %s takes no arguments: give the hook spec with -f FILE", a, c.Name())
+	case err == nil || a == "-":
+		return usage("%s is a file: use -f %s", a, a)
+	}
+	return usage("unexpected argument %q: %s takes no arguments; give the hook spec with -f FILE", a, c.Name())
 }

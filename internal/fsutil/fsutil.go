@@ -25,8 +25,9 @@ import (
 // rename itself survives a crash. On error, path is untouched and the
 // temporary file is removed. A symbolic link at path is replaced, not
 // written through; links in the directories of path are followed, as the
-// path a user names (fmt -w, render --out) means them. What must not
-// follow them (apply's unit and state directories) uses OpenDir.
+// directory a user names (render --format dir --out) means them. What must
+// not follow them (apply's unit and state directories) uses OpenDir; an
+// output the user names itself (fmt -w, import -o) uses WriteOutput.
 func WriteFile(path string, data []byte, perm os.FileMode) error {
 	fd, err := openat(unix.AT_FDCWD, filepath.Dir(path), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {

@@ -107,10 +107,34 @@ const bom = "\xef\xbb\xbf"
 // broken. A NUL byte, which systemd takes as a line end, is an error
 // too. Unknown sections and keys are not errors; see KnownDirective.
 func Parse(data []byte) (*File, error) {
+	f, errs := parse(data, false)
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	return f, nil
+}
+
+// ParseAll is Parse that goes on after an error, to report every one of a
+// file at once, in the order of their lines. A line in error is left out
+// of the file it returns, which is only good for finding further problems;
+// the entries after a malformed section header are left out too, so that
+// they are not also reported as outside of any section.
+func ParseAll(data []byte) (*File, []*ParseError) {
+	return parse(data, true)
+}
+
+// parse is Parse, stopping at the first error unless all is set.
+func parse(data []byte, all bool) (*File, []*ParseError) {
 	// One copy of the text, of which every line, key, value and comment
 	// is a part: not a copy of each line.
 	src := string(data)
 	p := parser{f: &File{}}
+	var errs []*ParseError
+	// fail records an error and says whether to stop.
+	fail := func(e *ParseError) bool {
+		errs = append(errs, e)
+		return !all
+	}
 	bomSeen := false
 	lineNum := 0
 	for len(src) > 0 {
@@ -118,10 +142,16 @@ func Parse(data []byte) (*File, error) {
 		line, src = nextLine(src)
 		lineNum++
 		if i := strings.IndexByte(line, 0); i >= 0 {
-			return nil, &ParseError{Line: lineNum, Column: i + 1, Msg: "the line contains a NUL byte; unit files are text, so remove it"}
+			if fail(&ParseError{Line: lineNum, Column: i + 1, Msg: "the line contains a NUL byte; unit files are text, so remove it"}) {
+				return nil, errs
+			}
+			continue
 		}
 		if len(line) > MaxLineLen {
-			return nil, &ParseError{Line: lineNum, Column: MaxLineLen + 1, Msg: fmt.Sprintf("the line is %d bytes long; systemd refuses a line of %d bytes or more, and the unit would not load", len(line), longLineMax), Hint: LongLineHint}
+			if fail(&ParseError{Line: lineNum, Column: MaxLineLen + 1, Msg: fmt.Sprintf("the line is %d bytes long; systemd refuses a line of %d bytes or more, and the unit would not load", len(line), longLineMax), Hint: LongLineHint}) {
+				return nil, errs
+			}
+			continue
 		}
 		if !bomSeen && strings.HasPrefix(line, bom) {
 			line = line[len(bom):]
@@ -135,7 +165,11 @@ func Parse(data []byte) (*File, error) {
 		}
 		if p.cont != nil {
 			if len(p.cont)+len(line) > MaxJoinedLen {
-				return nil, &ParseError{Line: lineNum, Column: 1, Msg: fmt.Sprintf("the line continued from line %d is %d bytes long when joined; systemd refuses one of more than %d bytes, and the unit would not load", p.contLine, len(p.cont)+len(line), MaxJoinedLen), Hint: LongLineHint}
+				if fail(&ParseError{Line: lineNum, Column: 1, Msg: fmt.Sprintf("the line continued from line %d is %d bytes long when joined; systemd refuses one of more than %d bytes, and the unit would not load", p.contLine, len(p.cont)+len(line), MaxJoinedLen), Hint: LongLineHint}) {
+					return nil, errs
+				}
+				p.cont = nil
+				continue
 			}
 			p.cont = append(p.cont, line...)
 		}
@@ -155,14 +189,14 @@ func Parse(data []byte) (*File, error) {
 			text, start = string(p.cont), p.contLine
 			p.cont = nil
 		}
-		if err := p.line(text, start); err != nil {
-			return nil, err
+		if err := p.line(text, start); err != nil && fail(err) {
+			return nil, errs
 		}
 	}
 	if p.cont != nil {
 		// systemd parses a continuation left open at the end of the file.
-		if err := p.line(string(p.cont), p.contLine); err != nil {
-			return nil, err
+		if err := p.line(string(p.cont), p.contLine); err != nil && fail(err) {
+			return nil, errs
 		}
 	}
 	if len(p.f.Sections) == 0 {
@@ -171,7 +205,7 @@ func Parse(data []byte) (*File, error) {
 	} else {
 		p.f.Trailer = append(p.f.Trailer, p.pending...)
 	}
-	return p.f, nil
+	return p.f, errs
 }
 
 // nextLine splits off one line the way systemd's read_line does: "\n",
@@ -219,7 +253,7 @@ func (p *parser) takeComments() []string {
 }
 
 // line handles one logical line (continuations joined) starting at line n.
-func (p *parser) line(raw string, n int) error {
+func (p *parser) line(raw string, n int) *ParseError {
 	s := strings.Trim(raw, whitespace)
 	if s == "" {
 		return nil
@@ -238,11 +272,13 @@ func (p *parser) line(raw string, n int) error {
 	}
 	if s[0] == '[' {
 		if s[len(s)-1] != ']' {
+			p.sec = &Section{} // what follows belongs to no section of the file
 			return &ParseError{Line: n, Column: col, Msg: fmt.Sprintf("invalid section header %q: it must end with ']' and nothing may follow it on the line (put comments on a line of their own)", s)}
 		}
 		name := s[1 : len(s)-1]
 		for i := 0; i < len(name); i++ {
 			if c := name[i]; c < 0x20 || c == 0x7f || c == '"' || c == '\'' || c == '\\' {
+				p.sec = &Section{}
 				return &ParseError{Line: n, Column: col + 1 + i, Msg: fmt.Sprintf("section header %q contains %q; systemd refuses quotes, backslashes and control characters in section names", s, name[i:i+1])}
 			}
 		}
@@ -628,10 +664,26 @@ func hasBreak(s string) bool {
 // continuation before the problem). A line systemd only ignores, because
 // of its "-" prefix, is kept where it is.
 func Format(data []byte) ([]byte, error) {
-	f, err := Parse(data)
-	if err != nil {
-		return nil, err
+	out, errs := format(data, false)
+	if len(errs) > 0 {
+		return nil, errs[0]
 	}
+	return out, nil
+}
+
+// FormatAll is Format that reports every problem of the file, in the
+// order of their lines, rather than the first; the result is nil when
+// there is one.
+func FormatAll(data []byte) ([]byte, []*ParseError) {
+	return format(data, true)
+}
+
+func format(data []byte, all bool) ([]byte, []*ParseError) {
+	f, errs := parse(data, all)
+	if f == nil {
+		return nil, errs
+	}
+	parsed := len(errs)
 	for _, s := range f.Sections {
 		for _, e := range s.Entries {
 			if !IsExecCommand(s.Name, e.Key) {
@@ -639,10 +691,21 @@ func Format(data []byte) ([]byte, error) {
 			}
 			if err := CheckExec(e.Value); !ExecLoads(err) {
 				ee := err.(*ExecError)
-				return nil, &ParseError{Line: e.Line, Column: len(e.Key) + 2 + ee.Offset,
-					Msg: fmt.Sprintf("%s=%s: %s; systemd refuses to load the unit", e.Key, e.Value, ee.Msg)}
+				errs = append(errs, &ParseError{Line: e.Line, Column: len(e.Key) + 2 + ee.Offset,
+					Msg: fmt.Sprintf("%s=%s: %s; systemd refuses to load the unit", e.Key, e.Value, ee.Msg)})
+				if !all {
+					return nil, errs
+				}
 			}
 		}
+	}
+	if len(errs) > 0 {
+		if parsed > 0 && len(errs) > parsed {
+			// Parse's errors and the Exec lines' each come in
+			// line order; together they should too.
+			slices.SortStableFunc(errs, func(a, b *ParseError) int { return cmp.Compare(a.Line, b.Line) })
+		}
+		return nil, errs
 	}
 	return f.Canonical(), nil
 }

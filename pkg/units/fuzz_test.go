@@ -57,6 +57,12 @@ func FuzzParseCanonical(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// FormatAll reports first what Format reports, and formats alike.
+		out, err := Format(data)
+		outAll, errs := FormatAll(data)
+		if (err == nil) != (len(errs) == 0) || err != nil && err.Error() != errs[0].Error() || !bytes.Equal(out, outAll) {
+			t.Fatalf("Format: %v; FormatAll: %v, and outputs equal: %v\n%q", err, errs, bytes.Equal(out, outAll), data)
+		}
 		f1, err := Parse(data)
 		if err != nil {
 			return
