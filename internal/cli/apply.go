@@ -753,7 +753,7 @@ func runApply(c *cobra.Command, nf *nodeFlags, opts apply.Options, noWait bool,
 		case ierr != nil:
 			out.Error = ierr.Error()
 		case err != nil:
-			out.Error = applyFailed(err, res.Events, false)
+			out.Error = applyFailed(err, res.Events, false, opts.Root != "")
 		}
 		if werr := writeJSON(stdout, out); werr != nil && err == nil {
 			err = werr
@@ -763,7 +763,7 @@ func runApply(c *cobra.Command, nf *nodeFlags, opts apply.Options, noWait bool,
 		return ierr
 	}
 	if err != nil {
-		return failure("%s", applyFailed(err, res.Events, nf.output == outputText))
+		return failure("%s", applyFailed(err, res.Events, nf.output == outputText, opts.Root != ""))
 	}
 	if nf.output == outputText {
 		fmt.Fprintln(stdout, applied(p))
@@ -777,8 +777,10 @@ func runApply(c *cobra.Command, nf *nodeFlags, opts apply.Options, noWait bool,
 // not repeated. Systemd refusing a call, or failing a reload or a link, is
 // a matter of the machine, whose fix the error's hint names; a unit that
 // ran and failed is one of the hook, or of what it needs, which status and
-// the unit's journal tell.
-func applyFailed(err error, events []apply.Event, logged bool) string {
+// the unit's journal tell. Offline (--root) no systemd is asked: a link
+// that could not be made is a matter of the image's files, and the other
+// units went on.
+func applyFailed(err error, events []apply.Event, logged, offline bool) string {
 	var ran, unfinished, refused, stopped []apply.Event
 	for _, ev := range events {
 		if ev.Action != apply.EvFailed {
@@ -814,7 +816,11 @@ func applyFailed(err error, events []apply.Event, logged bool) string {
 		}
 		msgs = append(msgs, b.String())
 	}
-	if len(stopped) > 0 {
+	if len(stopped) > 0 && offline {
+		say(stopped, "could not %s %s in the image%s; the other units are applied, and all the files are in place and recorded. "+
+			"That is a matter of the image's unit files, not of the hooks' commands: do what the error says, then run hostprov apply --root again: it makes the links that are missing",
+			stopped[0].Op, strings.Join(unitsOf(stopped), ", "), seeAbove(logged))
+	} else if len(stopped) > 0 {
 		// Reloads, links and stops come before anything is started:
 		// the apply stopped at the first that failed.
 		ev := stopped[0]

@@ -25,7 +25,11 @@ const (
 // Options say where the units go and how far apply may go.
 type Options struct {
 	// Root, when set, is the directory a node's root file system is
-	// mounted on (--root): UnitDir and StateDir are inside it.
+	// mounted on (--root): UnitDir and StateDir are inside it. A plan
+	// with Root holds only what the offline Systemd does, files and
+	// enable, disable, mask and unmask links: no manager runs in an image
+	// to reload, start, restart or stop units; its enabled units start
+	// when it boots.
 	Root string
 	// UnitDir is the unit directory as the node sees it; default
 	// DefaultUnitDir. StateDir holds the state and the lock; default
@@ -87,6 +91,10 @@ func (o *Options) defaults() {
 // Root when it is set.
 func (o Options) UnitDirPath() string  { return filepath.Join(o.Root, o.unitDir()) }
 func (o Options) StateDirPath() string { return filepath.Join(o.Root, o.stateDir()) }
+
+// manages tells whether the plan starts, restarts and try-restarts units:
+// not with NoStart, and not offline (Root), where no manager runs.
+func (o Options) manages() bool { return !o.NoStart && o.Root == "" }
 
 func (o Options) unitDir() string  { return orDefault(o.UnitDir, DefaultUnitDir) }
 func (o Options) stateDir() string { return orDefault(o.StateDir, DefaultStateDir) }
@@ -874,7 +882,7 @@ func (p *planner) unit(u *render.Unit) (*StateUnit, error) {
 		}
 	}
 	// Without starts (--no-start) the failure stays to be retried.
-	next.Failed = retry && p.opts.NoStart && !u.Mask && (u.Enabled == nil || *u.Enabled)
+	next.Failed = retry && !p.opts.manages() && !u.Mask && (u.Enabled == nil || *u.Enabled)
 	change := "change"
 	if isNew {
 		change = "add"
@@ -1205,7 +1213,7 @@ func (p *planner) finish() {
 	var acts []Action
 	for phase := 0; phase <= 4; phase++ {
 		if phase == ActReload.phase() {
-			if reload {
+			if reload && p.opts.Root == "" {
 				acts = append(acts, Action{Kind: ActReload, Reason: reloadReason(nfiles, links)})
 			}
 			continue
@@ -1214,7 +1222,10 @@ func (p *planner) finish() {
 			if a.Kind.phase() != phase {
 				continue
 			}
-			if p.opts.NoStart && (a.Kind == ActStart || a.Kind == ActRestart || a.Kind == ActTryRestart) {
+			if !p.opts.manages() && (a.Kind == ActStart || a.Kind == ActRestart || a.Kind == ActTryRestart) {
+				continue
+			}
+			if p.opts.Root != "" && a.Kind == ActStop {
 				continue
 			}
 			acts = append(acts, a)
