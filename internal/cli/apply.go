@@ -86,7 +86,7 @@ func (f *nodeFlags) options() (apply.Options, error) {
 		if err != nil {
 			return o, failure("%v", err)
 		}
-		o.Root = root
+		o.Root, o.Offline = root, true
 		// Inside the root, paths are as the node sees them.
 		o.UnitDir = filepath.Join("/", f.unitDir)
 		o.StateDir = filepath.Join("/", f.stateDir)

@@ -72,7 +72,7 @@ func TestOfflineMatchesSystemctl(t *testing.T) {
 			}
 
 			// hostprov apply --root A
-			opts := apply.Options{Root: a, HookNames: names}
+			opts := apply.Options{Root: a, Offline: true, HookNames: names}
 			p, err := apply.NewPlan(context.Background(), us, &apply.State{Version: apply.StateVersion}, opts)
 			if err != nil {
 				t.Fatal(err)

@@ -25,12 +25,13 @@ const (
 // Options say where the units go and how far apply may go.
 type Options struct {
 	// Root, when set, is the directory a node's root file system is
-	// mounted on (--root): UnitDir and StateDir are inside it. A plan
-	// with Root holds only what the offline Systemd does, files and
-	// enable, disable, mask and unmask links: no manager runs in an image
-	// to reload, start, restart or stop units; its enabled units start
-	// when it boots.
+	// mounted on (--root): UnitDir and StateDir are inside it.
 	Root string
+	// Offline plans for the offline Systemd (hostprov --root): files and
+	// enable, disable, mask and unmask links only, as no manager runs in
+	// an image to reload, start, restart or stop units (its enabled units
+	// start when it boots). Plan then lists exactly what apply does.
+	Offline bool
 	// UnitDir is the unit directory as the node sees it; default
 	// DefaultUnitDir. StateDir holds the state and the lock; default
 	// DefaultStateDir.
@@ -93,8 +94,8 @@ func (o Options) UnitDirPath() string  { return filepath.Join(o.Root, o.unitDir(
 func (o Options) StateDirPath() string { return filepath.Join(o.Root, o.stateDir()) }
 
 // manages tells whether the plan starts, restarts and try-restarts units:
-// not with NoStart, and not offline (Root), where no manager runs.
-func (o Options) manages() bool { return !o.NoStart && o.Root == "" }
+// not with NoStart, and not Offline, where no manager runs.
+func (o Options) manages() bool { return !o.NoStart && !o.Offline }
 
 func (o Options) unitDir() string  { return orDefault(o.UnitDir, DefaultUnitDir) }
 func (o Options) stateDir() string { return orDefault(o.StateDir, DefaultStateDir) }
@@ -1213,7 +1214,7 @@ func (p *planner) finish() {
 	var acts []Action
 	for phase := 0; phase <= 4; phase++ {
 		if phase == ActReload.phase() {
-			if reload && p.opts.Root == "" {
+			if reload && !p.opts.Offline {
 				acts = append(acts, Action{Kind: ActReload, Reason: reloadReason(nfiles, links)})
 			}
 			continue
@@ -1225,7 +1226,7 @@ func (p *planner) finish() {
 			if !p.opts.manages() && (a.Kind == ActStart || a.Kind == ActRestart || a.Kind == ActTryRestart) {
 				continue
 			}
-			if p.opts.Root != "" && a.Kind == ActStop {
+			if p.opts.Offline && a.Kind == ActStop {
 				continue
 			}
 			acts = append(acts, a)
