@@ -55,6 +55,7 @@ type nodeFlags struct {
 	socket     string
 	output     string
 	jobTimeout time.Duration // apply and remove only: --timeout
+	fetchWait  time.Duration // apply only: --fetch-wait
 }
 
 func (f *nodeFlags) register(c *cobra.Command) {
@@ -80,7 +81,13 @@ func (f *nodeFlags) options() (apply.Options, error) {
 	if f.jobTimeout < 0 {
 		return apply.Options{}, invalid("--timeout %v: give a duration of 0 or more, such as 30m (0 waits as long as systemd works on a job)", f.jobTimeout)
 	}
-	o := apply.Options{UnitDir: f.unitDir, StateDir: f.stateDir}
+	if f.fetchWait < 0 {
+		return apply.Options{}, invalid("--fetch-wait %v: give a duration of 0 or more, such as 5m (0 tries each download once)", f.fetchWait)
+	}
+	o := apply.Options{UnitDir: f.unitDir, StateDir: f.stateDir, FetchWait: f.fetchWait}
+	if f.fetchWait == 0 {
+		o.FetchWait = -1 // apply.Options: one try
+	}
 	if f.root != "" {
 		root, err := filepath.Abs(f.root)
 		if err != nil {
@@ -480,6 +487,8 @@ to finish. A second signal ends hostprov at once.`,
 	sf.register(c)
 	nf.register(c)
 	nf.registerTimeout(c)
+	c.Flags().DurationVar(&nf.fetchWait, "fetch-wait", apply.DefaultFetchWait,
+		"how long to keep trying to download a file's source that fails for a reason that may pass (no network yet, a server error), with growing pauses between tries (0: try once)")
 	cf.register(c)
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "print the plan and change nothing (as plan does)")
 	c.Flags().BoolVar(&noWait, "no-wait", false, "fail at once when another apply is running, instead of waiting for it")
@@ -723,9 +732,10 @@ func runApply(c *cobra.Command, nf *nodeFlags, opts apply.Options, noWait bool,
 		}
 	}
 	// A plan without actions needs no systemd: a re-apply of the same
-	// spec works even where systemd cannot be reached.
+	// spec works even where systemd cannot be reached. One that downloads
+	// asks it to bring the network up first.
 	var sd apply.Systemd = noSystemd{}
-	if len(p.Actions) > 0 && len(p.Conflicts) == 0 {
+	if (len(p.Actions) > 0 || p.Fetches()) && len(p.Conflicts) == 0 {
 		var closeFn func()
 		if sd, closeFn, err = nf.systemd(ctx, opts); err != nil {
 			if ierr := interrupted(ctx, "it was connecting to systemd; "+nothingChanged); ierr != nil {

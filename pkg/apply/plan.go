@@ -73,6 +73,18 @@ type Options struct {
 	// HTTPClient downloads the sources of files; nil is a client with
 	// DownloadTimeout.
 	HTTPClient *http.Client
+	// FetchWait bounds how long apply keeps trying to download a file's
+	// source that fails for a reason that may pass (no network yet, a
+	// server error), counting from the first try; zero is
+	// DefaultFetchWait, and a negative value tries once.
+	FetchWait time.Duration
+}
+
+func (o Options) fetchWait() time.Duration {
+	if o.FetchWait == 0 {
+		return DefaultFetchWait
+	}
+	return max(o.FetchWait, 0)
 }
 
 // DownloadTimeout is how long the download of one file's source may take
