@@ -55,6 +55,7 @@ type nodeFlags struct {
 	socket     string
 	output     string
 	jobTimeout time.Duration // apply and remove only: --timeout
+	fetchWait  time.Duration // apply only: --fetch-wait
 }
 
 func (f *nodeFlags) register(c *cobra.Command) {
@@ -80,13 +81,19 @@ func (f *nodeFlags) options() (apply.Options, error) {
 	if f.jobTimeout < 0 {
 		return apply.Options{}, invalid("--timeout %v: give a duration of 0 or more, such as 30m (0 waits as long as systemd works on a job)", f.jobTimeout)
 	}
-	o := apply.Options{UnitDir: f.unitDir, StateDir: f.stateDir}
+	if f.fetchWait < 0 {
+		return apply.Options{}, invalid("--fetch-wait %v: give a duration of 0 or more, such as 5m (0 tries each download once)", f.fetchWait)
+	}
+	o := apply.Options{UnitDir: f.unitDir, StateDir: f.stateDir, FetchWait: f.fetchWait}
+	if f.fetchWait == 0 {
+		o.FetchWait = -1 // apply.Options: one try
+	}
 	if f.root != "" {
 		root, err := filepath.Abs(f.root)
 		if err != nil {
 			return o, failure("%v", err)
 		}
-		o.Root = root
+		o.Root, o.Offline = root, true
 		// Inside the root, paths are as the node sees them.
 		o.UnitDir = filepath.Join("/", f.unitDir)
 		o.StateDir = filepath.Join("/", f.stateDir)
@@ -480,6 +487,8 @@ to finish. A second signal ends hostprov at once.`,
 	sf.register(c)
 	nf.register(c)
 	nf.registerTimeout(c)
+	c.Flags().DurationVar(&nf.fetchWait, "fetch-wait", apply.DefaultFetchWait,
+		"how long to keep trying to download a file's source that fails for a reason that may pass (no network yet, a server error), with growing pauses between tries (0: try once)")
 	cf.register(c)
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "print the plan and change nothing (as plan does)")
 	c.Flags().BoolVar(&noWait, "no-wait", false, "fail at once when another apply is running, instead of waiting for it")
@@ -723,9 +732,10 @@ func runApply(c *cobra.Command, nf *nodeFlags, opts apply.Options, noWait bool,
 		}
 	}
 	// A plan without actions needs no systemd: a re-apply of the same
-	// spec works even where systemd cannot be reached.
+	// spec works even where systemd cannot be reached. One that downloads
+	// asks it to bring the network up first.
 	var sd apply.Systemd = noSystemd{}
-	if len(p.Actions) > 0 && len(p.Conflicts) == 0 {
+	if (len(p.Actions) > 0 || p.Fetches()) && len(p.Conflicts) == 0 {
 		var closeFn func()
 		if sd, closeFn, err = nf.systemd(ctx, opts); err != nil {
 			if ierr := interrupted(ctx, "it was connecting to systemd; "+nothingChanged); ierr != nil {
@@ -753,7 +763,7 @@ func runApply(c *cobra.Command, nf *nodeFlags, opts apply.Options, noWait bool,
 		case ierr != nil:
 			out.Error = ierr.Error()
 		case err != nil:
-			out.Error = applyFailed(err, res.Events, false)
+			out.Error = applyFailed(err, res.Events, false, opts.Root != "")
 		}
 		if werr := writeJSON(stdout, out); werr != nil && err == nil {
 			err = werr
@@ -763,7 +773,7 @@ func runApply(c *cobra.Command, nf *nodeFlags, opts apply.Options, noWait bool,
 		return ierr
 	}
 	if err != nil {
-		return failure("%s", applyFailed(err, res.Events, nf.output == outputText))
+		return failure("%s", applyFailed(err, res.Events, nf.output == outputText, opts.Root != ""))
 	}
 	if nf.output == outputText {
 		fmt.Fprintln(stdout, applied(p))
@@ -777,8 +787,10 @@ func runApply(c *cobra.Command, nf *nodeFlags, opts apply.Options, noWait bool,
 // not repeated. Systemd refusing a call, or failing a reload or a link, is
 // a matter of the machine, whose fix the error's hint names; a unit that
 // ran and failed is one of the hook, or of what it needs, which status and
-// the unit's journal tell.
-func applyFailed(err error, events []apply.Event, logged bool) string {
+// the unit's journal tell. Offline (--root) no systemd is asked: a link
+// that could not be made is a matter of the image's files, and the other
+// units went on.
+func applyFailed(err error, events []apply.Event, logged, offline bool) string {
 	var ran, unfinished, refused, stopped []apply.Event
 	for _, ev := range events {
 		if ev.Action != apply.EvFailed {
@@ -814,7 +826,11 @@ func applyFailed(err error, events []apply.Event, logged bool) string {
 		}
 		msgs = append(msgs, b.String())
 	}
-	if len(stopped) > 0 {
+	if len(stopped) > 0 && offline {
+		say(stopped, "could not %s %s in the image%s; the other units are applied, and all the files are in place and recorded. "+
+			"That is a matter of the image's unit files, not of the hooks' commands: do what the error says, then run hostprov apply --root again: it makes the links that are missing",
+			stopped[0].Op, strings.Join(unitsOf(stopped), ", "), seeAbove(logged))
+	} else if len(stopped) > 0 {
 		// Reloads, links and stops come before anything is started:
 		// the apply stopped at the first that failed.
 		ev := stopped[0]

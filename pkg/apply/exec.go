@@ -72,6 +72,9 @@ type executor struct {
 	saved  *State                 // the state as last written (or read)
 	path   string                 // the state file, for messages
 	failed map[string]bool
+	// linkFailed are the units whose enable, disable, mask or unmask
+	// failed while the others went on (UnitErrors).
+	linkFailed map[string]bool
 	// pathInodes are the inodes of the paths placed outside the unit dir.
 	pathInodes map[string]uint64
 	// sysusersRan is set once systemd-sysusers ran.
@@ -91,7 +94,7 @@ func execute(ctx context.Context, p *Plan, sd Systemd, log Logger, files fileOps
 		return &Result{Events: []Event{}}, err
 	}
 	e := &executor{p: p, sd: sd, log: log, files: files, res: &Result{Events: []Event{}},
-		path: StatePath(p.opts.StateDirPath()), failed: map[string]bool{}}
+		path: StatePath(p.opts.StateDirPath()), failed: map[string]bool{}, linkFailed: map[string]bool{}}
 	var err error
 	if e.udir, err = fsutil.OpenDir(p.opts.UnitDirPath()); err != nil {
 		return e.res, dirOpenError(p.opts.UnitDirPath(), "unit directory", "--unit-dir", err)
@@ -254,6 +257,10 @@ func (e *executor) run(ctx context.Context) error {
 	for _, u := range final.Units {
 		if e.failed[u.Name] {
 			u.Failed = true
+		}
+		// Its links are not all made: the next apply makes them.
+		if e.linkFailed[u.Name] {
+			u.Incomplete = true
 		}
 		for i := range u.Files {
 			if ino, ok := e.inodes[u.Files[i].Path]; ok {
@@ -563,7 +570,10 @@ func (e *executor) links(ctx context.Context, batch []Action) error {
 		done = EvUnmasked
 		changes, err = e.sd.Unmask(ctx, names)
 	}
-	if err != nil {
+	// A Systemd that acts unit by unit (the offline one) says which
+	// units failed: the others were done, and the apply goes on.
+	var some UnitErrors
+	if err != nil && !errors.As(err, &some) {
 		for _, a := range batch {
 			e.emit(Event{Action: EvFailed, Op: string(a.Kind), Unit: a.Unit, Reason: a.Reason, Error: err.Error(), Err: err})
 		}
@@ -583,7 +593,17 @@ func (e *executor) links(ctx context.Context, batch []Action) error {
 		byUnit[u] = append(byUnit[u], c)
 	}
 	for _, a := range batch {
+		if uerr := some[a.Unit]; uerr != nil {
+			e.linkFailed[e.owner(a.Unit)] = true
+			e.emit(Event{Action: EvFailed, Op: string(a.Kind), Unit: a.Unit, Reason: a.Reason, Error: uerr.Error(), Err: uerr})
+			continue
+		}
 		e.emit(Event{Action: done, Unit: a.Unit, Reason: a.Reason, Links: byUnit[a.Unit]})
+	}
+	for _, c := range changes {
+		if c.Type == ChangeAuxiliaryFailed {
+			e.emit(Event{Action: EvSkipped, Op: string(batch[0].Kind), Unit: c.Path, Reason: "named by Also=; it is missing or masked, and systemctl skips it too"})
+		}
 	}
 	return nil
 }
@@ -693,24 +713,44 @@ func (e *executor) owner(unit string) string {
 	return unit
 }
 
-// failure summarises the units that failed to start or restart.
+// failure summarises the units that failed to start or restart, and those
+// whose links could not be made while the others went on.
 func (e *executor) failure() error {
-	var failed []Event
+	var started, linked []Event
 	for _, ev := range e.res.Events {
-		if ev.Action == EvFailed {
-			failed = append(failed, ev)
+		if ev.Action != EvFailed {
+			continue
+		}
+		switch ActionKind(ev.Op) {
+		case ActEnable, ActDisable, ActMask, ActUnmask:
+			linked = append(linked, ev)
+		default:
+			started = append(started, ev)
 		}
 	}
-	if len(failed) == 0 {
+	var msgs []string
+	if len(linked) > 0 {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s could not be linked:", plural(len(linked), "unit"))
+		for _, ev := range linked {
+			fmt.Fprintf(&b, "\n\t%s %s: %s", ev.Op, ev.Unit, ev.Error)
+		}
+		b.WriteString("\nthe other units are applied, and the files of these are in place and recorded; do what the error says, and run hostprov apply again (it makes the links that are missing)")
+		msgs = append(msgs, b.String())
+	}
+	if len(started) > 0 {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s failed to start:", plural(len(started), "unit"))
+		for _, ev := range started {
+			fmt.Fprintf(&b, "\n\t%s: %s", ev.Unit, ev.Error)
+		}
+		fmt.Fprintf(&b, "\nthe files and links are in place and recorded; see journalctl -u %s, fix the hook, and run hostprov apply again (it retries the units that failed)", started[0].Unit)
+		msgs = append(msgs, b.String())
+	}
+	if len(msgs) == 0 {
 		return nil
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s failed to start:", plural(len(failed), "unit"))
-	for _, ev := range failed {
-		fmt.Fprintf(&b, "\n\t%s: %s", ev.Unit, ev.Error)
-	}
-	fmt.Fprintf(&b, "\nthe files and links are in place and recorded; see journalctl -u %s, fix the hook, and run hostprov apply again (it retries the units that failed)", failed[0].Unit)
-	return errors.New(b.String())
+	return errors.New(strings.Join(msgs, "\n"))
 }
 
 // intent is the state to write before files change: for every file about

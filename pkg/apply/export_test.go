@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"time"
 
 	"github.com/hostprov/hostprov/internal/fsutil"
 )
@@ -29,4 +30,13 @@ func SetSysusers(cmd string) func() {
 	old := sysusersCommand
 	sysusersCommand = cmd
 	return func() { sysusersCommand = old }
+}
+
+// SetFetchRetryBase sets the first pause between two tries of a download,
+// for tests that cannot wait seconds; it returns the function that puts
+// the default back.
+func SetFetchRetryBase(d time.Duration) (restore func()) {
+	old := fetchRetryBase
+	fetchRetryBase = d
+	return func() { fetchRetryBase = old }
 }

@@ -134,65 +134,82 @@ func (o *Offline) readInstall(file string) (install, error) {
 	}, nil
 }
 
-// Enable makes the links of the units' [Install] sections.
+// Enable makes the links of the units' [Install] sections, unit by unit:
+// a unit that cannot be enabled (no unit file, masked, a file in the place
+// of a link) does not keep the others from being enabled, and the error is
+// then UnitErrors, naming each unit that failed. As with systemctl --root,
+// what a unit orders itself after or requires (After=, Requires=, ...) need
+// not exist in the image: enabling reads only [Install]. A unit named by
+// Also= that is missing or masked is skipped, as systemctl does ("Failed to
+// enable auxiliary unit, ignoring"), and reported as a change of type
+// "auxiliary unit failed".
 func (o *Offline) Enable(_ context.Context, names []string) ([]LinkChange, error) {
 	var changes []LinkChange
+	failed := UnitErrors{}
 	seen := map[string]bool{}
-	var enable func(name string) error
-	enable = func(name string) error {
-		if seen[name] {
-			return nil
+	for _, n := range names {
+		if err := o.enable(n, false, seen, &changes); err != nil {
+			failed[n] = err
 		}
-		seen[name] = true
-		file, masked := o.find(name)
-		if masked {
-			return fmt.Errorf("unit %s is masked; unmask it first", name)
+	}
+	if len(failed) > 0 {
+		return changes, failed
+	}
+	return changes, nil
+}
+
+// enable enables one unit and the units of its Also=, which are auxiliary.
+func (o *Offline) enable(name string, auxiliary bool, seen map[string]bool, changes *[]LinkChange) error {
+	if seen[name] {
+		return nil
+	}
+	seen[name] = true
+	file, masked := o.find(name)
+	if auxiliary && (masked || file == "") {
+		*changes = append(*changes, LinkChange{Type: ChangeAuxiliaryFailed, Path: name})
+		return nil
+	}
+	if masked {
+		return fmt.Errorf("unit %s is masked in the image; unmask it first (or set mask: false)", name)
+	}
+	if file == "" {
+		return fmt.Errorf("unit file %s does not exist in the image (searched %s); install the package that ships it into the image, or do not enable it", name, strings.Join(o.searchPath(), ", "))
+	}
+	in, err := o.readInstall(file)
+	if err != nil {
+		return err
+	}
+	linkName := name
+	if isTemplate(name) {
+		linkName = ""
+		if in.defaultInstance != "" {
+			at := strings.IndexByte(name, '@')
+			linkName = name[:at+1] + in.defaultInstance + name[at+1:]
 		}
-		if file == "" {
-			return fmt.Errorf("unit file %s does not exist", name)
-		}
-		in, err := o.readInstall(file)
-		if err != nil {
-			return err
-		}
-		linkName := name
-		if isTemplate(name) {
-			linkName = ""
-			if in.defaultInstance != "" {
-				at := strings.IndexByte(name, '@')
-				linkName = name[:at+1] + in.defaultInstance + name[at+1:]
-			}
-		}
-		if linkName != "" {
-			for _, dep := range []struct {
-				suffix  string
-				targets []string
-			}{{".wants", in.wantedBy}, {".requires", in.requiredBy}, {".upholds", in.upheldBy}} {
-				for _, t := range dep.targets {
-					if err := o.link(path.Join(o.UnitDir, t+dep.suffix, linkName), file, &changes); err != nil {
-						return err
-					}
+	}
+	if linkName != "" {
+		for _, dep := range []struct {
+			suffix  string
+			targets []string
+		}{{".wants", in.wantedBy}, {".requires", in.requiredBy}, {".upholds", in.upheldBy}} {
+			for _, t := range dep.targets {
+				if err := o.link(path.Join(o.UnitDir, t+dep.suffix, linkName), file, changes); err != nil {
+					return err
 				}
 			}
 		}
-		for _, a := range in.alias {
-			if err := o.link(path.Join(o.UnitDir, a), file, &changes); err != nil {
-				return err
-			}
-		}
-		for _, a := range in.also {
-			if err := enable(a); err != nil {
-				return err
-			}
-		}
-		return nil
 	}
-	for _, n := range names {
-		if err := enable(n); err != nil {
-			return changes, err
+	for _, a := range in.alias {
+		if err := o.link(path.Join(o.UnitDir, a), file, changes); err != nil {
+			return err
 		}
 	}
-	return changes, nil
+	for _, a := range in.also {
+		if err := o.enable(a, true, seen, changes); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // link makes the symlink at (node path) p pointing to dest, unless it is

@@ -34,6 +34,10 @@ func TestOfflineMatchesSystemctl(t *testing.T) {
 	extra := filepath.Join(t.TempDir(), "install.yaml")
 	os.WriteFile(extra, []byte(installSpec), 0o644)
 	specs = append(specs, extra)
+	// A unit the image lacks, named by After=, Requires= and Also=.
+	missing := filepath.Join(t.TempDir(), "missing.yaml")
+	os.WriteFile(missing, []byte(missingSpec), 0o644)
+	specs = append(specs, missing)
 	for _, path := range specs {
 		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
 		if name == "hostprov" {
@@ -68,7 +72,7 @@ func TestOfflineMatchesSystemctl(t *testing.T) {
 			}
 
 			// hostprov apply --root A
-			opts := apply.Options{Root: a, HookNames: names}
+			opts := apply.Options{Root: a, Offline: true, HookNames: names}
 			p, err := apply.NewPlan(context.Background(), us, &apply.State{Version: apply.StateVersion}, opts)
 			if err != nil {
 				t.Fatal(err)
@@ -154,4 +158,23 @@ hooks:
     [Install]
     WantedBy=multi-user.target
     DefaultInstance=x
+`
+
+// missingSpec names a unit that is not in the image: enabling reads only
+// [Install], and systemctl skips a unit of Also= it cannot find, so every
+// hook is enabled all the same.
+const missingSpec = `apiVersion: hostprov/v1alpha1
+kind: Hooks
+hooks:
+- name: login
+  type: oneshot
+  exec: [/sbin/iscsiadm, -m, node, --login]
+  requires: [iscsid.service]
+  after: [iscsid.service]
+  directives:
+    Install:
+    - WantedBy=multi-user.target
+    - Also=iscsid.service
+- name: hello
+  exec: [/bin/echo, hello]
 `

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"path"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/hostprov/hostprov/internal/fsutil"
 )
@@ -15,17 +17,39 @@ import (
 // fetchSources downloads the source of every file the plan writes from
 // one, and checks each against its verification hash, before anything is
 // written: a failed download or a wrong hash leaves the node as it was.
+//
+// A download that fails for a reason waiting may cure (no network yet, a
+// refused connection, a server answering 5xx, 408 or 429) is tried again,
+// after a pause that doubles from fetchRetryBase up to fetchRetryMax, as
+// long as the plan's FetchWait allows; an answer such as 404 is final.
+//
+// At boot the network may not be up yet. hostprov-apply.service is not
+// ordered after network-online.target: that would hold every boot for the
+// network, and pull a wait-online service in, for the nodes whose specs
+// download nothing. Instead, when a source is to be fetched over HTTP(S),
+// apply asks systemd to start network-online.target and waits for that
+// job (bounded by FetchWait) before the first try, which is what
+// systemd.special(7) asks of a unit that needs the network up, done only
+// when it is needed. On a running node the target is active already and
+// the job ends at once; offline (--root) there is no systemd to ask. A job
+// that fails or cannot be queued is no error of its own: the tries tell.
 func (e *executor) fetchSources(ctx context.Context) error {
 	client := e.p.opts.HTTPClient
 	if client == nil {
 		client = &http.Client{Timeout: DownloadTimeout}
 	}
+	wait := e.p.opts.fetchWait()
+	waited := false
 	for i := range e.p.Files {
 		f := &e.p.Files[i]
 		if f.Kind != KindFile || f.Source == "" || f.New != nil || f.Op != OpAdd && f.Op != OpChange {
 			continue
 		}
-		data, err := download(ctx, client, f.Source)
+		if !waited && !e.p.opts.Offline && wait > 0 && overNetwork(f.Source) {
+			waited = true
+			e.waitForNetwork(ctx, wait)
+		}
+		data, err := downloadRetrying(ctx, client, f.Source, wait)
 		if err != nil {
 			return fmt.Errorf("%s (hook %s): downloading %s: %w; nothing was changed: check that the node can reach it, and run apply again", f.Path, f.Hook, f.Source, err)
 		}
@@ -40,6 +64,91 @@ func (e *executor) fetchSources(ctx context.Context) error {
 	return nil
 }
 
+// Fetches tells whether the plan downloads the source of a file over the
+// network, and so asks systemd to start NetworkOnline first (see
+// fetchSources).
+func (p *Plan) Fetches() bool {
+	for _, f := range p.Files {
+		if f.Kind == KindFile && f.New == nil && (f.Op == OpAdd || f.Op == OpChange) && overNetwork(f.Source) {
+			return true
+		}
+	}
+	return false
+}
+
+func overNetwork(source string) bool {
+	return strings.HasPrefix(source, "http://") || strings.HasPrefix(source, "https://")
+}
+
+// NetworkOnline is the target whose start apply waits for before it
+// downloads a file's source (see fetchSources).
+const NetworkOnline = "network-online.target"
+
+// waitForNetwork starts NetworkOnline and waits for the job, at most wait.
+func (e *executor) waitForNetwork(ctx context.Context, wait time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := e.sd.Start(ctx, NetworkOnline); err != nil && !errors.Is(err, ErrSkipped) {
+		e.emit(Event{Action: EvSkipped, Op: "wait for", Unit: NetworkOnline, Reason: "files are to be downloaded; trying all the same", Error: err.Error()})
+	}
+}
+
+// fetchRetryBase is the first pause between two tries of a download, and
+// fetchRetryMax the longest.
+var fetchRetryBase = time.Second
+
+const fetchRetryMax = 30 * time.Second
+
+// DefaultFetchWait is how long apply keeps trying to download a file's
+// source when Options.FetchWait is zero.
+const DefaultFetchWait = 3 * time.Minute
+
+// downloadRetrying downloads url, trying again with exponential backoff
+// while the failure may pass and another try can start within wait of the
+// first. The error of the last try says how many were made.
+func downloadRetrying(ctx context.Context, client *http.Client, url string, wait time.Duration) ([]byte, error) {
+	start := time.Now()
+	pause := fetchRetryBase
+	for tries := 1; ; tries++ {
+		data, err := download(ctx, client, url)
+		if err == nil || !retryable(err) || ctx.Err() != nil {
+			return data, err
+		}
+		if time.Since(start)+pause > wait {
+			return nil, fmt.Errorf("%w (%d tries in %s; apply waits at most %s, see --fetch-wait)", err, tries, time.Since(start).Round(time.Millisecond), wait)
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+		pause = min(2*pause, fetchRetryMax)
+	}
+}
+
+// statusError is a download's HTTP answer other than 200 OK.
+type statusError struct {
+	code   int
+	status string
+}
+
+func (e *statusError) Error() string { return "the server answered " + e.status }
+
+// retryable tells whether a failed download may succeed when tried again:
+// a failure to connect or to read (the network is not up yet, the server
+// restarts), or an answer that says to come back later.
+func retryable(err error) bool {
+	var se *statusError
+	if errors.As(err, &se) {
+		return se.code >= 500 || se.code == http.StatusRequestTimeout || se.code == http.StatusTooManyRequests
+	}
+	return !errors.Is(err, errTooLarge)
+}
+
+var errTooLarge = fmt.Errorf("larger than %d MiB, the most hostprov places", maxNodeFile>>20)
+
 func download(ctx context.Context, client *http.Client, url string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -51,14 +160,14 @@ func download(ctx context.Context, client *http.Client, url string) ([]byte, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("the server answered %s", resp.Status)
+		return nil, &statusError{code: resp.StatusCode, status: resp.Status}
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxNodeFile+1))
 	if err != nil {
 		return nil, err
 	}
 	if len(data) > maxNodeFile {
-		return nil, fmt.Errorf("larger than %d MiB, the most hostprov places", maxNodeFile>>20)
+		return nil, errTooLarge
 	}
 	return data, nil
 }

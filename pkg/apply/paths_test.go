@@ -12,8 +12,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hostprov/hostprov/pkg/apply"
 	"github.com/hostprov/hostprov/pkg/render"
@@ -562,5 +564,80 @@ func TestPathsKindChange(t *testing.T) {
 	}
 	if len(p.Conflicts) != 1 || !strings.Contains(p.Conflicts[0].Message, "hostprov placed a file here, and the spec now has a link") {
 		t.Errorf("conflicts = %v", p.Conflicts)
+	}
+}
+
+// TestPathsSourceRetries checks that a download is tried again, with
+// growing pauses, while the server fails in a way that may pass, within
+// FetchWait; that the network is asked for first, once; that an answer
+// such as 404 is not tried again; and that a server that never answers
+// fails the apply after FetchWait, with nothing written.
+func TestPathsSourceRetries(t *testing.T) {
+	needRoot(t)
+	defer apply.SetFetchRetryBase(10 * time.Millisecond)()
+	body := []byte("#!/bin/sh\necho downloaded\n")
+	var mu sync.Mutex
+	requests := map[string]int{}
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		requests[r.URL.Path]++
+		n := requests[r.URL.Path]
+		mu.Unlock()
+		switch {
+		case r.URL.Path == "/flaky" && n > 3:
+			w.Write(body)
+		case r.URL.Path == "/flaky", r.URL.Path == "/down":
+			http.Error(w, "not yet", http.StatusServiceUnavailable)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	sum := sha256.Sum256(body)
+	spec := func(p string) string {
+		return "- name: tool\n  files:\n    - path: /usr/local/bin/tool\n      source: " + srv.URL + p +
+			"\n      verification: {hash: sha256-" + hex.EncodeToString(sum[:]) + "}\n      mode: 0755\n"
+	}
+	wait := func(d time.Duration) func(*apply.Options) {
+		return func(o *apply.Options) { o.FetchWait, o.HTTPClient = d, srv.Client() }
+	}
+	tries := func(p string) int { mu.Lock(); defer mu.Unlock(); return requests[p] }
+
+	n := newNode(t)
+	_, calls := n.mustApplyStorage(spec("/flaky"), wait(10*time.Second))
+	if got := n.readNode("/usr/local/bin/tool"); got != string(body) || tries("/flaky") != 4 {
+		t.Errorf("after %d tries the tool is %q; want 4 tries and the download", tries("/flaky"), got)
+	}
+	if len(calls) == 0 || calls[0] != "start "+apply.NetworkOnline || strings.Count(strings.Join(calls, "\n"), apply.NetworkOnline) != 1 {
+		t.Errorf("systemd calls %q; want one start of %s, first", calls, apply.NetworkOnline)
+	}
+
+	n = newNode(t)
+	_, _, err := n.applyStorage(spec("/missing"), wait(10*time.Second))
+	if err == nil || !strings.Contains(err.Error(), "404") || tries("/missing") != 1 {
+		t.Errorf("404: %d tries, err = %v; want one try and an error", tries("/missing"), err)
+	}
+
+	n = newNode(t)
+	start := time.Now()
+	_, _, err = n.applyStorage(spec("/down"), wait(300*time.Millisecond))
+	took := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), "503") || !strings.Contains(err.Error(), "tries in") || !strings.Contains(err.Error(), "--fetch-wait") {
+		t.Fatalf("a server that stays down: err = %v", err)
+	}
+	if got := tries("/down"); got < 3 || took > 5*time.Second {
+		t.Errorf("a server that stays down: %d tries in %v; want several, bounded by the wait", got, took)
+	}
+	if !n.gone("/usr/local/bin/tool") {
+		t.Error("the tool was written although its download failed")
+	}
+
+	// Offline (--root) there is no systemd to ask for the network.
+	n = newNode(t)
+	n.opts.Offline = true
+	delete(requests, "/flaky")
+	_, calls = n.mustApplyStorage(spec("/flaky"), wait(10*time.Second))
+	if strings.Contains(strings.Join(calls, "\n"), apply.NetworkOnline) {
+		t.Errorf("offline apply asked systemd for the network: %q", calls)
 	}
 }

@@ -27,6 +27,11 @@ type Options struct {
 	// Root, when set, is the directory a node's root file system is
 	// mounted on (--root): UnitDir and StateDir are inside it.
 	Root string
+	// Offline plans for the offline Systemd (hostprov --root): files and
+	// enable, disable, mask and unmask links only, as no manager runs in
+	// an image to reload, start, restart or stop units (its enabled units
+	// start when it boots). Plan then lists exactly what apply does.
+	Offline bool
 	// UnitDir is the unit directory as the node sees it; default
 	// DefaultUnitDir. StateDir holds the state and the lock; default
 	// DefaultStateDir.
@@ -68,6 +73,18 @@ type Options struct {
 	// HTTPClient downloads the sources of files; nil is a client with
 	// DownloadTimeout.
 	HTTPClient *http.Client
+	// FetchWait bounds how long apply keeps trying to download a file's
+	// source that fails for a reason that may pass (no network yet, a
+	// server error), counting from the first try; zero is
+	// DefaultFetchWait, and a negative value tries once.
+	FetchWait time.Duration
+}
+
+func (o Options) fetchWait() time.Duration {
+	if o.FetchWait == 0 {
+		return DefaultFetchWait
+	}
+	return max(o.FetchWait, 0)
 }
 
 // DownloadTimeout is how long the download of one file's source may take
@@ -87,6 +104,10 @@ func (o *Options) defaults() {
 // Root when it is set.
 func (o Options) UnitDirPath() string  { return filepath.Join(o.Root, o.unitDir()) }
 func (o Options) StateDirPath() string { return filepath.Join(o.Root, o.stateDir()) }
+
+// manages tells whether the plan starts, restarts and try-restarts units:
+// not with NoStart, and not Offline, where no manager runs.
+func (o Options) manages() bool { return !o.NoStart && !o.Offline }
 
 func (o Options) unitDir() string  { return orDefault(o.UnitDir, DefaultUnitDir) }
 func (o Options) stateDir() string { return orDefault(o.StateDir, DefaultStateDir) }
@@ -874,7 +895,7 @@ func (p *planner) unit(u *render.Unit) (*StateUnit, error) {
 		}
 	}
 	// Without starts (--no-start) the failure stays to be retried.
-	next.Failed = retry && p.opts.NoStart && !u.Mask && (u.Enabled == nil || *u.Enabled)
+	next.Failed = retry && !p.opts.manages() && !u.Mask && (u.Enabled == nil || *u.Enabled)
 	change := "change"
 	if isNew {
 		change = "add"
@@ -1205,7 +1226,7 @@ func (p *planner) finish() {
 	var acts []Action
 	for phase := 0; phase <= 4; phase++ {
 		if phase == ActReload.phase() {
-			if reload {
+			if reload && !p.opts.Offline {
 				acts = append(acts, Action{Kind: ActReload, Reason: reloadReason(nfiles, links)})
 			}
 			continue
@@ -1214,7 +1235,10 @@ func (p *planner) finish() {
 			if a.Kind.phase() != phase {
 				continue
 			}
-			if p.opts.NoStart && (a.Kind == ActStart || a.Kind == ActRestart || a.Kind == ActTryRestart) {
+			if !p.opts.manages() && (a.Kind == ActStart || a.Kind == ActRestart || a.Kind == ActTryRestart) {
+				continue
+			}
+			if p.opts.Offline && a.Kind == ActStop {
 				continue
 			}
 			acts = append(acts, a)

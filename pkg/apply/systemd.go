@@ -2,6 +2,8 @@ package apply
 
 import (
 	"context"
+	"sort"
+	"strings"
 	"time"
 )
 
@@ -44,11 +46,37 @@ type Queuer interface {
 }
 
 // LinkChange is a symlink that enabling, disabling or masking created or
-// removed.
+// removed, or a unit it skipped.
 type LinkChange struct {
-	Type        string // "symlink" or "unlink"
+	// Type is systemd's name of the change: "symlink" or "unlink", or
+	// ChangeAuxiliaryFailed for a unit of Also= that could not be
+	// enabled and was skipped (Path is then its name).
+	Type        string
 	Path        string
 	Destination string
+}
+
+// ChangeAuxiliaryFailed is the LinkChange type of a unit named by Also=
+// that enabling skipped because it is missing or masked, as systemd 252
+// names it.
+const ChangeAuxiliaryFailed = "auxiliary unit failed"
+
+// UnitErrors is the error of a call on several units that failed for some
+// of them only: each unit that failed, with its error. The units not in it
+// were done.
+type UnitErrors map[string]error
+
+func (u UnitErrors) Error() string {
+	names := make([]string, 0, len(u))
+	for n := range u {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = n + ": " + u[n].Error()
+	}
+	return strings.Join(parts, "; ")
 }
 
 // UnitStatus is what systemd says about a unit.

@@ -230,114 +230,143 @@ func cEscape(b *strings.Builder, s string, quote byte) {
 //
 // SplitExec only splits: prefix characters ("-", "@", ":", "+", "!") stay
 // part of the first word. It returns an error for a value systemd would
-// refuse (unbalanced quotes, an empty or unusable program), for an empty
+// refuse (unbalanced quoting, an empty or unusable program), for an empty
 // value (an empty Exec*= assignment is a reset, not a command), and for a
 // value holding more than one command (see SplitExecCommands).
 func SplitExec(value string) ([]string, error) {
-	cmds, n, _, err := splitExecCommands(value, true)
+	cmds, err := SplitExecCommands(value)
 	if err != nil {
 		return nil, err
 	}
-	if err := oneCommand(n); err != nil {
-		return nil, err
-	}
-	return cmds[0], nil
-}
-
-// countExec is SplitExec for a caller that needs only the number of
-// words: it gives the same errors, and builds no words.
-func countExec(value string) (int, error) {
-	_, n, words, err := splitExecCommands(value, false)
-	if err != nil {
-		return 0, err
-	}
-	if err := oneCommand(n); err != nil {
-		return 0, err
-	}
-	return words, nil
-}
-
-// oneCommand is SplitExec's error for a value of n commands, nil for one.
-func oneCommand(n int) error {
-	switch n {
+	switch len(cmds) {
 	case 0:
-		return errors.New("the value is empty; an empty Exec assignment resets the list and holds no command")
+		return nil, errors.New("the value is empty; an empty Exec assignment resets the list and holds no command")
 	case 1:
-		return nil
+		return cmds[0], nil
 	}
-	return fmt.Errorf("the value holds %d commands separated by \" ; \"; use SplitExecCommands", n)
+	return nil, fmt.Errorf("the value holds %d commands separated by \" ; \"; write each command on an Exec line of its own", len(cmds))
 }
 
-// SplitExecCommands is SplitExec for values holding several commands
-// separated by a lone ";", which systemd 252 still accepts. It returns no
-// commands for an empty value.
+// SplitExecCommands is SplitExec for a value holding several commands, as
+// systemd 252 reads them: a lone ";" word (unquoted, and followed by a
+// blank or the end of the value) ends a command, a lone "\;" is the
+// argument ";", and systemd runs the commands in turn as if each had a line
+// of its own. A ";" that is part of a word ("a;b", "';'" after the program)
+// separates nothing. It returns no commands for an empty value.
 func SplitExecCommands(value string) ([][]string, error) {
-	cmds, _, _, err := splitExecCommands(value, true)
-	return cmds, err
+	var cmds [][]string
+	for pos := 0; ; {
+		c, next, err := nextExecCommand(value, pos, true)
+		if err != nil {
+			return nil, err
+		}
+		if next < 0 {
+			return cmds, nil
+		}
+		cmds = append(cmds, c.argv)
+		pos = next
+	}
 }
 
-// splitExecCommands splits value as SplitExecCommands does. It returns the
-// commands only when keep is set; n is the number of commands and words
-// the number of words of the last one, whether kept or not.
-func splitExecCommands(value string, keep bool) (cmds [][]string, n, words int, err error) {
-	p := strings.Trim(value, whitespace)
+// execCommand is one command of an Exec*= value, as systemd 252's
+// config_parse_exec reads it.
+type execCommand struct {
+	// start and end delimit the command's text in the value, from its
+	// first word to the end of its last.
+	start, end int
+	// prefix is the run of prefix characters ("-", "@", ":", "+", "!")
+	// that the unquoted first word starts with.
+	prefix string
+	// words is the number of words, the first included and dropped
+	// references ("$-") left out.
+	words int
+	// argv is the words, when they are kept.
+	argv []string
+}
+
+// nextExecCommand reads the command that starts at value[pos:], skipping
+// separators before it. It returns next < 0 when no command is left, and
+// else the offset where the next command may start. It builds the words
+// only when keep is set. Its error is an *ExecError whose Ignored is set
+// when the command carries the "-" prefix, as systemd then drops the rest
+// of the line instead of refusing the unit.
+func nextExecCommand(value string, pos int, keep bool) (c execCommand, next int, err *ExecError) {
+	at := func(rest string) int { return len(value) - len(rest) }
+	p := value[pos:]
+	var first string
 	for {
-		first, rest, found, err := extractWord(p)
+		p = strings.TrimLeft(p, whitespace)
+		start := at(p)
+		w, rest, found, err := extractWord(p)
 		if err != nil {
-			return nil, 0, 0, err
+			// systemd 252 gives up on the whole line, without refusing
+			// the unit, when it cannot read the first word of a command.
+			c.start = start
+			return c, -1, &ExecError{Offset: start, Msg: err.Error(), Ignored: true}
 		}
 		if !found {
-			return cmds, n, words, nil
+			return c, -1, nil
 		}
 		p = rest
-		if first == ";" {
-			continue
-		}
-		prefix := first[:len(first)-len(strings.TrimLeft(first, "-@:+!"))]
-		if err := checkSplitProgram(first[len(prefix):]); err != nil {
-			return nil, 0, 0, err
-		}
-		expand := strings.IndexByte(prefix, ':') < 0
-		var argv []string
-		if keep {
-			argv = []string{execWord(first, expand)}
-		}
-		n, words = n+1, 1
-		for p != "" {
-			if p[0] == ';' && (len(p) == 1 || isWS(p[1])) {
-				p = strings.TrimLeft(p[1:], whitespace)
-				break
-			}
-			if strings.HasPrefix(p, `\;`) && (len(p) == 2 || isWS(p[2])) {
-				if keep {
-					argv = append(argv, ";")
-				}
-				words++
-				p = strings.TrimLeft(p[2:], whitespace)
-				continue
-			}
-			w, rest, found, err := extractWord(p)
-			if err != nil {
-				return nil, 0, 0, err
-			}
-			p = rest
-			if !found {
-				break
-			}
-			// Only a word starting with '$' can be dropped, and
-			// unescaping "%%" keeps a word's first byte.
-			if expand && len(w) > 0 && w[0] == '$' && ExpandDropped(unescapeSpecifiers(w)) {
-				continue
-			}
-			if keep {
-				argv = append(argv, execWord(w, expand))
-			}
-			words++
-		}
-		if keep {
-			cmds = append(cmds, argv)
+		if w != ";" {
+			first, c.start = w, start
+			break
 		}
 	}
+	c.prefix = first[:len(first)-len(strings.TrimLeft(first, "-@:+!"))]
+	ignored := strings.IndexByte(c.prefix, '-') >= 0
+	fail := func(off int, msg string) (execCommand, int, *ExecError) {
+		return c, -1, &ExecError{Offset: off, Msg: msg, Ignored: ignored}
+	}
+	if i, msg := checkPrefix(c.prefix); i >= 0 {
+		return c, -1, &ExecError{Offset: c.start + i, Msg: msg, Ignored: strings.IndexByte(c.prefix[:i], '-') >= 0}
+	}
+	if c.prefix != "" && c.prefix == first {
+		return fail(c.start+len(first), fmt.Sprintf("the command is only the prefix %q, with no program", first))
+	}
+	if err := checkSplitProgram(first[len(c.prefix):]); err != nil {
+		return fail(c.start+len(c.prefix), err.Error())
+	}
+	expand := strings.IndexByte(c.prefix, ':') < 0
+	if keep {
+		c.argv = []string{execWord(first, expand)}
+	}
+	c.words = 1
+	c.end = c.start + len(strings.TrimRight(value[c.start:at(p)], whitespace))
+	for p != "" {
+		if p[0] == ';' && (len(p) == 1 || isWS(p[1])) {
+			return c, at(p[1:]), nil
+		}
+		if strings.HasPrefix(p, `\;`) && (len(p) == 2 || isWS(p[2])) {
+			if keep {
+				c.argv = append(c.argv, ";")
+			}
+			c.words++
+			c.end = at(p[2:])
+			p = strings.TrimLeft(p[2:], whitespace)
+			continue
+		}
+		start := at(p)
+		w, rest, found, err := extractWord(p)
+		if err != nil {
+			return fail(start, err.Error())
+		}
+		if !found {
+			break
+		}
+		c.end = start + len(strings.TrimRight(p[:len(p)-len(rest)], whitespace))
+		p = rest
+		// Only a word starting with '$' can be dropped, and unescaping
+		// "%%" keeps a word's first byte.
+		if expand && len(w) > 0 && w[0] == '$' && ExpandDropped(unescapeSpecifiers(w)) {
+			continue
+		}
+		if keep {
+			c.argv = append(c.argv, execWord(w, expand))
+		}
+		c.words++
+	}
+	return c, len(value), nil
 }
 
 // checkSplitProgram reports the program errors systemd reports when loading.

@@ -96,14 +96,22 @@ func checkExtractWord(t *testing.T, s string, relax bool) {
 	}
 }
 
-// checkCount holds countExec to SplitExec: the same error, and as many
-// words as SplitExec returns.
+// checkCount holds the commands that nextExecCommand reads without
+// building words (as CheckExec reads them) to those it reads building them:
+// the same places, prefixes, errors and number of words.
 func checkCount(t *testing.T, v string) {
 	t.Helper()
-	n, err := countExec(v)
-	words, werr := SplitExec(v)
-	if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() || n != len(words) {
-		t.Fatalf("countExec(%q) = %d, %v; SplitExec gives %d words, %v", v, n, err, len(words), werr)
+	for pos := 0; ; {
+		c, next, err := nextExecCommand(v, pos, false)
+		k, knext, kerr := nextExecCommand(v, pos, true)
+		if next != knext || (err == nil) != (kerr == nil) || err != nil && *err != *kerr ||
+			c.start != k.start || c.end != k.end || c.prefix != k.prefix || c.words != len(k.argv) && kerr == nil {
+			t.Fatalf("nextExecCommand(%q, %d) counting = %+v, %d, %v; building = %+v, %d, %v", v, pos, c, next, err, k, knext, kerr)
+		}
+		if next < 0 {
+			return
+		}
+		pos = next
 	}
 }
 

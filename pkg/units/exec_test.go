@@ -177,6 +177,8 @@ func TestSplitExecSystemd(t *testing.T) {
 		{`:/bin/echo $ $-`, [][]string{{":/bin/echo", "$", "$-"}}},
 		{`/bin/echo trailing\`, [][]string{{"/bin/echo", `trailing\`}}},
 		{`; /bin/a ;`, [][]string{{"/bin/a"}}},
+		{`touch /tmp/a ; /bin/sh -c 'touch /tmp/b' ; touch /tmp/c`, [][]string{{"touch", "/tmp/a"}, {"/bin/sh", "-c", "touch /tmp/b"}, {"touch", "/tmp/c"}}},
+		{"/bin/a x;y \\; ';' \\\\; ;\t/bin/b \\;", [][]string{{"/bin/a", "x;y", ";", ";", `\;`}, {"/bin/b", ";"}}},
 		{``, nil},
 	}
 	for _, tt := range tests {
@@ -190,8 +192,14 @@ func TestSplitExecSystemd(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{`/bin/echo "open`, `/bin/echo 'x\`, `"" x`, `/bin/ x`, `bin/x`, `/bin/a ; /bin/b`, ``} {
-		if got, err := SplitExec(bad); err == nil {
+		got, err := SplitExec(bad)
+		if err == nil {
 			t.Errorf("SplitExec(%q) = %q, want error", bad, got)
+			continue
+		}
+		// The message reaches people who wrote a unit, not Go.
+		if strings.Contains(err.Error(), "Split") {
+			t.Errorf("SplitExec(%q): %v names a Go function", bad, err)
 		}
 	}
 }

@@ -50,7 +50,10 @@ func (e *ExecError) Error() string { return e.Msg }
 // would refuse the value of an Exec*= line, which makes the whole unit fail
 // to load (or, after a "-" prefix, drops the line; see ExecError.Ignored);
 // it returns nil for a value systemd loads, and for an empty value (a
-// reset). It checks, as systemd does:
+// reset). A value may hold several commands separated by a lone ";" (see
+// SplitExecCommands); each is checked as systemd checks it, in turn, and
+// the first problem is reported. For each command it checks, as systemd
+// does:
 //
 //   - the prefixes: each of "-", "@" and ":" at most once, "+" at most once,
 //     "!" at most twice ("!!"), and never "+" with "!";
@@ -58,59 +61,63 @@ func (e *ExecError) Error() string { return e.Msg }
 //   - that every '%' starts "%%" or a specifier systemd knows;
 //   - what SplitExec checks: quoting and the program name.
 func CheckExec(value string) error {
-	if value == "" {
-		return nil
+	if err := checkExec(value); err != nil {
+		return err
 	}
-	err := checkExec(value)
-	if err == nil {
-		return nil
-	}
-	err.Ignored = strings.Contains(value[:min(err.Offset, prefixLen(value))], "-")
-	return err
+	return nil
 }
 
-// prefixLen is the length of the run of prefix characters at the start of
-// value.
-func prefixLen(value string) int {
-	i := 0
-	for i < len(value) && strings.IndexByte("-@:+!", value[i]) >= 0 {
-		i++
-	}
-	return i
-}
-
-func checkExec(value string) *ExecError {
+// checkPrefix checks the prefix characters that start a command, as
+// config_parse_exec reads them: it stops at the first character it cannot
+// take, which then becomes part of the program name and makes it invalid.
+// It returns the offset of that character in prefix and why, or a negative
+// offset when the prefixes are valid.
+func checkPrefix(prefix string) (int, string) {
 	// seen counts each prefix character, indexed as in prefixChars.
 	const prefixChars = "-@:+!"
 	var seen [len(prefixChars)]int
 	count := func(c byte) int { return seen[strings.IndexByte(prefixChars, c)] }
-	i := 0
-	for ; i < len(value) && strings.IndexByte(prefixChars, value[i]) >= 0; i++ {
-		c := value[i]
+	for i := 0; i < len(prefix); i++ {
+		c := prefix[i]
 		seen[strings.IndexByte(prefixChars, c)]++
 		switch {
 		case c == '!' && count('+') > 0, c == '+' && count('!') > 0:
-			return &ExecError{Offset: i, Msg: "the prefixes \"+\" and \"!\" cannot be combined: \"+\" runs the command with full privileges, \"!\" with only the user switch lifted"}
+			return i, "the prefixes \"+\" and \"!\" cannot be combined: \"+\" runs the command with full privileges, \"!\" with only the user switch lifted"
 		case c == '!' && count(c) > 2:
-			return &ExecError{Offset: i, Msg: "the prefix \"!\" is given more than twice; \"!!\" is the most systemd takes"}
+			return i, "the prefix \"!\" is given more than twice; \"!!\" is the most systemd takes"
 		case c != '!' && count(c) > 1:
-			return &ExecError{Offset: i, Msg: fmt.Sprintf("the prefix %q is given twice; each prefix may appear only once", string(c))}
+			return i, fmt.Sprintf("the prefix %q is given twice; each prefix may appear only once", string(c))
 		}
 	}
-	if off, spec := UnknownSpecifier(value); spec != "" {
-		return &ExecError{Offset: off, Msg: fmt.Sprintf("%s is not a specifier systemd knows (write %%%s for a literal %s)", spec, spec, spec)}
+	return -1, ""
+}
+
+// checkExec is CheckExec, with a nil *ExecError for a value that loads.
+func checkExec(value string) *ExecError {
+	for pos := 0; ; {
+		c, next, err := nextExecCommand(value, pos, false)
+		// systemd resolves specifiers word by word as it reads them: one
+		// it does not know, before where reading failed, fails first.
+		end := c.end
+		if err != nil {
+			end = err.Offset
+		}
+		if off, spec := UnknownSpecifier(value[c.start:end]); spec != "" {
+			return &ExecError{Offset: c.start + off, Msg: fmt.Sprintf("%s is not a specifier systemd knows (write %%%s for a literal %s)", spec, spec, spec),
+				Ignored: strings.IndexByte(c.prefix, '-') >= 0}
+		}
+		if err != nil {
+			return err
+		}
+		if next < 0 {
+			return nil
+		}
+		if strings.IndexByte(c.prefix, '@') >= 0 && c.words < 2 {
+			return &ExecError{Offset: c.start, Msg: "with the prefix \"@\" the word after the program is argv[0], and there is none; add it, or drop the \"@\"",
+				Ignored: strings.IndexByte(c.prefix, '-') >= 0}
+		}
+		pos = next
 	}
-	if i == len(value) {
-		return &ExecError{Offset: i, Msg: fmt.Sprintf("the line holds only the prefix %q and no command", value)}
-	}
-	words, err := countExec(value[i:])
-	if err != nil {
-		return &ExecError{Offset: i, Msg: err.Error()}
-	}
-	if count('@') > 0 && words < 2 {
-		return &ExecError{Offset: 0, Msg: "with the prefix \"@\" the word after the program is argv[0], and there is none; add it, or drop the \"@\""}
-	}
-	return nil
 }
 
 // ExecLoads reports whether systemd loads a unit whose Exec*= line gave err

@@ -43,6 +43,28 @@ var ExecCheckCases = []struct {
 	{"/bin/echo %0", false, 10, "%0 is not a specifier"},
 	{"/bin/echo 'unterminated", false, 0, ""},
 	{"-/bin/echo %z", true, 11, "%z is not a specifier"},
+	// Several commands separated by a lone ";", as systemd's own
+	// test-execute unit exec-basic.service has them; each command is
+	// checked on its own, with its own prefixes.
+	{"touch /tmp/a ; /bin/sh -c 'touch /tmp/b' ; touch /tmp/c", true, 0, ""},
+	{"/bin/echo a \\; b ; /bin/echo c;d ';' \\;", true, 0, ""},
+	{"; /bin/echo a ; ; /bin/echo b ;", true, 0, ""},
+	{"/bin/echo a ;\t-@/bin/echo echo b ; :/bin/echo", true, 0, ""},
+	{"/bin/echo a ; @/bin/echo", false, 14, "argv[0]"},
+	{"/bin/echo a ; -@/bin/echo", true, 14, "argv[0]"},
+	{"-/bin/echo a ; /bin/echo %z", false, 25, "%z is not a specifier"},
+	{"/bin/echo a ; -/bin/echo %z", true, 25, "%z is not a specifier"},
+	{"/bin/echo a ; ++/bin/x", false, 15, `prefix "+" is given twice`},
+	{"/bin/echo a ; -+!/bin/x", true, 16, `"+" and "!" cannot be combined`},
+	{"/bin/echo a ; bin/x", false, 14, "neither a valid executable name nor an absolute path"},
+	{"/bin/echo a ; /bin/echo 'x", false, 24, "unbalanced quoting"},
+	{"/bin/echo a ; -/bin/echo 'x", true, 25, "unbalanced quoting"},
+	{"/bin/echo a ; '/bin/x", true, 14, "unbalanced quoting"},
+	{"/bin/echo a ; -", true, 15, "only the prefix"},
+	// "\;" is the argument ";" only after the program.
+	{"/bin/echo a ; \\; /bin/echo", false, 14, "special characters"},
+	{"/bin/echo a ; /bin/echo %z 'x", false, 24, "%z is not a specifier"},
+	{"/bin/echo 'a ; /bin/echo' %z", false, 26, "%z is not a specifier"},
 }
 
 func TestCheckExec(t *testing.T) {
