@@ -6,7 +6,7 @@ BIN ?= bin/hostprov
 FUZZTIME ?= 30s
 FUZZMINIMIZE ?= 60s
 
-.PHONY: build image test bench bench-butane bench-fleet crash lint fuzz golden generate tools package clean
+.PHONY: build image test test-bins bench bench-butane bench-fleet crash lint fuzz golden generate tools package clean
 
 build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/hostprov
@@ -26,11 +26,35 @@ image:
 	$(GO) run ./internal/cmd/image -version '$(VERSION)' -revision '$(REVISION)' -created '$(SOURCE_DATE_EPOCH)' -out dist
 
 # The whole suite. Tests that need root or a real tool skip on a laptop
-# and must run (and fail if they cannot) when CI=true.
+# and must run (and fail if they cannot) when CI=true; testsummary ends the
+# run with one line on what was skipped and how to run it, and the counts.
 # -tags kube: the agent's and controller's commands, which the node's
 # build leaves out (internal/cli/kube_off.go), are tested too.
-test: lint
-	$(GO) test -tags kube -count=1 ./...
+#
+# Everything here is built as the node's and the image's binaries are
+# (CGO_ENABLED=0, -trimpath), so that go vet, the test binaries, the
+# binaries of test-bins and the builds inside TestImage and TestPackages
+# share one compile of every package: from an empty build cache, compiling
+# the Kubernetes libraries once more for each set of flags was most of a
+# run's time. -timeout: a package's tests, not a compile (test-bins has
+# built what the tests run); go test's default of 10 minutes is too short
+# for pkg/apply's rig tests on a loaded two-core machine.
+TEST_FLAGS = CGO_ENABLED=0 GOFLAGS='-trimpath $(GOFLAGS)'
+TEST_BIN = $(CURDIR)/bin/test
+test: lint test-bins
+	$(TEST_FLAGS) HOSTPROV_TEST_BIN_DIR=$(TEST_BIN) $(GO) run ./internal/cmd/testsummary \
+	  -skipped $(TEST_BIN)/skipped.txt -tags kube -count=1 -timeout 30m ./...
+
+# The hostprov binaries the tests run (internal/testbin), each built once
+# per run: the node's build, the image's (kube) and the crash tests'
+# (killpoints). The arm64 build is not kept: it compiles every package for
+# arm64 once, so that TestImage and TestPackages, which cross-compile in
+# parallel, only link.
+test-bins:
+	$(TEST_FLAGS) $(GO) build -o $(TEST_BIN)/hostprov ./cmd/hostprov
+	$(TEST_FLAGS) $(GO) build -tags kube -o $(TEST_BIN)/hostprov-kube ./cmd/hostprov
+	$(TEST_FLAGS) $(GO) build -tags killpoints -o $(TEST_BIN)/hostprov-killpoints ./cmd/hostprov
+	$(TEST_FLAGS) GOARCH=arm64 $(GO) build -tags kube -o /dev/null ./cmd/hostprov
 
 # The node packages: hostprov_VERSION_ARCH.deb and hostprov-VERSION.ARCH.rpm
 # for amd64 and arm64 in dist/, at the version of the VERSION file, built by
@@ -77,8 +101,8 @@ crash:
 	HOSTPROV_CRASH_KILLS=$(CRASH_KILLS) CI=true $(GO) test -count=1 -v -run '^(TestRigKillPoints|TestRigCrash)$$' -timeout 60m ./pkg/apply
 
 lint:
-	$(GO) vet ./...
-	$(GO) vet -tags kube ./...
+	$(TEST_FLAGS) $(GO) vet ./...
+	$(TEST_FLAGS) $(GO) vet -tags kube ./...
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 # Each fuzz target runs for FUZZTIME; .ci/run runs them briefly. The targets

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hostprov/hostprov/internal/testbin"
 )
 
 // These benchmarks run the built binary, as a node runs it, against a
@@ -16,15 +18,6 @@ import (
 // alternately, so that both see the same load, and each reports the
 // median run of both, their ratio (x), and the spread of hostprov's runs
 // (p10-ms, p90-ms). ns/op is a pair.
-
-// buildHostprov builds the command into a temporary directory.
-func buildHostprov(b *testing.B) string {
-	bin := filepath.Join(b.TempDir(), "hostprov")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // race runs hostprov and other alternately b.N times each and reports
 // their medians as <name>-ms and other-ms.
@@ -59,7 +52,7 @@ func BenchmarkColdStart(b *testing.B) {
 	if err != nil {
 		b.Skip("no systemd-escape to compare with")
 	}
-	bin := buildHostprov(b)
+	bin := testbin.Hostprov(b)
 	spec := filepath.Join(b.TempDir(), "hostprov.yaml")
 	os.WriteFile(spec, []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n- name: hello\n  exec: [/bin/echo, hello]\n"), 0o644)
 	race(b, "escape", []string{bin, "render", "-f", spec}, []string{escape, "foo"})
@@ -73,7 +66,7 @@ func BenchmarkPlanExec(b *testing.B) {
 	if err != nil {
 		b.Skip("no cat to compare with")
 	}
-	bin := buildHostprov(b)
+	bin := testbin.Hostprov(b)
 	root := b.TempDir()
 	os.MkdirAll(filepath.Join(root, "units"), 0o755)
 	os.MkdirAll(filepath.Join(root, "state"), 0o755)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/hostprov/hostprov/internal/kubetest"
 	"github.com/hostprov/hostprov/internal/rig"
+	"github.com/hostprov/hostprov/internal/testbin"
 	"github.com/hostprov/hostprov/pkg/apis/hostprov/v1alpha1"
 )
 
@@ -52,9 +53,9 @@ func (s *syncBuffer) String() string {
 // (--root and --systemd-socket, the rig's). It applies an approved
 // HostHooks and reports it, and SIGTERM ends it at once with exit code 0.
 func TestRigAgentCommand(t *testing.T) {
-	bin := buildHostprov(t, "kube")
 	r := rig.Start(t)
 	c := kubetest.Start(t)
+	bin := testbin.Hostprov(t, "kube")
 	c.InstallCRDs(t, "../../deploy/crds")
 	cl := c.Client(t)
 	ctx := t.Context()

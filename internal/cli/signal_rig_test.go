@@ -14,6 +14,7 @@ import (
 
 	"github.com/hostprov/hostprov/internal/rig"
 	"github.com/hostprov/hostprov/internal/sdbus"
+	"github.com/hostprov/hostprov/internal/testbin"
 	"github.com/hostprov/hostprov/pkg/apply"
 )
 
@@ -25,10 +26,10 @@ import (
 // free; and the next apply must find nothing but the start to retry.
 func TestRigApplySIGTERM(t *testing.T) {
 	t.Parallel()
+	r := rig.Start(t)
+	bin := testbin.Hostprov(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	bin := buildHostprov(t)
-	r := rig.Start(t)
 	if err := r.Install(bin, "/opt/hostprov"); err != nil {
 		t.Fatal(err)
 	}

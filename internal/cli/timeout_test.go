@@ -17,7 +17,7 @@ import (
 	godbus "github.com/godbus/dbus/v5"
 
 	"github.com/hostprov/hostprov/internal/sdbus/sdbustest"
-	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/internal/testbin"
 	"github.com/hostprov/hostprov/pkg/apply"
 )
 
@@ -171,32 +171,13 @@ func TestApplyTimeoutFlag(t *testing.T) {
 	}
 }
 
-// buildHostprov builds cmd/hostprov as it is installed on a node, one
-// static binary, into a temporary directory and returns its path; tags
-// are build tags (kube: the container image's build).
-func buildHostprov(t *testing.T, tags ...string) string {
-	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		sdtool.Unavailable(t, "the go command is needed to build hostprov for this test: %v", err)
-	}
-	out := filepath.Join(t.TempDir(), "hostprov")
-	cmd := exec.Command(goTool, "build", "-tags", strings.Join(tags, ","), "-o", out, "./cmd/hostprov")
-	cmd.Dir = filepath.Join("..", "..") // the module root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/hostprov: %v\n%s", err, msg)
-	}
-	return out
-}
-
 // TestApplySIGTERMWhileConnecting sends SIGTERM to hostprov apply (the
 // built binary) while it waits for the first answer of a systemd that took
 // the connection, authenticated it and hung: a wait that no context
 // reaches inside go-systemd. hostprov must end all the same, say so, leave
 // the lock free and change nothing.
 func TestApplySIGTERMWhileConnecting(t *testing.T) {
-	bin := buildHostprov(t)
+	bin := testbin.Hostprov(t)
 	p := sdbustest.New(t, sdbustest.Mute)
 	args, unitDir, stateDir := applyArgs(t, p.Socket)
 	cmd := exec.Command(bin, args...)

@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/hostprov/hostprov/internal/testbin"
 )
 
 func TestVersionOf(t *testing.T) {
@@ -64,7 +67,9 @@ func TestVersionOfBuild(t *testing.T) {
 		t.Skipf("not a git clone, or no git: %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), "hostprov")
-	build := exec.Command("go", "build", "-buildvcs=auto", "-o", bin, "../../cmd/hostprov")
+	ctx, cancel := context.WithTimeout(t.Context(), testbin.BuildLimit)
+	defer cancel()
+	build := exec.CommandContext(ctx, "go", "build", "-buildvcs=auto", "-o", bin, "../../cmd/hostprov")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

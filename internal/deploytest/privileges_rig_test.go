@@ -3,14 +3,13 @@ package deploytest_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hostprov/hostprov/internal/rig"
-	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/internal/testbin"
 )
 
 // asAgent runs a command as the agent's container does (deploy/agent.yaml):
@@ -33,10 +32,10 @@ exec setpriv --reuid=0 --regid=0 --clear-groups --inh-caps=-all --ambient-caps=-
 // command hook), reports its status and removes it; the same as any other
 // uid is refused by systemd.
 func TestAgentPrivileges(t *testing.T) {
+	r := rig.Start(t)
+	bin := testbin.Hostprov(t, "kube") // as the image builds it: the agent's build
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	r := rig.Start(t)
-	bin := buildHostprov(t)
 	if err := r.Install(bin, "/opt/hostprov"); err != nil {
 		t.Fatal(err)
 	}
@@ -132,22 +131,4 @@ hooks:
 	} else {
 		t.Logf("as uid 65532: %v", err)
 	}
-}
-
-// buildHostprov builds cmd/hostprov as it is built for the image (static,
-// no cgo, with the Kubernetes commands) and returns its path.
-func buildHostprov(t *testing.T) string {
-	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		sdtool.Unavailable(t, "the go command is needed to build hostprov for this test: %v", err)
-	}
-	out := filepath.Join(t.TempDir(), "hostprov")
-	cmd := exec.Command(goTool, "build", "-tags", "kube", "-o", out, "./cmd/hostprov")
-	cmd.Dir = filepath.Join("..", "..")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/hostprov: %v\n%s", err, msg)
-	}
-	return out
 }

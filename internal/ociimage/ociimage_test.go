@@ -25,6 +25,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/internal/testbin"
 )
 
 // The swap example and what hostprov renders of it (a golden of the
@@ -44,7 +45,7 @@ func TestImage(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		sdtool.Unavailable(t, "the go tool is not on PATH: the image test builds hostprov for %d platforms", len(Platforms))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testbin.BuildLimit)
 	defer cancel()
 	spec := Spec{
 		Version:  "v0.0.0-imagetest",

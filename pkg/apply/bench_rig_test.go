@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hostprov/hostprov/internal/inputs"
+	"github.com/hostprov/hostprov/internal/testbin"
 	"github.com/hostprov/hostprov/pkg/apply"
 	"github.com/hostprov/hostprov/pkg/render"
 )
@@ -147,7 +148,7 @@ systemctl daemon-reload`, prefix)
 	cli := func(spec string) (apply.Counts, time.Duration) {
 		b.Helper()
 		if !cliReady {
-			if err := n.r.Install(buildHostprov(b, b.TempDir()), "/opt/hostprov"); err != nil {
+			if err := n.r.Install(testbin.Hostprov(b), "/opt/hostprov"); err != nil {
 				b.Fatal(err)
 			}
 			cliReady = true
@@ -231,7 +232,7 @@ systemctl daemon-reload`, prefix)
 	})
 
 	b.Run("vs-systemctl-1000", func(b *testing.B) {
-		benchVsSystemctl(ctx, b, buildHostprov(b, b.TempDir()))
+		benchVsSystemctl(ctx, b, testbin.Hostprov(b))
 	})
 
 	var newDur time.Duration

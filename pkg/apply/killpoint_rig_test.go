@@ -2,12 +2,14 @@ package apply_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hostprov/hostprov/internal/fsutil"
 	"github.com/hostprov/hostprov/internal/killpoint"
@@ -79,7 +81,11 @@ var killKinds = []string{"create", "write", "fsync", "rename", "unlink", "mkdir"
 // file is left in the unit or the state directory.
 func TestRigKillPoints(t *testing.T) {
 	t.Parallel()
-	ctx := rigContext(t)
+	// Two applies for every kill point, one after another, in the rig:
+	// minutes on a two-core machine, and more while the rest of the suite
+	// runs beside it, so not the 5 minutes of one rig test.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	t.Cleanup(cancel)
 	n := newRigNodeWithHostprov(ctx, t, "killpoints")
 	specs := map[string]string{"empty": "apiVersion: hostprov/v1alpha1\nkind: Hooks\nmetadata:\n  name: kp\nhooks: []\n", "A": killSpec("A"), "B": killSpec("B")}
 	versions := map[string][][]byte{} // every version of every file, by path in the unit dir

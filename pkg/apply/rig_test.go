@@ -11,7 +11,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -23,7 +22,7 @@ import (
 
 	"github.com/hostprov/hostprov/internal/rig"
 	"github.com/hostprov/hostprov/internal/sdbus"
-	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/internal/testbin"
 	"github.com/hostprov/hostprov/pkg/apply"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
@@ -774,31 +773,12 @@ func TestRigReapplyChangeRemove(t *testing.T) {
 // the build tags, installed in the rig as /opt/hostprov.
 func newRigNodeWithHostprov(ctx context.Context, t testing.TB, tags ...string) *rigNode {
 	t.Helper()
-	bin := buildHostprov(t, t.TempDir(), tags...)
+	bin := testbin.Hostprov(t, tags...)
 	n := newRigNode(ctx, t)
 	if err := n.r.Install(bin, "/opt/hostprov"); err != nil {
 		t.Fatal(err)
 	}
 	return n
-}
-
-// buildHostprov builds cmd/hostprov without cgo (one static binary, as it
-// would be installed on a node) into dir and returns its path. tags are
-// build tags (killpoints).
-func buildHostprov(t testing.TB, dir string, tags ...string) string {
-	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		sdtool.Unavailable(t, "the go command is needed to build hostprov for this test: %v", err)
-	}
-	out := filepath.Join(dir, "hostprov")
-	cmd := exec.Command(goTool, "build", "-o", out, "-tags", strings.Join(tags, ","), "./cmd/hostprov")
-	cmd.Dir = filepath.Join("..", "..") // the module root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/hostprov: %v\n%s", err, msg)
-	}
-	return out
 }
 
 // crashSpec is one side of the crash test's back and forth: ten oneshots

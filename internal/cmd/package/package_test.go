@@ -14,6 +14,7 @@ import (
 
 	"github.com/hostprov/hostprov/internal/cli"
 	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/internal/testbin"
 )
 
 // repoRoot is the repository, from this package's directory.
@@ -55,7 +56,7 @@ func runCmd(t *testing.T, name string, args ...string) string {
 // directory and returns their paths by file name.
 func build(t *testing.T, version string, arches, formats []string) map[string]string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testbin.BuildLimit)
 	defer cancel()
 	out := t.TempDir()
 	paths, err := Build(ctx, Config{Root: repoRoot, Version: version, Out: out,
