@@ -51,6 +51,8 @@ type specFlags struct {
 	// sets are the spec sets build made: one per hostprov spec, or one
 	// for the kops manifests together.
 	sets []apply.SpecSet
+	// kops is set when build read kops manifests rather than a spec.
+	kops bool
 	// storage is what the specs put on the machine besides units: the
 	// files, directories and links of every spec, in order.
 	storage render.Storage
@@ -149,6 +151,7 @@ func (f *specFlags) build(c *cobra.Command, in []inputs.File) ([]render.Unit, er
 	if f.dir != "" {
 		return nil, invalid("%s: -d reads hostprov specs, each its own spec set; give kops manifests with -f", f.dir)
 	}
+	f.kops = true
 	us, err := f.buildKops(c, in)
 	if err == nil {
 		name := strings.TrimSuffix(filepath.Base(in[0].Name), filepath.Ext(in[0].Name))
@@ -1066,6 +1069,13 @@ Nothing is written when the spec has an error.`,
 			us, err := sf.load(c)
 			if err != nil {
 				return err
+			}
+			if sf.kops && !c.Flags().Changed("format") {
+				// A kops user may expect hooks or units from a cluster
+				// spec; the default output is user data. Say so, on
+				// stderr, so that the output itself stays as asked.
+				fmt.Fprintf(c.ErrOrStderr(), "hostprov: %s: kops manifests: rendering their hooks as %s, the default --format; --format kops gives hooks for a cluster spec, units a listing of the units\n",
+					strings.Join(sf.files, ", "), format)
 			}
 			rf.storage = sf.storage
 			return sf.outputVerdict(c, of.write(c.OutOrStdout(), &rf, us))
