@@ -353,6 +353,10 @@ func packageInfo(c Config, stage, arch, bin, format string) *nfpm.Info {
 			Type: files.TypeConfigNoReplace, FileInfo: &files.ContentFileInfo{Mode: 0o644, MTime: c.Date}},
 		// Debian's machine-readable copyright file; RPM takes the
 		// license text itself, as %license (below).
+		// The boot service's flags (HOSTPROV_APPLY_FLAGS), the
+		// administrator's to set: kept through upgrades.
+		{Source: filepath.Join(pkg, "default"), Destination: "/etc/default/hostprov",
+			Type: files.TypeConfigNoReplace, FileInfo: &files.ContentFileInfo{Mode: 0o644, MTime: c.Date}},
 		file(filepath.Join(pkg, "copyright"), docDir+"/copyright", 0o644),
 		file(filepath.Join(stage, "README.md.gz"), docDir+"/README.md.gz", 0o644),
 		file(filepath.Join(stage, "SECURITY.md.gz"), docDir+"/SECURITY.md.gz", 0o644),

@@ -200,8 +200,8 @@ func TestPackages(t *testing.T) {
 			t.Errorf("Maintainer: %q, want %q", got, testMaintainer)
 		}
 		conffiles := runCmd(t, "sh", "-c", "dpkg-deb --ctrl-tarfile \"$1\" | tar -xO ./conffiles", "sh", deb)
-		if conffiles != "/etc/hostprov/hooks.d/README\n" {
-			t.Errorf("conffiles = %q, want the hooks.d README alone", conffiles)
+		if conffiles != "/etc/default/hostprov\n/etc/hostprov/hooks.d/README\n" && conffiles != "/etc/hostprov/hooks.d/README\n/etc/default/hostprov\n" {
+			t.Errorf("conffiles = %q, want /etc/default/hostprov and the hooks.d README", conffiles)
 		}
 	})
 
@@ -220,6 +220,7 @@ func TestPackages(t *testing.T) {
 			"/usr/lib/systemd/system-preset/80-hostprov.preset":  "-rw-r--r-- root/root",
 			"/etc/hostprov/hooks.d/":                             "drwxr-xr-x root/root",
 			"/etc/hostprov/hooks.d/README":                       "-rw-r--r-- root/root",
+			"/etc/default/hostprov":                              "-rw-r--r-- root/root",
 			"/usr/share/bash-completion/completions/hostprov":    "-rw-r--r-- root/root",
 			"/usr/share/zsh/vendor-completions/_hostprov":        "-rw-r--r-- root/root",
 			"/usr/share/fish/vendor_completions.d/hostprov.fish": "-rw-r--r-- root/root",
@@ -298,10 +299,12 @@ func TestPackages(t *testing.T) {
 		sdtool.CopyStandardUnits(t, dir)
 		sdtool.VerifyRoot(t, dir, units...)
 		// The watch and the boot service run exactly the command the brief
-		// of hooks.d promises.
+		// of hooks.d promises, with the flags of /etc/default/hostprov.
 		for _, u := range []string{"hostprov-apply.service", "hostprov-reapply.service"} {
-			if !strings.Contains(readFile(t, filepath.Join(dir, unitDir, u)), "\nExecStart=/usr/bin/hostprov apply -d /etc/hostprov/hooks.d\n") {
-				t.Errorf("%s does not run hostprov apply -d /etc/hostprov/hooks.d", u)
+			text := readFile(t, filepath.Join(dir, unitDir, u))
+			if !strings.Contains(text, "\nExecStart=/usr/bin/hostprov apply -d /etc/hostprov/hooks.d $HOSTPROV_APPLY_FLAGS\n") ||
+				!strings.Contains(text, "\nEnvironmentFile=-/etc/default/hostprov\n") {
+				t.Errorf("%s does not run hostprov apply -d /etc/hostprov/hooks.d with the flags of /etc/default/hostprov", u)
 			}
 		}
 	})
@@ -447,8 +450,8 @@ func TestPackages(t *testing.T) {
 		if got := runCmd(t, "rpm", "-qp", "--queryformat", "%{PACKAGER}", rpmFile); got != testMaintainer {
 			t.Errorf("rpm Packager: %q, want %q", got, testMaintainer)
 		}
-		if got := runCmd(t, "rpm", "-qpc", rpmFile); got != "/etc/hostprov/hooks.d/README\n" {
-			t.Errorf("rpm -qpc = %q, want the hooks.d README alone", got)
+		if got := runCmd(t, "rpm", "-qpc", rpmFile); got != "/etc/default/hostprov\n/etc/hostprov/hooks.d/README\n" {
+			t.Errorf("rpm -qpc = %q, want /etc/default/hostprov and the hooks.d README", got)
 		}
 		root := t.TempDir()
 		runCmd(t, "rpm", "--root="+root, "--initdb")
