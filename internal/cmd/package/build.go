@@ -33,6 +33,8 @@ const (
 	presetDir = "/usr/lib/systemd/system-preset"
 	hooksDir  = "/etc/hostprov/hooks.d"
 	docDir    = "/usr/share/doc/hostprov"
+	// examplesDir has the repository's examples.
+	examplesDir = docDir + "/examples"
 	// licenseDir is where RPM distributions keep a package's %license
 	// files.
 	licenseDir = "/usr/share/licenses/hostprov"
@@ -377,6 +379,16 @@ func packageInfo(c Config, stage, arch, bin, format string) *nfpm.Info {
 	}
 	for _, u := range units {
 		contents = append(contents, file(filepath.Join(pkg, "systemd", u), unitDir+"/"+u, 0o644))
+	}
+	// The repository's examples, as they are (specs, their files and
+	// READMEs), but their Go tests.
+	examples, _ := filepath.Glob(filepath.Join(c.Root, "examples", "*", "*"))
+	for _, e := range examples {
+		if fi, err := os.Stat(e); err != nil || !fi.Mode().IsRegular() || strings.HasSuffix(e, ".go") {
+			continue
+		}
+		rel, _ := filepath.Rel(filepath.Join(c.Root, "examples"), e)
+		contents = append(contents, file(e, examplesDir+"/"+filepath.ToSlash(rel), 0o644))
 	}
 	mans, _ := filepath.Glob(filepath.Join(stage, "man", "*.1.gz"))
 	for _, m := range mans {

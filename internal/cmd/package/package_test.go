@@ -229,6 +229,23 @@ func TestPackages(t *testing.T) {
 			"/usr/share/doc/hostprov/README.md.gz":               "-rw-r--r-- root/root",
 			"/usr/share/doc/hostprov/SECURITY.md.gz":             "-rw-r--r-- root/root",
 		}
+		// Every file of the repository's examples but their Go tests.
+		examples, _ := filepath.Glob(filepath.Join(repoRoot, "examples", "*", "*"))
+		n := 0
+		for _, e := range examples {
+			if !strings.HasSuffix(e, ".go") {
+				wantFiles[docDir+"/examples/"+filepath.Base(filepath.Dir(e))+"/"+filepath.Base(e)] = "-rw-r--r-- root/root"
+				n++
+			}
+		}
+		if n < 10 || wantFiles[docDir+"/examples/swap/hostprov.yaml"] == "" {
+			t.Errorf("only %d example files found", n)
+		}
+		for path := range modes {
+			if strings.HasSuffix(path, ".go") {
+				t.Errorf("the package has Go source %s", path)
+			}
+		}
 		// A man page for every command a user can run.
 		for _, p := range manPages(cli.Command(), v, date) {
 			wantFiles["/usr/share/man/man1/"+p.name+".gz"] = "-rw-r--r-- root/root"
@@ -315,6 +332,10 @@ func TestPackages(t *testing.T) {
 		out := runCmd(t, filepath.Join(root, "usr/bin/hostprov"), "version")
 		if !strings.HasPrefix(out, "hostprov "+v+" ") && out != "hostprov "+v+"\n" {
 			t.Errorf("hostprov version = %q, want the stamped %s", out, v)
+		}
+		// The examples, as installed, are valid specs.
+		for _, ex := range []string{"swap", "iscsi", "node-metrics"} {
+			runCmd(t, filepath.Join(root, "usr/bin/hostprov"), "validate", "-f", filepath.Join(root, docDir, "examples", ex, "hostprov.yaml"))
 		}
 		// The postinst enabled both units through systemctl preset.
 		for _, u := range []string{"hostprov-apply.path", "hostprov-apply.service"} {
