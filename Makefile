@@ -58,11 +58,13 @@ test-bins:
 
 # The node packages: hostprov_VERSION_ARCH.deb and hostprov-VERSION.ARCH.rpm
 # for amd64 and arm64 in dist/, at the version of the VERSION file, built by
-# internal/cmd/package with nfpm as a library. SOURCE_DATE_EPOCH fixes
-# their dates; MAINTAINER names who ships them.
+# internal/cmd/package with nfpm as a library. They are dated
+# SOURCE_DATE_EPOCH, the commit's date as for the image, so one commit
+# packages to the same bytes. MAINTAINER ("Name <address>") names who ships
+# them, and is required: the repository records no address of its own.
 MAINTAINER ?=
 package:
-	$(GO) run ./internal/cmd/package -out dist $(if $(MAINTAINER),-maintainer "$(MAINTAINER)")
+	SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)' $(GO) run ./internal/cmd/package -out dist -maintainer "$(MAINTAINER)"
 
 # Speed and memory, as Go benchmarks (never as timed assertions in tests).
 # BenchmarkApplyRig (as root) runs the kops/cloud-init shell loop over 1,000

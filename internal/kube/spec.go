@@ -17,7 +17,8 @@ import (
 )
 
 // Build renders the hooks of hh as the spec set its nodes apply, with the
-// same pipeline as `hostprov apply` (hooks.Parse, then render), from the
+// same pipeline as `hostprov apply` (hooks.Parse, then render: units, and
+// the files, directories, links and accounts the hooks bring), from the
 // hook spec document of hh (v1alpha1.HostHooksSpec.HookSpec). Each
 // diagnostic's Path is the HostHooks' field ("spec.hooks[1].exec") and its
 // position names the object, so that a message reads the same on a node,
@@ -25,25 +26,70 @@ import (
 // when the diagnostics hold an error.
 func Build(hh *v1alpha1.HostHooks) (apply.SpecSet, hooks.Diagnostics) {
 	file := "hosthooks/" + hh.Name
-	spec, us, diags := render.BuildSpec(file, hh.Spec.HookSpec(hh.Name))
+	r, diags := render.BuildAll(file, hh.Spec.HookSpec(hh.Name))
 	for i := range diags {
 		diags[i].Path = fieldPath(diags[i].Path)
 		diags[i].Pos = hooks.Position{File: file}
 	}
 	set := apply.SpecSet{Name: v1alpha1.SetName(hh.Name)}
-	if spec == nil {
+	if r.Spec == nil {
 		return set, diags
 	}
+	// The state records where each unit, path and account comes from; a
+	// line of a document nobody wrote would say nothing, the field does.
+	us := r.Units
 	for i := range us {
-		// The state records where each unit comes from; a line of a
-		// document nobody wrote would say nothing.
 		us[i].Pos = hooks.Position{File: fmt.Sprintf("%s spec.hooks[%d]", file, us[i].Hook)}
 	}
+	st := r.Storage
+	at := entryFields(file, r.Spec)
+	for i := range st.Files {
+		st.Files[i].Pos = at(st.Files[i].Pos)
+	}
+	for i := range st.Directories {
+		st.Directories[i].Pos = at(st.Directories[i].Pos)
+	}
+	for i := range st.Links {
+		st.Links[i].Pos = at(st.Links[i].Pos)
+	}
+	for i := range st.Users {
+		st.Users[i].Pos = at(st.Users[i].Pos)
+	}
+	for i := range st.Groups {
+		st.Groups[i].Pos = at(st.Groups[i].Pos)
+	}
 	set.Units = us
-	for _, h := range spec.Hooks {
+	for _, h := range r.Spec.Hooks {
 		set.HookNames = append(set.HookNames, h.Name)
 	}
+	set.Paths = apply.PathsOf(st, set.HookNames)
+	set.Accounts = apply.AccountsOf(st, set.HookNames)
 	return set, diags
+}
+
+// entryFields returns a function that turns the position of an entry of
+// a hook's files, directories, links, users or groups in the hook spec
+// document of a HostHooks into its field ("hosthooks/NAME
+// spec.hooks[1].files[0]").
+func entryFields(file string, spec *hooks.Spec) func(hooks.Position) hooks.Position {
+	field := map[hooks.Position]string{}
+	for i, h := range spec.Hooks {
+		for _, list := range []struct {
+			name string
+			n    int
+		}{{"files", len(h.Files)}, {"directories", len(h.Directories)}, {"links", len(h.Links)}, {"users", len(h.Users)}, {"groups", len(h.Groups)}} {
+			for k := range list.n {
+				p := fmt.Sprintf("hooks[%d].%s[%d]", i, list.name, k)
+				field[spec.Where(p)] = "spec." + p
+			}
+		}
+	}
+	return func(pos hooks.Position) hooks.Position {
+		if f, ok := field[pos]; ok {
+			return hooks.Position{File: file + " " + f}
+		}
+		return hooks.Position{File: file}
+	}
 }
 
 // fieldPath is the HostHooks field of a hook spec's path: "hooks[1].exec"

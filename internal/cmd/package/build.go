@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,7 +33,12 @@ const (
 	presetDir = "/usr/lib/systemd/system-preset"
 	hooksDir  = "/etc/hostprov/hooks.d"
 	docDir    = "/usr/share/doc/hostprov"
-	manDir    = "/usr/share/man/man1"
+	// examplesDir has the repository's examples.
+	examplesDir = docDir + "/examples"
+	// licenseDir is where RPM distributions keep a package's %license
+	// files.
+	licenseDir = "/usr/share/licenses/hostprov"
+	manDir     = "/usr/share/man/man1"
 )
 
 // units are the unit files of packaging/systemd, and preset the preset
@@ -45,7 +51,7 @@ var (
 // Config says what to build.
 type Config struct {
 	// Root is the repository: its cmd/hostprov is built and its packaging
-	// directory, VERSION, README.md and SECURITY.md are packaged.
+	// directory, VERSION, LICENSE, README.md and SECURITY.md are packaged.
 	Root string
 	// Version is the packages' version and the one stamped into the binary;
 	// empty means the VERSION file's.
@@ -55,11 +61,64 @@ type Config struct {
 	// Arches are Go's names (amd64, arm64); Formats "deb" and "rpm".
 	Arches  []string
 	Formats []string
-	// Maintainer is the packages' maintainer, "Name <address>".
+	// Maintainer is the packages' maintainer, "Name <address>": who ships
+	// them, and whom their users write to (see CheckMaintainer).
 	Maintainer string
 	// Date is the packages' file times and the changelog's and man pages'
-	// date, so that one commit packages to the same bytes.
+	// date, so that one commit packages to the same bytes; zero means
+	// SourceDate's.
 	Date time.Time
+}
+
+// SourceDate is the date of the source being packaged: SOURCE_DATE_EPOCH
+// when it is set (the reproducible-builds convention, which make package
+// sets to the commit's date), or else the date of root's last commit. It is
+// never the clock: packages dated when they were built differ from build
+// to build. A tree with neither is an error that says what to set.
+func SourceDate(root string) (time.Time, error) {
+	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
+		sec, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || sec < 0 {
+			return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q: want seconds since 1970", s)
+		}
+		return time.Unix(sec, 0).UTC(), nil
+	}
+	cmd := exec.Command("git", "log", "-1", "--format=%ct")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if sec, perr := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64); err == nil && perr == nil {
+		return time.Unix(sec, 0).UTC(), nil
+	}
+	return time.Time{}, errors.New("no date for the packages: set SOURCE_DATE_EPOCH (seconds since 1970, such as the release commit's date) when packaging a tree without git history")
+}
+
+// CheckMaintainer says why m cannot name the packages' maintainer, or
+// returns nil. It must be "Name <user@host>", as Debian's Maintainer field
+// and RPM's Packager are written, with a host that mail can reach: lintian
+// checks only that the host is a syntactically valid domain, so it passes
+// the domains reserved never to resolve (RFC 2606 and RFC 6761: .invalid,
+// .example, .test, .localhost and example.com, .net, .org), which would
+// name no one.
+func CheckMaintainer(m string) error {
+	name, rest, ok := strings.Cut(m, " <")
+	addr, ok2 := strings.CutSuffix(rest, ">")
+	user, host, ok3 := strings.Cut(addr, "@")
+	if m == "" {
+		return errors.New(`no maintainer: give who ships the packages as "Name <address>" (make package MAINTAINER="Name <address>")`)
+	}
+	if !ok || !ok2 || !ok3 || strings.TrimSpace(name) == "" || user == "" || !strings.Contains(host, ".") ||
+		strings.ContainsAny(addr, " <>") || strings.ContainsAny(name, "<>") {
+		return fmt.Errorf(`maintainer %q: write it as "Name <user@host>"`, m)
+	}
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	tld := h[strings.LastIndexByte(h, '.')+1:]
+	switch {
+	case tld == "invalid" || tld == "example" || tld == "test" || tld == "localhost" || tld == "local",
+		h == "example.com" || h == "example.net" || h == "example.org" ||
+			strings.HasSuffix(h, ".example.com") || strings.HasSuffix(h, ".example.net") || strings.HasSuffix(h, ".example.org"):
+		return fmt.Errorf("maintainer %q: %s is a domain reserved never to receive mail; name an address where the packages' users can reach whoever ships them", m, host)
+	}
+	return nil
 }
 
 // versionPattern is what a version must look like to be a Debian and an
@@ -96,8 +155,15 @@ func Build(ctx context.Context, c Config) ([]string, error) {
 	if !versionPattern.MatchString(c.Version) {
 		return nil, fmt.Errorf("version %q: want digits and dots, with an optional ~ suffix", c.Version)
 	}
+	if err := CheckMaintainer(c.Maintainer); err != nil {
+		return nil, err
+	}
 	if c.Date.IsZero() {
-		c.Date = time.Now()
+		d, err := SourceDate(c.Root)
+		if err != nil {
+			return nil, err
+		}
+		c.Date = d
 	}
 	c.Date = c.Date.UTC().Truncate(time.Second)
 	stage, err := os.MkdirTemp("", "hostprov-package-")
@@ -287,12 +353,23 @@ func packageInfo(c Config, stage, arch, bin, format string) *nfpm.Info {
 		// only *.yaml, so it is not a spec.
 		{Source: filepath.Join(pkg, "hooks.d.README"), Destination: hooksDir + "/README",
 			Type: files.TypeConfigNoReplace, FileInfo: &files.ContentFileInfo{Mode: 0o644, MTime: c.Date}},
+		// Debian's machine-readable copyright file; RPM takes the
+		// license text itself, as %license (below).
+		// The boot service's flags (HOSTPROV_APPLY_FLAGS), the
+		// administrator's to set: kept through upgrades.
+		{Source: filepath.Join(pkg, "default"), Destination: "/etc/default/hostprov",
+			Type: files.TypeConfigNoReplace, FileInfo: &files.ContentFileInfo{Mode: 0o644, MTime: c.Date}},
 		file(filepath.Join(pkg, "copyright"), docDir+"/copyright", 0o644),
 		file(filepath.Join(stage, "README.md.gz"), docDir+"/README.md.gz", 0o644),
 		file(filepath.Join(stage, "SECURITY.md.gz"), docDir+"/SECURITY.md.gz", 0o644),
 		file(filepath.Join(stage, "completion", "bash"), "/usr/share/bash-completion/completions/hostprov", 0o644),
 		file(filepath.Join(stage, "completion", "zsh"), "/usr/share/zsh/vendor-completions/_hostprov", 0o644),
 		file(filepath.Join(stage, "completion", "fish"), "/usr/share/fish/vendor_completions.d/hostprov.fish", 0o644),
+	}
+	if format == "rpm" {
+		license := file(filepath.Join(c.Root, "LICENSE"), licenseDir+"/LICENSE", 0o644)
+		license.Type = files.TypeRPMLicense
+		contents = append(contents, license)
 	}
 	if format == "deb" {
 		// A native package's changelog, as Debian names it.
@@ -302,6 +379,16 @@ func packageInfo(c Config, stage, arch, bin, format string) *nfpm.Info {
 	}
 	for _, u := range units {
 		contents = append(contents, file(filepath.Join(pkg, "systemd", u), unitDir+"/"+u, 0o644))
+	}
+	// The repository's examples, as they are (specs, their files and
+	// READMEs), but their Go tests.
+	examples, _ := filepath.Glob(filepath.Join(c.Root, "examples", "*", "*"))
+	for _, e := range examples {
+		if fi, err := os.Stat(e); err != nil || !fi.Mode().IsRegular() || strings.HasSuffix(e, ".go") {
+			continue
+		}
+		rel, _ := filepath.Rel(filepath.Join(c.Root, "examples"), e)
+		contents = append(contents, file(e, examplesDir+"/"+filepath.ToSlash(rel), 0o644))
 	}
 	mans, _ := filepath.Glob(filepath.Join(stage, "man", "*.1.gz"))
 	for _, m := range mans {
@@ -320,7 +407,7 @@ func packageInfo(c Config, stage, arch, bin, format string) *nfpm.Info {
 		Priority:      "optional",
 		Maintainer:    c.Maintainer,
 		Homepage:      "https://github.com/hostprov/hostprov",
-		License:       "NOASSERTION",
+		License:       "Apache-2.0",
 		Description: "boot-time host provisioner: YAML hook specs to systemd units\n" +
 			"hostprov turns a short YAML hook spec into canonical systemd units and\n" +
 			"installs them on the node it runs on with one daemon-reload, changing\n" +

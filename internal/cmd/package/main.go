@@ -7,9 +7,13 @@
 // `git describe` so that a source tree without git history (an archive, a
 // shallow clone without tags) packages the same version.
 //
+// The packages' date is SOURCE_DATE_EPOCH, the reproducible-builds
+// convention, or else the date of the commit built: never the clock, so
+// that one commit packages to the same bytes whenever it is built.
+//
 // Usage, from the repository's root:
 //
-//	go run ./internal/cmd/package [-out dist] [-arch amd64,arm64] [-format deb,rpm]
+//	go run ./internal/cmd/package -maintainer "Name <address>" [-out dist] [-arch amd64,arm64] [-format deb,rpm]
 package main
 
 import (
@@ -18,16 +22,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
-	"time"
 )
-
-// defaultMaintainer is who the packages name when -maintainer is not
-// given. The repository records no maintainer's address; the .invalid
-// domain (RFC 2606) says so rather than inventing one.
-const defaultMaintainer = "hostprov maintainers <maintainers@hostprov.invalid>"
 
 func main() { os.Exit(run()) }
 
@@ -39,7 +36,7 @@ func run() int {
 	flag.StringVar(&c.Version, "version", "", "the version (default: the VERSION file's)")
 	flag.StringVar(&arches, "arch", "amd64,arm64", "Go architectures to build, comma-separated")
 	flag.StringVar(&formats, "format", "deb,rpm", "package formats, comma-separated")
-	flag.StringVar(&c.Maintainer, "maintainer", defaultMaintainer, `the packages' maintainer, "Name <address>"`)
+	flag.StringVar(&c.Maintainer, "maintainer", "", `who ships the packages, "Name <address>" (required)`)
 	flag.Parse()
 	if flag.NArg() != 0 {
 		fmt.Fprintf(os.Stderr, "package: unexpected arguments %q\n", flag.Args())
@@ -47,16 +44,6 @@ func run() int {
 	}
 	c.Arches = strings.Split(arches, ",")
 	c.Formats = strings.Split(formats, ",")
-	// SOURCE_DATE_EPOCH, the reproducible-builds convention, fixes the
-	// packages' dates; without it they are the time of the build.
-	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
-		sec, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "package: SOURCE_DATE_EPOCH=%q: want seconds since 1970\n", s)
-			return 2
-		}
-		c.Date = time.Unix(sec, 0)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	built, err := Build(ctx, c)

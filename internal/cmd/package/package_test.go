@@ -24,6 +24,10 @@ const repoRoot = "../../.."
 // SOURCE_DATE_EPOCH gives.
 var date = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
+// testMaintainer names the maintainer of the packages the tests build,
+// which never leave the tests' temporary directories.
+const testMaintainer = "hostprov package tests <package-tests@hostprov.dev>"
+
 // need ends the test unless each tool is on PATH and the test runs as root
 // (dpkg and rpm install into a root directory with root's ownership).
 func need(t *testing.T, tools ...string) {
@@ -60,7 +64,7 @@ func build(t *testing.T, version string, arches, formats []string) map[string]st
 	defer cancel()
 	out := t.TempDir()
 	paths, err := Build(ctx, Config{Root: repoRoot, Version: version, Out: out,
-		Arches: arches, Formats: formats, Maintainer: defaultMaintainer, Date: date})
+		Arches: arches, Formats: formats, Maintainer: testMaintainer, Date: date})
 	if err != nil {
 		t.Fatalf("Build: %v", err)
 	}
@@ -193,9 +197,12 @@ func TestPackages(t *testing.T) {
 				t.Errorf("%s depends on %q; a static binary needs nothing", filepath.Base(p), got)
 			}
 		}
+		if got := strings.TrimSpace(runCmd(t, "dpkg-deb", "-f", deb, "Maintainer")); got != testMaintainer {
+			t.Errorf("Maintainer: %q, want %q", got, testMaintainer)
+		}
 		conffiles := runCmd(t, "sh", "-c", "dpkg-deb --ctrl-tarfile \"$1\" | tar -xO ./conffiles", "sh", deb)
-		if conffiles != "/etc/hostprov/hooks.d/README\n" {
-			t.Errorf("conffiles = %q, want the hooks.d README alone", conffiles)
+		if conffiles != "/etc/default/hostprov\n/etc/hostprov/hooks.d/README\n" && conffiles != "/etc/hostprov/hooks.d/README\n/etc/default/hostprov\n" {
+			t.Errorf("conffiles = %q, want /etc/default/hostprov and the hooks.d README", conffiles)
 		}
 	})
 
@@ -214,6 +221,7 @@ func TestPackages(t *testing.T) {
 			"/usr/lib/systemd/system-preset/80-hostprov.preset":  "-rw-r--r-- root/root",
 			"/etc/hostprov/hooks.d/":                             "drwxr-xr-x root/root",
 			"/etc/hostprov/hooks.d/README":                       "-rw-r--r-- root/root",
+			"/etc/default/hostprov":                              "-rw-r--r-- root/root",
 			"/usr/share/bash-completion/completions/hostprov":    "-rw-r--r-- root/root",
 			"/usr/share/zsh/vendor-completions/_hostprov":        "-rw-r--r-- root/root",
 			"/usr/share/fish/vendor_completions.d/hostprov.fish": "-rw-r--r-- root/root",
@@ -221,6 +229,23 @@ func TestPackages(t *testing.T) {
 			"/usr/share/doc/hostprov/changelog.gz":               "-rw-r--r-- root/root",
 			"/usr/share/doc/hostprov/README.md.gz":               "-rw-r--r-- root/root",
 			"/usr/share/doc/hostprov/SECURITY.md.gz":             "-rw-r--r-- root/root",
+		}
+		// Every file of the repository's examples but their Go tests.
+		examples, _ := filepath.Glob(filepath.Join(repoRoot, "examples", "*", "*"))
+		n := 0
+		for _, e := range examples {
+			if !strings.HasSuffix(e, ".go") {
+				wantFiles[docDir+"/examples/"+filepath.Base(filepath.Dir(e))+"/"+filepath.Base(e)] = "-rw-r--r-- root/root"
+				n++
+			}
+		}
+		if n < 10 || wantFiles[docDir+"/examples/swap/hostprov.yaml"] == "" {
+			t.Errorf("only %d example files found", n)
+		}
+		for path := range modes {
+			if strings.HasSuffix(path, ".go") {
+				t.Errorf("the package has Go source %s", path)
+			}
 		}
 		// A man page for every command a user can run.
 		for _, p := range manPages(cli.Command(), v, date) {
@@ -237,6 +262,25 @@ func TestPackages(t *testing.T) {
 			} else if got != mode {
 				t.Errorf("dpkg-deb -c: %s is %s, want %s", path, got, mode)
 			}
+		}
+	})
+
+	t.Run("copyright", func(t *testing.T) {
+		// Debian's machine-readable format, with the Apache License
+		// 2.0 of the repository's LICENSE.
+		dir := t.TempDir()
+		runCmd(t, "dpkg-deb", "-x", deb, dir)
+		got := readFile(t, filepath.Join(dir, docDir, "copyright"))
+		for _, want := range []string{
+			"Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n",
+			"\nFiles: *\n", "\nLicense: Apache-2.0\n", "/usr/share/common-licenses/Apache-2.0",
+		} {
+			if !strings.Contains(got, want) {
+				t.Errorf("copyright lacks %q:\n%s", want, got)
+			}
+		}
+		if license := readFile(t, filepath.Join(repoRoot, "LICENSE")); !strings.Contains(license, "Apache License\n                           Version 2.0, January 2004") {
+			t.Errorf("LICENSE is not the Apache License 2.0")
 		}
 	})
 
@@ -273,10 +317,12 @@ func TestPackages(t *testing.T) {
 		sdtool.CopyStandardUnits(t, dir)
 		sdtool.VerifyRoot(t, dir, units...)
 		// The watch and the boot service run exactly the command the brief
-		// of hooks.d promises.
+		// of hooks.d promises, with the flags of /etc/default/hostprov.
 		for _, u := range []string{"hostprov-apply.service", "hostprov-reapply.service"} {
-			if !strings.Contains(readFile(t, filepath.Join(dir, unitDir, u)), "\nExecStart=/usr/bin/hostprov apply -d /etc/hostprov/hooks.d\n") {
-				t.Errorf("%s does not run hostprov apply -d /etc/hostprov/hooks.d", u)
+			text := readFile(t, filepath.Join(dir, unitDir, u))
+			if !strings.Contains(text, "\nExecStart=/usr/bin/hostprov apply -d /etc/hostprov/hooks.d $HOSTPROV_APPLY_FLAGS\n") ||
+				!strings.Contains(text, "\nEnvironmentFile=-/etc/default/hostprov\n") {
+				t.Errorf("%s does not run hostprov apply -d /etc/hostprov/hooks.d with the flags of /etc/default/hostprov", u)
 			}
 		}
 	})
@@ -287,6 +333,10 @@ func TestPackages(t *testing.T) {
 		out := runCmd(t, filepath.Join(root, "usr/bin/hostprov"), "version")
 		if !strings.HasPrefix(out, "hostprov "+v+" ") && out != "hostprov "+v+"\n" {
 			t.Errorf("hostprov version = %q, want the stamped %s", out, v)
+		}
+		// The examples, as installed, are valid specs.
+		for _, ex := range []string{"swap", "iscsi", "node-metrics"} {
+			runCmd(t, filepath.Join(root, "usr/bin/hostprov"), "validate", "-f", filepath.Join(root, docDir, "examples", ex, "hostprov.yaml"))
 		}
 		// The postinst enabled both units through systemctl preset.
 		for _, u := range []string{"hostprov-apply.path", "hostprov-apply.service"} {
@@ -411,8 +461,19 @@ func TestPackages(t *testing.T) {
 			}
 		}
 		rpmFile := pkgs["hostprov-"+v+".x86_64.rpm"]
-		if got := runCmd(t, "rpm", "-qpc", rpmFile); got != "/etc/hostprov/hooks.d/README\n" {
-			t.Errorf("rpm -qpc = %q, want the hooks.d README alone", got)
+		// The license, as RPM distributions ship it: the tag, and the
+		// text as a %license file.
+		if got := runCmd(t, "rpm", "-qp", "--queryformat", "%{LICENSE}", rpmFile); got != "Apache-2.0" {
+			t.Errorf("rpm License: %q, want Apache-2.0", got)
+		}
+		if got := runCmd(t, "rpm", "-qpL", rpmFile); got != "/usr/share/licenses/hostprov/LICENSE\n" {
+			t.Errorf("rpm -qpL = %q, want the LICENSE file", got)
+		}
+		if got := runCmd(t, "rpm", "-qp", "--queryformat", "%{PACKAGER}", rpmFile); got != testMaintainer {
+			t.Errorf("rpm Packager: %q, want %q", got, testMaintainer)
+		}
+		if got := runCmd(t, "rpm", "-qpc", rpmFile); got != "/etc/default/hostprov\n/etc/hostprov/hooks.d/README\n" {
+			t.Errorf("rpm -qpc = %q, want /etc/default/hostprov and the hooks.d README", got)
 		}
 		root := t.TempDir()
 		runCmd(t, "rpm", "--root="+root, "--initdb")
@@ -493,5 +554,87 @@ func TestReadVersion(t *testing.T) {
 	_, err := Build(context.Background(), Config{Root: repoRoot, Version: "v1.2.3", Out: t.TempDir()})
 	if err == nil || !strings.Contains(err.Error(), `version "v1.2.3"`) {
 		t.Errorf("Build with version v1.2.3: %v, want a refusal", err)
+	}
+}
+
+// TestReproducible builds the amd64 packages twice, seconds apart, with no
+// date given, as make package does: they are the same bytes, dated the
+// commit's date (or SOURCE_DATE_EPOCH's), never the clock's.
+func TestReproducible(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds hostprov twice; skipped with -short")
+	}
+	need(t, "go", "git", "dpkg-deb")
+	commit, err := SourceDate(repoRoot)
+	if err != nil {
+		t.Skipf("no commit date: %v", err)
+	}
+	buildAt := func(epoch string) map[string][]byte {
+		t.Helper()
+		t.Setenv("SOURCE_DATE_EPOCH", epoch)
+		out := t.TempDir()
+		paths, err := Build(context.Background(), Config{Root: repoRoot, Version: "0.0.1", Out: out,
+			Arches: []string{"amd64"}, Formats: []string{"deb", "rpm"}, Maintainer: testMaintainer})
+		if err != nil {
+			t.Fatalf("Build: %v", err)
+		}
+		got := map[string][]byte{}
+		for _, p := range paths {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[filepath.Base(p)] = b
+		}
+		return got
+	}
+	first := buildAt("")
+	// The clock moves on by more than the packages' one-second dates.
+	time.Sleep(1100 * time.Millisecond)
+	second := buildAt("")
+	if len(first) != 2 {
+		t.Fatalf("built %d packages, want 2", len(first))
+	}
+	for name, b := range first {
+		if !bytes.Equal(b, second[name]) {
+			t.Errorf("%s differs between two builds of one commit", name)
+		}
+	}
+	// The .deb's files and changelog carry the commit's date.
+	deb := filepath.Join(t.TempDir(), "hostprov.deb")
+	if err := os.WriteFile(deb, first["hostprov_0.0.1_amd64.deb"], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	contents := runCmd(t, "dpkg-deb", "-c", deb)
+	if want := commit.Format("2006-01-02 15:04"); !strings.Contains(contents, " "+want+" ./usr/bin/hostprov\n") {
+		t.Errorf("/usr/bin/hostprov is not dated %s, the commit's date:\n%s", want, contents)
+	}
+	// SOURCE_DATE_EPOCH, when set, is the date instead.
+	epoch := buildAt("1700000000")
+	if err := os.WriteFile(deb, epoch["hostprov_0.0.1_amd64.deb"], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if want := time.Unix(1700000000, 0).UTC().Format("2006-01-02 15:04"); !strings.Contains(runCmd(t, "dpkg-deb", "-c", deb), " "+want+" ./usr/bin/hostprov\n") {
+		t.Errorf("with SOURCE_DATE_EPOCH=1700000000, /usr/bin/hostprov is not dated %s", want)
+	}
+}
+
+// TestCheckMaintainer: the packages name someone who can be reached.
+func TestCheckMaintainer(t *testing.T) {
+	for _, ok := range []string{testMaintainer, "Jane Doe <jane@example.co.uk>", "ACME Ops <ops@acme.dev>"} {
+		if err := CheckMaintainer(ok); err != nil {
+			t.Errorf("CheckMaintainer(%q): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "jane@acme.dev", "Jane <jane@acme.dev", "<jane@acme.dev>", "Jane <jane>", "Jane <@acme.dev>",
+		"hostprov maintainers <maintainers@hostprov.invalid>", "Jane <jane@example.com>", "Jane <jane@ci.example.org>",
+		"Jane <jane@host.test>", "Jane <jane@box.localhost>", "Jane <jane@box.local>", "Jane <jane@acme.EXAMPLE>"} {
+		if err := CheckMaintainer(bad); err == nil {
+			t.Errorf("CheckMaintainer(%q) accepted it", bad)
+		}
+	}
+	_, err := Build(context.Background(), Config{Root: repoRoot, Out: t.TempDir(), Date: date})
+	if err == nil || !strings.Contains(err.Error(), "MAINTAINER=") {
+		t.Errorf("Build without a maintainer: %v, want a refusal that says what to give", err)
 	}
 }

@@ -114,3 +114,28 @@ func TestHandlerUpdateUnchangedHooks(t *testing.T) {
 		t.Errorf("delete refused: %+v", resp.Result)
 	}
 }
+
+// The files, directories, links, users and groups of a HostHooks are
+// checked as a hook spec's: a valid one is allowed, and a problem is
+// refused at its field.
+func TestHandlerStorage(t *testing.T) {
+	conf := "listen = 9100\n"
+	good := hostHooks("metrics", v1alpha1.Hook{Name: "metrics", Exec: []string{"/bin/true"},
+		Files:       []v1alpha1.File{{Path: "/etc/metrics.conf", Contents: &conf, Mode: "0640", Group: "metrics"}},
+		Directories: []v1alpha1.Directory{{Path: "/var/lib/metrics"}},
+		Links:       []v1alpha1.Link{{Path: "/etc/metrics.link", Target: "metrics.conf"}},
+		Users:       []v1alpha1.User{{Name: "metrics", System: true}},
+		Groups:      []v1alpha1.Group{{Name: "metrics", System: true}}})
+	if code, resp := review(t, admissionv1.Create, good, nil); code != http.StatusOK || !resp.Allowed {
+		t.Errorf("a valid HostHooks with files and accounts: HTTP %d, %+v", code, resp.Result)
+	}
+	bad := good.DeepCopy()
+	bad.Spec.Hooks[0].Files[0].Mode = "640"
+	code, resp := review(t, admissionv1.Create, bad, nil)
+	if code != http.StatusOK || resp.Allowed {
+		t.Fatalf("mode 640: HTTP %d, allowed %v", code, resp.Allowed)
+	}
+	if s := resp.Result; s == nil || s.Details == nil || len(s.Details.Causes) != 1 || s.Details.Causes[0].Field != "spec.hooks[0].files[0].mode" {
+		t.Errorf("mode 640: %+v; want one cause at spec.hooks[0].files[0].mode", s)
+	}
+}

@@ -169,15 +169,25 @@ func (n *node) decide(v *view, st *apply.State) ([]apply.SpecSet, map[string]*ou
 			sets = append(sets, b.set)
 		}
 	}
-	seen := map[string]bool{}
+	// A set of the state is the agent's to prune when its HostHooks no
+	// longer keeps it: by its units, and by its files, directories, links
+	// and accounts' sysusers.d file, which a set may have without a unit.
+	var owned []string
 	for _, u := range st.Units {
-		name := v1alpha1.HostHooksOfSet(u.Set)
+		owned = append(owned, u.Set)
+	}
+	for _, p := range st.Paths {
+		owned = append(owned, p.Set)
+	}
+	seen := map[string]bool{}
+	for _, set := range owned {
+		name := v1alpha1.HostHooksOfSet(set)
 		if name == "" || keep[name] || seen[name] {
 			continue
 		}
 		seen[name] = true
 		out[name] = &outcome{action: prune}
-		sets = append(sets, apply.SpecSet{Name: u.Set})
+		sets = append(sets, apply.SpecSet{Name: set})
 	}
 	for name := range v.hostHooks {
 		if out[name] == nil {
@@ -326,7 +336,13 @@ func (n *node) applySets(ctx context.Context, sd apply.Systemd, sets []apply.Spe
 		owners := ownerOf(sets, st)
 		drop := map[string][]string{}
 		for _, c := range p.Conflicts {
-			drop[owners[c.Unit]] = append(drop[owners[c.Unit]], c.String())
+			owner := owners[c.Unit]
+			if owner == "" {
+				// A file, directory, link or sysusers.d file: its
+				// Unit names the hook, its Path the set.
+				owner = pathOwner(sets, c.Path)
+			}
+			drop[owner] = append(drop[owner], c.String())
 		}
 		if msgs, ok := drop[""]; ok {
 			// A conflict of no set's: nothing can be applied.
@@ -438,6 +454,22 @@ func ownerOf(sets []apply.SpecSet, st *apply.State) map[string]string {
 		}
 	}
 	return m
+}
+
+// pathOwner is the set among sets that places path (a file, directory or
+// link of its hooks, or the sysusers.d file of its accounts), or "".
+func pathOwner(sets []apply.SpecSet, path string) string {
+	for _, s := range sets {
+		if len(s.Accounts) > 0 && apply.SysusersConfig(s.Name) == path {
+			return s.Name
+		}
+		for _, p := range s.Paths {
+			if p.Path == path {
+				return s.Name
+			}
+		}
+	}
+	return ""
 }
 
 // unitOfInstance is the template of an instance ("a@b.service" is of

@@ -387,3 +387,92 @@ func TestStatusPruneNotDone(t *testing.T) {
 		t.Errorf("appliedAt %v: nothing happened to the set", st.AppliedAt)
 	}
 }
+
+// The files, directories and links of a HostHooks are placed on the node
+// with its units, owned by its set, and removed with them when the
+// HostHooks is gone, also when its hooks have nothing but files.
+func TestStorageAppliedAndPruned(t *testing.T) {
+	f := newFakeNode(t)
+	conf := "listen = 9100\n"
+	withUnit := hostHooks("metrics", nil, v1alpha1.Hook{
+		Name:        "metrics",
+		Exec:        []string{"/bin/sleep", "infinity"},
+		Files:       []v1alpha1.File{{Path: "/etc/metrics/collect.conf", Contents: &conf, Mode: "0640"}},
+		Directories: []v1alpha1.Directory{{Path: "/var/lib/metrics", Mode: "0750"}},
+		Links:       []v1alpha1.Link{{Path: "/etc/metrics/current", Target: "collect.conf"}},
+	})
+	motd := "managed by hostprov\n"
+	filesOnly := hostHooks("motd", nil, v1alpha1.Hook{Name: "motd", Files: []v1alpha1.File{{Path: "/etc/motd.d/hostprov", Contents: &motd}}})
+	all := []*v1alpha1.HostHooks{withUnit, filesOnly}
+	nhs := []*v1alpha1.NodeHooks{nodeHooks(withUnit, true), nodeHooks(filesOnly, true)}
+	got := f.sync(f.view(labels.Set{}, all, nhs))
+	for _, name := range []string{"metrics", "motd"} {
+		if st := got[name]; st.Phase != v1alpha1.NodeSucceeded || st.Message != "" {
+			t.Errorf("%s: %+v; want Succeeded", name, st)
+		}
+	}
+	root := f.n.opts.Root
+	if b, err := os.ReadFile(filepath.Join(root, "etc/metrics/collect.conf")); err != nil || string(b) != conf {
+		t.Errorf("collect.conf: %q, %v; want %q", b, err, conf)
+	} else if fi, _ := os.Stat(filepath.Join(root, "etc/metrics/collect.conf")); fi.Mode().Perm() != 0o640 {
+		t.Errorf("collect.conf has mode %v, want 0640", fi.Mode().Perm())
+	}
+	if fi, err := os.Stat(filepath.Join(root, "var/lib/metrics")); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o750 {
+		t.Errorf("/var/lib/metrics: %v, %v; want a directory of mode 0750", fi, err)
+	}
+	if target, err := os.Readlink(filepath.Join(root, "etc/metrics/current")); err != nil || target != "collect.conf" {
+		t.Errorf("/etc/metrics/current -> %q, %v; want collect.conf", target, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "etc/motd.d/hostprov")); err != nil || string(b) != motd {
+		t.Errorf("motd: %q, %v", b, err)
+	}
+	sets := map[string]string{}
+	for _, p := range f.state().Paths {
+		sets[p.Path] = p.Set
+	}
+	if sets["/etc/metrics/collect.conf"] != "hosthooks.metrics" || sets["/etc/motd.d/hostprov"] != "hosthooks.motd" {
+		t.Errorf("owners of the paths in the state: %q", sets)
+	}
+
+	// Both HostHooks are deleted: everything they placed goes.
+	f.sync(f.view(labels.Set{}, nil, nil))
+	for _, p := range []string{"etc/metrics/collect.conf", "etc/metrics/current", "var/lib/metrics", "etc/motd.d/hostprov"} {
+		if _, err := os.Lstat(filepath.Join(root, p)); !os.IsNotExist(err) {
+			t.Errorf("/%s is still on the node (%v)", p, err)
+		}
+	}
+	if ps := f.state().Paths; len(ps) != 0 {
+		t.Errorf("the state still has paths: %+v", ps)
+	}
+}
+
+// A file of a HostHooks that clashes with one on the node (not written by
+// hostprov, and no overwrite) fails that HostHooks alone: the others are
+// applied, as with a unit that clashes.
+func TestFileConflictKeepsOnlyItsSet(t *testing.T) {
+	f := newFakeNode(t)
+	writeNodeFile(t, filepath.Join(f.n.opts.Root, "etc/motd"), "the image's\n")
+	motd := "managed by hostprov\n"
+	clash := hostHooks("clash", nil, v1alpha1.Hook{Name: "motd", Files: []v1alpha1.File{{Path: "/etc/motd", Contents: &motd}}})
+	fine := hostHooks("fine", nil, service("fine-svc"))
+	got := f.sync(f.view(labels.Set{}, []*v1alpha1.HostHooks{clash, fine}, []*v1alpha1.NodeHooks{nodeHooks(clash, true), nodeHooks(fine, true)}))
+	if st := got["clash"]; st.Phase != v1alpha1.NodeFailed || !strings.Contains(st.Message, "/etc/motd") {
+		t.Errorf("clash: %+v; want Failed with the conflict at /etc/motd", st)
+	}
+	if st := got["fine"]; st.Phase != v1alpha1.NodeSucceeded {
+		t.Errorf("fine: %+v; want Succeeded", st)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.n.opts.Root, "etc/motd")); string(b) != "the image's\n" {
+		t.Errorf("/etc/motd is %q: the node's file was replaced", b)
+	}
+}
+
+func writeNodeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

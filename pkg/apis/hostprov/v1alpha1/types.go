@@ -39,8 +39,9 @@ type HostHooksSpec struct {
 	// Rollout says how fast a change of hooks reaches the nodes.
 	// +optional
 	Rollout Rollout `json:"rollout,omitempty"`
-	// Hooks is exactly a hook spec's hooks list: the same fields, checked
-	// by the same validation (at admission), rendered to the same units.
+	// Hooks is exactly a hook spec's hooks list: the same fields (but a
+	// file's local:, as File says), checked by the same validation (at
+	// admission), rendered to the same units, files and accounts.
 	// +kubebuilder:validation:MinItems=1
 	// +listType=atomic
 	Hooks []Hook `json:"hooks"`
@@ -129,6 +130,102 @@ type Hook struct {
 	Directives map[string][]string `json:"directives,omitempty"`
 	// +listType=atomic
 	Dropins []Dropin `json:"dropins,omitempty"`
+
+	// Files, Directories and Links are what the hook needs on the node
+	// besides its unit, placed before the unit starts; Users and Groups
+	// the accounts it needs, created through systemd-sysusers. The agent
+	// owns, prunes and drift-checks them as `hostprov apply` does.
+	// +listType=atomic
+	Files []File `json:"files,omitempty"`
+	// +listType=atomic
+	Directories []Directory `json:"directories,omitempty"`
+	// +listType=atomic
+	Links []Link `json:"links,omitempty"`
+	// +listType=atomic
+	Users []User `json:"users,omitempty"`
+	// +listType=atomic
+	Groups []Group `json:"groups,omitempty"`
+}
+
+// File is a file a hook needs on the node: exactly one of contents and
+// source gives its bytes. A hook spec's local: (a file beside the spec) has
+// no counterpart: a HostHooks has no directory beside it, so its files are
+// inline or fetched.
+type File struct {
+	// +kubebuilder:validation:MinLength=1
+	Path string `json:"path"`
+	// Contents is the file's text; unset is not an empty file (write "").
+	// +optional
+	Contents *string `json:"contents,omitempty"`
+	// Source is an https:// or s3:// URL to fetch the file from; it needs
+	// verification.hash.
+	Source string `json:"source,omitempty"`
+	// +optional
+	Verification *Verification `json:"verification,omitempty"`
+	// Mode is the permission bits in octal, as a string: "0644" (the
+	// default) or "0o644". A number would be read in decimal.
+	// +kubebuilder:validation:Pattern=`^0o?[0-7]+$`
+	Mode string `json:"mode,omitempty"`
+	// User and Group own the file: a name or a decimal id; empty is root.
+	User      string `json:"user,omitempty"`
+	Group     string `json:"group,omitempty"`
+	Overwrite bool   `json:"overwrite,omitempty"`
+}
+
+// Verification is the digest a fetched file must have.
+type Verification struct {
+	// Hash is "sha256-HEX" or "sha512-HEX".
+	// +kubebuilder:validation:MinLength=1
+	Hash string `json:"hash"`
+}
+
+// Directory is a directory a hook needs on the node.
+type Directory struct {
+	// +kubebuilder:validation:MinLength=1
+	Path string `json:"path"`
+	// Mode is the permission bits in octal, as a string; default "0755".
+	// +kubebuilder:validation:Pattern=`^0o?[0-7]+$`
+	Mode  string `json:"mode,omitempty"`
+	User  string `json:"user,omitempty"`
+	Group string `json:"group,omitempty"`
+}
+
+// Link is a symbolic (or, with hard, a hard) link a hook needs on the node.
+type Link struct {
+	// +kubebuilder:validation:MinLength=1
+	Path string `json:"path"`
+	// +kubebuilder:validation:MinLength=1
+	Target string `json:"target"`
+	Hard   bool   `json:"hard,omitempty"`
+}
+
+// User is an account a hook needs, created when the node lacks it.
+type User struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// UID unset lets the node pick one.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=4294967294
+	UID    *int64 `json:"uid,omitempty"`
+	System bool   `json:"system,omitempty"`
+	Home   string `json:"home,omitempty"`
+	Shell  string `json:"shell,omitempty"`
+	// Groups are the user's supplementary groups.
+	// +listType=atomic
+	Groups []string `json:"groups,omitempty"`
+}
+
+// Group is a group a hook needs, created when the node lacks it.
+type Group struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// GID unset lets the node pick one.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=4294967294
+	GID    *int64 `json:"gid,omitempty"`
+	System bool   `json:"system,omitempty"`
 }
 
 // Step is one command of a command hook: exactly one of run and sh.
