@@ -24,7 +24,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -44,6 +43,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/internal/testbin"
 )
 
 // Cluster is a running etcd and kube-apiserver. Its methods may be called
@@ -243,7 +243,7 @@ func (c *Cluster) ready(certFile string) error {
 // Without it, the test skips (fails under CI=true) saying why.
 func binary(t testing.TB, name, missing string) string {
 	t.Helper()
-	if root, err := moduleRoot(); err == nil {
+	if root, err := testbin.ModuleRoot(); err == nil {
 		p := filepath.Join(root, "bin", "tools", name)
 		if _, err := os.Stat(p); err == nil {
 			return p
@@ -254,25 +254,6 @@ func binary(t testing.TB, name, missing string) string {
 	}
 	sdtool.Unavailable(t, "%s", missing)
 	return ""
-}
-
-// moduleRoot is the directory of the go.mod above the working directory,
-// which go test makes the package's directory.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }
 
 // freePorts are n distinct ports of 127.0.0.1 that were free a moment

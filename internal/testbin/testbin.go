@@ -74,7 +74,7 @@ func Hostprov(t testing.TB, tags ...string) string {
 	if err != nil {
 		sdtool.Unavailable(t, "the go command is needed to build %s for this test: %v", name, err)
 	}
-	root, err := moduleRoot()
+	root, err := ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,9 +126,9 @@ func args(out string, tags ...string) []string {
 	return []string{"build", "-trimpath", "-tags", strings.Join(tags, ","), "-o", out, "./cmd/hostprov"}
 }
 
-// moduleRoot is the nearest directory above the working directory (a
+// ModuleRoot is the nearest directory above the working directory (a
 // package's, under go test) that holds go.mod.
-func moduleRoot() (string, error) {
+func ModuleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
