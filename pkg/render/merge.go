@@ -543,23 +543,47 @@ func ValidateIgnition(version string, data []byte) hooks.Diagnostics {
 	return diags
 }
 
+// configLists decodes the lists of one section of an Ignition config
+// (storage: files, directories, links; passwd: users, groups), of
+// hostprov's config as JSON (own) and of a user's as decoded (cfg), to
+// compare their entries field by field.
+func configLists(own []byte, cfg any, section string) (ours, theirs map[string][]map[string]any, err error) {
+	if ours, err = sectionLists(own, section); err != nil {
+		return nil, nil, err
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if theirs, err = sectionLists(b, section); err != nil {
+		return nil, nil, err
+	}
+	return ours, theirs, nil
+}
+
+// sectionLists decodes the lists of one section of an Ignition config
+// given as JSON.
+func sectionLists(config []byte, section string) (map[string][]map[string]any, error) {
+	var c map[string]json.RawMessage
+	if err := json.Unmarshal(config, &c); err != nil {
+		return nil, err
+	}
+	var lists map[string][]map[string]any
+	if raw, ok := c[section]; ok {
+		if err := json.Unmarshal(raw, &lists); err != nil {
+			return nil, err
+		}
+	}
+	return lists, nil
+}
+
 // checkStorageClashes reports each path that hostprov's config (own) and
 // a user's config both have in storage, with entries that differ (or of
 // another kind: a directory where the spec has a file), at the user's
 // entry and, when st has it, at the spec's.
 func checkStorageClashes(own []byte, cfg any, f MergeFile, st Storage, us []Unit) (hooks.Diagnostics, error) {
-	type storage struct {
-		Storage map[string][]map[string]any `json:"storage"`
-	}
-	var ours, theirs storage
-	if err := json.Unmarshal(own, &ours); err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(cfg)
+	ours, theirs, err := configLists(own, cfg, "storage")
 	if err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(b, &theirs); err != nil {
 		return nil, err
 	}
 	var diags hooks.Diagnostics
@@ -567,14 +591,14 @@ func checkStorageClashes(own []byte, cfg any, f MergeFile, st Storage, us []Unit
 	// byPath is hostprov's entry at each path, and kindOf its kind.
 	byPath, kindOf := map[string]map[string]any{}, map[string]string{}
 	for _, kind := range kinds {
-		for _, e := range ours.Storage[kind] {
+		for _, e := range ours[kind] {
 			if p, ok := e["path"].(string); ok {
 				byPath[p], kindOf[p] = e, kind
 			}
 		}
 	}
 	for _, kind := range kinds {
-		for i, e := range theirs.Storage[kind] {
+		for i, e := range theirs[kind] {
 			p, _ := e["path"].(string)
 			o, ok := byPath[p]
 			if !ok {

@@ -54,18 +54,8 @@ func accountClash(pos hooks.Position, path, kind, name, place, other string, fie
 // a field both set to other values. st and us say where the spec makes
 // them.
 func checkAccountClashes(own []byte, cfg any, f MergeFile, st Storage, us []Unit) (hooks.Diagnostics, error) {
-	type passwd struct {
-		Passwd map[string][]map[string]any `json:"passwd"`
-	}
-	var ours, theirs passwd
-	if err := json.Unmarshal(own, &ours); err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(cfg)
+	ours, theirs, err := configLists(own, cfg, "passwd")
 	if err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(b, &theirs); err != nil {
 		return nil, err
 	}
 	isJSON := bytes.HasPrefix(bytes.TrimLeft(f.Data, " \t\r\n"), []byte("{"))
@@ -76,12 +66,12 @@ func checkAccountClashes(own []byte, cfg any, f MergeFile, st Storage, us []Unit
 	for _, list := range []string{"users", "groups"} {
 		kind := strings.TrimSuffix(list, "s")
 		byName := map[string]map[string]any{}
-		for _, e := range ours.Passwd[list] {
+		for _, e := range ours[list] {
 			if n, ok := e["name"].(string); ok {
 				byName[n] = e
 			}
 		}
-		for i, e := range theirs.Passwd[list] {
+		for i, e := range theirs[list] {
 			name, _ := e["name"].(string)
 			o, ok := byName[name]
 			if !ok {
