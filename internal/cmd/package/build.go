@@ -38,7 +38,9 @@ const (
 	// licenseDir is where RPM distributions keep a package's %license
 	// files.
 	licenseDir = "/usr/share/licenses/hostprov"
-	manDir     = "/usr/share/man/man1"
+	// manDir is where the man pages go: man1 for the commands, man5 for
+	// the hook spec's format.
+	manDir = "/usr/share/man/man"
 )
 
 // units are the unit files of packaging/systemd, and preset the preset
@@ -220,7 +222,15 @@ func stageShared(c Config, stage string) error {
 			return err
 		}
 	}
-	for _, p := range manPages(cli.Command(), c.Version, c.Date) {
+	readme, err := os.ReadFile(filepath.Join(c.Root, "README.md"))
+	if err != nil {
+		return err
+	}
+	spec, err := specManPage(readme, c.Version, c.Date)
+	if err != nil {
+		return err
+	}
+	for _, p := range append(manPages(cli.Command(), c.Version, c.Date), spec) {
 		if err := writeGzip(filepath.Join(stage, "man", p.name+".gz"), p.roff, c.Date); err != nil {
 			return err
 		}
@@ -390,9 +400,11 @@ func packageInfo(c Config, stage, arch, bin, format string) *nfpm.Info {
 		rel, _ := filepath.Rel(filepath.Join(c.Root, "examples"), e)
 		contents = append(contents, file(e, examplesDir+"/"+filepath.ToSlash(rel), 0o644))
 	}
-	mans, _ := filepath.Glob(filepath.Join(stage, "man", "*.1.gz"))
-	for _, m := range mans {
-		contents = append(contents, file(m, manDir+"/"+filepath.Base(m), 0o644))
+	for _, section := range []string{"1", "5"} {
+		mans, _ := filepath.Glob(filepath.Join(stage, "man", "*."+section+".gz"))
+		for _, m := range mans {
+			contents = append(contents, file(m, manDir+section+"/"+filepath.Base(m), 0o644))
+		}
 	}
 
 	info := &nfpm.Info{
@@ -419,6 +431,12 @@ func packageInfo(c Config, stage, arch, bin, format string) *nfpm.Info {
 		MTime: c.Date,
 	}
 	info.Contents = contents
+	// Recommends, not Depends: the binary is static, and render, validate
+	// and apply --root on an image need no systemd on the machine that
+	// runs them; applying on a node talks to its systemd and makes
+	// accounts with its systemd-sysusers, which a node has. apt and dnf
+	// install a recommended package by default.
+	info.Recommends = []string{"systemd"}
 	info.Umask = 0o022
 	switch format {
 	case "deb":

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -72,5 +74,73 @@ func TestManRoff(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("page lacks\n%s\ngot:\n%s", want, got)
 		}
+	}
+}
+
+// TestSpecManPage writes hostprov-hooks(5) from the repository's README,
+// formats it with groff as strictly as TestManPages does, and checks that
+// the spec's reference made it there: every field of the README's table a
+// tagged entry, the example kept line for line.
+func TestSpecManPage(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := specManPage(readme, "0.1.0", date)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.name != "hostprov-hooks.5" {
+		t.Errorf("page named %s", p.name)
+	}
+	page := string(p.roff)
+	for _, want := range []string{
+		`.TH "HOSTPROV\-HOOKS" 5 "2026\-12\-01" "hostprov 0.1.0" "hostprov manual"` + "\n",
+		".SS \"Fields\"\n",
+		".TP\n\\fB\\fBuseRawName\\fR\\fR (bool)\nkeep \\fBname\\fR exactly as written;",
+		".nf\napiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n\\- name: create\\-swapfile            # becomes create\\-swapfile.service\n",
+		".SS \"Command hooks\"\n",
+		".BR systemd.unit (5)\n",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks\n%s", want)
+		}
+	}
+	if strings.Contains(page, "## ") || strings.Contains(page, "```") || strings.Contains(page, "|---") {
+		t.Errorf("Markdown left in the page:\n%s", page)
+	}
+	if _, err := exec.LookPath("groff"); err != nil {
+		sdtool.Unavailable(t, "groff not found (Debian package groff-base)")
+	}
+	cmd := exec.Command("groff", "-man", "-ww", "-z", "-Tutf8")
+	cmd.Stdin = strings.NewReader(page)
+	if out, err := cmd.CombinedOutput(); err != nil || len(out) != 0 {
+		t.Errorf("groff: %v\n%s", err, out)
+	}
+}
+
+// TestMarkdownRoff: each kind of Markdown the README's spec section uses,
+// and what roff would misread in it.
+func TestMarkdownRoff(t *testing.T) {
+	md := "intro with `code`, **bold**, *em* and a [link](#there)\n" +
+		".starts with a period\n\n" +
+		"### A heading\n\n" +
+		"| field | type | meaning |\n|---|---|---|\n| `a` | bool | first → second |\n| `b` | string | |\n\n" +
+		"- one item\n  continued\n- two\n\n" +
+		"1. first\n\n" +
+		"```yaml\nkey: -value # \\ kept\n```\n" +
+		"after\n"
+	var b bytes.Buffer
+	markdownRoff(&b, md)
+	want := ".PP\nintro with \\fBcode\\fR, \\fBbold\\fR, \\fIem\\fR and a link\n\\&.starts with a period\n" +
+		`.SS "A heading"` + "\n" +
+		".TP\n\\fB\\fBa\\fR\\fR (bool)\nfirst \\[u2192] second\n" +
+		".TP\n\\fB\\fBb\\fR\\fR (string)\n\\(em\n" +
+		".IP \\(bu 2\none item\ncontinued\n.IP \\(bu 2\ntwo\n" +
+		".IP 1. 4\nfirst\n" +
+		".PP\n.RS 4\n.nf\nkey: \\-value # \\e kept\n.fi\n.RE\n" +
+		".PP\nafter\n"
+	if got := b.String(); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }

@@ -196,6 +196,9 @@ func TestPackages(t *testing.T) {
 			if got := strings.TrimSpace(runCmd(t, "dpkg-deb", "-f", p, "Depends")); got != "" {
 				t.Errorf("%s depends on %q; a static binary needs nothing", filepath.Base(p), got)
 			}
+			if got := strings.TrimSpace(runCmd(t, "dpkg-deb", "-f", p, "Recommends")); got != "systemd" {
+				t.Errorf("%s recommends %q, want systemd (apply and systemd-sysusers)", filepath.Base(p), got)
+			}
 		}
 		if got := strings.TrimSpace(runCmd(t, "dpkg-deb", "-f", deb, "Maintainer")); got != testMaintainer {
 			t.Errorf("Maintainer: %q, want %q", got, testMaintainer)
@@ -251,6 +254,8 @@ func TestPackages(t *testing.T) {
 		for _, p := range manPages(cli.Command(), v, date) {
 			wantFiles["/usr/share/man/man1/"+p.name+".gz"] = "-rw-r--r-- root/root"
 		}
+		// And one of the hook spec's format.
+		wantFiles["/usr/share/man/man5/hostprov-hooks.5.gz"] = "-rw-r--r-- root/root"
 		for _, cmd := range []string{"hostprov", "hostprov-apply", "hostprov-render", "hostprov-kops-set-hooks", "hostprov-completion-bash"} {
 			if _, ok := wantFiles["/usr/share/man/man1/"+cmd+".1.gz"]; !ok {
 				t.Errorf("no man page %s(1) among the generated ones", cmd)
@@ -471,6 +476,9 @@ func TestPackages(t *testing.T) {
 		}
 		if got := runCmd(t, "rpm", "-qp", "--queryformat", "%{PACKAGER}", rpmFile); got != testMaintainer {
 			t.Errorf("rpm Packager: %q, want %q", got, testMaintainer)
+		}
+		if got := strings.TrimSpace(runCmd(t, "rpm", "-qp", "--recommends", rpmFile)); got != "systemd" {
+			t.Errorf("rpm --recommends = %q, want systemd", got)
 		}
 		if got := runCmd(t, "rpm", "-qpc", rpmFile); got != "/etc/default/hostprov\n/etc/hostprov/hooks.d/README\n" {
 			t.Errorf("rpm -qpc = %q, want /etc/default/hostprov and the hooks.d README", got)
