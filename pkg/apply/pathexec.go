@@ -70,7 +70,7 @@ func (e *executor) fetchSources(ctx context.Context) error {
 		} else if err != nil {
 			err = fmt.Errorf("downloading %s: %w: check that the node can reach it", f.Source, err)
 		}
-		if ctx.Err() != nil {
+		if err != nil && ctx.Err() != nil {
 			return fmt.Errorf("%s (hook %s): %w; nothing was changed", f.Path, f.Hook, err)
 		}
 		if err != nil && (f.Hook == "" || e.p.replan == nil) {
