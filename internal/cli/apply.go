@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -73,6 +74,10 @@ func (f *nodeFlags) registerTimeout(c *cobra.Command) {
 		"how long to wait for each start, restart or stop job and for a daemon-reload (0: as long as systemd works on it)")
 }
 
+// fetchClient downloads the sources of files when set; nil is apply's
+// default client. Tests set it to trust their own server.
+var fetchClient *http.Client
+
 // options checks the flags and returns apply's options.
 func (f *nodeFlags) options() (apply.Options, error) {
 	if f.output != outputText && f.output != outputJSON {
@@ -84,7 +89,7 @@ func (f *nodeFlags) options() (apply.Options, error) {
 	if f.fetchWait < 0 {
 		return apply.Options{}, invalid("--fetch-wait %v: give a duration of 0 or more, such as 5m (0 tries each download once)", f.fetchWait)
 	}
-	o := apply.Options{UnitDir: f.unitDir, StateDir: f.stateDir, FetchWait: f.fetchWait}
+	o := apply.Options{UnitDir: f.unitDir, StateDir: f.stateDir, FetchWait: f.fetchWait, HTTPClient: fetchClient}
 	if f.fetchWait == 0 {
 		o.FetchWait = -1 // apply.Options: one try
 	}
@@ -791,12 +796,14 @@ func runApply(c *cobra.Command, nf *nodeFlags, opts apply.Options, noWait bool,
 // that could not be made is a matter of the image's files, and the other
 // units went on.
 func applyFailed(err error, events []apply.Event, logged, offline bool) string {
-	var ran, unfinished, refused, stopped []apply.Event
+	var ran, unfinished, refused, stopped, fetched []apply.Event
 	for _, ev := range events {
 		if ev.Action != apply.EvFailed {
 			continue
 		}
 		switch apply.ActionKind(ev.Op) {
+		case apply.OpDownload:
+			fetched = append(fetched, ev)
 		case apply.ActStart, apply.ActRestart, apply.ActTryRestart:
 			switch {
 			case errors.Is(ev.Err, sdbus.ErrJobFailed):
@@ -810,12 +817,15 @@ func applyFailed(err error, events []apply.Event, logged, offline bool) string {
 			stopped = append(stopped, ev)
 		}
 	}
-	if len(ran)+len(unfinished)+len(refused)+len(stopped) == 0 {
+	if len(ran)+len(unfinished)+len(refused)+len(stopped)+len(fetched) == 0 {
 		// Nothing in the log says it (files, the state, a conflict):
 		// the error is the whole message.
 		return err.Error()
 	}
 	var msgs []string
+	if len(fetched) > 0 {
+		msgs = append(msgs, apply.FetchFailure(fetched, logged))
+	}
 	say := func(evs []apply.Event, format string, args ...any) {
 		var b strings.Builder
 		fmt.Fprintf(&b, format, args...)

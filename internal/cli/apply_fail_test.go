@@ -3,6 +3,10 @@ package cli
 import (
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -88,6 +92,60 @@ func TestApplyFailurePrintedOnce(t *testing.T) {
 			for _, w := range tc.not {
 				if strings.Contains(e, w) {
 					t.Errorf("stderr has %q:\n%s", w, e)
+				}
+			}
+		})
+	}
+}
+
+// TestApplyFailedDownload: a file whose source cannot be downloaded fails
+// its hook, not the apply: the other hooks are applied, the failed hook's
+// unit and file are not, the action log names the hook and the error once,
+// and apply exits 1 with what to do.
+func TestApplyFailedDownload(t *testing.T) {
+	srv := httptest.NewTLSServer(http.NotFoundHandler())
+	defer srv.Close()
+	old := fetchClient
+	fetchClient = srv.Client()
+	defer func() { fetchClient = old }()
+	spec := filepath.Join(t.TempDir(), "hooks.yaml")
+	os.WriteFile(spec, []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n"+
+		"- name: fetcher\n  exec: [/usr/local/bin/tool]\n  files:\n    - path: /usr/local/bin/tool\n      source: "+srv.URL+"/tool\n"+
+		"      verification: {hash: sha256-"+strings.Repeat("ab", 32)+"}\n      mode: 0755\n"+
+		"- name: plain\n  exec: [/bin/true]\n"), 0o644)
+	for _, output := range []string{"text", "json"} {
+		t.Run(output, func(t *testing.T) {
+			root := t.TempDir()
+			var o, e strings.Builder
+			code := Run([]string{"apply", "--root", root, "-f", spec, "--fetch-wait", "0", "-o", output}, strings.NewReader(""), &o, &e)
+			if code != ExitFailure {
+				t.Errorf("exit %d, want %d\n%s", code, ExitFailure, e.String())
+			}
+			if _, err := os.Stat(filepath.Join(root, "etc/systemd/system/plain.service")); err != nil {
+				t.Errorf("the plain hook was not applied: %v", err)
+			}
+			for _, p := range []string{"etc/systemd/system/fetcher.service", "usr/local/bin/tool"} {
+				if _, err := os.Lstat(filepath.Join(root, p)); !os.IsNotExist(err) {
+					t.Errorf("%s of the failed hook is there (%v)", p, err)
+				}
+			}
+			if c := strings.Count(e.String(), "404 Not Found"); c != 1 {
+				t.Errorf("the error is in stderr %d times, want once:\n%s", c, e.String())
+			}
+			last := "hostprov: 1 hook failed: 1 file could not be downloaded, or did not have the hash its verification gives"
+			if !strings.Contains(e.String(), last) || !strings.Contains(e.String(), "units and files of fetcher are left as the last apply left them") {
+				t.Errorf("stderr does not say which hook failed and what to do:\n%s", e.String())
+			}
+			if output == "text" && !strings.Contains(e.String(), "hostprov: failed download /usr/local/bin/tool (hook fetcher is left as it was): downloading "+srv.URL+"/tool: the server answered 404") {
+				t.Errorf("the action log does not name the failed hook:\n%s", e.String())
+			}
+			if output == "json" {
+				var res applyResult
+				if err := json.Unmarshal([]byte(o.String()), &res); err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(res.Error, "/usr/local/bin/tool (hook fetcher)") {
+					t.Errorf("JSON error %q does not name the file and hook", res.Error)
 				}
 			}
 		})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/hostprov/hostprov/internal/fsutil"
@@ -209,11 +210,13 @@ func (e *executor) save(st *State) error {
 }
 
 func (e *executor) run(ctx context.Context) error {
-	p := e.p
-	// Every download is made and checked before anything is written.
+	// Every download is made and checked before anything is written; a
+	// hook whose file could not be had is held, and the plan made again
+	// without it (see fetchSources): p is the plan carried out.
 	if err := e.fetchSources(ctx); err != nil {
 		return err
 	}
+	p := e.p
 	intent := p.intent()
 	if err := e.save(intent); err != nil {
 		return err
@@ -716,12 +719,14 @@ func (e *executor) owner(unit string) string {
 // failure summarises the units that failed to start or restart, and those
 // whose links could not be made while the others went on.
 func (e *executor) failure() error {
-	var started, linked []Event
+	var started, linked, fetched []Event
 	for _, ev := range e.res.Events {
 		if ev.Action != EvFailed {
 			continue
 		}
 		switch ActionKind(ev.Op) {
+		case OpDownload:
+			fetched = append(fetched, ev)
 		case ActEnable, ActDisable, ActMask, ActUnmask:
 			linked = append(linked, ev)
 		default:
@@ -729,6 +734,9 @@ func (e *executor) failure() error {
 		}
 	}
 	var msgs []string
+	if len(fetched) > 0 {
+		msgs = append(msgs, FetchFailure(fetched, false))
+	}
 	if len(linked) > 0 {
 		var b strings.Builder
 		fmt.Fprintf(&b, "%s could not be linked:", plural(len(linked), "unit"))
@@ -803,4 +811,29 @@ func (p *Plan) intent() *State {
 		sf.Next = f.NewSHA256
 	}
 	return s
+}
+
+// FetchFailure says which hooks failed because a file's source could not
+// be downloaded (the failed events of OpDownload), and what to do; with
+// logged, the errors are in the action log already and not repeated.
+func FetchFailure(evs []Event, logged bool) string {
+	var hooks []string
+	var b strings.Builder
+	for _, ev := range evs {
+		if !slices.Contains(hooks, ev.Hook) {
+			hooks = append(hooks, ev.Hook)
+		}
+	}
+	fmt.Fprintf(&b, "%s failed: %s could not be downloaded, or did not have the hash its verification gives", plural(len(hooks), "hook"), plural(len(evs), "file"))
+	if !logged {
+		b.WriteString(":")
+		for _, ev := range evs {
+			fmt.Fprintf(&b, "\n\t%s (hook %s): %s", ev.Path, ev.Hook, ev.Error)
+		}
+		b.WriteString("\n")
+	} else {
+		b.WriteString(" (see above); ")
+	}
+	fmt.Fprintf(&b, "the other hooks are applied, and the units and files of %s are left as the last apply left them (still hostprov's): make the sources reachable or fix their hashes, and run hostprov apply again", strings.Join(hooks, ", "))
+	return b.String()
 }

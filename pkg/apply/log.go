@@ -25,7 +25,9 @@ type Event struct {
 	Path string `json:"path,omitempty"`
 	// Account is the user or group of a created event ("user metrics").
 	Account string `json:"account,omitempty"`
-	Reason  string `json:"reason,omitempty"`
+	// Hook is the hook a failed download is of (see OpDownload).
+	Hook   string `json:"hook,omitempty"`
+	Reason string `json:"reason,omitempty"`
 	// SHA256 is the hash of the file's content after the event.
 	SHA256 string `json:"sha256,omitempty"`
 	// Links are the symlinks an enable, disable, mask or unmask made or

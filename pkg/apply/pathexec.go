@@ -16,7 +16,11 @@ import (
 
 // fetchSources downloads the source of every file the plan writes from
 // one, and checks each against its verification hash, before anything is
-// written: a failed download or a wrong hash leaves the node as it was.
+// written. A failed download or a wrong hash fails the file's hook, not
+// the apply: the plan is made again with that hook held (see holdHooks),
+// so that its units and paths stay as the last apply left them, still
+// hostprov's, while the other hooks are applied; each such file is a
+// failed event, and Execute's error names them once the rest is done.
 //
 // A download that fails for a reason waiting may cure (no network yet, a
 // refused connection, a server answering 5xx, 408 or 429) is tried again,
@@ -40,23 +44,67 @@ func (e *executor) fetchSources(ctx context.Context) error {
 	}
 	wait := e.p.opts.fetchWait()
 	waited := false
+	got := map[string][]byte{} // path -> the checked download
+	hold := map[hookKey]bool{}
+	var failed []Event
 	for i := range e.p.Files {
 		f := &e.p.Files[i]
-		if f.Kind != KindFile || f.Source == "" || f.New != nil || f.Op != OpAdd && f.Op != OpChange {
+		if !f.fetches() {
 			continue
+		}
+		set := ""
+		if f.path != nil {
+			set = f.path.want.set
+		}
+		if hold[hookKey{set, f.Hook}] {
+			continue // its hook failed already
 		}
 		if !waited && !e.p.opts.Offline && wait > 0 && overNetwork(f.Source) {
 			waited = true
 			e.waitForNetwork(ctx, wait)
 		}
 		data, err := downloadRetrying(ctx, client, f.Source, wait)
-		if err != nil {
-			return fmt.Errorf("%s (hook %s): downloading %s: %w; nothing was changed: check that the node can reach it, and run apply again", f.Path, f.Hook, f.Source, err)
+		if err == nil && !hashMatches(f.path.want.Hash, data) {
+			err = fmt.Errorf("%s does not have the hash its verification gives (%s; the download has sha256-%s): fix the hash in the hook, or the file at the URL",
+				f.Source, f.path.want.Hash, hashOf(data))
+		} else if err != nil {
+			err = fmt.Errorf("downloading %s: %w: check that the node can reach it", f.Source, err)
 		}
-		want := f.path.want.Hash
-		if !hashMatches(want, data) {
-			return fmt.Errorf("%s (hook %s): %s does not have the hash its verification gives (%s; the download has sha256-%s); nothing was changed: fix the hash in the hook, or the file at the URL",
-				f.Path, f.Hook, f.Source, want, hashOf(data))
+		if err != nil && ctx.Err() != nil {
+			return fmt.Errorf("%s (hook %s): %w; nothing was changed", f.Path, f.Hook, err)
+		}
+		if err != nil && (f.Hook == "" || e.p.replan == nil) {
+			return fmt.Errorf("%s (hook %s): %w; nothing was changed", f.Path, f.Hook, err)
+		}
+		if err != nil {
+			hold[hookKey{set, f.Hook}] = true
+			failed = append(failed, Event{Action: EvFailed, Op: OpDownload, Path: f.Path, Hook: f.Hook,
+				Reason: "hook " + f.Hook + " is left as it was", Error: err.Error(), Err: err})
+			continue
+		}
+		got[f.Path] = data
+	}
+	if len(hold) > 0 {
+		p, err := e.p.replan(hold)
+		if err != nil {
+			return err
+		}
+		if len(p.Conflicts) > 0 {
+			return fmt.Errorf("%s; the plan without hook %s has a conflict, and nothing was changed: %s", failed[0].Error, failed[0].Hook, p.Conflicts[0])
+		}
+		e.p = p
+		for _, ev := range failed {
+			e.emit(ev)
+		}
+	}
+	for i := range e.p.Files {
+		f := &e.p.Files[i]
+		if !f.fetches() {
+			continue
+		}
+		data, ok := got[f.Path]
+		if !ok {
+			return fmt.Errorf("%s (hook %s): %s was not downloaded; nothing was changed: run hostprov apply again", f.Path, f.Hook, f.Source)
 		}
 		f.New, f.NewSHA256 = data, hashOf(data)
 		f.path.done.SHA256 = f.NewSHA256
@@ -64,12 +112,21 @@ func (e *executor) fetchSources(ctx context.Context) error {
 	return nil
 }
 
+// OpDownload is the Op of the failed event of a file whose source could
+// not be downloaded, or did not have its hash.
+const OpDownload = "download"
+
+// fetches reports whether Execute downloads the file's source.
+func (f *FileChange) fetches() bool {
+	return f.Kind == KindFile && f.Source != "" && f.New == nil && (f.Op == OpAdd || f.Op == OpChange)
+}
+
 // Fetches tells whether the plan downloads the source of a file over the
 // network, and so asks systemd to start NetworkOnline first (see
 // fetchSources).
 func (p *Plan) Fetches() bool {
-	for _, f := range p.Files {
-		if f.Kind == KindFile && f.New == nil && (f.Op == OpAdd || f.Op == OpChange) && overNetwork(f.Source) {
+	for i := range p.Files {
+		if f := &p.Files[i]; f.fetches() && overNetwork(f.Source) {
 			return true
 		}
 	}

@@ -78,6 +78,35 @@ type Options struct {
 	// server error), counting from the first try; zero is
 	// DefaultFetchWait, and a negative value tries once.
 	FetchWait time.Duration
+
+	// hold are the hooks the plan keeps as they are (see held): their
+	// units and paths are neither planned nor pruned, and what the state
+	// records of them is carried over. Execute re-plans with the hooks
+	// whose files could not be downloaded held.
+	hold map[hookKey]bool
+}
+
+// hookKey names a hook of a spec set ("" for a plan of one spec).
+type hookKey struct{ set, hook string }
+
+// held reports whether the hook named hook of the spec set set is held. A
+// unit or path recorded before spec sets (no set) is held when a hook of
+// that name is, in any set.
+func (o Options) held(set, hook string) bool {
+	if len(o.hold) == 0 || hook == "" {
+		return false
+	}
+	if o.hold[hookKey{set, hook}] {
+		return true
+	}
+	if set == "" {
+		for k := range o.hold {
+			if k.hook == hook {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (o Options) fetchWait() time.Duration {
@@ -276,6 +305,10 @@ type Plan struct {
 	opts  Options
 	state *State // as read
 	next  *State // after a successful apply
+	// replan makes the plan again, from the same inputs and the disk as
+	// it is then, with opts.hold set to hold; nil for the plans that
+	// download nothing (NewRemovePlan, NewPlanFromState).
+	replan func(hold map[hookKey]bool) (*Plan, error)
 }
 
 // Counts returns the number of units the plan adds, changes and removes.
@@ -353,6 +386,17 @@ func (p *Plan) Summary() string {
 // plan cannot be made at all (unreadable files, invalid names, a state for
 // another unit directory).
 func NewPlan(ctx context.Context, desired []render.Unit, st *State, opts Options) (*Plan, error) {
+	p, err := newSpecPlan(ctx, desired, st, opts)
+	if err == nil {
+		p.replan = func(hold map[hookKey]bool) (*Plan, error) {
+			opts.hold = hold
+			return newSpecPlan(ctx, desired, st, opts)
+		}
+	}
+	return p, err
+}
+
+func newSpecPlan(ctx context.Context, desired []render.Unit, st *State, opts Options) (*Plan, error) {
 	seen := map[string]bool{}
 	for _, u := range desired {
 		if err := checkDesired(u, seen); err != nil {
@@ -425,6 +469,17 @@ type SpecSet struct {
 // Two sets of one apply with the same unit is an error: the caller reads
 // the specs and reports that at both hooks first.
 func NewPlanSets(ctx context.Context, sets []SpecSet, st *State, opts Options) (*Plan, error) {
+	p, err := newPlanSets(ctx, sets, st, opts)
+	if err == nil {
+		p.replan = func(hold map[hookKey]bool) (*Plan, error) {
+			opts.hold = hold
+			return newPlanSets(ctx, sets, st, opts)
+		}
+	}
+	return p, err
+}
+
+func newPlanSets(ctx context.Context, sets []SpecSet, st *State, opts Options) (*Plan, error) {
 	if st == nil {
 		st = &State{Version: StateVersion}
 	}
@@ -625,11 +680,14 @@ type planner struct {
 // those for which r.prune gives a reason (the action log's "why"), keeping
 // the others as they are.
 func newPlan(_ context.Context, desired []render.Unit, st *State, opts Options, r rules) (*Plan, error) {
-	prune := r.prune
 	opts.defaults()
 	if st == nil {
 		st = &State{Version: StateVersion}
 	}
+	if len(opts.hold) > 0 {
+		desired, r = holdHooks(desired, st, opts, r)
+	}
+	prune := r.prune
 	if st.UnitDir != "" && st.UnitDir != opts.UnitDir {
 		return nil, fmt.Errorf("the state in %s records units in %s, not in %s: give --unit-dir %s, or another --state-dir for another unit directory",
 			StatePath(opts.stateDir()), st.UnitDir, opts.UnitDir, st.UnitDir)
@@ -679,7 +737,9 @@ func newPlan(_ context.Context, desired []render.Unit, st *State, opts Options, 
 	}
 	// The state's units are the inputs' only when none of another spec
 	// stays; a remove plan (no desired units) leaves none recorded.
-	if desired != nil {
+	// A held hook is not as the inputs say: the next apply renders
+	// them again, and so tries the hook again.
+	if desired != nil && len(opts.hold) == 0 {
 		next.Inputs = opts.Inputs
 	}
 	for _, prev := range st.Units {
@@ -713,6 +773,70 @@ func newPlan(_ context.Context, desired []render.Unit, st *State, opts Options, 
 	p.finish()
 	p.next = next
 	return p.Plan, nil
+}
+
+// holdHooks takes the units and paths of the hooks opts holds out of
+// desired and r.paths, and makes r keep (not prune) what the state records
+// of them and the directories hostprov made for their paths: the plan then
+// does nothing to a held hook, and the next state carries it over as the
+// last apply left it, so that an apply once the hook can be applied again
+// goes on from there.
+func holdHooks(desired []render.Unit, st *State, opts Options, r rules) ([]render.Unit, rules) {
+	heldUnits := map[string]bool{}
+	var kept []render.Unit
+	for _, u := range desired {
+		hook := u.HookName
+		if hook == "" && u.Hook >= 0 && u.Hook < len(opts.HookNames) {
+			hook = opts.HookNames[u.Hook]
+		}
+		if opts.held(r.meta[u.Name].Set, hook) {
+			heldUnits[u.Name] = true
+			continue
+		}
+		kept = append(kept, u)
+	}
+	if kept == nil && desired != nil {
+		kept = []render.Unit{}
+	}
+	heldPaths := map[string]bool{}
+	var paths []Path
+	for _, p := range r.paths {
+		if opts.held(p.set, p.Hook) {
+			heldPaths[p.Path] = true
+			continue
+		}
+		paths = append(paths, p)
+	}
+	for _, sp := range st.Paths {
+		if opts.held(sp.Set, sp.Hook) {
+			heldPaths[sp.Path] = true
+		}
+	}
+	prune, prunePath := r.prune, r.prunePath
+	r.prune = func(su *StateUnit) string {
+		if heldUnits[su.Name] || opts.held(su.Set, su.Hook) {
+			return ""
+		}
+		return prune(su)
+	}
+	r.prunePath = func(sp *PathState) string {
+		if heldPaths[sp.Path] {
+			return ""
+		}
+		if sp.Parent {
+			for hp := range heldPaths {
+				if strings.HasPrefix(hp, sp.Path+"/") {
+					return ""
+				}
+			}
+		}
+		if prunePath == nil {
+			return ""
+		}
+		return prunePath(sp)
+	}
+	r.paths = paths
+	return kept, r
 }
 
 func (u *StateUnit) clone1() *StateUnit {
