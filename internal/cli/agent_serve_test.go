@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
 // httpGet is the status and body of a GET of url.
@@ -102,5 +104,31 @@ func TestAgentCommandServes(t *testing.T) {
 	defer cancel()
 	if err := c.ExecuteContext(ctx); err == nil || !strings.Contains(err.Error(), "address already in use") {
 		t.Errorf("hostprov agent on a taken address: %v; want address already in use", err)
+	}
+}
+
+// The README's table of metrics and probes gives each command's default
+// addresses.
+func TestMetricsAddressesDocumented(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]*cobra.Command{"agent": newAgent(), "controller": newController()} {
+		row := ""
+		for _, l := range strings.Split(string(readme), "\n") {
+			if strings.HasPrefix(l, "| `hostprov "+name+"` |") {
+				row = l
+			}
+		}
+		if row == "" {
+			t.Errorf("the README's table of metrics and probes has no row for hostprov %s", name)
+			continue
+		}
+		for _, flag := range []string{"metrics-addr", "health-addr"} {
+			if def := c.Flags().Lookup(flag).DefValue; !strings.Contains(row, "`"+def+"`") {
+				t.Errorf("the README's row for hostprov %s lacks --%s's default %s: %s", name, flag, def, row)
+			}
+		}
 	}
 }

@@ -5,9 +5,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/labels"
@@ -180,4 +183,42 @@ func TestMetricsFailureFoundLater(t *testing.T) {
 // than hostprov would: a file no state of hostprov's has.
 func writeForeignUnit(f *fakeNode, unit string) error {
 	return os.WriteFile(filepath.Join(f.n.opts.UnitDirPath(), unit), []byte("[Service]\nExecStart=/bin/true\n"), 0o644)
+}
+
+// metricNames are the names of the metrics the collectors describe.
+func metricNames(cs ...prometheus.Collector) []string {
+	ch := make(chan *prometheus.Desc, 16)
+	go func() {
+		for _, c := range cs {
+			c.Describe(ch)
+		}
+		close(ch)
+	}()
+	var out []string
+	for d := range ch {
+		if m := fqName.FindStringSubmatch(d.String()); m != nil {
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
+
+var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
+
+// The README's section on metrics names every metric of the agent's own.
+func TestMetricsDocumented(t *testing.T) {
+	readme, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMetrics()
+	names := metricNames(m.applies, m.hookFailures, m.duration, m.lastApply)
+	if len(names) != 4 {
+		t.Fatalf("metric names %q, want 4", names)
+	}
+	for _, n := range names {
+		if !strings.Contains(string(readme), "`"+n) {
+			t.Errorf("the README does not name the agent's metric %s", n)
+		}
+	}
 }

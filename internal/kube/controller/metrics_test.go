@@ -2,10 +2,13 @@ package controller
 
 import (
 	"context"
+	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -165,5 +168,38 @@ func TestRolloutMetrics(t *testing.T) {
 	}
 	if m := rolloutMetrics(t, name); m != "" {
 		t.Errorf("metrics of a deleted HostHooks:\n%s", m)
+	}
+}
+
+// The README's section on metrics names every rollout metric.
+func TestRolloutMetricsDocumented(t *testing.T) {
+	readme, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan *prometheus.Desc, 16)
+	go func() {
+		for _, g := range rolloutNodes {
+			g.Describe(ch)
+		}
+		for _, g := range rolloutState {
+			g.Describe(ch)
+		}
+		close(ch)
+	}()
+	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
+	n := 0
+	for d := range ch {
+		m := fqName.FindStringSubmatch(d.String())
+		if m == nil {
+			t.Fatalf("no name in %s", d)
+		}
+		n++
+		if !strings.Contains(string(readme), "`"+m[1]+"`") {
+			t.Errorf("the README does not name the rollout metric %s", m[1])
+		}
+	}
+	if n != 7 {
+		t.Errorf("%d rollout metrics, want 7", n)
 	}
 }
