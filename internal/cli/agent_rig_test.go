@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,7 +77,9 @@ func TestRigAgentCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cmd := exec.Command(bin, "agent", "--kubeconfig", c.Kubeconfig(t), "--root", r.Root, "--systemd-socket", r.Socket)
+	metrics, health := freeAddr(t), freeAddr(t)
+	cmd := exec.Command(bin, "agent", "--kubeconfig", c.Kubeconfig(t), "--root", r.Root, "--systemd-socket", r.Socket,
+		"--metrics-addr", metrics, "--health-addr", health)
 	cmd.Env = append(os.Environ(), "NODE_NAME="+node)
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
@@ -105,6 +108,12 @@ func TestRigAgentCommand(t *testing.T) {
 	}
 	if data, err := os.ReadFile(filepath.Join(r.Root, "var/lib/marker-runs")); err != nil || string(data) != "run\n" {
 		t.Errorf("the hook's runs: %q, %v; want one", data, err)
+	}
+	// Synced and connected to systemd: ready, and its apply counted.
+	waitGet(t, "http://"+health+"/readyz", http.StatusOK, "ok")
+	waitGet(t, "http://"+metrics+"/metrics", http.StatusOK, `hostprov_agent_applies_total{result="failed"} 0`)
+	if _, body, err := httpGet("http://" + metrics + "/metrics"); err != nil || strings.Contains(body, `hostprov_agent_applies_total{result="succeeded"} 0`) {
+		t.Errorf("no successful apply in the metrics (%v):\n%s", err, body)
 	}
 
 	start := time.Now()

@@ -64,6 +64,9 @@ type Config struct {
 	Connect       func(ctx context.Context) (*Systemd, error)
 	// Log receives what the agent does; default slog.Default().
 	Log *slog.Logger
+	// Metrics receive what the agent does; nil makes the agent its own
+	// (Agent.Metrics).
+	Metrics *Metrics
 }
 
 // Stats count what an agent did, for tests and benchmarks.
@@ -93,6 +96,7 @@ type Agent struct {
 	syncs        atomic.Int64
 	refreshes    atomic.Int64
 	statusWrites atomic.Int64
+	health       health
 }
 
 // New makes the agent of cfg.NodeName; it connects to nothing until Run.
@@ -105,6 +109,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics()
 	}
 	if cfg.SystemdSocket == "" {
 		cfg.SystemdSocket = sdbus.PrivateSocket
@@ -149,7 +156,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	return &Agent{cfg: cfg, cache: c, client: cl,
-		node:    &node{opts: cfg.Options, log: cfg.Log, builds: map[string]built{}},
+		node:    &node{opts: cfg.Options, log: cfg.Log, builds: map[string]built{}, metrics: cfg.Metrics},
 		kick:    make(chan struct{}, 1),
 		written: map[types.UID]writtenStatus{},
 		units:   map[string]UnitState{}}, nil
@@ -206,7 +213,16 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- a.cache.Start(ctx) }()
+	go func() {
+		err := a.cache.Start(ctx)
+		if ctx.Err() == nil {
+			// The informers stopped while the agent runs: it would
+			// see no more changes. Its liveness probe says so.
+			a.health.watchesEnded.Store(true)
+			a.cfg.Log.Error("the watches ended", "error", err)
+		}
+		errc <- err
+	}()
 	if !a.cache.WaitForCacheSync(ctx) {
 		select {
 		case err := <-errc:
@@ -217,6 +233,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		return nil
 	}
+	a.health.synced.Store(true)
 	a.cfg.Log.Info("watching", "node", a.cfg.NodeName)
 	backoff := newBackoff()
 	for ctx.Err() == nil {
@@ -227,6 +244,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			sleep(ctx, d)
 			continue
 		}
+		a.health.reached.Store(true)
 		err = a.serve(ctx, sd)
 		if sd.Close != nil {
 			sd.Close()

@@ -89,6 +89,12 @@ type node struct {
 	// applying, when set, is called with the HostHooks whose units a
 	// plan changes, before it is carried out: starts may take minutes.
 	applying func(hostHooks []string)
+	// metrics, when set, count the applies and the hooks found failed.
+	metrics *Metrics
+	// failed are the agent's units that the last report found failed;
+	// seen is set after the first report.
+	failed map[string]bool
+	seen   bool
 }
 
 // selects reports whether hh selects a node with these labels. An unset
@@ -227,7 +233,28 @@ type result struct {
 // hostprov apply takes, and then a report of the agent's units. An error
 // is returned only when nothing could be done (the lock, the state); what
 // went wrong with a set is in its outcome.
-func (n *node) sync(ctx context.Context, sd apply.Systemd, v *view) (*result, error) {
+func (n *node) sync(ctx context.Context, sd apply.Systemd, v *view) (r *result, err error) {
+	// An apply is a sync with sets to plan, or one that failed before it
+	// knew (the lock, the state): failed unless the agent is stopping.
+	start, planned := time.Now(), false
+	var sets []apply.SpecSet
+	var outcomes map[string]*outcome
+	var changed map[string]bool
+	defer func() {
+		if !planned && (err == nil || ctx.Err() != nil) {
+			return
+		}
+		failed := err != nil
+		for _, s := range sets {
+			if o := outcomes[v1alpha1.HostHooksOfSet(s.Name)]; o != nil && o.message != "" {
+				failed = true
+			}
+		}
+		if r != nil && n.observe(r.reports, changed) > 0 {
+			failed = true
+		}
+		n.metrics.applied(start, time.Now(), failed)
+	}()
 	if err := apply.PrepareDirs(n.opts); err != nil {
 		return nil, err
 	}
@@ -242,9 +269,10 @@ func (n *node) sync(ctx context.Context, sd apply.Systemd, v *view) (*result, er
 	if err != nil {
 		return nil, err
 	}
-	sets, outcomes := n.decide(v, st)
+	sets, outcomes = n.decide(v, st)
 	if len(sets) > 0 {
-		n.applySets(ctx, sd, sets, st, outcomes)
+		planned = true
+		changed = n.applySets(ctx, sd, sets, st, outcomes)
 		if st, err = apply.LoadState(apply.StatePath(n.opts.StateDirPath())); err != nil {
 			return nil, err
 		}
@@ -253,7 +281,41 @@ func (n *node) sync(ctx context.Context, sd apply.Systemd, v *view) (*result, er
 	if err != nil {
 		return nil, err
 	}
+	if !planned {
+		n.observe(reports, nil)
+	}
 	return &result{outcomes: outcomes, reports: reports}, nil
+}
+
+// observe counts the hooks that reports show failed anew, in the metrics
+// by HostHooks, and returns how many: a unit failed that the last report
+// found not failed, or that this apply changed (started again). The first
+// report counts only the units its apply changed: a restarted agent does
+// not count again the failures its predecessor found.
+func (n *node) observe(reports []apply.UnitReport, changed map[string]bool) int {
+	failed := map[string]bool{}
+	byHostHooks := map[string]int{}
+	total := 0
+	for _, r := range reports {
+		key := r.StatusOf
+		if key == "" {
+			key = r.Unit
+		}
+		if !unitFailed(r) || failed[key] {
+			continue
+		}
+		failed[key] = true
+		anew := changed[r.Unit] || changed[unitOfInstance(r.Unit)] || changed[key] || n.seen && !n.failed[key]
+		if anew {
+			byHostHooks[v1alpha1.HostHooksOfSet(r.Set)]++
+			total++
+		}
+	}
+	n.failed, n.seen = failed, true
+	for hh, c := range byHostHooks {
+		n.metrics.hooksFailed(hh, c)
+	}
+	return total
 }
 
 // report reads the agent's units again, for a change systemd signalled
@@ -264,7 +326,12 @@ func (n *node) report(ctx context.Context, sd apply.Systemd) ([]apply.UnitReport
 	if err != nil {
 		return nil, err
 	}
-	return n.reportUnits(ctx, sd, st)
+	reports, err := n.reportUnits(ctx, sd, st)
+	if err != nil {
+		return nil, err
+	}
+	n.observe(reports, nil)
+	return reports, nil
 }
 
 // reportUnits is apply.Report of the agent's units of st, with the journal
@@ -313,8 +380,8 @@ func agentUnits(st *apply.State) *apply.State {
 // applySets plans sets and carries the plan out. A set whose units
 // conflict (with another set's, or with a file hostprov did not write) is
 // taken out of the plan and reported with the conflict, so that it keeps
-// no other set from being applied.
-func (n *node) applySets(ctx context.Context, sd apply.Systemd, sets []apply.SpecSet, st *apply.State, outcomes map[string]*outcome) {
+// no other set from being applied. It returns the units the plan changed.
+func (n *node) applySets(ctx context.Context, sd apply.Systemd, sets []apply.SpecSet, st *apply.State, outcomes map[string]*outcome) map[string]bool {
 	fail := func(set, msg string) {
 		if o := outcomes[v1alpha1.HostHooksOfSet(set)]; o != nil && o.message == "" {
 			o.message = msg
@@ -328,7 +395,7 @@ func (n *node) applySets(ctx context.Context, sd apply.Systemd, sets []apply.Spe
 			for _, s := range sets {
 				fail(s.Name, "the apply could not be planned: "+err.Error())
 			}
-			return
+			return nil
 		}
 		if len(p.Conflicts) == 0 {
 			break
@@ -349,7 +416,7 @@ func (n *node) applySets(ctx context.Context, sd apply.Systemd, sets []apply.Spe
 			for _, s := range sets {
 				fail(s.Name, "the apply has conflicts, so nothing was applied: "+strings.Join(msgs, "; "))
 			}
-			return
+			return nil
 		}
 		var rest []apply.SpecSet
 		for _, s := range sets {
@@ -364,11 +431,13 @@ func (n *node) applySets(ctx context.Context, sd apply.Systemd, sets []apply.Spe
 		sets = rest
 	}
 	if len(sets) == 0 {
-		return
+		return nil
 	}
 	owners := ownerOf(sets, st)
+	changed := map[string]bool{}
 	for _, u := range p.Units {
 		if u.Change != "none" {
+			changed[u.Unit] = true
 			if o := outcomes[v1alpha1.HostHooksOfSet(owners[u.Unit])]; o != nil {
 				o.changed = true
 			}
@@ -398,7 +467,7 @@ func (n *node) applySets(ctx context.Context, sd apply.Systemd, sets []apply.Spe
 	})
 	res, err := apply.Execute(ctx, p, sd, logger)
 	if err == nil {
-		return
+		return changed
 	}
 	blamed := false
 	for _, ev := range res.Events {
@@ -422,6 +491,7 @@ func (n *node) applySets(ctx context.Context, sd apply.Systemd, sets []apply.Spe
 			fail(s.Name, "the apply failed: "+err.Error())
 		}
 	}
+	return changed
 }
 
 // onlyStartFailures reports whether every failed action of the apply is a

@@ -190,6 +190,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.setApproved(req.Name, nil)
 			delete(r.wrote, req.Name)
 			r.mu.Unlock()
+			forgetRollout(req.Name)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -212,6 +213,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		now = r.Now
 	}
 	d := Decide(&hh, nodes, nhl.Items, now())
+	// The rollout as decided, whether or not its status is written yet:
+	// a status held back by StatusInterval is no reason for stale metrics.
+	recordRollout(hh.Name, &d.Status)
 	var result reconcile.Result
 
 	if d.AddFinalizer {
