@@ -79,6 +79,10 @@ have synced and it has reached systemd.`,
 			if err != nil {
 				return err
 			}
+			// --root here is the node's file system mounted into the
+			// agent's container, whose systemd it talks to through
+			// --systemd-socket: not apply --root's offline image.
+			opts.Offline = false
 			log := slog.New(slog.NewTextHandler(c.ErrOrStderr(), nil))
 			// client-go and controller-runtime log through klog and
 			// logr: to the same place, in the same form.
