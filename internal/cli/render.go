@@ -192,6 +192,10 @@ func (f *specFlags) buildSets(c *cobra.Command, in []inputs.File) ([]render.Unit
 				continue
 			}
 		}
+		if d, reserved := agentSetName(name, where, spec.Name != ""); reserved {
+			diags = append(diags, d)
+			continue
+		}
 		if prev, dup := bySet[name]; dup {
 			diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: where, Path: "metadata.name",
 				Message: fmt.Sprintf("spec set %s is named already at %s: each spec of a node is its own set", name, prev),
@@ -354,6 +358,25 @@ func setName(base string) string {
 		return "stdin"
 	}
 	return base
+}
+
+// agentSetName refuses a node's own spec set whose name the agent's sets
+// have (hooks.AgentSetPrefix): the agent would take it for one of its own
+// and prune it. named tells whether the name is the spec's metadata.name
+// or its file's.
+func agentSetName(name string, where hooks.Position, named bool) (hooks.Diagnostic, bool) {
+	if !strings.HasPrefix(name, hooks.AgentSetPrefix) {
+		return hooks.Diagnostic{}, false
+	}
+	d := hooks.Diagnostic{Severity: hooks.Error, Pos: where,
+		Message: fmt.Sprintf("spec set %s: names that start with %q are the sets hostprov's agent applies for HostHooks, which it prunes when their HostHooks is gone", name, hooks.AgentSetPrefix),
+		Hint:    "give the spec a metadata.name that does not start with " + hooks.AgentSetPrefix}
+	if named {
+		d.Path = "metadata.name"
+	} else {
+		d.Hint = "rename the file, or give the spec a metadata.name that does not start with " + hooks.AgentSetPrefix
+	}
+	return d, true
 }
 
 // specDir lists the specs of a directory (-d): its *.yaml files, in

@@ -236,3 +236,15 @@ func jsonFields(v any) []string {
 	}
 	return out
 }
+
+// TestAgentSetPrefix: the prefix of the agent's spec sets is the one a
+// node's own specs are refused (hooks.AgentSetPrefix), or the agent could
+// prune a node's own set.
+func TestAgentSetPrefix(t *testing.T) {
+	if v1alpha1.SetPrefix != hooks.AgentSetPrefix {
+		t.Errorf("the agent's sets start with %q, but a node's own specs are refused %q", v1alpha1.SetPrefix, hooks.AgentSetPrefix)
+	}
+	if got := v1alpha1.SetName("base"); !strings.HasPrefix(got, hooks.AgentSetPrefix) {
+		t.Errorf("SetName(base) = %q, not under %q", got, hooks.AgentSetPrefix)
+	}
+}

@@ -23,6 +23,12 @@ var specFields = []string{"apiVersion", "kind", "metadata", "hooks"}
 // metadataFields are the fields of a spec's metadata.
 var metadataFields = []string{"name"}
 
+// AgentSetPrefix starts the name of every spec set that hostprov's agent
+// applies on a node for a HostHooks (v1alpha1.SetPrefix is the same). The
+// agent prunes the sets with this prefix that it no longer has a HostHooks
+// for, so a node's own spec must not take such a name.
+const AgentSetPrefix = "hosthooks."
+
 // CheckSetName refuses a spec set name (metadata.name, or a spec file's
 // name without its extension) that is empty, too long, or has other
 // characters than letters, digits, '-', '_' and '.' (not first): a set's
