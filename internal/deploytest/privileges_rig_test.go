@@ -63,7 +63,7 @@ func TestAgentPrivileges(t *testing.T) {
 		return `apiVersion: hostprov/v1alpha1
 kind: Hooks
 metadata:
-  name: hosthooks.privileges
+  name: agent-privileges
 hooks:
 - name: priv-service
   exec: [/bin/sleep, infinity]
@@ -98,8 +98,8 @@ hooks:
 	if err != nil || strings.Join(env, " ") != "VERSION=2" {
 		t.Errorf("priv-service.service has environment %q (%v), want VERSION=2: not restarted with the change", env, err)
 	}
-	if out, err := run("/opt/hostprov", "status", "--set", "hosthooks.privileges"); err != nil {
-		t.Errorf("status without capabilities: %v\n%s", err, out)
+	if out, err := run("/opt/hostprov", "status", "--set", "agent-privileges"); err != nil || !strings.Contains(out, "priv-service.service") {
+		t.Errorf("status without capabilities: %v, want priv-service.service in\n%s", err, out)
 	}
 	if out, err := run("/opt/hostprov", "remove", "--all"); err != nil {
 		t.Errorf("remove without capabilities: %v\n%s", err, out)
