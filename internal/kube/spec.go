@@ -16,6 +16,15 @@ import (
 	"github.com/hostprov/hostprov/pkg/render"
 )
 
+// SetOwner is the owner (apply.SpecSet.Owner) of the spec sets the agent
+// applies: the state of a node records it, so that the agent prunes only
+// its own sets, whatever a node's own spec is named.
+const SetOwner = "agent"
+
+// Place starts the place ("hosthooks/NAME spec.hooks[0]") of every unit
+// Build makes, which the state records as the unit's Where.
+const Place = "hosthooks/"
+
 // Build renders the hooks of hh as the spec set its nodes apply, with the
 // same pipeline as `hostprov apply` (hooks.Parse, then render: units, and
 // the files, directories, links and accounts the hooks bring), from the
@@ -25,13 +34,13 @@ import (
 // at admission and in `hostprov validate`. The set must not be applied
 // when the diagnostics hold an error.
 func Build(hh *v1alpha1.HostHooks) (apply.SpecSet, hooks.Diagnostics) {
-	file := "hosthooks/" + hh.Name
+	file := Place + hh.Name
 	r, diags := render.BuildAll(file, hh.Spec.HookSpec(hh.Name))
 	for i := range diags {
 		diags[i].Path = fieldPath(diags[i].Path)
 		diags[i].Pos = hooks.Position{File: file}
 	}
-	set := apply.SpecSet{Name: v1alpha1.SetName(hh.Name)}
+	set := apply.SpecSet{Name: v1alpha1.SetName(hh.Name), Owner: SetOwner}
 	if r.Spec == nil {
 		return set, diags
 	}

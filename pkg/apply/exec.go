@@ -787,6 +787,13 @@ func (p *Plan) intent() *State {
 			unitOf(uc.Unit).Incomplete = true
 		}
 	}
+	// The owners of sets the apply adds, before any of their files is
+	// written: an apply killed now leaves them recorded as the owner's.
+	for _, r := range p.next.Sets {
+		if owner, recorded := s.SetOwner(r.Name); !recorded || owner != r.Owner {
+			s.recordOwner(r.Name, r.Owner)
+		}
+	}
 	p.pathIntent(s)
 	for _, f := range p.Files {
 		if f.Op != OpAdd && f.Op != OpChange || f.Kind != "" {

@@ -450,6 +450,20 @@ type SpecSet struct {
 	// and Accounts their users and groups.
 	Paths    []Path
 	Accounts []Account
+	// Owner says who applies the set: "" for the node's own specs
+	// (hostprov apply), or the name of another applier (the Kubernetes
+	// agent's sets are "agent"). The state records it (State.Sets), and a
+	// set of the state is applied or pruned only by its owner: the name of
+	// a set alone does not say whose it is.
+	Owner string
+}
+
+// ownerName names an owner of spec sets in messages.
+func ownerName(owner string) string {
+	if owner == "" {
+		return "the node's own specs"
+	}
+	return "the " + owner
 }
 
 // NewPlanSets plans the spec sets of one apply together, with at most one
@@ -464,7 +478,10 @@ type SpecSet struct {
 //     names both places, and nothing of the plan may be applied;
 //   - a unit recorded before spec sets existed (no set in the state; the
 //     node then had one spec) belongs to the apply: a set that has it
-//     takes it over, and one that none has is pruned as before.
+//     takes it over, and one that none has is pruned as before;
+//   - a set of the state whose recorded owner is not the owner of the set
+//     of that name among sets (SpecSet.Owner) is a conflict at each of its
+//     units and paths: it is neither applied nor pruned.
 //
 // Two sets of one apply with the same unit is an error: the caller reads
 // the specs and reports that at both hooks first.
@@ -484,6 +501,8 @@ func newPlanSets(ctx context.Context, sets []SpecSet, st *State, opts Options) (
 		st = &State{Version: StateVersion}
 	}
 	applying := map[string]bool{}
+	var conflicts []Problem
+	var owned []SpecSet
 	for _, s := range sets {
 		if err := hooks.CheckSetName(s.Name); err != nil {
 			return nil, err
@@ -492,6 +511,20 @@ func newPlanSets(ctx context.Context, sets []SpecSet, st *State, opts Options) (
 			return nil, fmt.Errorf("spec set %s is given twice: each spec of a node needs its own metadata.name", s.Name)
 		}
 		applying[s.Name] = true
+		if owner, recorded := st.SetOwner(s.Name); recorded && owner != s.Owner {
+			// Not applying: its units and paths are left as they
+			// are, neither taken over nor pruned.
+			conflicts = append(conflicts, ownerConflicts(s, st, owner, opts)...)
+			continue
+		}
+		owned = append(owned, s)
+	}
+	sets = owned
+	applying = map[string]bool{}
+	owners := map[string]string{}
+	for _, s := range sets {
+		applying[s.Name] = true
+		owners[s.Name] = s.Owner
 	}
 	var paths []Path
 	var accounts []Account
@@ -517,7 +550,6 @@ func newPlanSets(ctx context.Context, sets []SpecSet, st *State, opts Options) (
 	owner := map[string]render.Unit{}
 	meta := map[string]StateUnit{}
 	var desired []render.Unit
-	var conflicts []Problem
 	for _, s := range sets {
 		for _, u := range s.Units {
 			if o, dup := owner[u.Name]; dup {
@@ -569,12 +601,48 @@ func newPlanSets(ctx context.Context, sets []SpecSet, st *State, opts Options) (
 		paths:    paths,
 		accounts: accounts,
 		otherSet: func(set string) bool { return set != "" && !applying[set] },
+		owners:   owners,
 	})
 	if err != nil {
 		return nil, err
 	}
 	p.Conflicts = append(p.Conflicts, conflicts...)
 	return p, nil
+}
+
+// ownerConflicts are the conflicts of set s, which the state records as
+// owner's: one at each of its units and paths, of the state and of s.
+func ownerConflicts(s SpecSet, st *State, owner string, opts Options) []Problem {
+	msg := fmt.Sprintf("spec set %s belongs to %s on this node (the state records it so), and %s may not apply or remove it: give the spec another name",
+		s.Name, ownerName(owner), ownerName(s.Owner))
+	var out []Problem
+	seen := map[string]bool{}
+	add := func(pr Problem) {
+		if key := pr.Unit + "\x00" + pr.Path; !seen[key] {
+			seen[key] = true
+			out = append(out, pr)
+		}
+	}
+	for _, u := range st.Units {
+		if u.Set == s.Name {
+			add(Problem{Unit: u.Name, Path: opts.nodePath(u.Name), Message: msg})
+		}
+	}
+	for _, u := range s.Units {
+		add(Problem{Unit: u.Name, Path: opts.nodePath(u.Name), Message: msg})
+	}
+	for _, sp := range st.Paths {
+		if sp.Set == s.Name {
+			add(Problem{Unit: sp.Hook, Path: sp.Path, Message: msg})
+		}
+	}
+	for _, sp := range s.Paths {
+		add(Problem{Unit: sp.Hook, Path: sp.Path, Message: msg})
+	}
+	if len(out) == 0 {
+		add(Problem{Message: msg})
+	}
+	return out
 }
 
 // inDir reports whether the file of a hook's place ("FILE:LINE:COL") is
@@ -609,6 +677,9 @@ type rules struct {
 	accounts []Account
 	// otherSet reports a spec set that is not among those applied.
 	otherSet func(string) bool
+	// owners are the owners of the sets applied (SpecSet.Owner), recorded
+	// in the next state.
+	owners map[string]string
 }
 
 // NewRemovePlan plans removing the owned units with the given unit or hook
@@ -770,6 +841,11 @@ func newPlan(_ context.Context, desired []render.Unit, st *State, opts Options, 
 	if err := p.planPaths(r.paths, r.accounts, next, prunePath); err != nil {
 		return nil, err
 	}
+	next.Sets = st.clone().Sets
+	for set, owner := range r.owners {
+		next.recordOwner(set, owner)
+	}
+	next.Sets = next.usedSets()
 	p.finish()
 	p.next = next
 	return p.Plan, nil

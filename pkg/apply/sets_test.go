@@ -3,6 +3,7 @@ package apply_test
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -216,5 +217,83 @@ func TestSpecSetsOneReload(t *testing.T) {
 	_, calls := n.applySets(t, sets)
 	if got := strings.Count(strings.Join(calls, "\n"), "reload"); got != 1 {
 		t.Errorf("%d reloads for three sets, want 1: %v", got, calls)
+	}
+}
+
+// TestSpecSetOwners: the state records who owns a set that another applier
+// (the agent) applies, and a set of that name from another owner (a node's
+// own spec) neither takes it over nor prunes it; the owner's own prune
+// works, and the record goes with the set's last unit.
+func TestSpecSetOwners(t *testing.T) {
+	n := newNode(t)
+	agent := set(t, "hosthooks.base", "hosthooks/base", "- name: agent1\n  exec: [/bin/true]\n")
+	agent.Owner = "agent"
+	n.applySets(t, []apply.SpecSet{agent, set(t, "local", "local.yaml", "- name: local1\n  exec: [/bin/true]\n")})
+	st := n.state()
+	if st.Version != apply.StateVersion {
+		t.Errorf("state version %d, want %d with an owned set", st.Version, apply.StateVersion)
+	}
+	if owner, recorded := st.SetOwner("hosthooks.base"); owner != "agent" || !recorded {
+		t.Errorf("owner of hosthooks.base: %q, %v; want agent, recorded", owner, recorded)
+	}
+	if owner, recorded := st.SetOwner("local"); owner != "" || recorded {
+		t.Errorf("owner of the node's own set: %q, %v; want none", owner, recorded)
+	}
+
+	// The node's own spec of the same name, which would take agent1 over
+	// and prune it: a conflict at agent1 naming both owners, and nothing
+	// is done.
+	mine := set(t, "hosthooks.base", "hooks.d/base.yaml", "- name: other\n  exec: [/bin/true]\n")
+	p, err := apply.NewPlanSets(context.Background(), []apply.SpecSet{mine}, st, n.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var at []string
+	for _, c := range p.Conflicts {
+		at = append(at, c.Unit)
+		if !strings.Contains(c.Message, "belongs to the agent") || !strings.Contains(c.Message, "the node's own specs may not") {
+			t.Errorf("conflict message: %s", c.Message)
+		}
+	}
+	if !slices.Equal(at, []string{"agent1.service", "other.service"}) {
+		t.Errorf("conflicts at %q, want agent1.service and other.service: %v", at, p.Conflicts)
+	}
+	if _, err := apply.Execute(context.Background(), p, n.sd, nil); err == nil {
+		t.Fatal("a plan with a conflict was applied")
+	}
+	if !n.exists("agent1.service") || n.exists("other.service") {
+		t.Errorf("agent1 %v, other %v: want agent1 kept, other not written", n.exists("agent1.service"), n.exists("other.service"))
+	}
+
+	// A local apply of its own sets keeps the record; the agent's prune
+	// (its set with no units) removes agent1 and the record with it.
+	n.applySets(t, []apply.SpecSet{set(t, "local", "local.yaml", "- name: local1\n  exec: [/bin/true]\n")})
+	if owner, _ := n.state().SetOwner("hosthooks.base"); owner != "agent" {
+		t.Errorf("after a local apply, the owner of hosthooks.base is %q", owner)
+	}
+	n.applySets(t, []apply.SpecSet{{Name: "hosthooks.base", Owner: "agent"}})
+	st = n.state()
+	if n.exists("agent1.service") || len(st.Sets) != 0 || st.Version == apply.StateVersion {
+		t.Errorf("after the agent's prune: agent1 %v, sets %v, version %d", n.exists("agent1.service"), st.Sets, st.Version)
+	}
+}
+
+// TestSpecSetOwnersLegacy: a state of an earlier hostprov records no
+// owners; the first apply of an owner's set takes its units over by name,
+// as before, and records the owner.
+func TestSpecSetOwnersLegacy(t *testing.T) {
+	n := newNode(t)
+	n.applySets(t, []apply.SpecSet{set(t, "hosthooks.base", "hosthooks/base", "- name: agent1\n  exec: [/bin/true]\n")})
+	if st := n.state(); len(st.Sets) != 0 || st.Version == apply.StateVersion {
+		t.Fatalf("a set with no owner was recorded: %v, version %d", st.Sets, st.Version)
+	}
+	agent := set(t, "hosthooks.base", "hosthooks/base", "- name: agent1\n  exec: [/bin/true]\n")
+	agent.Owner = "agent"
+	p, _ := n.applySets(t, []apply.SpecSet{agent})
+	if len(p.Conflicts) != 0 || p.HasChanges() {
+		t.Errorf("taking the set over: conflicts %v, changes %s", p.Conflicts, p.Summary())
+	}
+	if owner, recorded := n.state().SetOwner("hosthooks.base"); owner != "agent" || !recorded {
+		t.Errorf("owner %q, recorded %v", owner, recorded)
 	}
 }

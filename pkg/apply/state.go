@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/hostprov/hostprov/internal/fsutil"
+	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/units"
 )
 
@@ -24,10 +26,21 @@ import (
 // still reads it; one with paths is version 2, which an earlier hostprov
 // refuses with its format-version error rather than forgetting the paths.
 // Version 1 is read as version 2 without paths.
-const StateVersion = 2
+//
+// Version 3 adds Sets, who owns each spec set that someone other than the
+// node's own specs applies (the Kubernetes agent). It is written only when
+// the state has such a set, for the same reason: a node that never ran the
+// agent keeps a state an earlier hostprov reads, and an earlier hostprov
+// refuses one whose owners it would drop.
+const StateVersion = 3
 
-// stateVersionNoPaths is the version written for a state without paths.
-const stateVersionNoPaths = 1
+// stateVersionNoPaths is the version written for a state without paths or
+// owned sets, and stateVersionNoSets the one for a state with paths but
+// no owned sets.
+const (
+	stateVersionNoPaths = 1
+	stateVersionNoSets  = 2
+)
 
 // StateFileName is the name of the state file in the state directory.
 const StateFileName = "state.json"
@@ -56,6 +69,30 @@ type State struct {
 	// Paths are the files, directories and links hostprov placed for
 	// hooks outside the unit directory, parents before what is in them.
 	Paths []*PathState `json:"paths,omitempty"`
+	// Sets records the owner of every spec set of the state's units and
+	// paths that has one (SpecSet.Owner), sorted by name. A set not listed
+	// is the node's own (hostprov apply's). The name of a set alone does
+	// not say whose it is: a node's spec could take any name.
+	Sets []*SetState `json:"sets,omitempty"`
+}
+
+// SetState is the owner of a spec set (see SpecSet.Owner).
+type SetState struct {
+	Name  string `json:"name"`
+	Owner string `json:"owner"`
+}
+
+// SetOwner is the recorded owner of the spec set name, and whether the
+// state records one. A set without a record is the node's own, or one
+// applied by an earlier hostprov, which recorded no owners: the first
+// apply that has the set records its owner.
+func (s *State) SetOwner(name string) (owner string, recorded bool) {
+	for _, r := range s.Sets {
+		if r.Name == name {
+			return r.Owner, true
+		}
+	}
+	return "", false
 }
 
 // StateUnit is one owned unit.
@@ -250,10 +287,15 @@ func ParseState(data []byte) (*State, error) {
 	switch {
 	case st.Version == stateVersionNoPaths && len(st.Paths) > 0:
 		return nil, errors.New("format version 1 has no paths")
-	case st.Version != StateVersion && st.Version != stateVersionNoPaths:
-		return nil, fmt.Errorf("format version %d, this hostprov reads versions %d and %d", st.Version, stateVersionNoPaths, StateVersion)
+	case st.Version < StateVersion && len(st.Sets) > 0:
+		return nil, fmt.Errorf("format version %d has no sets", st.Version)
+	case st.Version < stateVersionNoPaths || st.Version > StateVersion:
+		return nil, fmt.Errorf("format version %d, this hostprov reads versions %d to %d", st.Version, stateVersionNoPaths, StateVersion)
 	}
 	if err := checkStatePaths(&st); err != nil {
+		return nil, err
+	}
+	if err := checkStateSets(&st); err != nil {
 		return nil, err
 	}
 	seen, seenFile := map[string]bool{}, map[string]bool{}
@@ -310,8 +352,13 @@ func (s *State) Save(path string) error {
 // of earlier specs that stay; a unit file before its drop-ins), so that a
 // plan made from the state lists them as a plan made from the spec does.
 func (s *State) marshal() ([]byte, error) {
-	s.Version = StateVersion
-	if len(s.Paths) == 0 {
+	s.Sets = s.usedSets()
+	switch {
+	case len(s.Sets) > 0:
+		s.Version = StateVersion
+	case len(s.Paths) > 0:
+		s.Version = stateVersionNoSets
+	default:
 		s.Version = stateVersionNoPaths
 	}
 	if s.Units == nil {
@@ -352,8 +399,13 @@ func (s *State) interrupted() bool {
 // equal reports whether two states encode the same: nil and empty lists
 // are alike, as they are in the file.
 func (s *State) equal(o *State) bool {
-	if s.UnitDir != o.UnitDir || s.Inputs != o.Inputs || len(s.Units) != len(o.Units) || len(s.Paths) != len(o.Paths) {
+	if s.UnitDir != o.UnitDir || s.Inputs != o.Inputs || len(s.Units) != len(o.Units) || len(s.Paths) != len(o.Paths) || len(s.Sets) != len(o.Sets) {
 		return false
+	}
+	for i := range s.Sets {
+		if *s.Sets[i] != *o.Sets[i] {
+			return false
+		}
 	}
 	for i := range s.Paths {
 		if *s.Paths[i] != *o.Paths[i] {
@@ -390,6 +442,10 @@ func (s *State) clone() *State {
 	}
 	for _, sp := range s.Paths {
 		c.Paths = append(c.Paths, cloneStatePath(sp))
+	}
+	for _, r := range s.Sets {
+		cr := *r
+		c.Sets = append(c.Sets, &cr)
 	}
 	return c
 }
@@ -436,4 +492,57 @@ func checkDropinName(name string) error {
 		return fmt.Errorf("drop-in name %q would leave the drop-in directory", name)
 	}
 	return nil
+}
+
+// checkStateSets checks the owners of a state file: each set named once,
+// by a name a set may have, with an owner.
+func checkStateSets(st *State) error {
+	seen := map[string]bool{}
+	for i, r := range st.Sets {
+		switch {
+		case r == nil:
+			return fmt.Errorf("sets[%d] is null", i)
+		case hooks.CheckSetName(r.Name) != nil:
+			return fmt.Errorf("sets[%d]: %v", i, hooks.CheckSetName(r.Name))
+		case r.Owner == "":
+			return fmt.Errorf("sets[%d]: set %s has no owner", i, r.Name)
+		case seen[r.Name]:
+			return fmt.Errorf("sets[%d]: set %s is listed twice", i, r.Name)
+		}
+		seen[r.Name] = true
+	}
+	return nil
+}
+
+// usedSets is s.Sets without the sets that no unit or path of s has any
+// more, sorted by name: a set's owner is recorded for as long as the set
+// has something on the node.
+func (s *State) usedSets() []*SetState {
+	if len(s.Sets) == 0 {
+		return nil
+	}
+	used := map[string]bool{}
+	for _, u := range s.Units {
+		used[u.Set] = true
+	}
+	for _, p := range s.Paths {
+		used[p.Set] = true
+	}
+	var out []*SetState
+	for _, r := range s.Sets {
+		if used[r.Name] {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b *SetState) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// recordOwner records owner as the owner of set; an empty owner (the
+// node's own specs) is recorded by having no record.
+func (s *State) recordOwner(set, owner string) {
+	s.Sets = slices.DeleteFunc(s.Sets, func(r *SetState) bool { return r.Name == set })
+	if owner != "" {
+		s.Sets = append(s.Sets, &SetState{Name: set, Owner: owner})
+	}
 }

@@ -188,12 +188,12 @@ func (n *node) decide(v *view, st *apply.State) ([]apply.SpecSet, map[string]*ou
 	seen := map[string]bool{}
 	for _, set := range owned {
 		name := v1alpha1.HostHooksOfSet(set)
-		if name == "" || keep[name] || seen[name] {
+		if name == "" || keep[name] || seen[name] || !agentSet(st, set) {
 			continue
 		}
 		seen[name] = true
 		out[name] = &outcome{action: prune}
-		sets = append(sets, apply.SpecSet{Name: set})
+		sets = append(sets, apply.SpecSet{Name: set, Owner: kube.SetOwner})
 	}
 	for name := range v.hostHooks {
 		if out[name] == nil {
@@ -365,16 +365,38 @@ func agentUnits(st *apply.State) *apply.State {
 	out := *st
 	out.Units, out.Paths = nil, nil
 	for _, u := range st.Units {
-		if v1alpha1.HostHooksOfSet(u.Set) != "" {
+		if agentSet(st, u.Set) {
 			out.Units = append(out.Units, u)
 		}
 	}
 	for _, p := range st.Paths {
-		if v1alpha1.HostHooksOfSet(p.Set) != "" {
+		if agentSet(st, p.Set) {
 			out.Paths = append(out.Paths, p)
 		}
 	}
 	return &out
+}
+
+// agentSet reports whether set, a set of the state, is the agent's: the
+// state records the agent as its owner. A set without a record was applied
+// by an earlier hostprov, which recorded no owners, or is the node's own:
+// it is the agent's when its name is one the agent gives
+// (v1alpha1.SetPrefix) and its units came from a HostHooks (their place is
+// kube.Place...), so that a node's own spec of such a name, which an
+// earlier hostprov accepted, is neither pruned nor reported.
+func agentSet(st *apply.State, set string) bool {
+	if v1alpha1.HostHooksOfSet(set) == "" {
+		return false
+	}
+	if owner, recorded := st.SetOwner(set); recorded {
+		return owner == kube.SetOwner
+	}
+	for _, u := range st.Units {
+		if u.Set == set {
+			return strings.HasPrefix(u.Where, kube.Place)
+		}
+	}
+	return true
 }
 
 // applySets plans sets and carries the plan out. A set whose units

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/hostprov/hostprov/internal/kube"
 	"github.com/hostprov/hostprov/pkg/apis/hostprov/v1alpha1"
 	"github.com/hostprov/hostprov/pkg/apply"
 	"github.com/hostprov/hostprov/pkg/apply/applytest"
@@ -474,5 +475,40 @@ func writeNodeFile(t *testing.T, path, data string) {
 	}
 	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestNodeSetOfAgentNameNotPruned: a node's own spec named like an agent's
+// set (hosthooks.*, which an earlier hostprov accepted in hooks.d) is not
+// the agent's: with no HostHooks of that name, the agent neither prunes nor
+// reports it. The agent's own sets are recorded as its own in the state.
+func TestNodeSetOfAgentNameNotPruned(t *testing.T) {
+	f := newFakeNode(t)
+	own, diags := render.Build("/etc/hostprov/hooks.d/hosthooks.base.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n  - name: local\n    exec: [/bin/sleep, infinity]\n"))
+	if diags.HasErrors(false) {
+		t.Fatal(diags)
+	}
+	p, err := apply.NewPlanSets(context.Background(), []apply.SpecSet{{Name: "hosthooks.base", Units: own, HookNames: []string{"local"}}}, f.state(), f.n.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply.Execute(context.Background(), p, f.sd, nil); err != nil {
+		t.Fatal(err)
+	}
+	other := hostHooks("other", nil, service("other-svc"))
+	f.sync(f.view(labels.Set{"role": "worker"}, []*v1alpha1.HostHooks{other}, []*v1alpha1.NodeHooks{nodeHooks(other, true)}))
+	if want := []string{"hosthooks.base", "hosthooks.other"}; !slices.Equal(f.setsInState(), want) {
+		t.Errorf("sets: %q, want %q: the node's own set was pruned", f.setsInState(), want)
+	}
+	if !f.sd.Active(own[0].Name) {
+		t.Errorf("the node's own %s was stopped: %q", own[0].Name, f.sd.Log())
+	}
+	if owner, _ := f.state().SetOwner("hosthooks.other"); owner != kube.SetOwner {
+		t.Errorf("the agent's set is recorded as %q's", owner)
+	}
+	// Once the HostHooks is gone, its set goes, and the node's stays.
+	f.sync(f.view(labels.Set{"role": "worker"}, nil, nil))
+	if want := []string{"hosthooks.base"}; !slices.Equal(f.setsInState(), want) {
+		t.Errorf("sets after other is gone: %q, want %q", f.setsInState(), want)
 	}
 }
