@@ -42,6 +42,19 @@ func OpenDir(path string) (*Dir, error) {
 	return &Dir{fd: fd, path: path}, nil
 }
 
+// OpenFile opens the file name in d with flag (os.O_RDWR|os.O_CREATE, say)
+// and, when it creates it, perm; never through a symbolic link.
+func (d *Dir) OpenFile(name string, flag int, perm os.FileMode) (*os.File, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	fd, err := openat(d.fd, name, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: d.Join(name), Err: err}
+	}
+	return os.NewFile(uintptr(fd), d.Join(name)), nil
+}
+
 // Path is the directory's path, as it was opened.
 func (d *Dir) Path() string { return d.path }
 

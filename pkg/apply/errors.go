@@ -41,6 +41,14 @@ func fsError(what, path string, err error) error {
 	return fmt.Errorf("%s %s: %v", what, path, err)
 }
 
+// linkedStateDir is the error for a state directory that is a symbolic
+// link (or, under it, not a directory): hostprov's record of what it owns
+// is never read or written through a link another user could point
+// elsewhere.
+func linkedStateDir(dir string) error {
+	return fmt.Errorf("state directory %s is a symbolic link or not a directory; hostprov keeps its state only in a real directory: give its target with --state-dir, or replace it by a directory", dir)
+}
+
 // How checkDir treats a missing directory.
 const (
 	mustExist  = iota // a missing directory is an error

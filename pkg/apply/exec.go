@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,7 +23,7 @@ type Result struct {
 
 // PrepareDirs checks that the unit and state directories exist and can be
 // written, before anything else happens (the lock lives in the state
-// directory). With Root set they are created as systemctl --root creates
+// directory), and that the state directory is not a symbolic link. With Root set they are created as systemctl --root creates
 // them; on a live node a missing unit directory is an error (is this a
 // systemd machine?) and the state directory is created only when its parent
 // exists.
@@ -33,6 +34,13 @@ func PrepareDirs(opts Options) error {
 	}
 	if err := checkDir(opts.UnitDirPath(), "unit directory", "--unit-dir", unitMissing, 0o755); err != nil {
 		return err
+	}
+	// The lock and the state are created in the state directory, never
+	// through a link: refused here, before the lock is taken, nothing is
+	// created anywhere (LoadState refuses such a directory too, but only
+	// after the lock file was made in the link's target).
+	if fi, err := os.Lstat(opts.StateDirPath()); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return linkedStateDir(opts.StateDirPath())
 	}
 	return checkDir(opts.StateDirPath(), "state directory", "--state-dir", stateMissing, 0o755)
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/hostprov/hostprov/internal/fsutil"
 )
 
 // LockFileName is the lock file in the state directory.
@@ -23,7 +25,17 @@ const LockFileName = "lock"
 // kernel when the process dies, so a crashed apply never blocks the next.
 func Lock(ctx context.Context, stateDir string, noWait bool, waiting func(pid int)) (unlock func(), err error) {
 	p := filepath.Join(stateDir, LockFileName)
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	// Through the directory, which is never a link (the lock would be
+	// made in the link's target), and never through a link of its own.
+	dir, err := fsutil.OpenDir(stateDir)
+	if errors.Is(err, fsutil.ErrNotDir) {
+		return nil, linkedStateDir(stateDir)
+	}
+	if err != nil {
+		return nil, fsError("opening the state directory", stateDir, err)
+	}
+	f, err := dir.OpenFile(LockFileName, os.O_RDWR|os.O_CREATE, 0o600)
+	dir.Close()
 	if err != nil {
 		return nil, fsError("opening the lock file", p, err)
 	}

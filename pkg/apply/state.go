@@ -223,7 +223,7 @@ func LoadState(path string) (*State, error) {
 		return nil, fmt.Errorf("state file %s is not hostprov's: %v; hostprov reads its state only from a regular file of at most %d MiB, never through a link: "+
 			"find out who put it there; if you know no hostprov unit is installed, move it away and run apply with --adopt to take over the files the spec names", path, err, MaxStateSize>>20)
 	case errors.Is(err, fsutil.ErrNotDir):
-		return nil, fmt.Errorf("state directory %s is a symbolic link or not a directory; hostprov keeps its state only in a real directory: give its target with --state-dir, or replace it by a directory", filepath.Dir(path))
+		return nil, linkedStateDir(filepath.Dir(path))
 	case err != nil:
 		return nil, fsError("reading the state file", path, err)
 	}
