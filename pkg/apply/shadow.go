@@ -188,11 +188,15 @@ func (p *planner) shadows(unit string, cur diskFile) (string, error) {
 		}
 		p.nodeUnits = idx
 	}
-	for _, e := range p.nodeUnits[unit] {
-		if e.inUnitDir && !e.wants {
-			continue // cur: a plain file, a mask, or nothing
+	// A unit file (or alias) names the node's unit best; an enable link
+	// only when the node has no file of it in sight.
+	for _, wants := range []bool{false, true} {
+		for _, e := range p.nodeUnits[unit] {
+			if e.wants != wants || e.inUnitDir && !e.wants {
+				continue // cur: a plain file, a mask, or nothing
+			}
+			return p.shadowMessage(unit, "", e), nil
 		}
-		return p.shadowMessage(unit, "", e), nil
 	}
 	if tmpl := templateOf(unit); tmpl != "" && tmpl != unit && !p.ownsUnitFile(tmpl) {
 		if es := p.nodeUnits[tmpl]; len(es) > 0 {
