@@ -44,7 +44,9 @@ type Options struct {
 	// only. Stops are still planned.
 	NoStart bool
 	// Adopt takes over files hostprov did not write that the spec would
-	// overwrite; without it they are conflicts.
+	// overwrite; without it they are conflicts. It never takes over a
+	// unit the node has elsewhere in its unit search path (see shadows):
+	// that is the node's unit, not a stray file.
 	Adopt bool
 	// Force overwrites (or removes) files hostprov wrote that were changed
 	// on disk since; without it they are left alone and reported.
