@@ -188,22 +188,31 @@ func (p *planner) shadows(unit string, cur diskFile) (string, error) {
 		}
 		p.nodeUnits = idx
 	}
-	// A unit file (or alias) names the node's unit best; an enable link
-	// only when the node has no file of it in sight.
-	for _, wants := range []bool{false, true} {
-		for _, e := range p.nodeUnits[unit] {
-			if e.wants != wants || e.inUnitDir && !e.wants {
-				continue // cur: a plain file, a mask, or nothing
-			}
-			return p.shadowMessage(unit, "", e), nil
-		}
+	// The unit's own entry in the unit directory is cur: a plain file,
+	// a mask, or nothing.
+	if e, ok := pickEntry(p.nodeUnits[unit], true); ok {
+		return p.shadowMessage(unit, "", e), nil
 	}
 	if tmpl := templateOf(unit); tmpl != "" && tmpl != unit && !p.ownsUnitFile(tmpl) {
-		if es := p.nodeUnits[tmpl]; len(es) > 0 {
-			return p.shadowMessage(unit, tmpl, es[0]), nil
+		if e, ok := pickEntry(p.nodeUnits[tmpl], false); ok {
+			return p.shadowMessage(unit, tmpl, e), nil
 		}
 	}
 	return "", nil
+}
+
+// pickEntry returns the entry that names a unit best: a unit file (or
+// alias), in systemd's order, or else an enable link. skipOwn leaves out
+// the plain entry of the plan's own unit directory.
+func pickEntry(es []nodeEntry, skipOwn bool) (nodeEntry, bool) {
+	for _, wants := range []bool{false, true} {
+		for _, e := range es {
+			if e.wants == wants && !(skipOwn && e.inUnitDir && !e.wants) {
+				return e, true
+			}
+		}
+	}
+	return nodeEntry{}, false
 }
 
 // ownsUnitFile reports whether the unit file of name is hostprov's: the

@@ -96,6 +96,17 @@ func TestShadowingANodeUnitIsAConflict(t *testing.T) {
 		unit:  "getty@tty9.service",
 		at:    "/usr/lib/systemd/system/getty@.service",
 	}, {
+		// The template's file in the unit directory is the node's
+		// too: an instance file would override it for this instance.
+		name: "template in the unit directory, another instance enabled",
+		setup: func(n *node) {
+			n.nodeFile("/etc/systemd/system/multi-user.target.wants/worker@a.service", "/etc/systemd/system/worker@.service", true)
+			n.nodeFile("/etc/systemd/system/worker@.service", vendorUnit, false)
+		},
+		hook: "- name: worker@b\n  exec: [/bin/sleep, infinity]\n",
+		unit: "worker@b.service",
+		at:   "/etc/systemd/system/worker@.service",
+	}, {
 		name: "vendor alias",
 		setup: func(n *node) {
 			n.nodeFile("/usr/lib/systemd/system/dbus-org.freedesktop.login1.service", "systemd-logind.service", true)
@@ -186,6 +197,12 @@ func TestShadowCheckLeavesOwnUnitsDropinsAndMasks(t *testing.T) {
 		"- name: cups\n  mask: true\n"
 	if p := n.plan(spec); len(p.Conflicts) != 0 {
 		t.Errorf("drop-ins and a mask on the node's units: conflicts %v", p.Conflicts)
+	}
+
+	// An instance of a template the same plan installs.
+	tmpl := "- name: w@.service\n  specifiers: true\n  exec: [/bin/echo, \"%i\"]\n- name: w@one\n  exec: [/bin/sleep, infinity]\n"
+	if p := n.plan(tmpl); len(p.Conflicts) != 0 {
+		t.Errorf("an instance of the spec's own template: conflicts %v", p.Conflicts)
 	}
 
 	n.nodeFile("/etc/systemd/system/local.service", vendorUnit, false)
