@@ -15,8 +15,10 @@ import (
 // (systemd.unit(5), "systemd-analyze unit-paths"): the control, transient
 // and generator directories, the administrator's and the runtime ones with
 // their attached (portable) units, and the vendor ones, /lib/systemd/system
-// for systems whose /lib is not merged into /usr. A unit file in any of them
-// makes the unit the node's own.
+// for systems whose /lib is not merged into /usr (after /usr/lib, where
+// Debian's systemd has it before: on a merged /usr both are one directory,
+// named then by its own path). A unit file in any of them makes the unit
+// the node's own.
 var unitSearchPath = []string{
 	"/etc/systemd/system.control",
 	"/run/systemd/system.control",
