@@ -135,7 +135,7 @@ type changeFlags struct {
 func (f *changeFlags) register(c *cobra.Command) {
 	c.Flags().BoolVar(&f.noPrune, "no-prune", false, "keep the units of earlier applies that the spec no longer has")
 	c.Flags().BoolVar(&f.noStart, "no-start", false, "do not start or restart units: files and links only")
-	c.Flags().BoolVar(&f.adopt, "adopt", false, "take over unit files hostprov did not write that the spec would overwrite")
+	c.Flags().BoolVar(&f.adopt, "adopt", false, "take over unit files hostprov did not write that the spec would overwrite in the unit directory (never a unit the node has elsewhere, such as in /usr/lib/systemd/system)")
 	c.Flags().BoolVar(&f.force, "force", false, "overwrite files hostprov wrote that were edited since")
 }
 

@@ -348,8 +348,11 @@ func TestAgentPod(t *testing.T) {
 	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
 		t.Errorf("resources %+v: want CPU and memory requests and a memory limit", c.Resources)
 	}
-	// Each host directory at its own path, and no other.
+	// Each host directory at its own path, and no other: those the agent
+	// writes, and read-only the vendor unit directories, where it looks
+	// for the node's own units that a hook may not replace.
 	want := []string{"/etc/systemd/system", "/run/systemd", "/var/lib/hostprov"}
+	wantRO := []string{"/lib/systemd/system", "/usr/lib/systemd/system"}
 	vols := map[string]string{}
 	for _, v := range pod.Volumes {
 		if v.HostPath == nil {
@@ -358,16 +361,22 @@ func TestAgentPod(t *testing.T) {
 		}
 		vols[v.Name] = v.HostPath.Path
 	}
-	var got []string
+	var got, gotRO []string
 	for _, m := range c.VolumeMounts {
-		if vols[m.Name] != m.MountPath || m.ReadOnly || m.SubPath != "" {
-			t.Errorf("mount %+v: want host path %s at the same path, writable", m, vols[m.Name])
+		ro := slices.Contains(wantRO, m.MountPath)
+		if vols[m.Name] != m.MountPath || m.ReadOnly != ro || m.SubPath != "" {
+			t.Errorf("mount %+v: want host path %s at the same path, read-only %v", m, vols[m.Name], ro)
 		}
-		got = append(got, m.MountPath)
+		if ro {
+			gotRO = append(gotRO, m.MountPath)
+		} else {
+			got = append(got, m.MountPath)
+		}
 	}
 	sort.Strings(got)
-	if !slices.Equal(got, want) || len(vols) != len(want) {
-		t.Errorf("host paths mounted %q (volumes %v), want %q", got, vols, want)
+	sort.Strings(gotRO)
+	if !slices.Equal(got, want) || !slices.Equal(gotRO, wantRO) || len(vols) != len(want)+len(wantRO) {
+		t.Errorf("host paths mounted %q and read-only %q (volumes %v), want %q and %q", got, gotRO, vols, want, wantRO)
 	}
 }
 

@@ -44,7 +44,9 @@ type Options struct {
 	// only. Stops are still planned.
 	NoStart bool
 	// Adopt takes over files hostprov did not write that the spec would
-	// overwrite; without it they are conflicts.
+	// overwrite; without it they are conflicts. It never takes over a
+	// unit the node has elsewhere in its unit search path (see shadows):
+	// that is the node's unit, not a stray file.
 	Adopt bool
 	// Force overwrites (or removes) files hostprov wrote that were changed
 	// on disk since; without it they are left alone and reported.
@@ -745,6 +747,9 @@ type planner struct {
 	rewritten map[string]bool
 	// otherSet is rules.otherSet.
 	otherSet func(string) bool
+	// nodeUnits indexes the node's unit search path (see shadows); read
+	// once a plan writes a unit file that hostprov does not own yet.
+	nodeUnits map[string][]nodeEntry
 }
 
 // newPlan plans the desired units and, of the state's other units, removes
@@ -1264,6 +1269,18 @@ func (p *planner) write(unit, rel string, data []byte, prev *StateUnit) (FileCha
 		fc.Op, fc.Reason = OpKeep, why
 		p.Conflicts = append(p.Conflicts, Problem{Unit: unit, Path: fc.Path, Message: why})
 		return fc, nil, nil
+	}
+	// A unit file hostprov does not own yet may not take the name of a
+	// unit the node has: not even with --adopt, which is for a stray
+	// file in the unit directory, not for the node's own units.
+	if rel == unit && sf == nil && cur.bad == "" {
+		why, err := p.shadows(unit, cur)
+		if err != nil {
+			return fc, nil, err
+		}
+		if why != "" {
+			return conflict(why)
+		}
 	}
 	switch {
 	case cur.bad != "":

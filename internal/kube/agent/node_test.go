@@ -512,3 +512,34 @@ func TestNodeSetOfAgentNameNotPruned(t *testing.T) {
 		t.Errorf("sets after other is gone: %q, want %q", f.setsInState(), want)
 	}
 }
+
+// A HostHooks whose hook would write a unit file over a unit the node has
+// (kubelet.service in /usr/lib/systemd/system) fails that HostHooks alone,
+// with the conflict naming the node's unit and the drop-in route; nothing
+// is written in its place and the node's unit is not touched.
+func TestShadowedNodeUnitKeepsOnlyItsSet(t *testing.T) {
+	f := newFakeNode(t)
+	vendor := filepath.Join(f.n.opts.Root, "usr/lib/systemd/system/kubelet.service")
+	writeNodeFile(t, vendor, "[Service]\nExecStart=/usr/bin/kubelet\n")
+	clash := hostHooks("clash", nil, service("kubelet"))
+	fine := hostHooks("fine", nil, service("fine-svc"))
+	got := f.sync(f.view(labels.Set{}, []*v1alpha1.HostHooks{clash, fine}, []*v1alpha1.NodeHooks{nodeHooks(clash, true), nodeHooks(fine, true)}))
+	if st := got["clash"]; st.Phase != v1alpha1.NodeFailed || !strings.Contains(st.Message, "/usr/lib/systemd/system/kubelet.service") ||
+		!strings.Contains(st.Message, "dropins") {
+		t.Errorf("clash: %+v; want Failed with the conflict naming the node's kubelet.service and drop-ins", st)
+	}
+	if st := got["fine"]; st.Phase != v1alpha1.NodeSucceeded {
+		t.Errorf("fine: %+v; want Succeeded", st)
+	}
+	if _, err := os.Lstat(filepath.Join(f.n.opts.UnitDirPath(), "kubelet.service")); !os.IsNotExist(err) {
+		t.Errorf("a kubelet.service was written to the unit directory (%v)", err)
+	}
+	for _, call := range f.sd.Log() {
+		if strings.Contains(call, "kubelet") {
+			t.Errorf("systemd was asked to %q", call)
+		}
+	}
+	if want := []string{"hosthooks.fine"}; !slices.Equal(f.setsInState(), want) {
+		t.Errorf("sets %q, want %q", f.setsInState(), want)
+	}
+}
