@@ -97,9 +97,62 @@ func (a *applier) apply(ctx context.Context, o deploytest.Object) {
 // grant what they say; and the HostHooks webhook fails closed.
 func TestDeployOnAPIServer(t *testing.T) {
 	_, objs := load(t)
-	c := kubetest.Start(t)
+	testDeploy(t, objs, namespace)
+}
+
+// testDeploy applies objs, deploy/ as built for namespace ns, and checks
+// what TestDeployOnAPIServer says.
+func testDeploy(t *testing.T, objs []deploytest.Object, ns string) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
+	in := install(ctx, t, objs)
+	c, admin, a, others, hh, nodeHooks := in.c, in.admin, in.a, in.others, in.hh, in.nodeHooks
+
+	agentCfg := c.NodeIdentity(t, ns, agentSA, "node-a")
+	agent := newClient(t, agentCfg)
+	c.NodeIdentity(t, ns, agentSA, "node-b") // Node node-b
+
+	// The API server takes up new policies and webhooks a moment after
+	// they are stored: wait for each to refuse what it refuses (tried
+	// with a dry run, which admission sees and nothing stores).
+	waitPolicy(ctx, t, "hostprov-agent-own-node", func() error {
+		other := get(ctx, t, agent, nodeHooks["node-b"])
+		other.Status.Message = "probe"
+		return agent.Status().Update(ctx, other, client.DryRunAll)
+	})
+	ctrl := newClient(t, c.NodeIdentity(t, ns, controllerSA, "node-c"))
+	waitPolicy(ctx, t, "hostprov-controller-limits", func() error {
+		h := get(ctx, t, admin, hh)
+		h.Spec.Hooks[0].Name = "probe"
+		return ctrl.Update(ctx, h, client.DryRunAll)
+	})
+
+	waitPolicy(ctx, t, `failed calling webhook "hosthooks.hostprov.dev"`, func() error {
+		return admin.Create(ctx, &v1alpha1.HostHooks{ObjectMeta: metav1.ObjectMeta{Name: "probe"},
+			Spec: v1alpha1.HostHooksSpec{Hooks: []v1alpha1.Hook{{Name: "a", Exec: []string{"/bin/true"}}}}}, client.DryRunAll)
+	})
+
+	t.Run("agent", func(t *testing.T) { testAgent(ctx, t, c, ns, admin, agent, hh, nodeHooks) })
+	t.Run("controller", func(t *testing.T) { testController(ctx, t, ns, admin, ctrl, a, others, hh) })
+	t.Run("people", func(t *testing.T) { testPeople(ctx, t, c, admin, hh) })
+	t.Run("webhook", func(t *testing.T) { testWebhook(ctx, t, admin, hh) })
+}
+
+// installed is a real API server with deploy/ (or an overlay's build of
+// it) applied, and what the tests need of the controller's work made by
+// the admin: a HostHooks and NodeHooks of nodes node-a and node-b.
+type installed struct {
+	c         *kubetest.Cluster
+	admin     client.Client
+	a         *applier
+	others    []deploytest.Object // objs but the namespace and the CRDs
+	hh        *v1alpha1.HostHooks
+	nodeHooks map[string]*v1alpha1.NodeHooks
+}
+
+func install(ctx context.Context, t *testing.T, objs []deploytest.Object) *installed {
+	t.Helper()
+	c := kubetest.Start(t)
 	admin := c.Client(t)
 	a := newApplier(t, c.Config())
 
@@ -133,38 +186,10 @@ func TestDeployOnAPIServer(t *testing.T) {
 	for _, o := range others {
 		a.apply(ctx, o)
 	}
-
-	agentCfg := c.NodeIdentity(t, namespace, agentSA, "node-a")
-	agent := newClient(t, agentCfg)
-	c.NodeIdentity(t, namespace, agentSA, "node-b") // Node node-b
-
-	// The API server takes up new policies and webhooks a moment after
-	// they are stored: wait for each to refuse what it refuses (tried
-	// with a dry run, which admission sees and nothing stores).
-	waitPolicy(ctx, t, "hostprov-agent-own-node", func() error {
-		other := get(ctx, t, agent, nodeHooks["node-b"])
-		other.Status.Message = "probe"
-		return agent.Status().Update(ctx, other, client.DryRunAll)
-	})
-	ctrl := newClient(t, c.NodeIdentity(t, namespace, controllerSA, "node-c"))
-	waitPolicy(ctx, t, "hostprov-controller-limits", func() error {
-		h := get(ctx, t, admin, hh)
-		h.Spec.Hooks[0].Name = "probe"
-		return ctrl.Update(ctx, h, client.DryRunAll)
-	})
-
-	waitPolicy(ctx, t, `failed calling webhook "hosthooks.hostprov.dev"`, func() error {
-		return admin.Create(ctx, &v1alpha1.HostHooks{ObjectMeta: metav1.ObjectMeta{Name: "probe"},
-			Spec: v1alpha1.HostHooksSpec{Hooks: []v1alpha1.Hook{{Name: "a", Exec: []string{"/bin/true"}}}}}, client.DryRunAll)
-	})
-
-	t.Run("agent", func(t *testing.T) { testAgent(ctx, t, c, admin, agent, hh, nodeHooks) })
-	t.Run("controller", func(t *testing.T) { testController(ctx, t, admin, ctrl, a, others, hh) })
-	t.Run("people", func(t *testing.T) { testPeople(ctx, t, c, admin, hh) })
-	t.Run("webhook", func(t *testing.T) { testWebhook(ctx, t, admin, hh) })
+	return &installed{c: c, admin: admin, a: a, others: others, hh: hh, nodeHooks: nodeHooks}
 }
 
-func testAgent(ctx context.Context, t *testing.T, c *kubetest.Cluster, admin, agent client.Client, hh *v1alpha1.HostHooks, nodeHooks map[string]*v1alpha1.NodeHooks) {
+func testAgent(ctx context.Context, t *testing.T, c *kubetest.Cluster, ns string, admin, agent client.Client, hh *v1alpha1.HostHooks, nodeHooks map[string]*v1alpha1.NodeHooks) {
 	// It reads what it watches.
 	if err := agent.List(ctx, &v1alpha1.HostHooksList{}); err != nil {
 		t.Errorf("agent listing HostHooks: %v", err)
@@ -231,8 +256,8 @@ func testAgent(ctx context.Context, t *testing.T, c *kubetest.Cluster, admin, ag
 	if err := agent.Get(ctx, client.ObjectKey{Name: "node-a"}, node); err == nil {
 		wantForbidden(t, "agent labelling its Node", agent.Patch(ctx, node, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"a":"b"}}}`))))
 	}
-	wantForbidden(t, "agent listing Secrets", agent.List(ctx, &corev1.SecretList{}, client.InNamespace(namespace)))
-	wantForbidden(t, "agent creating an Event", agent.Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "e"},
+	wantForbidden(t, "agent listing Secrets", agent.List(ctx, &corev1.SecretList{}, client.InNamespace(ns)))
+	wantForbidden(t, "agent creating an Event", agent.Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "e"},
 		InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "node-a"}}))
 
 	// The policy stands whatever RBAC grants: with a role that would let
@@ -241,10 +266,10 @@ func testAgent(ctx context.Context, t *testing.T, c *kubetest.Cluster, admin, ag
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"nodehooks"}, Verbs: []string{"create", "update", "delete"}}}}
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: grant.Name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: grant.Name},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: agentSA, Namespace: namespace}}}
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: agentSA, Namespace: ns}}}
 	create(ctx, t, admin, grant)
 	create(ctx, t, admin, binding)
-	waitAllowed(ctx, t, admin, "system:serviceaccount:"+namespace+":"+agentSA, "update", "nodehooks", "")
+	waitAllowed(ctx, t, admin, "system:serviceaccount:"+ns+":"+agentSA, "update", "nodehooks", "")
 	own = get(ctx, t, agent, own)
 	own.Spec.HooksHash = "sha256-mine"
 	wantRefused(t, "agent changing its NodeHooks' spec with RBAC allowing it", agent.Update(ctx, own),
@@ -268,7 +293,7 @@ func testAgent(ctx context.Context, t *testing.T, c *kubetest.Cluster, admin, ag
 	// A token of the agent's service account that is not bound to a pod
 	// on a node carries no node name: every write is refused.
 	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}
-	if err := admin.SubResource("token").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: agentSA}}, req); err != nil {
+	if err := admin.SubResource("token").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: agentSA}}, req); err != nil {
 		t.Fatal(err)
 	}
 	cfg := c.Config()
@@ -279,7 +304,7 @@ func testAgent(ctx context.Context, t *testing.T, c *kubetest.Cluster, admin, ag
 	if err := unbound.Create(ctx, review); err != nil {
 		t.Fatal(err)
 	}
-	if u := review.Status.UserInfo; u.Username != "system:serviceaccount:"+namespace+":"+agentSA || len(u.Extra["authentication.kubernetes.io/node-name"]) != 0 {
+	if u := review.Status.UserInfo; u.Username != "system:serviceaccount:"+ns+":"+agentSA || len(u.Extra["authentication.kubernetes.io/node-name"]) != 0 {
 		t.Fatalf("unbound token's user: %+v", u)
 	}
 	own = get(ctx, t, unbound, nodeHooks["node-a"])
@@ -291,8 +316,8 @@ func testAgent(ctx context.Context, t *testing.T, c *kubetest.Cluster, admin, ag
 	}
 }
 
-func testController(ctx context.Context, t *testing.T, admin, ctrl client.Client, a *applier, objs []deploytest.Object, hh *v1alpha1.HostHooks) {
-	user := "system:serviceaccount:" + namespace + ":" + controllerSA
+func testController(ctx context.Context, t *testing.T, ns string, admin, ctrl client.Client, a *applier, objs []deploytest.Object, hh *v1alpha1.HostHooks) {
+	user := "system:serviceaccount:" + ns + ":" + controllerSA
 	for _, r := range []struct {
 		verb, resource, sub, ns, name string
 		allowed                       bool
@@ -308,13 +333,13 @@ func testController(ctx context.Context, t *testing.T, admin, ctrl client.Client
 		{"delete", "nodehooks", "", "", "x", true},
 		{"watch", "nodes", "", "", "", true},
 		{"update", "nodes", "", "", "x", false},
-		{"create", "leases", "", namespace, "", true},
-		{"update", "leases", "", namespace, "hostprov-controller", true},
+		{"create", "leases", "", ns, "", true},
+		{"update", "leases", "", ns, "hostprov-controller", true},
 		{"update", "leases", "", "kube-system", "x", false},
-		{"create", "secrets", "", namespace, "", false},
-		{"get", "secrets", "", namespace, "other", false},
-		{"list", "secrets", "", namespace, "", false},
-		{"create", "pods", "", namespace, "", false},
+		{"create", "secrets", "", ns, "", false},
+		{"get", "secrets", "", ns, "other", false},
+		{"list", "secrets", "", ns, "", false},
+		{"create", "pods", "", ns, "", false},
 	} {
 		if got := allowed(ctx, t, admin, user, r.verb, r.resource, r.sub, r.ns, r.name); got != r.allowed {
 			t.Errorf("controller %s %s/%s %s/%s: allowed %v, want %v", r.verb, r.resource, r.sub, r.ns, r.name, got, r.allowed)
@@ -324,7 +349,7 @@ func testController(ctx context.Context, t *testing.T, admin, ctrl client.Client
 	// With its pod's token (ctrl), it fills the webhook's Secret and CA, and no
 	// other; applying deploy/ again keeps what it wrote.
 	secret := &corev1.Secret{}
-	if err := ctrl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: certSecret}, secret); err != nil {
+	if err := ctrl.Get(ctx, client.ObjectKey{Namespace: ns, Name: certSecret}, secret); err != nil {
 		t.Fatalf("controller getting its Secret: %v", err)
 	}
 	secret.Data = map[string][]byte{"tls.crt": []byte("cert"), "tls.key": []byte("key")}
@@ -380,8 +405,8 @@ func testController(ctx context.Context, t *testing.T, admin, ctrl client.Client
 	create(ctx, t, admin, other)
 	wantForbidden(t, "controller patching another webhook configuration", ctrl.Patch(ctx, other,
 		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"a":"b"}}}`))))
-	wantForbidden(t, "controller creating a Secret", ctrl.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "x"}}))
-	if err := ctrl.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "hostprov-controller"}}); err != nil {
+	wantForbidden(t, "controller creating a Secret", ctrl.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x"}}))
+	if err := ctrl.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hostprov-controller"}}); err != nil {
 		t.Errorf("controller creating its leader election lease: %v", err)
 	}
 
@@ -544,8 +569,9 @@ func allowed(ctx context.Context, t *testing.T, admin client.Client, user, verb,
 		group = coordinationv1.GroupName
 	}
 	var groups []string
-	if strings.HasPrefix(user, "system:serviceaccount:") {
-		groups = []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}
+	if sa, ok := strings.CutPrefix(user, "system:serviceaccount:"); ok {
+		ns, _, _ := strings.Cut(sa, ":")
+		groups = []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}
 	}
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups,
 		ResourceAttributes: &authorizationv1.ResourceAttributes{Group: group, Resource: resource, Subresource: sub, Verb: verb, Namespace: ns, Name: name}}}

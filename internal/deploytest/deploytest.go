@@ -2,12 +2,16 @@
 // tests of the deployment: the kustomization's resources, as objects, with
 // its image setting applied.
 //
-// It interprets only what deploy/kustomization.yaml uses (a list of
-// resource files and an images setting), and refuses any other field, so
-// that a kustomization that grows a feature this package does not apply
-// fails the tests instead of being applied wrongly. kustomize itself is
-// not a dependency: it would bring a second YAML stack and a plugin system
-// for two fields.
+// Load reads deploy/ itself, file by file, keeping each document as
+// written, for the tests of what the files say. It interprets only what
+// deploy/kustomization.yaml uses (a list of resource files and an images
+// setting), and refuses any other field, so that a kustomization that
+// grows a feature Load does not apply fails the tests instead of being
+// applied wrongly.
+//
+// Build runs kustomize itself, for the overlays users write on deploy/
+// (namespace:, namePrefix:): which fields kustomize rewrites there and
+// which it leaves is kustomize's behaviour, not something to restate here.
 package deploytest
 
 import (
@@ -22,6 +26,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 )
 
@@ -99,7 +105,9 @@ func ReadKustomization(dir string) (*Kustomization, error) {
 // Object is one object of a resource file.
 type Object struct {
 	// File is the resource file, relative to the kustomization's
-	// directory, and Doc the object's place in it (0 for the first).
+	// directory, and Doc the object's place in it (0 for the first). For
+	// Build, File is the kustomization's directory and Doc the object's
+	// place in kustomize's output.
 	File string
 	Doc  int
 	// Raw is the document as written, and Obj the object with the
@@ -148,6 +156,29 @@ func Load(dir string) (*Kustomization, []Object, error) {
 		}
 	}
 	return k, objs, nil
+}
+
+// Build builds the kustomization in dir with kustomize, as `kubectl apply
+// -k` does, and returns its objects in kustomize's order. Raw is each
+// object as kustomize writes it.
+func Build(dir string) ([]Object, error) {
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
+	}
+	var objs []Object
+	for i, r := range m.Resources() {
+		raw, err := r.AsYAML()
+		if err != nil {
+			return nil, fmt.Errorf("kustomize build %s: %s: %w", dir, r.CurId(), err)
+		}
+		obj, err := r.Map()
+		if err != nil {
+			return nil, fmt.Errorf("kustomize build %s: %s: %w", dir, r.CurId(), err)
+		}
+		objs = append(objs, Object{File: dir, Doc: i, Raw: raw, Obj: &unstructured.Unstructured{Object: obj}})
+	}
+	return objs, nil
 }
 
 // splitDocs splits a YAML stream into its documents.

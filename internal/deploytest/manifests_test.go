@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -232,16 +233,9 @@ func TestNamesAgree(t *testing.T) {
 	}
 	role := decode[rbacv1.Role](t, objs, "Role", rb.RoleRef.Name)
 
+	// Whom the policies hold: TestPolicyIdentities.
 	vap := decode[admissionv1.ValidatingAdmissionPolicy](t, objs, "ValidatingAdmissionPolicy", "hostprov-agent-own-node")
-	agentUser := "system:serviceaccount:" + namespace + ":" + ds.Spec.Template.Spec.ServiceAccountName
-	if len(vap.Spec.MatchConditions) != 1 || !strings.Contains(vap.Spec.MatchConditions[0].Expression, "'"+agentUser+"'") {
-		t.Errorf("the agent policy's match conditions %+v do not name %s", vap.Spec.MatchConditions, agentUser)
-	}
 	cvap := decode[admissionv1.ValidatingAdmissionPolicy](t, objs, "ValidatingAdmissionPolicy", "hostprov-controller-limits")
-	controllerUser := "system:serviceaccount:" + namespace + ":" + dep.Spec.Template.Spec.ServiceAccountName
-	if len(cvap.Spec.MatchConditions) != 1 || !strings.Contains(cvap.Spec.MatchConditions[0].Expression, "'"+controllerUser+"'") {
-		t.Errorf("the controller policy's match conditions %+v do not name %s", cvap.Spec.MatchConditions, controllerUser)
-	}
 	for _, p := range []*admissionv1.ValidatingAdmissionPolicy{vap, cvap} {
 		b := decode[admissionv1.ValidatingAdmissionPolicyBinding](t, objs, "ValidatingAdmissionPolicyBinding", p.Name)
 		if b.Spec.PolicyName != p.Name || !slices.Equal(b.Spec.ValidationActions, []admissionv1.ValidationAction{admissionv1.Deny}) {
@@ -310,6 +304,90 @@ func TestNamesAgree(t *testing.T) {
 	if len(s.Data)+len(s.StringData) != 0 {
 		t.Errorf("Secret %s has data: the controller writes it, and applying deploy/ again would overwrite it", s.Name)
 	}
+}
+
+// The policies hold the service accounts the agent's and the controller's
+// pods run as, and each only its own: in deploy/ as written, and as an
+// overlay's namespace, namePrefix and nameSuffix rename the accounts. A
+// service account renamed in deploy/ and not in its policy fails here.
+func TestPolicyIdentities(t *testing.T) {
+	_, objs := load(t)
+	for name, objs := range map[string][]deploytest.Object{
+		"deploy/":           objs,
+		"namespace overlay": buildOverlay(t, "namespace: "+overlayNamespace+"\n"),
+		"prefix overlay":    buildOverlay(t, "namespace: "+overlayNamespace+"\nnamePrefix: team-\nnameSuffix: -v2\n"),
+	} {
+		ds := only[appsv1.DaemonSet](t, objs, "DaemonSet")
+		dep := only[appsv1.Deployment](t, objs, "Deployment")
+		agentUser := "system:serviceaccount:" + ds.Namespace + ":" + ds.Spec.Template.Spec.ServiceAccountName
+		controllerUser := "system:serviceaccount:" + dep.Namespace + ":" + dep.Spec.Template.Spec.ServiceAccountName
+		policies := map[string]*regexp.Regexp{}
+		for _, o := range objs {
+			if o.Obj.GetKind() == "ValidatingAdmissionPolicy" {
+				policies[o.Obj.GetLabels()["app.kubernetes.io/component"]] = policyUsers(t, decode[admissionv1.ValidatingAdmissionPolicy](t, objs, o.Obj.GetKind(), o.Obj.GetName()))
+			}
+		}
+		if len(policies) != 2 || policies["agent"] == nil || policies["controller"] == nil {
+			t.Fatalf("%s: policies %v, want one of component agent and one of component controller", name, policies)
+		}
+		for _, c := range []struct {
+			policy, user string
+			want         bool
+		}{
+			{"agent", agentUser, true},
+			{"agent", controllerUser, false},
+			{"controller", controllerUser, true},
+			{"controller", agentUser, false},
+			{"agent", "system:serviceaccount:" + ds.Namespace + ":default", false},
+			{"controller", "system:serviceaccount:" + ds.Namespace + ":default", false},
+			{"agent", "system:node:node-a", false},
+			{"controller", "system:kube-controller-manager", false},
+		} {
+			if got := policies[c.policy].MatchString(c.user); got != c.want {
+				t.Errorf("%s: the %s policy holds %s: %v, want %v (its match condition: %s)", name, c.policy, c.user, got, c.want, policies[c.policy])
+			}
+		}
+	}
+}
+
+// celMatches is the form of the policies' match condition that
+// policyUsers reads.
+var celMatches = regexp.MustCompile(`^request\.userInfo\.username\.matches\('([^'\\]*)'\)$`)
+
+// policyUsers is the regular expression of p's one match condition,
+// request.userInfo.username.matches('RE'): the users it holds. CEL's
+// matches is RE2, as Go's regexp, and finds a match anywhere, as
+// MatchString does.
+func policyUsers(t *testing.T, p *admissionv1.ValidatingAdmissionPolicy) *regexp.Regexp {
+	t.Helper()
+	if len(p.Spec.MatchConditions) != 1 {
+		t.Fatalf("policy %s has match conditions %+v, want one", p.Name, p.Spec.MatchConditions)
+	}
+	m := celMatches.FindStringSubmatch(strings.TrimSpace(p.Spec.MatchConditions[0].Expression))
+	if m == nil {
+		t.Fatalf("policy %s's match condition %q is not of the form request.userInfo.username.matches('RE') that this test reads",
+			p.Name, p.Spec.MatchConditions[0].Expression)
+	}
+	re, err := regexp.Compile(m[1])
+	if err != nil {
+		t.Fatalf("policy %s: %v", p.Name, err)
+	}
+	return re
+}
+
+// only is the one object of kind in objs, decoded into its type.
+func only[T any](t *testing.T, objs []deploytest.Object, kind string) *T {
+	t.Helper()
+	var found []string
+	for _, o := range objs {
+		if o.Obj.GetKind() == kind {
+			found = append(found, o.Obj.GetName())
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d objects of kind %s (%q), want one", len(found), kind, found)
+	}
+	return decode[T](t, objs, kind, found[0])
 }
 
 // The agent gets what it needs of the host and nothing more: see the
