@@ -1,0 +1,186 @@
+package render_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	butane "github.com/coreos/butane/config"
+	"github.com/coreos/butane/config/common"
+	"github.com/coreos/ignition/v2/config/merge"
+	v32 "github.com/coreos/ignition/v2/config/v3_2"
+	v34 "github.com/coreos/ignition/v2/config/v3_4"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hostprov/hostprov/pkg/hooks"
+	"github.com/hostprov/hostprov/pkg/render"
+)
+
+// kindsSpec has a file, a directory and a link, each at a path of its own.
+const kindsSpec = `apiVersion: hostprov/v1alpha1
+kind: Hooks
+hooks:
+- name: tz
+  files:
+  - path: /etc/localtime
+    contents: "UTC\n"
+  directories:
+  - path: /etc/tz.d
+  links:
+  - path: /etc/timezone
+    target: ../usr/share/zoneinfo/UTC
+`
+
+// kindsAt is where kindsSpec has each kind: its path and its place.
+var kindsAt = map[string]struct{ path, place string }{
+	"file":      {"/etc/localtime", "spec.yaml:6:5 (hooks[0])"},
+	"directory": {"/etc/tz.d", "spec.yaml:9:5 (hooks[0])"},
+	"link":      {"/etc/timezone", "spec.yaml:11:5 (hooks[0])"},
+}
+
+// userEntry is a user's config with one entry of kind at p: a Butane
+// config (fcos 1.4.0, which translates to Ignition 3.3.0) or an Ignition
+// 3.2.0 config, with the line and column of the entry.
+func userEntry(kind, p string, ign bool) (render.MergeFile, int, int) {
+	if ign {
+		list, entry := kindList[kind], map[string]string{
+			"file":      `{"path": "` + p + `", "contents": {"source": "data:,Berlin"}}`,
+			"directory": `{"path": "` + p + `"}`,
+			"link":      `{"path": "` + p + `", "target": "../usr/share/zoneinfo/Europe/Berlin"}`,
+		}[kind]
+		data := "{\n  \"ignition\": {\"version\": \"3.2.0\"},\n  \"storage\": {\n    \"" + list + "\": [\n      " + entry + "\n    ]\n  }\n}\n"
+		return render.MergeFile{Name: "mine.ign", Data: []byte(data)}, 5, 7
+	}
+	entry := map[string]string{
+		"file":      "  files:\n    - path: " + p + "\n      contents:\n        inline: Berlin\n",
+		"directory": "  directories:\n    - path: " + p + "\n",
+		"link":      "  links:\n    - path: " + p + "\n      target: ../usr/share/zoneinfo/Europe/Berlin\n",
+	}[kind]
+	return render.MergeFile{Name: "mine.bu", Data: []byte("variant: fcos\nversion: 1.4.0\nstorage:\n" + entry)}, 5, 7
+}
+
+// userIgnitionOf is the user's config as Ignition reads it: Butane's
+// translation of a Butane config, then Ignition's own parser of 3.4.0.
+func userIgnitionOf(t *testing.T, f render.MergeFile) any {
+	t.Helper()
+	raw := f.Data
+	if strings.HasSuffix(f.Name, ".bu") {
+		var rpt fmt.Stringer
+		var err error
+		raw, rpt, err = translateButane(raw)
+		if err != nil {
+			t.Fatalf("Butane refuses %s: %v\n%s", f.Name, err, rpt)
+		}
+	} else if _, rpt, err := v32.Parse(raw); err != nil || rpt.IsFatal() {
+		t.Fatalf("Ignition 3.2.0 refuses %s: %v\n%s", f.Name, err, rpt)
+	}
+	cfg, rpt, err := v34.ParseCompatibleVersion(raw)
+	if err != nil || rpt.IsFatal() {
+		t.Fatalf("Ignition refuses %s: %v\n%s", f.Name, err, rpt)
+	}
+	return cfg
+}
+
+func translateButane(b []byte) ([]byte, fmt.Stringer, error) {
+	out, rpt, err := butane.TranslateBytes(b, common.TranslateBytesOptions{})
+	if err == nil && rpt.IsFatal() {
+		err = fmt.Errorf("fatal report")
+	}
+	return out, rpt, err
+}
+
+// kindsAtPath is the kinds an Ignition config has at path p.
+func kindsAtPath(t *testing.T, cfg any, p string) []string {
+	t.Helper()
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Storage map[string][]struct {
+			Path string `json:"path"`
+		} `json:"storage"`
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, list := range []string{"files", "directories", "links"} {
+		for _, e := range c.Storage[list] {
+			if e.Path == p {
+				kinds = append(kinds, list)
+			}
+		}
+	}
+	return kinds
+}
+
+var kindList = map[string]string{"file": "files", "directory": "directories", "link": "links"}
+
+// TestMergeKindClashes: a path where the spec has one kind (file,
+// directory, link) and the user's config, Butane or Ignition 3.2.0,
+// another is refused by every output that takes the config, at the
+// user's entry and the spec's, and nothing is written. It would be lost
+// otherwise: Ignition's own merge (as it merges ignition.config.merge at
+// boot) keeps only the user's entry, and Ignition's parser accepts the
+// result, so the spec's entry would be gone without a word.
+func TestMergeKindClashes(t *testing.T) {
+	r := buildText(t, "spec.yaml", kindsSpec)
+	own, err := render.Ignition(r.Units, render.IgnitionOptions{Storage: r.Storage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range []string{"file", "directory", "link"} {
+		for _, user := range []string{"file", "directory", "link"} {
+			if spec == user {
+				continue
+			}
+			for _, ign := range []bool{false, true} {
+				at := kindsAt[spec]
+				f, line, col := userEntry(user, at.path, ign)
+				t.Run(fmt.Sprintf("spec %s, %s %s", spec, f.Name, user), func(t *testing.T) {
+					// What Ignition itself makes of the two.
+					parent, rpt, err := v34.Parse(own)
+					if err != nil || rpt.IsFatal() {
+						t.Fatalf("Ignition refuses hostprov's config: %v\n%s", err, rpt)
+					}
+					merged, _ := merge.MergeStructTranscribe(parent, userIgnitionOf(t, f))
+					b, err := json.Marshal(merged)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, rpt, err := v34.Parse(b); err != nil || rpt.IsFatal() {
+						t.Fatalf("Ignition refuses its own merge, so the clash would not be silent: %v\n%s", err, rpt)
+					}
+					if got := kindsAtPath(t, merged, at.path); !cmp.Equal(got, []string{kindList[user]}) {
+						t.Fatalf("Ignition's merge has %v at %s, want only the user's %s", got, at.path, kindList[user])
+					}
+
+					want := fmt.Sprintf("%s:%d:%d: error: storage.%s[0]: %s is a %s in hostprov's spec too, at %s, and a %s here: there can be only one thing at a path\n"+
+						"\thint: keep the path in one place: your config or the spec",
+						f.Name, line, col, kindList[user], at.path, spec, at.place, user)
+					outputs := map[string]func() ([]byte, hooks.Diagnostics, error){
+						"ignition": func() ([]byte, hooks.Diagnostics, error) {
+							return render.MergeIgnitionConfig(own, r.Units, render.IgnitionOptions{Storage: r.Storage}, []render.MergeFile{f})
+						},
+					}
+					if !ign {
+						outputs["butane"] = func() ([]byte, hooks.Diagnostics, error) {
+							return render.MergeButane(r.Units, render.ButaneOptions{Storage: r.Storage}, []render.MergeFile{f})
+						}
+					}
+					for name, run := range outputs {
+						out, diags, err := run()
+						if err != nil {
+							t.Fatal(err)
+						}
+						if got := diags.Error(); out != nil || got != want {
+							t.Errorf("%s output: diagnostics:\n%s\nwant:\n%s\noutput:\n%s", name, got, want, out)
+						}
+					}
+				})
+			}
+		}
+	}
+}
