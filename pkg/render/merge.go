@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	pathpkg "path"
 	"strings"
 
 	butane "github.com/coreos/butane/config"
@@ -613,16 +614,7 @@ func checkStorageClashes(own []byte, cfg any, f MergeFile, st Storage, us []Unit
 					continue
 				}
 			}
-			isJSON := bytes.HasPrefix(bytes.TrimLeft(f.Data, " \t\r\n"), []byte("{"))
-			at := func(line, col int64) hooks.Position {
-				return hooks.Position{File: f.Name, Line: int(line), Column: int(col)}
-			}
-			pos := hooks.Position{File: f.Name}
-			if isJSON {
-				pos = ignitionPos(f, true, f.Data, at, "storage", kind, i)
-			} else if n := yamlByPath(f, kind, p); n != nil {
-				pos = hooks.Position{File: f.Name, Line: n.Line, Column: n.Column}
-			}
+			pos, _ := userStoragePos(f, kind, i, p)
 			in := "hostprov's spec too,"
 			if place := storagePlace(st, us, p); place != "" {
 				in = "hostprov's spec too, at " + place + ","
@@ -636,6 +628,52 @@ func checkStorageClashes(own []byte, cfg any, f MergeFile, st Storage, us []Unit
 		}
 	}
 	return diags, nil
+}
+
+// userStoragePos is where a user's file writes the entry at path p, the
+// i-th of its Ignition config's storage.<kind>: the entry in an Ignition
+// file or in a Butane file's storage.<kind>, or else the Butane tree that
+// holds it (fromTree), or else the file alone.
+func userStoragePos(f MergeFile, kind string, i int, p string) (pos hooks.Position, fromTree bool) {
+	if bytes.HasPrefix(bytes.TrimLeft(f.Data, " \t\r\n"), []byte("{")) {
+		at := func(line, col int64) hooks.Position {
+			return hooks.Position{File: f.Name, Line: int(line), Column: int(col)}
+		}
+		return ignitionPos(f, true, f.Data, at, "storage", kind, i), false
+	}
+	if n := yamlByPath(f, kind, p); n != nil {
+		return hooks.Position{File: f.Name, Line: n.Line, Column: n.Column}, false
+	}
+	if n := yamlTreeOf(f, p); n != nil {
+		return hooks.Position{File: f.Name, Line: n.Line, Column: n.Column}, true
+	}
+	return hooks.Position{File: f.Name}, false
+}
+
+// yamlTreeOf is the entry of a Butane file's storage.trees whose
+// directory holds path p on the machine (its path:, / when it has none),
+// or nil: the entries a tree makes are in no list of the file.
+func yamlTreeOf(f MergeFile, p string) *yaml.Node {
+	var doc yaml.Node
+	if yaml.Unmarshal(f.Data, &doc) != nil || len(doc.Content) == 0 {
+		return nil
+	}
+	trees := yamlAt(doc.Content[0], "storage", "trees")
+	if trees == nil || trees.Kind != yaml.SequenceNode {
+		return nil
+	}
+	var best *yaml.Node
+	bestLen := -1
+	for _, e := range trees.Content {
+		dest := "/"
+		if n := yamlAt(e, "path"); n != nil && n.Value != "" {
+			dest = pathpkg.Clean(n.Value)
+		}
+		if (dest == "/" || p == dest || strings.HasPrefix(p, dest+"/")) && len(dest) > bestLen {
+			best, bestLen = e, len(dest)
+		}
+	}
+	return best
 }
 
 // storageKind names an entry of an Ignition config's storage lists.

@@ -3,6 +3,8 @@ package render_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -182,5 +184,98 @@ func TestMergeKindClashes(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestMergeButaneIsIgnition holds the Butane output of a merge to the
+// rule of the README: Butane's library translates it to the Ignition
+// output of the same merge, as data, or it is refused with hostprov's own
+// message at places in the files the user wrote (never Butane's error at
+// a line of the merged config, which the user never saw).
+func TestMergeButaneIsIgnition(t *testing.T) {
+	specDir, userDir := t.TempDir(), t.TempDir()
+	write := func(dir, name, data string, mode os.FileMode) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	spec := strings.Replace(kindsSpec, "  directories:\n", "  - path: /etc/motd\n    local: motd\n  directories:\n", 1)
+	write(specDir, "motd", "hello\n", 0o644)
+	specFile := write(specDir, "spec.yaml", spec, 0o644)
+	specData, err := os.ReadFile(specFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, diags := render.BuildAll(specFile, specData)
+	if len(diags) > 0 {
+		t.Fatalf("the spec must build without a diagnostic:\n%s", diags.Error())
+	}
+	for _, d := range []string{specDir, userDir} {
+		write(d, "tree/etc/localtime", "UTC\n", 0o644)
+		write(d, "tree/etc/other", "other\n", 0o644)
+		write(d, "mine.txt", "mine\n", 0o644)
+	}
+	bu := func(dir, name, storage string) render.MergeFile {
+		return render.MergeFile{Name: name, Dir: dir, Data: []byte("variant: fcos\nversion: 1.5.0\nstorage:\n" + storage)}
+	}
+	same := "  files:\n    - path: /etc/localtime\n      mode: 0644\n      contents:\n        inline: \"UTC\\n\"\n"
+	local := "  files:\n    - path: /etc/mine\n      contents:\n        local: mine.txt\n"
+	tree := "  trees:\n    - local: tree\n"
+	cases := []struct {
+		name  string
+		files []render.MergeFile
+		// refused is the user's places of each error when the Butane
+		// output refuses the merge, nil when it takes it.
+		refused []string
+	}{
+		{"the spec's entry, the same", []render.MergeFile{bu(userDir, "mine.bu", same)}, nil},
+		{"the spec's entry, the same, in a tree of the spec's directory", []render.MergeFile{bu(specDir, "mine.bu", tree)}, []string{"mine.bu:5:7"}},
+		{"an earlier file's entry, the same",
+			[]render.MergeFile{bu(userDir, "a.bu", "  files:\n    - path: /etc/y\n      contents:\n        inline: y\n"), bu(userDir, "b.bu", "  files:\n    - path: /etc/y\n      contents:\n        inline: y\n")}, nil},
+		{"an earlier file's entry, another",
+			[]render.MergeFile{bu(userDir, "a.bu", "  files:\n    - path: /etc/y\n      contents:\n        inline: a\n"), bu(userDir, "b.bu", "  files:\n    - path: /etc/y\n      contents:\n        inline: b\n")}, []string{"b.bu:5:7"}},
+		{"an earlier file's entry, another kind",
+			[]render.MergeFile{bu(userDir, "a.bu", "  files:\n    - path: /etc/y\n      contents:\n        inline: a\n"), bu(userDir, "b.bu", "  links:\n    - path: /etc/y\n      target: /etc/a\n")}, []string{"b.bu:5:7"}},
+		{"an earlier file's tree",
+			[]render.MergeFile{bu(specDir, "a.bu", "  trees:\n    - local: tree\n      path: /etc/x\n"), bu(specDir, "b.bu", "  files:\n    - path: /etc/x/etc/other\n      mode: 0644\n      contents:\n        inline: \"other\\n\"\n")}, []string{"b.bu:5:7"}},
+		{"local files beside the spec's", []render.MergeFile{bu(specDir, "mine.bu", local)}, nil},
+		{"local files elsewhere", []render.MergeFile{bu(userDir, "mine.bu", local)}, []string{"mine.bu:7:9"}},
+		{"no local files, elsewhere", []render.MergeFile{bu(userDir, "mine.bu", "  files:\n    - path: /etc/z\n      contents:\n        inline: z\n")}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ign, diags, err := render.MergeIgnition(r.Units, render.IgnitionOptions{Storage: r.Storage}, c.files)
+			noDiags(t, "MergeIgnition", diags, err)
+			checkIgnitionValid(t, render.DefaultIgnitionVersion, ign)
+			out, diags, err := render.MergeButane(r.Units, render.ButaneOptions{Storage: r.Storage}, c.files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.refused == nil {
+				noDiags(t, "MergeButane", diags, err)
+				// As the README says: butane --files-dir, the spec's directory.
+				fromButane, rpt, err := butane.TranslateBytes(out, common.TranslateBytesOptions{TranslateOptions: common.TranslateOptions{FilesDir: specDir}})
+				if err != nil || len(rpt.Entries) > 0 {
+					t.Fatalf("Butane: %v\n%s\n%s", err, rpt, out)
+				}
+				if d := cmp.Diff(jsonData(t, ign), jsonData(t, fromButane)); d != "" {
+					t.Errorf("Butane's translation of the Butane output differs from the Ignition output (-ignition +butane):\n%s\n%s", d, out)
+				}
+				return
+			}
+			var places []string
+			for _, d := range diags {
+				places = append(places, d.Pos.String())
+			}
+			if out != nil || !cmp.Equal(places, c.refused) || strings.Contains(diags.Error(), "Butane cannot translate the merged config") {
+				t.Errorf("want hostprov's own errors at %v, got:\n%s\noutput:\n%s", c.refused, diags.Error(), out)
+			}
+		})
 	}
 }
