@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	pathpkg "path"
+	"sort"
 	"strings"
 
 	butane "github.com/coreos/butane/config"
@@ -598,9 +599,15 @@ func checkStorageClashes(own []byte, cfg any, f MergeFile, st Storage, us []Unit
 			}
 		}
 	}
+	ownPaths := make([]string, 0, len(kindOf))
+	for p := range kindOf {
+		ownPaths = append(ownPaths, p)
+	}
+	sort.Strings(ownPaths)
 	for _, kind := range kinds {
 		for i, e := range theirs[kind] {
 			p, _ := e["path"].(string)
+			diags = append(diags, checkUnder(p, kind, i, f, ownPaths, kindOf, st, us)...)
 			o, ok := byPath[p]
 			if !ok {
 				continue
@@ -628,6 +635,40 @@ func checkStorageClashes(own []byte, cfg any, f MergeFile, st Storage, us []Unit
 		}
 	}
 	return diags, nil
+}
+
+// checkUnder reports a path of a user's file (p, its i-th entry of kind)
+// and a path of hostprov's (ownPaths, sorted, kindOf each) of which one is
+// under the other when the upper one is a file or a link: Ignition writes
+// both, and the lower one fails at boot under a file, or lands wherever
+// the link points (Ignition's validation refuses that one, but at no
+// line of either file).
+func checkUnder(p, kind string, i int, f MergeFile, ownPaths []string, kindOf map[string]string, st Storage, us []Unit) hooks.Diagnostics {
+	var diags hooks.Diagnostics
+	for _, q := range ownPaths {
+		var msg, upper string
+		switch {
+		case kind != "directories" && strings.HasPrefix(q, p+"/"):
+			upper = kind
+			msg = fmt.Sprintf("%s is a %s here, and hostprov's spec has %s under it", p, storageKind[kind], q)
+		case kindOf[q] != "directories" && strings.HasPrefix(p, q+"/"):
+			upper = kindOf[q]
+			msg = fmt.Sprintf("%s is under %s, a %s in hostprov's spec", p, q, storageKind[upper])
+		default:
+			continue
+		}
+		if place := storagePlace(st, us, q); place != "" {
+			msg += ", at " + place
+		}
+		msg += ": nothing can be under a file"
+		if upper == "links" {
+			msg = strings.TrimSuffix(msg, "a file") + "a link (it would land wherever the link points)"
+		}
+		pos, _ := userStoragePos(f, kind, i, p)
+		diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: pos, Path: fmt.Sprintf("storage.%s[%d]", kind, i),
+			Message: msg, Hint: "move one of the two, or keep both in one place: your config or the spec"})
+	}
+	return diags
 }
 
 // userStoragePos is where a user's file writes the entry at path p, the

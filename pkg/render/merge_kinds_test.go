@@ -1,12 +1,15 @@
 package render_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	butane "github.com/coreos/butane/config"
 	"github.com/coreos/butane/config/common"
@@ -15,6 +18,7 @@ import (
 	v34 "github.com/coreos/ignition/v2/config/v3_4"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/hostprov/hostprov/internal/sdtool"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
 )
@@ -278,4 +282,145 @@ func TestMergeButaneIsIgnition(t *testing.T) {
 			}
 		})
 	}
+}
+
+// underSpec has a file in a directory of its own and a link.
+const underSpec = `apiVersion: hostprov/v1alpha1
+kind: Hooks
+hooks:
+- name: app
+  files:
+  - path: /etc/app/app.conf
+    contents: "a=1\n"
+  links:
+  - path: /etc/app-link
+    target: /opt/app
+`
+
+// TestMergeUnderClashes: an entry of the user's under a file or link of
+// the spec, or a file or link of the user's above an entry of the spec,
+// is refused at both places by both outputs; a directory above or below
+// is not a clash. Ignition's parser takes the merge of a file above the
+// spec's (Ignition fails on it at boot, see
+// TestMergeClashesIgnitionApply), and refuses one under a link only at
+// no line of either file.
+func TestMergeUnderClashes(t *testing.T) {
+	r := buildText(t, "spec.yaml", underSpec)
+	own, err := render.Ignition(r.Units, render.IgnitionOptions{Storage: r.Storage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hint = "\n\thint: move one of the two, or keep both in one place: your config or the spec"
+	for _, c := range []struct{ name, storage, want string }{
+		{"a file above the spec's file", "  files:\n    - path: /etc/app\n      contents:\n        inline: x\n",
+			"mine.bu:5:7: error: storage.files[0]: /etc/app is a file here, and hostprov's spec has /etc/app/app.conf under it, at spec.yaml:6:5 (hooks[0]): nothing can be under a file" + hint},
+		{"a link above the spec's file", "  links:\n    - path: /etc/app\n      target: /opt/app\n",
+			"mine.bu:5:7: error: storage.links[0]: /etc/app is a link here, and hostprov's spec has /etc/app/app.conf under it, at spec.yaml:6:5 (hooks[0]): nothing can be under a link (it would land wherever the link points)" + hint},
+		{"a directory under the spec's file", "  directories:\n    - path: /etc/app/app.conf/d\n",
+			"mine.bu:5:7: error: storage.directories[0]: /etc/app/app.conf/d is under /etc/app/app.conf, a file in hostprov's spec, at spec.yaml:6:5 (hooks[0]): nothing can be under a file" + hint},
+		{"a file under the spec's link", "  files:\n    - path: /etc/app-link/x\n      contents:\n        inline: x\n",
+			"mine.bu:5:7: error: storage.files[0]: /etc/app-link/x is under /etc/app-link, a link in hostprov's spec, at spec.yaml:9:5 (hooks[0]): nothing can be under a link (it would land wherever the link points)" + hint},
+		{"a directory above the spec's file", "  directories:\n    - path: /etc/app\n", ""},
+		{"a file beside the spec's", "  files:\n    - path: /etc/app/other.conf\n      contents:\n        inline: x\n", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := render.MergeFile{Name: "mine.bu", Data: []byte("variant: fcos\nversion: 1.5.0\nstorage:\n" + c.storage)}
+			ign, diags, err := render.MergeIgnitionConfig(own, r.Units, render.IgnitionOptions{Storage: r.Storage}, []render.MergeFile{f})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := diags.Error(); got != c.want || (ign == nil) != (c.want != "") {
+				t.Errorf("Ignition output: diagnostics:\n%s\nwant:\n%s\noutput:\n%s", got, c.want, ign)
+			}
+			bu, diags, err := render.MergeButane(r.Units, render.ButaneOptions{Storage: r.Storage}, []render.MergeFile{f})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := diags.Error(); got != c.want || (bu == nil) != (c.want != "") {
+				t.Errorf("Butane output: diagnostics:\n%s\nwant:\n%s\noutput:\n%s", got, c.want, bu)
+			}
+			if bu == nil || ign == nil {
+				return
+			}
+			checkIgnitionValid(t, render.DefaultIgnitionVersion, ign)
+			fromButane, rpt, err := butane.TranslateBytes(bu, common.TranslateBytesOptions{})
+			if err != nil || len(rpt.Entries) > 0 {
+				t.Fatalf("Butane: %v\n%s\n%s", err, rpt, bu)
+			}
+			if d := cmp.Diff(jsonData(t, ign), jsonData(t, fromButane)); d != "" {
+				t.Errorf("Butane's translation differs from the Ignition output (-ignition +butane):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestMergeClashesIgnitionApply shows with Ignition's own apply tool what
+// the clashes that render --merge refuses would do on a machine, were
+// the two configs merged as Ignition merges them: a link of the user's
+// where the spec has a file leaves the link and no trace of the spec's
+// file, without an error; a file of the user's above the spec's file
+// fails the first boot.
+func TestMergeClashesIgnitionApply(t *testing.T) {
+	if _, err := exec.LookPath("systemctl"); err != nil {
+		sdtool.Unavailable(t, "systemctl not found (Debian package systemd)")
+	}
+	m := newIgnitionMachine(t)
+	ignitionMerge := func(t *testing.T, spec string, f render.MergeFile) []byte {
+		t.Helper()
+		r := buildText(t, "spec.yaml", spec)
+		own, err := render.Ignition(r.Units, render.IgnitionOptions{Storage: r.Storage})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, diags, err := render.MergeIgnitionConfig(own, r.Units, render.IgnitionOptions{Storage: r.Storage}, []render.MergeFile{f})
+		if err != nil || out != nil || !diags.HasErrors(false) {
+			t.Fatalf("render --merge takes the clash: %v\n%s\n%s", err, diags.Error(), out)
+		}
+		parent, rpt, err := v34.Parse(own)
+		if err != nil || rpt.IsFatal() {
+			t.Fatalf("Ignition refuses hostprov's config: %v\n%s", err, rpt)
+		}
+		merged, _ := merge.MergeStructTranscribe(parent, userIgnitionOf(t, f))
+		b, err := json.Marshal(merged)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, rpt, err := v34.Parse(b); err != nil || rpt.IsFatal() {
+			t.Fatalf("Ignition refuses its own merge: %v\n%s", err, rpt)
+		}
+		return b
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	t.Run("a link where the spec has a file", func(t *testing.T) {
+		f, _, _ := userEntry("link", "/etc/localtime", false)
+		cfg := ignitionMerge(t, kindsSpec, f)
+		inside, root, err := m.newRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if log, err := m.apply(ctx, inside, cfg); err != nil {
+			t.Fatalf("%v\n%s", err, log)
+		}
+		target, err := os.Readlink(filepath.Join(root, "etc", "localtime"))
+		if err != nil || target != "../usr/share/zoneinfo/Europe/Berlin" {
+			t.Fatalf("etc/localtime: %q %v, want the user's link", target, err)
+		}
+	})
+	t.Run("a file above the spec's file", func(t *testing.T) {
+		f := render.MergeFile{Name: "mine.bu", Data: []byte("variant: fcos\nversion: 1.5.0\nstorage:\n  files:\n    - path: /etc/app\n      contents:\n        inline: x\n")}
+		cfg := ignitionMerge(t, underSpec, f)
+		inside, _, err := m.newRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		log, err := m.apply(ctx, inside, cfg)
+		if err == nil {
+			t.Fatalf("Ignition applied a file under a file:\n%s", log)
+		}
+		if !strings.Contains(log, "/etc/app/app.conf") {
+			t.Errorf("Ignition failed, but not at the spec's file:\n%s", log)
+		}
+	})
 }
