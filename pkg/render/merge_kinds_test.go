@@ -424,3 +424,34 @@ func TestMergeClashesIgnitionApply(t *testing.T) {
 		}
 	})
 }
+
+// TestMergeTreeClashPlace: an entry of a Butane tree (storage.trees)
+// that clashes with the spec's is reported at the tree in the file, by
+// both outputs, since the entry itself is in no list of the file.
+func TestMergeTreeClashPlace(t *testing.T) {
+	r := buildText(t, "spec.yaml", kindsSpec)
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "tree", "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tree", "etc", "localtime"), []byte("Berlin\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := render.MergeFile{Name: "mine.bu", Dir: dir, Data: []byte("variant: fcos\nversion: 1.5.0\nstorage:\n  trees:\n    - local: tree\n")}
+	want := "mine.bu:5:7: error: storage.files[0]: /etc/localtime is in hostprov's spec too, at spec.yaml:6:5 (hooks[0]), as another entry: Ignition's merge would keep only yours\n" +
+		"\thint: keep the path in one place: your config or the spec"
+	out, diags, err := render.MergeIgnition(r.Units, render.IgnitionOptions{Storage: r.Storage}, []render.MergeFile{f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := diags.Error(); out != nil || got != want {
+		t.Errorf("Ignition output: diagnostics:\n%s\nwant:\n%s", got, want)
+	}
+	out, diags, err = render.MergeButane(r.Units, render.ButaneOptions{Storage: r.Storage}, []render.MergeFile{f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := diags.Error(); out != nil || got != want {
+		t.Errorf("Butane output: diagnostics:\n%s\nwant:\n%s", got, want)
+	}
+}
