@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	pathpkg "path"
+	"sort"
 	"strings"
 
 	butane "github.com/coreos/butane/config"
@@ -597,9 +599,15 @@ func checkStorageClashes(own []byte, cfg any, f MergeFile, st Storage, us []Unit
 			}
 		}
 	}
+	ownPaths := make([]string, 0, len(kindOf))
+	for p := range kindOf {
+		ownPaths = append(ownPaths, p)
+	}
+	sort.Strings(ownPaths)
 	for _, kind := range kinds {
 		for i, e := range theirs[kind] {
 			p, _ := e["path"].(string)
+			diags = append(diags, checkUnder(p, kind, i, f, ownPaths, kindOf, st, us)...)
 			o, ok := byPath[p]
 			if !ok {
 				continue
@@ -613,16 +621,7 @@ func checkStorageClashes(own []byte, cfg any, f MergeFile, st Storage, us []Unit
 					continue
 				}
 			}
-			isJSON := bytes.HasPrefix(bytes.TrimLeft(f.Data, " \t\r\n"), []byte("{"))
-			at := func(line, col int64) hooks.Position {
-				return hooks.Position{File: f.Name, Line: int(line), Column: int(col)}
-			}
-			pos := hooks.Position{File: f.Name}
-			if isJSON {
-				pos = ignitionPos(f, true, f.Data, at, "storage", kind, i)
-			} else if n := yamlByPath(f, kind, p); n != nil {
-				pos = hooks.Position{File: f.Name, Line: n.Line, Column: n.Column}
-			}
+			pos, _ := userStoragePos(f, kind, i, p)
 			in := "hostprov's spec too,"
 			if place := storagePlace(st, us, p); place != "" {
 				in = "hostprov's spec too, at " + place + ","
@@ -636,6 +635,86 @@ func checkStorageClashes(own []byte, cfg any, f MergeFile, st Storage, us []Unit
 		}
 	}
 	return diags, nil
+}
+
+// checkUnder reports a path of a user's file (p, its i-th entry of kind)
+// and a path of hostprov's (ownPaths, sorted, kindOf each) of which one is
+// under the other when the upper one is a file or a link: Ignition writes
+// both, and the lower one fails at boot under a file, or lands wherever
+// the link points (Ignition's validation refuses that one, but at no
+// line of either file).
+func checkUnder(p, kind string, i int, f MergeFile, ownPaths []string, kindOf map[string]string, st Storage, us []Unit) hooks.Diagnostics {
+	var diags hooks.Diagnostics
+	for _, q := range ownPaths {
+		var msg, upper string
+		switch {
+		case kind != "directories" && strings.HasPrefix(q, p+"/"):
+			upper = kind
+			msg = fmt.Sprintf("%s is a %s here, and hostprov's spec has %s under it", p, storageKind[kind], q)
+		case kindOf[q] != "directories" && strings.HasPrefix(p, q+"/"):
+			upper = kindOf[q]
+			msg = fmt.Sprintf("%s is under %s, a %s in hostprov's spec", p, q, storageKind[upper])
+		default:
+			continue
+		}
+		if place := storagePlace(st, us, q); place != "" {
+			msg += ", at " + place
+		}
+		msg += ": nothing can be under a file"
+		if upper == "links" {
+			msg = strings.TrimSuffix(msg, "a file") + "a link (it would land wherever the link points)"
+		}
+		pos, _ := userStoragePos(f, kind, i, p)
+		diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: pos, Path: fmt.Sprintf("storage.%s[%d]", kind, i),
+			Message: msg, Hint: "move one of the two, or keep both in one place: your config or the spec"})
+	}
+	return diags
+}
+
+// userStoragePos is where a user's file writes the entry at path p, the
+// i-th of its Ignition config's storage.<kind>: the entry in an Ignition
+// file or in a Butane file's storage.<kind>, or else the Butane tree that
+// holds it (fromTree), or else the file alone.
+func userStoragePos(f MergeFile, kind string, i int, p string) (pos hooks.Position, fromTree bool) {
+	if bytes.HasPrefix(bytes.TrimLeft(f.Data, " \t\r\n"), []byte("{")) {
+		at := func(line, col int64) hooks.Position {
+			return hooks.Position{File: f.Name, Line: int(line), Column: int(col)}
+		}
+		return ignitionPos(f, true, f.Data, at, "storage", kind, i), false
+	}
+	if n := yamlByPath(f, kind, p); n != nil {
+		return hooks.Position{File: f.Name, Line: n.Line, Column: n.Column}, false
+	}
+	if n := yamlTreeOf(f, p); n != nil {
+		return hooks.Position{File: f.Name, Line: n.Line, Column: n.Column}, true
+	}
+	return hooks.Position{File: f.Name}, false
+}
+
+// yamlTreeOf is the entry of a Butane file's storage.trees whose
+// directory holds path p on the machine (its path:, / when it has none),
+// or nil: the entries a tree makes are in no list of the file.
+func yamlTreeOf(f MergeFile, p string) *yaml.Node {
+	var doc yaml.Node
+	if yaml.Unmarshal(f.Data, &doc) != nil || len(doc.Content) == 0 {
+		return nil
+	}
+	trees := yamlAt(doc.Content[0], "storage", "trees")
+	if trees == nil || trees.Kind != yaml.SequenceNode {
+		return nil
+	}
+	var best *yaml.Node
+	bestLen := -1
+	for _, e := range trees.Content {
+		dest := "/"
+		if n := yamlAt(e, "path"); n != nil && n.Value != "" {
+			dest = pathpkg.Clean(n.Value)
+		}
+		if (dest == "/" || p == dest || strings.HasPrefix(p, dest+"/")) && len(dest) > bestLen {
+			best, bestLen = e, len(dest)
+		}
+	}
+	return best
 }
 
 // storageKind names an entry of an Ignition config's storage lists.

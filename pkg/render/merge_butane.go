@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	butane "github.com/coreos/butane/config"
@@ -32,7 +33,11 @@ import (
 //     both places (checkUnitClashes, the rule of MergeIgnition).
 //   - a file, directory or link at a path hostprov writes too must be the
 //     same entry (checkStorageClashes, the rule of MergeIgnition), and is
-//     then written once. A user or group hostprov makes too is one entry,
+//     then written once; so must one at a path of an earlier file, and a
+//     tree's may be at no such path (checkButaneStorage).
+//   - the merged config reads its local: files from one directory, the
+//     spec's when the spec has local: files, else that of the first file
+//     that has: a file with local: files elsewhere is refused. A user or group hostprov makes too is one entry,
 //     in hostprov's place: the file's entry as written with the fields
 //     only hostprov sets added; a field both set to other values is an
 //     error at both places (checkAccountClashes).
@@ -42,8 +47,8 @@ import (
 //
 // Butane then translates the merged config to the same Ignition config as
 // MergeIgnition makes of the same units and files translated by Butane.
-// The merged config is translated with Butane as a check (local: files
-// from the first file's directory); its errors are reported. The output is
+// The merged config is translated with Butane as a check, from that
+// directory; its errors are reported. The output is
 // nil when there is an error.
 func MergeButane(us []Unit, opts ButaneOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
 	opts, err := opts.Resolve()
@@ -73,6 +78,18 @@ func MergeButaneConfig(own []byte, us []Unit, opts ButaneOptions, files []MergeF
 	if err != nil {
 		return nil, nil, err
 	}
+	seen, err := ownStorageSources(ownIgn)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The merged config is translated with one --files-dir: the spec's
+	// directory when the spec has local: files (hostprov's output names
+	// them from there), else the directory of the first file that has.
+	filesDir, err := specFilesDir(opts.Storage)
+	if err != nil {
+		return nil, nil, err
+	}
+	dirOf := "the spec's directory, which its own local: files are read from"
 	var diags hooks.Diagnostics
 	for _, f := range files {
 		fail := func(pos hooks.Position, msg, hint string) {
@@ -132,6 +149,25 @@ func MergeButaneConfig(own []byte, us []Unit, opts ButaneOptions, files []MergeF
 			}
 			clashes = append(clashes, d...)
 		}
+		d, err = checkButaneStorage(seen, cfg, f, opts.Storage, us)
+		if err != nil {
+			return nil, nil, err
+		}
+		clashes = append(clashes, d...)
+		if k, v := firstLocalKey(user); k != nil {
+			dir, err := filepath.Abs(f.Dir)
+			if err != nil {
+				return nil, nil, err
+			}
+			switch {
+			case filesDir == "":
+				filesDir, dirOf = dir, "the directory of "+f.Name+", whose local: files come first"
+			case dir != filesDir:
+				clashes = append(clashes, hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: f.Name, Line: k.Line, Column: k.Column}, Path: k.Value,
+					Message: fmt.Sprintf("%s is read from %s, the directory of this config, but the merged Butane config reads every local: file from one directory, %s (%s)", v, dir, filesDir, dirOf),
+					Hint:    "put this config and its local files in " + filesDir + ", write the contents inline, or render --format ignition --merge, which reads each config's local: files from its own directory"})
+			}
+		}
 		diags = append(diags, clashes...)
 		if len(clashes) > 0 {
 			continue
@@ -168,11 +204,7 @@ func MergeButaneConfig(own []byte, us []Unit, opts ButaneOptions, files []MergeF
 		return nil, nil, err
 	}
 	out := buf.Bytes()
-	dir := ""
-	if len(files) > 0 {
-		dir = files[0].Dir
-	}
-	if _, rpt, err := butane.TranslateBytes(out, butanecommon.TranslateBytesOptions{TranslateOptions: butanecommon.TranslateOptions{FilesDir: dir}}); err != nil || rpt.IsFatal() {
+	if _, rpt, err := butane.TranslateBytes(out, butanecommon.TranslateBytesOptions{TranslateOptions: butanecommon.TranslateOptions{FilesDir: filesDir}}); err != nil || rpt.IsFatal() {
 		var names []string
 		for _, f := range files {
 			names = append(names, f.Name)
@@ -346,4 +378,146 @@ func ownIgnitionStorage(st Storage, version string) ([]byte, error) {
 		Passwd  *ignitionPasswdJSON  `json:"passwd,omitempty"`
 		Storage *ignitionStorageJSON `json:"storage,omitempty"`
 	}{ignitionPasswd(st), s})
+}
+
+// storageSource is where an entry of the merged Butane config's storage
+// comes from: hostprov's spec, or a --merge file's lists or one of its
+// trees.
+type storageSource struct {
+	kind  string
+	entry []byte // as Ignition has it, without empty fields
+	spec  bool
+	tree  bool
+	pos   hooks.Position
+}
+
+// ownStorageSources is hostprov's storage (own, as Ignition JSON) by path.
+func ownStorageSources(own []byte) (map[string]storageSource, error) {
+	lists, err := sectionLists(own, "storage")
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]storageSource{}
+	for _, kind := range []string{"files", "directories", "links"} {
+		for _, e := range lists[kind] {
+			if p, ok := e["path"].(string); ok {
+				seen[p] = storageSource{kind: kind, entry: prunedEntry(e), spec: true}
+			}
+		}
+	}
+	return seen, nil
+}
+
+func prunedEntry(e map[string]any) []byte {
+	x, _ := pruneEmpty(e)
+	b, _ := json.Marshal(x)
+	return b
+}
+
+// checkButaneStorage checks the storage of a user's file (cfg, its
+// Ignition config) where the Butane output needs more than the Ignition
+// output's check against hostprov's config (checkStorageClashes), and
+// adds the file's entries to seen, the paths of the merged config so far.
+// The Butane output holds one entry per path, so that:
+//
+//   - a path that an earlier --merge file has too must be the same entry
+//     (Ignition's merge would let the later one win, field by field; the
+//     Butane output would have to pick one, or two, which Butane refuses);
+//   - an entry of a tree (storage.trees) must be at a path nothing else
+//     has: Butane refuses a tree's file or link where its config has one,
+//     even the same.
+func checkButaneStorage(seen map[string]storageSource, cfg any, f MergeFile, st Storage, us []Unit) (hooks.Diagnostics, error) {
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	lists, err := sectionLists(b, "storage")
+	if err != nil {
+		return nil, err
+	}
+	var diags hooks.Diagnostics
+	for _, kind := range []string{"files", "directories", "links"} {
+		for i, e := range lists[kind] {
+			p, _ := e["path"].(string)
+			pos, tree := userStoragePos(f, kind, i, p)
+			cur := storageSource{kind: kind, entry: prunedEntry(e), tree: tree, pos: pos}
+			prev, ok := seen[p]
+			if !ok {
+				seen[p] = cur
+				continue
+			}
+			same := prev.kind == kind && bytes.Equal(prev.entry, cur.entry)
+			if prev.spec && !same {
+				continue // checkStorageClashes says so
+			}
+			where := "an earlier --merge file too, at " + prev.pos.String() + ","
+			if prev.spec {
+				where = "hostprov's spec too,"
+				if place := storagePlace(st, us, p); place != "" {
+					where = "hostprov's spec too, at " + place + ","
+				}
+			}
+			d := hooks.Diagnostic{Severity: hooks.Error, Pos: pos, Path: fmt.Sprintf("storage.%s[%d]", kind, i)}
+			switch {
+			case prev.kind != kind:
+				d.Message = fmt.Sprintf("%s is a %s in %s and a %s here: there can be only one thing at a path", p, storageKind[prev.kind], where, storageKind[kind])
+				d.Hint = "keep the path in one of your configs"
+			case !same:
+				d.Message = fmt.Sprintf("%s is in %s as another entry: the Butane output can hold only one of them", p, where)
+				d.Hint = "keep the path in one of your configs, or render --format ignition --merge, where the later config's entry wins as in Ignition's merge"
+			case tree:
+				d.Message = fmt.Sprintf("%s is in %s and in this tree (storage.trees) as the same entry: Butane refuses a tree's file or link at a path its config has, even the same", p, where)
+				d.Hint = "leave " + p + " out of the tree's directory, or render --format ignition --merge, which takes the same entry once"
+			case prev.tree:
+				d.Message = fmt.Sprintf("%s is in a tree (storage.trees) of %s as the same entry: Butane refuses a tree's file or link at a path its config has, even the same", p, where)
+				d.Hint = "leave " + p + " out of the tree's directory, or render --format ignition --merge, which takes the same entry once"
+			default:
+				continue // the same entry, written once (dropSame)
+			}
+			diags = append(diags, d)
+		}
+	}
+	return diags, nil
+}
+
+// specFilesDir is the directory the spec's local: files are read from
+// (the spec's own, as hostprov's Butane output names them), or "" when
+// the spec has none.
+func specFilesDir(st Storage) (string, error) {
+	for _, x := range st.Files {
+		if x.Local != "" {
+			return filepath.Abs(filepath.Dir(x.Pos.File))
+		}
+	}
+	return "", nil
+}
+
+// firstLocalKey is the first key of a Butane document that names a local
+// file (local:, or a key ending in _local such as contents_local and
+// ssh_authorized_keys_local), and what it names; nil when there is none.
+func firstLocalKey(n *yaml.Node) (key *yaml.Node, names string) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Value == "local" || strings.HasSuffix(k.Value, "_local") {
+				switch {
+				case v.Kind == yaml.ScalarNode && v.Value != "" && v.Tag != "!!null":
+					return k, v.Value
+				case v.Kind == yaml.SequenceNode && len(v.Content) > 0:
+					return k, v.Content[0].Value
+				}
+			}
+			if l, names := firstLocalKey(v); l != nil {
+				return l, names
+			}
+		}
+	case yaml.SequenceNode, yaml.DocumentNode:
+		for _, c := range n.Content {
+			if l, names := firstLocalKey(c); l != nil {
+				return l, names
+			}
+		}
+	}
+	return nil, ""
 }
