@@ -100,7 +100,9 @@ func butaneOwners(e *yaml.Node, user, group Owner) {
 // owner created by the same boot exists by then. An owner given by id
 // cannot be named to write_files (cloud-init looks owners up by name): the
 // file is written as root and a chown in runcmd gives it to the id.
-// Directories and links have no cloud-init module: runcmd makes them,
+// A mode with set-user-ID or set-group-ID bits is set again by a chmod in
+// runcmd, after write_files has given the file its owner, which clears
+// them. Directories and links have no cloud-init module: runcmd makes them,
 // before it starts any unit. write_files cannot verify a download, so a
 // file from an https:// source is fetched by runcmd with cloud-init's own
 // Python (downloadScript), checked against its hash and only then put in
@@ -153,6 +155,13 @@ func cloudInitStorage(st Storage) (files []*yaml.Node, cmds [][]string, err erro
 		if byID {
 			cmds = append(cmds, chownCmd(f.User, f.Group, f.Path, true))
 		}
+		if f.Mode&0o6000 != 0 {
+			// write_files applies the mode and then the owner, and
+			// chown clears the set-user-ID and set-group-ID bits (for
+			// root too), so they are set again once the file has its
+			// owner: runcmd comes after write_files, deferred or not.
+			cmds = append(cmds, []string{"chmod", fmt.Sprintf("%04o", f.Mode), f.Path})
+		}
 	}
 	for _, l := range st.Links {
 		if dir := path.Dir(l.Path); dir != "/" {
@@ -198,8 +207,9 @@ try:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
-    os.chmod(tmp, int(mode, 8))
+    # The owner first: chown clears the set-user-ID and set-group-ID bits.
     shutil.chown(tmp, int(user) if user.isdigit() else user, int(group) if group.isdigit() else group)
+    os.chmod(tmp, int(mode, 8))
     os.replace(tmp, path)
 except BaseException:
     if os.path.exists(tmp):
