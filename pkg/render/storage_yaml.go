@@ -28,8 +28,12 @@ func butaneOwner(o Owner) *yaml.Node {
 // contents.inline, a local file as contents.local (relative to the spec's
 // directory, which is butane's --files-dir), a download as contents.source
 // with verification.hash. Butane translates it to the same storage the
-// Ignition output has.
-func butaneStorage(st Storage) (*yaml.Node, error) {
+// Ignition output has. Butane fcos 1.0.0 (Ignition 3.0.0) has no
+// contents.local, which Butane only warns about there and leaves the file
+// empty: for ignition 3.0.0 a local file's bytes are carried in the config
+// itself, as inline text, or as a base64 data URL when they are not UTF-8.
+func butaneStorage(st Storage, ignitionVersion string) (*yaml.Node, error) {
+	hasLocal := ignitionVersion != "3.0.0"
 	if st.emptyPaths() {
 		return nil, nil
 	}
@@ -55,8 +59,10 @@ func butaneStorage(st Storage) (*yaml.Node, error) {
 			switch {
 			case f.Source != "":
 				yamlnode.Pairs(c, "source", yamlnode.Str(f.Source))
-			case f.Local != "":
+			case f.Local != "" && hasLocal:
 				yamlnode.Pairs(c, "local", yamlnode.Str(f.Local))
+			case f.Local != "" && !utf8.Valid(f.Contents):
+				yamlnode.Pairs(c, "source", yamlnode.Str("data:;base64,"+base64.StdEncoding.EncodeToString(f.Contents)))
 			case !utf8.Valid(f.Contents):
 				return nil, fmt.Errorf("%s: %s: contents are not valid UTF-8, which Butane's inline cannot carry", f.Pos, f.Path)
 			default:
