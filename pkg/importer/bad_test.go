@@ -44,6 +44,12 @@ func TestBadInput(t *testing.T) {
 			[]string{`list.cfg:2:14: error: write_files: write_files must be a list, not a mapping`}},
 		{"kops.yaml", "apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nmetadata:\n  name: c\nspec:\n  hooks:\n  - name: x\n    manifst: |\n      Type=oneshot\n",
 			[]string{`kops.yaml:8:5: error: spec.hooks[0].manifst: unknown field "manifst" in a hook; kops drops it without a word`}},
+		// A Butane config that is not YAML is told where, as Butane
+		// itself does, not taken for a config of no known kind.
+		{"pubkey.bu", "variant: fcos\nversion: 1.5.0\npasswd:\n  users:\n    - name: core\n      ssh_authorized_keys:\n        - %%SSH_PUBKEY%%\n",
+			[]string{`pubkey.bu:7:11: error: the file is not valid YAML: "%" cannot start a value (yaml: found character that cannot start any token)`}},
+		{"indent.bu", "variant: fcos\nversion: 1.5.0\nsystemd:\n  units:\n    - name: a.service\n      enabled: true\n     contents: x\n",
+			[]string{`indent.bu:7:6: error: the file is not valid YAML: this line is inside the list that starts on line 5, but is not an item of it (yaml: did not find expected '-' indicator)`}},
 		{"other.yaml", "hello: world\n",
 			[]string{`other.yaml:1:1: error: not a config hostprov imports: neither an Ignition config (a JSON object), a Butane config (variant: and version:), a cloud-config (#cloud-config on the first line) nor a kops Cluster or InstanceGroup`}},
 		{"", "",
