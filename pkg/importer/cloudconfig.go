@@ -163,9 +163,22 @@ func (c *ccImporter) writeFiles(v *yaml.Node) {
 				if s == "0" {
 					m, err = 0, nil
 				}
+				// Unquoted and without a leading 0, YAML gives cloud-init
+				// an integer, which it applies as the number it is: 600
+				// is mode 01130, and 384 is 0600.
+				dec, decErr := strconv.ParseUint(s, 10, 32)
+				integer := val.ShortTag() == "!!int" && val.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) == 0 &&
+					decErr == nil && s[0] != '0'
+				if integer && (err != nil || m > 0o7777) && dec <= 0o7777 {
+					m, err = dec, nil // not octal: what cloud-init applies
+				}
 				if err != nil || m > 0o7777 {
 					c.fail(val, fp, fmt.Sprintf("permissions %q is not an octal mode", s), "write it as cloud-init documents it, such as '0644'")
 					return
+				}
+				if integer && m != dec {
+					c.warn(val, fp, fmt.Sprintf("permissions: %s is an integer, which cloud-init applies as the decimal number it is, mode 0%o; the spec keeps 0%o, the digits read in octal",
+						s, dec, m), fmt.Sprintf("check which is meant: for 0%o write mode: 0%o in the spec; in a cloud-config quote a mode ('0%o'), as cloud-init documents", dec, dec, m))
 				}
 				mode := uint32(m)
 				f.Mode = &mode
