@@ -279,6 +279,25 @@ var ccUserHints = map[string]string{
 	"lock_passwd":         "systemd-sysusers creates accounts with locked passwords",
 	"primary_group":       "systemd-sysusers gives every user a group of its name; add the user to the group with groups:",
 	"gecos":               "the comment of an account is not kept; set it with a command hook (usermod -c)",
+	"no_create_home":      "cloud-init makes no home for a system user: make the user system: true if it is one (the Ignition output makes a home all the same, and apply makes none)",
+}
+
+// ccUserDefaults are cloud-init user fields at the value every output
+// gives them anyway, which lose nothing when left out.
+var ccUserDefaults = map[string]bool{"no_create_home": false, "lock_passwd": true}
+
+// yaml11Bool is a boolean as cloud-init's YAML (1.1) reads it.
+func yaml11Bool(n *yaml.Node) (v, ok bool) {
+	if n.Kind != yaml.ScalarNode || n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) != 0 {
+		return false, false
+	}
+	switch strings.ToLower(n.Value) {
+	case "true", "yes", "on":
+		return true, true
+	case "false", "no", "off":
+		return false, true
+	}
+	return false, false
 }
 
 func (c *ccImporter) users(v *yaml.Node) {
@@ -335,6 +354,11 @@ func (c *ccImporter) users(v *yaml.Node) {
 					}
 				}
 			default:
+				if def, known := ccUserDefaults[k.Value]; known {
+					if b, ok := yaml11Bool(val); ok && b == def {
+						continue
+					}
+				}
 				hint := ccUserHints[k.Value]
 				if hint == "" {
 					hint = "a hostprov user has name, uid, system, home, shell and groups"
