@@ -360,12 +360,18 @@ func (d *decoder) mode(v value, def uint32) *uint32 {
 	case digitsRE.MatchString(s):
 		// 420 is 0644 written in decimal, as JSON configs must; 644 is
 		// 0644 without its leading 0. Both are refused rather than
-		// guessed.
-		hint := fmt.Sprintf("a mode is octal, with a leading 0: write mode: 0%s", s)
-		if m, err := strconv.ParseUint(s, 10, 32); err == nil && commonModes[uint32(m)] {
-			hint = fmt.Sprintf("%s is %04o written in decimal: write mode: %04o", s, m, m)
+		// guessed. 0844 has its leading 0 and 759 would not be octal
+		// with one: an 8 or a 9 is said as what is wrong.
+		if m, err := strconv.ParseUint(s, 10, 32); err == nil && commonModes[uint32(m)] && s[0] != '0' {
+			d.add(Error, v.pos, v.path, fmt.Sprintf("mode %s is not octal: it has no leading 0", s),
+				fmt.Sprintf("%s is %04o written in decimal: write mode: %04o", s, m, m))
+		} else if i := strings.IndexAny(s, "89"); i >= 0 {
+			d.add(Error, v.pos, v.path, fmt.Sprintf("mode %s is not octal: %c is not an octal digit", s, s[i]),
+				"write the permission bits in octal, each digit 0 to 7, such as "+example)
+		} else {
+			d.add(Error, v.pos, v.path, fmt.Sprintf("mode %s is not octal: it has no leading 0", s),
+				fmt.Sprintf("a mode is octal, with a leading 0: write mode: 0%s", s))
 		}
-		d.add(Error, v.pos, v.path, fmt.Sprintf("mode %s is not octal: it has no leading 0", s), hint)
 	default:
 		d.add(Error, v.pos, v.path, fmt.Sprintf("mode %q is not an octal number", s),
 			"write the permission bits in octal, such as "+example+" (chmod's symbolic modes are not accepted)")

@@ -68,6 +68,11 @@ func TestParseStorageDiagnostics(t *testing.T) {
 			[]want{{"6:45", "hooks[0].files[0].mode", "not octal", "420 is 0644 written in decimal: write mode: 0644", Error}}},
 		{"mode without its 0", svc + "  files: [{path: /etc/a, contents: x, mode: 644}]\n",
 			[]want{{"6:45", "hooks[0].files[0].mode", "not octal", "write mode: 0644", Error}}},
+		// 0844 has its leading 0; it is the 8 that is not octal.
+		{"mode with an 8", svc + "  files: [{path: /etc/a, contents: x, mode: 0844}]\n",
+			[]want{{"6:45", "hooks[0].files[0].mode", "mode 0844 is not octal: 8 is not an octal digit", "each digit 0 to 7, such as 0644", Error}}},
+		{"mode with a 9 and no 0", svc + "  files: [{path: /etc/a, contents: x, mode: 759}]\n",
+			[]want{{"6:45", "hooks[0].files[0].mode", "mode 759 is not octal: 9 is not an octal digit", "each digit 0 to 7, such as 0644", Error}}},
 		{"symbolic mode", svc + "  directories: [{path: /a, mode: u+rwx}]\n",
 			[]want{{"6:34", "hooks[0].directories[0].mode", "not an octal number", "0755", Error}}},
 		{"mode as a list", svc + "  directories: [{path: /a, mode: [7, 5, 5]}]\n",

@@ -95,8 +95,9 @@ type Hook struct {
 	Exec []string
 	// Pre are commands run before Exec, in order (ExecStartPre=).
 	Pre [][]string
-	// ExpandEnv lets systemd expand $VAR and ${VAR} in Exec and Pre; without
-	// it every "$" reaches the command as written.
+	// ExpandEnv lets systemd expand $VAR and ${VAR} in Exec and Pre (a $VAR
+	// inside a word is rendered as ${VAR}, which systemd expands there);
+	// without it every "$" reaches the command as written.
 	ExpandEnv bool
 	// Specifiers lets systemd expand its %-specifiers (%i, %n, %H, ...) in
 	// every structured value; without it every "%" is written as "%%" and

@@ -44,6 +44,12 @@ func TestBadInput(t *testing.T) {
 			[]string{`list.cfg:2:14: error: write_files: write_files must be a list, not a mapping`}},
 		{"kops.yaml", "apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nmetadata:\n  name: c\nspec:\n  hooks:\n  - name: x\n    manifst: |\n      Type=oneshot\n",
 			[]string{`kops.yaml:8:5: error: spec.hooks[0].manifst: unknown field "manifst" in a hook; kops drops it without a word`}},
+		// A Butane config that is not YAML is told where, as Butane
+		// itself does, not taken for a config of no known kind.
+		{"pubkey.bu", "variant: fcos\nversion: 1.5.0\npasswd:\n  users:\n    - name: core\n      ssh_authorized_keys:\n        - %%SSH_PUBKEY%%\n",
+			[]string{`pubkey.bu:7:11: error: the file is not valid YAML: "%" cannot start a value (yaml: found character that cannot start any token)`}},
+		{"indent.bu", "variant: fcos\nversion: 1.5.0\nsystemd:\n  units:\n    - name: a.service\n      enabled: true\n     contents: x\n",
+			[]string{`indent.bu:7:6: error: the file is not valid YAML: this line is inside the list that starts on line 5, but is not an item of it (yaml: did not find expected '-' indicator)`}},
 		{"other.yaml", "hello: world\n",
 			[]string{`other.yaml:1:1: error: not a config hostprov imports: neither an Ignition config (a JSON object), a Butane config (variant: and version:), a cloud-config (#cloud-config on the first line) nor a kops Cluster or InstanceGroup`}},
 		{"", "",
@@ -163,5 +169,45 @@ func TestIgnitionAhead(t *testing.T) {
 	if len(diags) != 1 || diags[0].Severity != hooks.Warning || diags[0].Pos.Line != 1 || diags[0].Pos.Column != 26 ||
 		!strings.Contains(diags[0].Message, "the spec renders to Ignition 3.5.0 at most") {
 		t.Errorf("diagnostics:\n%s", diags.Error())
+	}
+}
+
+// TestNoCreateHome: noCreateHome (Ignition) and no_create_home
+// (cloud-config) are kept out with a warning only when true: false is
+// what every output does anyway, as are noUserGroup and noLogInit false.
+// The hint for Ignition does not offer system: true, since Ignition makes
+// a home for system users too; cloud-init makes none for them.
+func TestNoCreateHome(t *testing.T) {
+	for _, c := range []struct {
+		name, data string
+		want       []string // first lines
+		hint       string   // in the hint of the one warning, if any
+	}{
+		{"false.ign", `{"ignition": {"version": "3.3.0"}, "passwd": {"users": [{"name": "a", "noCreateHome": false, "noUserGroup": false, "noLogInit": false}]}}`,
+			nil, ""},
+		{"true.ign", `{"ignition": {"version": "3.3.0"}, "passwd": {"users": [{"name": "a", "noCreateHome": true}]}}`,
+			[]string{"true.ign:1:87: warning: passwd.users[0].noCreateHome: kept out: noCreateHome of the user a: a hostprov user has name, uid, system, home, shell and groups"},
+			"Ignition makes a home for every user it creates, system users too"},
+		{"false.cfg", "#cloud-config\nusers:\n  - name: a\n    no_create_home: false\n    lock_passwd: true\n", nil, ""},
+		{"true.cfg", "#cloud-config\nusers:\n  - name: a\n    no_create_home: true\n",
+			[]string{"true.cfg:4:5: warning: users[0].no_create_home: kept out: no_create_home of the user a has no hostprov equivalent"},
+			"cloud-init makes no home for a system user"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, diags := importer.Import(importer.Input{Name: c.name, Data: []byte(c.data), Dir: t.TempDir()})
+			if res == nil {
+				t.Fatalf("import refused the config:\n%s", diags.Error())
+			}
+			var got []string
+			for _, d := range diags {
+				got = append(got, strings.SplitN(d.String(), "\n", 2)[0])
+				if c.hint != "" && !strings.Contains(d.Hint, c.hint) {
+					t.Errorf("hint %q, want one that says %q", d.Hint, c.hint)
+				}
+			}
+			if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+				t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+			}
+		})
 	}
 }

@@ -163,9 +163,22 @@ func (c *ccImporter) writeFiles(v *yaml.Node) {
 				if s == "0" {
 					m, err = 0, nil
 				}
+				// Unquoted and without a leading 0, YAML gives cloud-init
+				// an integer, which it applies as the number it is: 600
+				// is mode 01130, and 384 is 0600.
+				dec, decErr := strconv.ParseUint(s, 10, 32)
+				integer := val.ShortTag() == "!!int" && val.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) == 0 &&
+					decErr == nil && s[0] != '0'
+				if integer && (err != nil || m > 0o7777) && dec <= 0o7777 {
+					m, err = dec, nil // not octal: what cloud-init applies
+				}
 				if err != nil || m > 0o7777 {
 					c.fail(val, fp, fmt.Sprintf("permissions %q is not an octal mode", s), "write it as cloud-init documents it, such as '0644'")
 					return
+				}
+				if integer && m != dec {
+					c.warn(val, fp, fmt.Sprintf("permissions: %s is an integer, which cloud-init applies as the decimal number it is, mode 0%o; the spec keeps 0%o, the digits read in octal",
+						s, dec, m), fmt.Sprintf("check which is meant: for 0%o write mode: 0%o in the spec; in a cloud-config quote a mode ('0%o'), as cloud-init documents", dec, dec, m))
 				}
 				mode := uint32(m)
 				f.Mode = &mode
@@ -266,6 +279,25 @@ var ccUserHints = map[string]string{
 	"lock_passwd":         "systemd-sysusers creates accounts with locked passwords",
 	"primary_group":       "systemd-sysusers gives every user a group of its name; add the user to the group with groups:",
 	"gecos":               "the comment of an account is not kept; set it with a command hook (usermod -c)",
+	"no_create_home":      "cloud-init makes no home for a system user: make the user system: true if it is one (the Ignition output makes a home all the same, and apply makes none)",
+}
+
+// ccUserDefaults are cloud-init user fields at the value every output
+// gives them anyway, which lose nothing when left out.
+var ccUserDefaults = map[string]bool{"no_create_home": false, "lock_passwd": true}
+
+// yaml11Bool is a boolean as cloud-init's YAML (1.1) reads it.
+func yaml11Bool(n *yaml.Node) (v, ok bool) {
+	if n.Kind != yaml.ScalarNode || n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) != 0 {
+		return false, false
+	}
+	switch strings.ToLower(n.Value) {
+	case "true", "yes", "on":
+		return true, true
+	case "false", "no", "off":
+		return false, true
+	}
+	return false, false
 }
 
 func (c *ccImporter) users(v *yaml.Node) {
@@ -322,6 +354,11 @@ func (c *ccImporter) users(v *yaml.Node) {
 					}
 				}
 			default:
+				if def, known := ccUserDefaults[k.Value]; known {
+					if b, ok := yaml11Bool(val); ok && b == def {
+						continue
+					}
+				}
 				hint := ccUserHints[k.Value]
 				if hint == "" {
 					hint = "a hostprov user has name, uid, system, home, shell and groups"

@@ -2,6 +2,7 @@ package importer_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,4 +127,59 @@ func jsonOfYAML(data []byte, v any) error {
 		return err
 	}
 	return json.Unmarshal(b, v)
+}
+
+// TestCloudConfigIntegerPermissions: cloud-init reads permissions that
+// YAML gives as a decimal integer (600, unquoted) as that number, so 600
+// is mode 01130 to it; import keeps the octal the digits say and warns at
+// the value, naming both. A quoted or 0-led mode is the same to both and
+// passes without a word. What cloud-init applies is asked of its own
+// write_files code.
+func TestCloudConfigIntegerPermissions(t *testing.T) {
+	py := sdtool.CloudInitPython(t)
+	data := "#cloud-config\nwrite_files:\n" +
+		"  - {path: /etc/int, content: x, permissions: 600}\n" +
+		"  - {path: /etc/quoted, content: x, permissions: '600'}\n" +
+		"  - {path: /etc/octal, content: x, permissions: 0600}\n" +
+		"  - {path: /etc/decimal, content: x, permissions: 384}\n"
+	in, _ := json.Marshal([]string{data})
+	var cc []ccData
+	if err := json.Unmarshal(sdtool.RunPython(t, py, pyFiles, in), &cc); err != nil {
+		t.Fatal(err)
+	}
+	res, diags := importer.Import(importer.Input{Name: "perm.cfg", Data: []byte(data)})
+	if res == nil {
+		t.Fatal(diags.Error())
+	}
+	kept := map[string]uint32{}
+	for _, h := range res.Hooks {
+		for _, f := range h.Files {
+			kept[f.Path] = hooks.DefaultFileMode
+			if f.Mode != nil {
+				kept[f.Path] = *f.Mode
+			}
+		}
+	}
+	warned := map[int]string{}
+	for _, d := range diags {
+		if d.Severity == hooks.Warning && strings.Contains(d.Path, "permissions") {
+			warned[d.Pos.Line] = d.String()
+		}
+	}
+	for i, path := range []string{"/etc/int", "/etc/quoted", "/etc/octal", "/etc/decimal"} {
+		line := i + 3
+		ci := uint32(cc[0].Files[path]["mode"].(float64))
+		w, ok := warned[line]
+		switch {
+		case ci == kept[path] && ok:
+			t.Errorf("%s: warned though cloud-init applies the mode kept, %04o:\n%s", path, ci, w)
+		case ci != kept[path] && !ok:
+			t.Errorf("%s: cloud-init applies %04o, the spec has %04o, and import says nothing", path, ci, kept[path])
+		case ok && (!strings.Contains(w, fmt.Sprintf("mode 0%o", ci)) || !strings.Contains(w, fmt.Sprintf("keeps 0%o", kept[path]))):
+			t.Errorf("%s: the warning does not say cloud-init's %04o and the spec's %04o:\n%s", path, ci, kept[path], w)
+		}
+	}
+	if kept["/etc/int"] != 0o600 || kept["/etc/decimal"] != 0o600 {
+		t.Errorf("modes kept: %v", kept)
+	}
 }

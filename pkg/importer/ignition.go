@@ -688,11 +688,13 @@ func (im *ignImporter) passwd(pw types.Passwd) {
 			// What hostprov writes anyway.
 			u.PrimaryGroup = nil
 		}
+		// The no* fields false are what every output does: only true
+		// is lost.
 		unsupported := map[string]bool{
 			"gecos":             u.Gecos != nil,
-			"noCreateHome":      u.NoCreateHome != nil,
-			"noLogInit":         u.NoLogInit != nil,
-			"noUserGroup":       u.NoUserGroup != nil,
+			"noCreateHome":      u.NoCreateHome != nil && *u.NoCreateHome,
+			"noLogInit":         u.NoLogInit != nil && *u.NoLogInit,
+			"noUserGroup":       u.NoUserGroup != nil && *u.NoUserGroup,
 			"passwordHash":      u.PasswordHash != nil,
 			"primaryGroup":      u.PrimaryGroup != nil,
 			"sshAuthorizedKeys": len(u.SSHAuthorizedKeys) > 0,
@@ -732,7 +734,7 @@ func (im *ignImporter) passwd(pw types.Passwd) {
 
 var userHints = map[string]string{
 	"gecos":             "the comment of an account is not kept; set it with a command hook (usermod -c) if it matters",
-	"noCreateHome":      "a system user gets no home created; make the user system: true, or leave home to the system",
+	"noCreateHome":      "Ignition makes a home for every user it creates, system users too (cloud-init none for a system: true user, apply none at all); remove it with a command hook if it must not exist",
 	"noLogInit":         "hostprov creates accounts with systemd-sysusers, which writes no lastlog",
 	"noUserGroup":       "systemd-sysusers gives every user a group of its name",
 	"passwordHash":      "hostprov creates accounts without a password: log in with keys (put them in a file on the hook) or set the password with a command hook",

@@ -15,11 +15,14 @@ package importer
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"path/filepath"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/hostprov/hostprov/internal/yamlnode"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/kops"
 	"github.com/hostprov/hostprov/pkg/render"
@@ -149,7 +152,7 @@ func Import(in Input) (*Result, hooks.Diagnostics) {
 		res   *Result
 		diags hooks.Diagnostics
 	)
-	format := detect(in.Data)
+	format, yerr := detect(in.Data)
 	if format != FormatKops && (in.InstanceGroup != "" || in.Role != "") {
 		return nil, hooks.Diagnostics{{Severity: hooks.Error, Pos: hooks.Position{File: file},
 			Message: "--instance-group and --role choose among the InstanceGroups of kops manifests, and this is no kops manifest",
@@ -164,6 +167,17 @@ func Import(in Input) (*Result, hooks.Diagnostics) {
 		res, diags = importCloudConfig(in)
 	case FormatKops:
 		res, diags = importKops(in)
+	case "":
+		if yerr != nil {
+			// A Butane config or kops manifest with a YAML mistake:
+			// where it is says more than "no config of a known kind".
+			se := yamlnode.Syntax(yerr, in.Data)
+			diags = hooks.Diagnostics{{Severity: hooks.Error, Pos: hooks.Position{File: file, Line: se.Line, Column: se.Column},
+				Message: "the file is not valid YAML: " + se.Message,
+				Hint:    se.Hint + " (import reads Butane configs, cloud-configs and kops manifests as YAML)"}}
+			break
+		}
+		fallthrough
 	default:
 		diags = hooks.Diagnostics{{Severity: hooks.Error, Pos: firstPos(file, in.Data),
 			Message: "not a config hostprov imports: neither an Ignition config (a JSON object), a Butane config (variant: and version:), a cloud-config (#cloud-config on the first line) nor a kops Cluster or InstanceGroup",
@@ -213,14 +227,17 @@ func Import(in Input) (*Result, hooks.Diagnostics) {
 	return res, diags
 }
 
-// detect says what config data is, by its first bytes and its head.
-func detect(data []byte) string {
+// detect says what config data is, by its first bytes and its head. When
+// it is none it knows, the error is the YAML syntax error that stopped the
+// reading, if one did: a Butane config or kops manifest with a mistake in
+// its YAML would otherwise be taken for a config of no known kind.
+func detect(data []byte) (string, error) {
 	trimmed := bytes.TrimLeft(data, " \t\r\n\ufeff")
 	if bytes.HasPrefix(trimmed, []byte("{")) {
-		return FormatIgnition
+		return FormatIgnition, nil
 	}
 	if bytes.HasPrefix(data, []byte("#cloud-config")) {
-		return FormatCloudConfig
+		return FormatCloudConfig, nil
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for {
@@ -230,14 +247,21 @@ func detect(data []byte) string {
 			APIVersion string `yaml:"apiVersion"`
 			Kind       string `yaml:"kind"`
 		}
-		if err := dec.Decode(&head); err != nil {
-			return ""
-		}
+		err := dec.Decode(&head)
+		var te *yaml.TypeError
 		switch {
+		case err == io.EOF:
+			return "", nil
+		case errors.As(err, &te):
+			// Valid YAML of another shape ("variant: [x]"): not a
+			// config import knows.
+			return "", nil
+		case err != nil:
+			return "", err
 		case head.Variant != "":
-			return FormatButane
+			return FormatButane, nil
 		case strings.HasPrefix(head.APIVersion, "kops.k8s.io/") && (head.Kind == "Cluster" || head.Kind == "InstanceGroup"):
-			return FormatKops
+			return FormatKops, nil
 		}
 	}
 }

@@ -66,7 +66,8 @@ type ButaneOptions struct {
 	// Storage is what the config writes besides the units: files,
 	// directories and links. Files from local: are written as local:,
 	// relative to the spec's directory: translate with butane
-	// --files-dir set to it.
+	// --files-dir set to it. fcos 1.0.0 has no local:, so there their
+	// bytes are written into the config.
 	Storage Storage
 }
 
@@ -172,7 +173,7 @@ func Butane(us []Unit, opts ButaneOptions) ([]byte, error) {
 	if _, err := ignitionStorage(opts.Storage, opts.IgnitionVersion); err != nil {
 		return nil, err
 	}
-	st, err := butaneStorage(opts.Storage)
+	st, err := butaneStorage(opts.Storage, opts.IgnitionVersion)
 	if err != nil {
 		return nil, err
 	}

@@ -28,8 +28,12 @@ func butaneOwner(o Owner) *yaml.Node {
 // contents.inline, a local file as contents.local (relative to the spec's
 // directory, which is butane's --files-dir), a download as contents.source
 // with verification.hash. Butane translates it to the same storage the
-// Ignition output has.
-func butaneStorage(st Storage) (*yaml.Node, error) {
+// Ignition output has. Butane fcos 1.0.0 (Ignition 3.0.0) has no
+// contents.local, which Butane only warns about there and leaves the file
+// empty: for ignition 3.0.0 a local file's bytes are carried in the config
+// itself, as inline text, or as a base64 data URL when they are not UTF-8.
+func butaneStorage(st Storage, ignitionVersion string) (*yaml.Node, error) {
+	hasLocal := ignitionVersion != "3.0.0"
 	if st.emptyPaths() {
 		return nil, nil
 	}
@@ -55,8 +59,10 @@ func butaneStorage(st Storage) (*yaml.Node, error) {
 			switch {
 			case f.Source != "":
 				yamlnode.Pairs(c, "source", yamlnode.Str(f.Source))
-			case f.Local != "":
+			case f.Local != "" && hasLocal:
 				yamlnode.Pairs(c, "local", yamlnode.Str(f.Local))
+			case f.Local != "" && !utf8.Valid(f.Contents):
+				yamlnode.Pairs(c, "source", yamlnode.Str("data:;base64,"+base64.StdEncoding.EncodeToString(f.Contents)))
 			case !utf8.Valid(f.Contents):
 				return nil, fmt.Errorf("%s: %s: contents are not valid UTF-8, which Butane's inline cannot carry", f.Pos, f.Path)
 			default:
@@ -100,7 +106,9 @@ func butaneOwners(e *yaml.Node, user, group Owner) {
 // owner created by the same boot exists by then. An owner given by id
 // cannot be named to write_files (cloud-init looks owners up by name): the
 // file is written as root and a chown in runcmd gives it to the id.
-// Directories and links have no cloud-init module: runcmd makes them,
+// A mode with set-user-ID or set-group-ID bits is set again by a chmod in
+// runcmd, after write_files has given the file its owner, which clears
+// them. Directories and links have no cloud-init module: runcmd makes them,
 // before it starts any unit. write_files cannot verify a download, so a
 // file from an https:// source is fetched by runcmd with cloud-init's own
 // Python (downloadScript), checked against its hash and only then put in
@@ -153,6 +161,13 @@ func cloudInitStorage(st Storage) (files []*yaml.Node, cmds [][]string, err erro
 		if byID {
 			cmds = append(cmds, chownCmd(f.User, f.Group, f.Path, true))
 		}
+		if f.Mode&0o6000 != 0 {
+			// write_files applies the mode and then the owner, and
+			// chown clears the set-user-ID and set-group-ID bits (for
+			// root too), so they are set again once the file has its
+			// owner: runcmd comes after write_files, deferred or not.
+			cmds = append(cmds, []string{"chmod", fmt.Sprintf("%04o", f.Mode), f.Path})
+		}
 	}
 	for _, l := range st.Links {
 		if dir := path.Dir(l.Path); dir != "/" {
@@ -198,8 +213,9 @@ try:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
-    os.chmod(tmp, int(mode, 8))
+    # The owner first: chown clears the set-user-ID and set-group-ID bits.
     shutil.chown(tmp, int(user) if user.isdigit() else user, int(group) if group.isdigit() else group)
+    os.chmod(tmp, int(mode, 8))
     os.replace(tmp, path)
 except BaseException:
     if os.path.exists(tmp):

@@ -324,7 +324,11 @@ func TestRealSystemdExpandEnv(t *testing.T) {
 	}{
 		{"expand-dollar", []string{"$", "x", "$"}, []string{"$", "x", "$"}},
 		{"expand-nonames", []string{"$-", "$FOO-bar", "$1", "$ x", "$/"}, []string{"$-", "$FOO-bar", "$1", "$ x", "$/"}},
-		{"expand-literal", []string{"a$", "a$X", "$$", "$$X", "${X"}, []string{"a$", "a$X", "$", "$X", "${X"}},
+		{"expand-literal", []string{"a$", "a$1", "$$", "$$X", "a$$X", "${X"}, []string{"a$", "a$1", "$", "$X", "a$X", "${X"}},
+		// systemd expands $VAR only as a word of its own; inside a word
+		// it is written as ${VAR}, so that it expands as a shell would.
+		{"expand-inword", []string{"x$X", "<$X>", "a$UNSET-b", "${X}$X", "a$$X$X", "x$X_1.y"},
+			[]string{"xone  two", "<one  two>", "a-b", "one  twoone  two", "a$Xone  two", "x.y"}},
 		{"expand-braces", []string{"${X}", "<${X}>", "${UNSET}", "<${UNSET}>"}, []string{"one  two", "<one  two>", "", "<>"}},
 		{"expand-whole", []string{"$X", "$UNSET", "end"}, []string{"one", "two", "end"}},
 	}
@@ -337,9 +341,8 @@ func TestRealSystemdExpandEnv(t *testing.T) {
 	}
 	var hs []hook
 	for _, tt := range tests {
-		// dumpArgv holds '$' only inside words and without braces, which
-		// systemd leaves alone.
-		exec := append([]string{"/bin/sh", "-c", dumpArgv, "sh"}, tt.args...)
+		// The script's '$' are the shell's: "$$" keeps them from systemd.
+		exec := append([]string{"/bin/sh", "-c", strings.ReplaceAll(dumpArgv, "$", "$$"), "sh"}, tt.args...)
 		hs = append(hs, hook{Name: tt.name, Type: "oneshot", Exec: exec, ExpandEnv: true,
 			Env: map[string]string{"HOSTPROV_HOOK": tt.name, "X": "one  two"}})
 	}
@@ -393,7 +396,7 @@ func TestRealSystemdExpandEnv(t *testing.T) {
 			t.Fatalf("%s: %v", unit, err)
 		}
 		resolved := split[4:]
-		if strings.HasSuffix(tt.name, "-braces") || strings.HasSuffix(tt.name, "-whole") {
+		if strings.HasSuffix(tt.name, "-braces") || strings.HasSuffix(tt.name, "-whole") || strings.HasSuffix(tt.name, "-inword") {
 			// Only these hooks hold references; elsewhere a "$X" that
 			// SplitExec gives is the literal text.
 			resolved = nil
@@ -404,7 +407,7 @@ func TestRealSystemdExpandEnv(t *testing.T) {
 				case "$UNSET":
 				default:
 					w = strings.ReplaceAll(w, "${X}", "one  two")
-					resolved = append(resolved, strings.ReplaceAll(w, "${UNSET}", ""))
+					resolved = append(resolved, strings.NewReplacer("${UNSET}", "", "${X_1}", "").Replace(w))
 				}
 			}
 		}

@@ -38,7 +38,10 @@ func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' 
 // whose rest is no variable name ("$", "$-", "$FOO-bar", "$1") is what
 // systemd 252 would take for a whole-word reference to a variable that can
 // never be set, and drop: its leading '$' is written as "$$", so that the
-// word arrives as written (see ExpandDropped).
+// word arrives as written (see ExpandDropped). Inside a word systemd 252
+// expands only "${VAR}", and leaves "$VAR" as text, where a shell and the
+// author expect its value: with expandEnv a "$VAR" that is not at the start
+// of its word is written as "${VAR}" (see braceInWord).
 //
 // The result never starts with a prefix character, so a caller may prepend
 // systemd's prefixes ("-", "+", ...) itself.
@@ -83,11 +86,61 @@ func QuoteExec(argv []string, expandEnv bool) (string, error) {
 			s = strings.ReplaceAll(s, "$", "$$")
 		case ExpandDropped(a):
 			s = "$" + s
+		default:
+			s = braceInWord(s)
 		}
 		quoteWord(&b, s)
 	}
 	return b.String(), nil
 }
+
+// braceInWord writes every "$NAME" of the word w that is not at its start
+// as "${NAME}", NAME being the longest run of letters, digits and '_'
+// after the '$' that does not start with a digit. systemd 252's
+// replace_env expands "${NAME}" anywhere in a word, but "$NAME" only as a
+// word of its own (replace_env_argv); inside a word it keeps it as text.
+// "$$", the author's escape for a '$', stays, as does everything within
+// "${...}", and a '$' followed by no name ("a$", "a$1", "a$-").
+func braceInWord(w string) string {
+	if len(w) < 2 || strings.IndexByte(w[1:], '$') < 0 {
+		return w
+	}
+	var b strings.Builder
+	b.Grow(len(w) + 8)
+	for i := 0; i < len(w); {
+		c := w[i]
+		switch {
+		case c != '$' || i+1 == len(w):
+			b.WriteByte(c)
+			i++
+		case w[i+1] == '$':
+			b.WriteString("$$")
+			i += 2
+		case w[i+1] == '{':
+			end := strings.IndexByte(w[i:], '}')
+			if end < 0 {
+				end = len(w) - i - 1
+			}
+			b.WriteString(w[i : i+end+1])
+			i += end + 1
+		case i > 0 && isNameStart(w[i+1]):
+			j := i + 2
+			for j < len(w) && (isNameStart(w[j]) || w[j] >= '0' && w[j] <= '9') {
+				j++
+			}
+			b.WriteString("${")
+			b.WriteString(w[i+1 : j])
+			b.WriteByte('}')
+			i = j
+		default:
+			b.WriteByte(c)
+			i++
+		}
+	}
+	return b.String()
+}
+
+func isNameStart(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' }
 
 // ExpandDropped reports whether systemd 252, expanding the environment in
 // a command line, would drop the word w whatever the environment holds.

@@ -106,6 +106,10 @@ func TestQuoteExecForms(t *testing.T) {
 		// cannot exist; "$$" keeps them.
 		{[]string{"/bin/echo", "$", "$-", "$FOO-bar", "$1", "$ x"}, true, `$$ $$- $$FOO-bar $$1 "$$ x"`},
 		{[]string{"/bin/echo", "a$", "$$", "$$-", "${X}-y", "$_"}, true, "a$ $$ $$- ${X}-y $_"},
+		// Inside a word systemd expands only ${X}: $X is written so.
+		{[]string{"/bin/echo", "x$FOO", "a$$B$C_1.d", "${X}$Y", "${A$B}", "a$1$", "$$X$Y", "50%$P"}, true,
+			"x${FOO} a$$B${C_1}.d ${X}${Y} ${A$B} a$1$ $$X${Y} 50%%${P}"},
+		{[]string{"/bin/echo", "x$FOO"}, false, "x$$FOO"},
 		{[]string{"/bin/echo", `a\b`}, false, `"a\\b"`},
 		{[]string{"/bin/echo", "x\ty\x01"}, false, `"x\ty\x01"`},
 		{[]string{"/bin/echo", "é"}, false, "é"},
