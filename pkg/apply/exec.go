@@ -584,7 +584,10 @@ func (e *executor) mayBeStarting(a Action) bool {
 // what the files say. Restarted, it would be stopped half-way (SIGTERM to
 // an apt-get or a dpkg that the hook runs) and run again. A service
 // waiting to be restarted after it failed (auto-restart) is not
-// starting: it is restarted as before.
+// starting: it is restarted as before. The times cannot tell a start that
+// someone else asked for between the files' write and the daemon-reload
+// after it (then the old definition runs): a window of the apply's own
+// steps, milliseconds long.
 func (e *executor) stillStarting(a Action, st UnitStatus) bool {
 	if st.ActiveState != "activating" || strings.HasPrefix(st.SubState, "auto-restart") || st.InactiveExit.IsZero() {
 		return false
