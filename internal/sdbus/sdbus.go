@@ -404,6 +404,7 @@ func (m *Manager) Status(ctx context.Context, name string) (apply.UnitStatus, er
 		st.NeedDaemonReload, _ = props["NeedDaemonReload"].(bool)
 		st.ActiveEnter = usecTime(props["ActiveEnterTimestamp"])
 		st.InactiveEnter = usecTime(props["InactiveEnterTimestamp"])
+		st.InactiveExit = usecTime(props["InactiveExitTimestamp"])
 		st.ConditionResult, _ = props["ConditionResult"].(bool)
 		st.ConditionTimestamp = usecTime(props["ConditionTimestamp"])
 		if st.LoadState == "not-found" {

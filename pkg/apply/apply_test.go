@@ -232,7 +232,7 @@ func TestForeignFile(t *testing.T) {
 	n := newNode(t)
 	os.WriteFile(n.unitPath("hello.service"), []byte("[Service]\nExecStart=/bin/mine\n"), 0o644)
 	p := n.plan(twoHooks)
-	if len(p.Conflicts) != 1 || !strings.Contains(p.Conflicts[0].Message, "--adopt") {
+	if len(p.Conflicts) != 1 || !strings.Contains(p.Conflicts[0].String(), "--adopt") {
 		t.Fatalf("conflicts: %v", p.Conflicts)
 	}
 	_, calls, err := n.apply(twoHooks)

@@ -532,6 +532,15 @@ func (w waitingQueuer) Queue(ctx context.Context, kind ActionKind, name string) 
 // unit runs) and returns the function that waits for it and logs how it
 // ended.
 func (e *executor) queue(ctx context.Context, q Queuer, a Action) (finish func()) {
+	if e.mayBeStarting(a) {
+		if st, err := e.sd.Status(ctx, a.Unit); err == nil && e.stillStarting(a, st) {
+			// A start joins the start job that runs (systemd merges
+			// them) and waits for its result, within the job
+			// timeout as any start: the start's outcome is the
+			// hook's.
+			a.Kind, a.Reason = ActStart, a.Reason+"; it was still starting, so that start was waited for, not restarted"
+		}
+	}
 	kind := a.Kind
 	if kind == ActTryRestart {
 		st, err := e.sd.Status(ctx, a.Unit)
@@ -553,6 +562,51 @@ func (e *executor) queue(ctx context.Context, q Queuer, a Action) (finish func()
 		}
 		e.jobDone(ctx, a, err)
 	}
+}
+
+// mayBeStarting reports whether a is a restart or try-restart of a unit
+// that an earlier apply left incomplete (it was killed, or the machine
+// went down), whose files this apply leaves as they are: the restart may
+// be of a start that apply asked for, and that still runs.
+func (e *executor) mayBeStarting(a Action) bool {
+	if a.Kind != ActRestart && a.Kind != ActTryRestart {
+		return false
+	}
+	unit := e.owner(a.Unit)
+	if u := e.p.state.Unit(unit); u == nil || !u.Incomplete {
+		return false
+	}
+	for i := range e.p.Files {
+		if f := &e.p.Files[i]; f.Unit == unit && f.changes() {
+			return false
+		}
+	}
+	return true
+}
+
+// stillStarting reports whether a restart that mayBeStarting allows is to
+// wait for the start that runs instead: the unit is activating (a
+// oneshot's ExecStart runs, a service starts), and its activation began
+// no earlier than its files on disk were written, so that what runs is
+// what the files say. Restarted, it would be stopped half-way (SIGTERM to
+// an apt-get or a dpkg that the hook runs) and run again. A service
+// waiting to be restarted after it failed (auto-restart) is not
+// starting: it is restarted as before. The times cannot tell a start that
+// someone else asked for between the files' write and the daemon-reload
+// after it (then the old definition runs): a window of the apply's own
+// steps, milliseconds long.
+func (e *executor) stillStarting(a Action, st UnitStatus) bool {
+	if st.ActiveState != "activating" || strings.HasPrefix(st.SubState, "auto-restart") || st.InactiveExit.IsZero() {
+		return false
+	}
+	u := e.p.state.Unit(e.owner(a.Unit))
+	for _, f := range u.Files {
+		fi, err := os.Lstat(filepath.Join(e.p.opts.UnitDirPath(), f.Path))
+		if err != nil || fi.ModTime().After(st.InactiveExit) {
+			return false
+		}
+	}
+	return true
 }
 
 // links runs one batch of enables, disables, masks or unmasks.

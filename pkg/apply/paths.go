@@ -422,6 +422,14 @@ func (p *planner) planPath(n nodeFS, pc *pathChange) (FileChange, *PathState, er
 		p.Conflicts = append(p.Conflicts, Problem{Unit: hookOr(want), Path: want.Path, Message: why})
 		return fc, nil, nil
 	}
+	// notPlaced is the conflict of something hostprov did not place
+	// where the spec puts a file, directory or link.
+	notPlaced := func(why string) (FileChange, *PathState, error) {
+		fc, ps, err := conflict(why)
+		p.Conflicts[len(p.Conflicts)-1].Fix = &Fix{Manual: "move it away", Spec: "set overwrite: true on it",
+			Flag: "--adopt", Does: "to replace it"}
+		return fc, ps, err
+	}
 	keep := func(why string) (FileChange, *PathState, error) {
 		fc.Op, fc.Drift, fc.Reason = OpKeep, true, why
 		p.Warnings = append(p.Warnings, Problem{Unit: hookOr(want), Path: want.Path, Message: why})
@@ -543,7 +551,7 @@ func (p *planner) planPath(n nodeFS, pc *pathChange) (FileChange, *PathState, er
 		case prev != nil:
 			fc.Op, fc.Drift, fc.Reason = OpChange, true, "changed since hostprov made it; replaced (--force)"
 		case !mayReplace:
-			return conflict(fmt.Sprintf("a %s that hostprov did not place is where the spec puts a link; move it away, or set overwrite: true on it (or run with --adopt) to replace it", describe(cur)))
+			return notPlaced(fmt.Sprintf("a %s that hostprov did not place is where the spec puts a link", describe(cur)))
 		default:
 			fc.Op = OpChange
 			adopt("replaces what was there (overwrite)")
@@ -587,7 +595,7 @@ func (p *planner) planPath(n nodeFS, pc *pathChange) (FileChange, *PathState, er
 		fc.Op = OpUnchanged
 		adopt("exists already with what the spec says")
 	case !mayReplace:
-		return conflict(fmt.Sprintf("this %s exists and hostprov did not write it; hostprov never overwrites a file it does not own: move it away, or set overwrite: true on it (or run with --adopt) to replace it", describe(cur)))
+		return notPlaced(fmt.Sprintf("this %s exists and hostprov did not write it; hostprov never overwrites a file it does not own", describe(cur)))
 	default:
 		fc.Op = OpChange
 		adopt("replaces a file hostprov did not write (overwrite)")

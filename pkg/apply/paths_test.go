@@ -258,7 +258,7 @@ func TestPathsOverwrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Conflicts) != 1 || !strings.Contains(p.Conflicts[0].Message, "overwrite: true") {
+	if len(p.Conflicts) != 1 || !strings.Contains(p.Conflicts[0].String(), "overwrite: true") {
 		t.Fatalf("conflicts = %v, want one naming overwrite", p.Conflicts)
 	}
 	if _, err := apply.Execute(context.Background(), p, n.sd, nil); err == nil || n.readNode("/etc/motd") != "the user's\n" {

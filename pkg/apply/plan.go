@@ -269,15 +269,12 @@ type Problem struct {
 	Unit    string `json:"unit"`
 	Path    string `json:"path,omitempty"`
 	Message string `json:"message"`
+	// Fix, when set, says what can be done about it (see Fix.Text).
+	Fix *Fix `json:"fix,omitempty"`
 }
 
-func (p Problem) String() string {
-	at := p.Unit
-	if p.Path != "" {
-		at = p.Path
-	}
-	return at + ": " + p.Message
-}
+// String is the problem as the CLI says it: with hostprov apply's flags.
+func (p Problem) String() string { return p.Text(true) }
 
 // UnitChange says what the plan does to a unit as a whole.
 type UnitChange struct {
@@ -1282,6 +1279,11 @@ func (p *planner) write(unit, rel string, data []byte, prev *StateUnit) (FileCha
 			return conflict(why)
 		}
 	}
+	fixable := func(why string, fix Fix) (FileChange, *StateFile, error) {
+		fc, sf, err := conflict(why)
+		p.Conflicts[len(p.Conflicts)-1].Fix = &fix
+		return fc, sf, err
+	}
 	switch {
 	case cur.bad != "":
 		return conflict(cur.bad)
@@ -1300,7 +1302,8 @@ func (p *planner) write(unit, rel string, data []byte, prev *StateUnit) (FileCha
 		fc.Op, fc.Drift, fc.Reason = OpChange, true, "replaces a symbolic link (--force)"
 	case cur.isLink:
 		if !p.opts.Adopt {
-			return conflict(fmt.Sprintf("a symbolic link to %s that hostprov did not make is where the spec puts this file; move it away, or run with --adopt to replace it", cur.link))
+			return fixable(fmt.Sprintf("a symbolic link to %s that hostprov did not make is where the spec puts this file", cur.link),
+				Fix{Manual: "move it away", Flag: "--adopt", Does: "to replace it"})
 		}
 		fc.Op, fc.Reason = OpChange, "replaces a symbolic link (--adopt)"
 	case sf != nil && sf.owns(cur.hash):
@@ -1323,7 +1326,8 @@ func (p *planner) write(unit, rel string, data []byte, prev *StateUnit) (FileCha
 			same = " (its content is what the spec says)"
 		}
 		if !p.opts.Adopt {
-			return conflict("this file exists and hostprov did not write it" + same + "; hostprov never overwrites a file it does not own: move it away, or run with --adopt to take it over")
+			return fixable("this file exists and hostprov did not write it"+same+"; hostprov never overwrites a file it does not own",
+				Fix{Manual: "move it away", Flag: "--adopt", Does: "to take it over"})
 		}
 		fc.Op, fc.Reason = OpChange, "adopted (--adopt)"
 		if same != "" {
@@ -1404,7 +1408,8 @@ func (p *planner) checkMask(u *render.Unit, prev *StateUnit, up *unitPlan) {
 		}
 	}
 	p.Conflicts = append(p.Conflicts, Problem{Unit: u.Name, Path: p.opts.nodePath(u.Name),
-		Message: fmt.Sprintf("cannot mask %s: %s is in its place; move it away (or run with --force if hostprov wrote it)", u.Name, what)})
+		Message: fmt.Sprintf("cannot mask %s: %s is in its place", u.Name, what),
+		Fix:     &Fix{Manual: "move it away", Flag: "--force", Does: "if hostprov wrote it"}})
 }
 
 // current returns the unit file on disk, or nil.

@@ -98,9 +98,11 @@ type UnitStatus struct {
 	// systemd loaded it.
 	NeedDaemonReload bool
 	// ActiveEnter and InactiveEnter are when the unit last became active
-	// and inactive; zero when it never did.
+	// and inactive, InactiveExit when it last left inactive (its last
+	// activation began); zero when it never did.
 	ActiveEnter   time.Time
 	InactiveEnter time.Time
+	InactiveExit  time.Time
 	// Exec is what systemd keeps of each ExecStart= command of a
 	// service's last run, in the unit's order, commands that did not run
 	// included (with zero times); nil for other units.

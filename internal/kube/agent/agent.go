@@ -35,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -299,13 +300,67 @@ func (a *Agent) watch(ctx context.Context) error {
 			return true
 		}
 		// A status someone else wrote (cleared, to run failed hooks
-		// again) is looked at; the agent's own writes are not.
-		a.mu.Lock()
-		w, ok := a.written[nn.UID]
-		a.mu.Unlock()
-		return !equality.Semantic.DeepEqual(on.Status, nn.Status) &&
-			!(ok && (w.rv == nn.ResourceVersion || w.rv == "" && equality.Semantic.DeepEqual(w.status, nn.Status)))
+		// again, or anything else, which the agent writes over) is
+		// looked at; the agent's own writes, and the versions before
+		// its last one, are not.
+		return !equality.Semantic.DeepEqual(on.Status, nn.Status) && !a.ownOrOlder(nn)
 	})
+}
+
+// ownOrOlder reports whether nh, as a watch event brings it, is the
+// agent's last status write or a version of the object from before it:
+// nothing someone else wrote after the agent.
+func (a *Agent) ownOrOlder(nh *v1alpha1.NodeHooks) bool {
+	a.mu.Lock()
+	w, ok := a.written[nh.UID]
+	a.mu.Unlock()
+	switch {
+	case !ok:
+		return false
+	case w.rv == "":
+		// On its way: its event may come before its answer.
+		return equality.Semantic.DeepEqual(w.status, nh.Status)
+	}
+	return !after(nh.ResourceVersion, w.rv)
+}
+
+// after reports whether the resourceVersion rv of an object is later than
+// the resourceVersion of the same object "than": the API server's are
+// comparable integers (etcd's revisions). One that is not an integer is
+// taken as later only when it differs, as the agent did before it
+// compared them.
+func after(rv, than string) bool {
+	c, err := resourceversion.CompareResourceVersion(rv, than)
+	if err != nil {
+		return rv != than
+	}
+	return c > 0
+}
+
+// known is nh as the agent knows it: with the status of the agent's own
+// last write while the cache shows a version from before that write (it
+// lags). Once the cache shows the write, or any later version (someone
+// else wrote the status since, or changed anything else of the object),
+// the cache is the truth again and the memory of the write is dropped.
+//
+// The agent decides and writes from this: from the lagging cache it would
+// start again hooks whose failure it wrote already, and undo its own
+// writes; from its memory alone it would never see a status someone else
+// wrote over its own.
+func (a *Agent) known(nh *v1alpha1.NodeHooks) *v1alpha1.NodeHooks {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	w, ok := a.written[nh.UID]
+	if !ok {
+		return nh
+	}
+	if w.rv != "" && (w.rv == nh.ResourceVersion || after(nh.ResourceVersion, w.rv)) {
+		delete(a.written, nh.UID)
+		return nh
+	}
+	k := *nh
+	k.Status = *w.status.DeepCopy()
+	return &k
 }
 
 // serve is the worker while the connection sd to systemd lasts: it syncs
@@ -448,7 +503,8 @@ func (a *Agent) refresh(ctx context.Context, sd *Systemd) error {
 	return a.writeStatuses(ctx, v, r)
 }
 
-// view reads the agent's cache.
+// view reads the agent's cache, with the NodeHooks as the agent knows
+// them (known).
 func (a *Agent) view(ctx context.Context) (*view, error) {
 	v := &view{hostHooks: map[string]*v1alpha1.HostHooks{}}
 	var n corev1.Node
@@ -475,7 +531,7 @@ func (a *Agent) view(ctx context.Context) (*view, error) {
 	}
 	for i := range nhs.Items {
 		if nhs.Items[i].Spec.NodeName == a.cfg.NodeName {
-			v.nodeHooks = append(v.nodeHooks, &nhs.Items[i])
+			v.nodeHooks = append(v.nodeHooks, a.known(&nhs.Items[i]))
 		}
 	}
 	return v, nil
@@ -499,8 +555,14 @@ func (a *Agent) writeStatuses(ctx context.Context, v *view, r *result) error {
 	for _, nh := range v.nodeHooks {
 		live[nh.UID] = true
 		name := nh.Spec.HostHooks
-		cur, st := a.next(nh, v.hostHooks[name], r.outcomes[name], r.reports, now)
-		if equality.Semantic.DeepEqual(cur, st) {
+		// From the status as the agent knows it now (see known), its
+		// Applying during this sync included: from a cache that lags
+		// behind the agent's last write, it would undo that write (its
+		// appliedAt, its hash), and the two would take turns for as
+		// long as the cache lags.
+		nh = a.known(nh)
+		st := status(nh, v.hostHooks[name], r.outcomes[name], r.reports, now)
+		if equality.Semantic.DeepEqual(nh.Status, st) {
 			continue
 		}
 		if err := a.writeStatus(ctx, nh, st); err != nil {
@@ -517,31 +579,6 @@ func (a *Agent) writeStatuses(ctx context.Context, v *view, r *result) error {
 	return errors.Join(errs...)
 }
 
-// next is the status the agent knows nh has, cur, and the one it is to
-// have after a sync with outcome o and reports, st.
-//
-// The new status follows from the last one the agent knows of: its own
-// write while the cache lags behind it. From the cache's, it would undo
-// that write (its appliedAt, its hash), and the two would take turns for
-// as long as the cache lags, which a loaded API server makes long.
-func (a *Agent) next(nh *v1alpha1.NodeHooks, hh *v1alpha1.HostHooks, o *outcome, reports []apply.UnitReport, now time.Time) (cur, st v1alpha1.NodeHooksStatus) {
-	cur = nh.Status
-	a.mu.Lock()
-	if w, ok := a.written[nh.UID]; ok {
-		if w.rv != "" && w.rv == nh.ResourceVersion {
-			// The cache has caught up with the agent's write: from
-			// now on it is the truth.
-			delete(a.written, nh.UID)
-		} else {
-			cur = w.status
-		}
-	}
-	a.mu.Unlock()
-	known := *nh
-	known.Status = cur
-	return cur, status(&known, hh, o, reports, now)
-}
-
 // writeApplying says, in the NodeHooks of the HostHooks named, that the
 // node is applying their hooks: the phase Applying, the rest as it was. A
 // write that fails is left to the status after the apply.
@@ -551,12 +588,7 @@ func (a *Agent) writeApplying(ctx context.Context, v *view, names []string) {
 		if nh == nil {
 			continue
 		}
-		st := *nh.Status.DeepCopy()
-		a.mu.Lock()
-		if w, ok := a.written[nh.UID]; ok && w.rv != nh.ResourceVersion {
-			st = *w.status.DeepCopy()
-		}
-		a.mu.Unlock()
+		st := *nh.Status.DeepCopy() // as the agent knows it
 		if st.Phase == v1alpha1.NodeApplying {
 			continue
 		}
@@ -610,7 +642,7 @@ func (a *Agent) writeStatus(ctx context.Context, nh *v1alpha1.NodeHooks, st v1al
 
 // writtenStatus is a status the agent wrote, and the resourceVersion the
 // write made ("" while it is on its way): until the cache shows that
-// version, the agent's cache lags behind its own write.
+// version or a later one, the agent's cache lags behind its own write.
 type writtenStatus struct {
 	status v1alpha1.NodeHooksStatus
 	rv     string

@@ -431,7 +431,9 @@ func (n *node) applySets(ctx context.Context, sd apply.Systemd, sets []apply.Spe
 				// Unit names the hook, its Path the set.
 				owner = pathOwner(sets, c.Path)
 			}
-			drop[owner] = append(drop[owner], c.String())
+			// Worded without hostprov apply's flags, which a
+			// HostHooks does not have: what the cluster's user can do.
+			drop[owner] = append(drop[owner], c.Text(false))
 		}
 		if msgs, ok := drop[""]; ok {
 			// A conflict of no set's: nothing can be applied.

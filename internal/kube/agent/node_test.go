@@ -543,3 +543,36 @@ func TestShadowedNodeUnitKeepsOnlyItsSet(t *testing.T) {
 		t.Errorf("sets %q, want %q", f.setsInState(), want)
 	}
 }
+
+// A conflict is reported with what the cluster's user can do about it,
+// and names none of hostprov apply's flags (--adopt, --force), which a
+// HostHooks does not offer: for a unit file, moving it away on the node;
+// for a file of a hook, also overwrite: true in the HostHooks.
+func TestConflictMessagesNameNoFlag(t *testing.T) {
+	f := newFakeNode(t)
+	unitHH := hostHooks("unit", nil, service("taken-svc"))
+	writeNodeFile(t, filepath.Join(f.n.opts.UnitDirPath(), unitOf(t, unitHH, 0)), "[Service]\nExecStart=/bin/mine\n")
+	writeNodeFile(t, filepath.Join(f.n.opts.Root, "etc/motd"), "the image's\n")
+	motd := "managed by hostprov\n"
+	fileHH := hostHooks("file", nil, v1alpha1.Hook{Name: "motd", Files: []v1alpha1.File{{Path: "/etc/motd", Contents: &motd}}})
+	got := f.sync(f.view(labels.Set{}, []*v1alpha1.HostHooks{unitHH, fileHH},
+		[]*v1alpha1.NodeHooks{nodeHooks(unitHH, true), nodeHooks(fileHH, true)}))
+	for name, want := range map[string][]string{
+		"unit": {"hostprov did not write it", "move it away"},
+		"file": {"/etc/motd", "move it away", "set overwrite: true on it"},
+	} {
+		st := got[name]
+		if st.Phase != v1alpha1.NodeFailed {
+			t.Errorf("%s: %+v; want Failed with the conflict", name, st)
+			continue
+		}
+		for _, w := range want {
+			if !strings.Contains(st.Message, w) {
+				t.Errorf("%s: message %q does not say %q", name, st.Message, w)
+			}
+		}
+		if strings.Contains(st.Message, "--") {
+			t.Errorf("%s: message %q names a flag of hostprov apply, which a HostHooks does not have", name, st.Message)
+		}
+	}
+}
