@@ -131,7 +131,8 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 			return nil, err
 		}
 	}
-	if err := (&Reconciler{Client: mgr.GetClient(), StatusInterval: opts.StatusInterval}).SetupWithManager(mgr); err != nil {
+	r := &Reconciler{Client: mgr.GetClient(), StatusInterval: opts.StatusInterval, Recorder: mgr.GetEventRecorder(Name)}
+	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	return mgr, nil

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/hostprov/hostprov/pkg/apis/hostprov/v1alpha1"
 )
@@ -31,8 +32,12 @@ type Reconciler struct {
 	// Client reads from the manager's cache (it must have the NodeHooks
 	// index of SetupWithManager) and writes to the API server.
 	Client client.Client
-	// Now is the clock of the conditions; nil is time.Now.
+	// Now is the clock of the conditions and the deadlines; nil is
+	// time.Now.
 	Now func() time.Time
+	// Recorder records the transitions of a HostHooks' conditions as
+	// Events; nil records none.
+	Recorder recorder.EventRecorder
 	// StatusInterval is the least time between two status writes of a
 	// HostHooks; zero is DefaultStatusInterval. A change within it is
 	// written when it ends: a rollout over 1,000 nodes, each reporting,
@@ -212,7 +217,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if r.Now != nil {
 		now = r.Now
 	}
-	d := Decide(&hh, nodes, nhl.Items, now())
+	at := now()
+	d := Decide(&hh, nodes, nhl.Items, at)
 	// The rollout as decided, whether or not its status is written yet:
 	// a status held back by StatusInterval is no reason for stale metrics.
 	recordRollout(hh.Name, &d.Status)
@@ -238,16 +244,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		rv      string
 		inCache bool
 	}
-	at := make(map[string]known, len(d.Approve))
+	versions := make(map[string]known, len(d.Approve))
 	for _, name := range d.Approve {
-		at[name] = known{}
+		versions[name] = known{}
 	}
 	for i := range nhl.Items {
-		if _, ok := at[nhl.Items[i].Name]; ok {
-			at[nhl.Items[i].Name] = known{nhl.Items[i].ResourceVersion, true}
+		if _, ok := versions[nhl.Items[i].Name]; ok {
+			versions[nhl.Items[i].Name] = known{nhl.Items[i].ResourceVersion, true}
 		}
 	}
-	var mu sync.Mutex // guards errs and at while the writes run
+	var mu sync.Mutex // guards errs and versions while the writes run
 	fail := func(err error) {
 		mu.Lock()
 		errs = append(errs, err)
@@ -256,19 +262,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	each(len(d.Create), func(i int) {
 		nh := d.Create[i]
 		err := r.Client.Create(ctx, nh)
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			fail(fmt.Errorf("creating NodeHooks %s: %w", nh.Name, err))
-		}
-		if err == nil {
+		if apierrors.IsAlreadyExists(err) {
+			// Mostly the cache lagging behind an earlier create; but
+			// a name is a hash apart from another node's or HostHooks'
+			// only, and a NodeHooks of theirs must not pass for this.
+			err = r.taken(ctx, nh)
+		} else if err == nil {
 			mu.Lock()
-			at[nh.Name] = known{rv: nh.ResourceVersion}
+			versions[nh.Name] = known{rv: nh.ResourceVersion}
 			mu.Unlock()
+		}
+		if err != nil {
+			fail(fmt.Errorf("creating NodeHooks %s: %w", nh.Name, err))
 		}
 	})
 	pending := r.pending(hh.Name, nhl.Items)
 	if len(d.Approve) > 0 {
 		h := d.Status.HooksHash
-		patch, err := json.Marshal(map[string]any{"spec": map[string]any{"hooksHash": h}})
+		patch, err := json.Marshal(map[string]any{"spec": map[string]any{"hooksHash": h, "approvedAt": metav1.NewTime(at)}})
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -291,7 +302,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 				return
 			}
 			mu.Lock()
-			if k := at[name]; k.rv != "" || !k.inCache {
+			if k := versions[name]; k.rv != "" || !k.inCache {
 				pending[name] = approval{hash: h, rv: k.rv, absent: !k.inCache}
 			}
 			mu.Unlock()
@@ -309,18 +320,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			fail(fmt.Errorf("deleting NodeHooks %s: %w", nh.Name, err))
 		}
 	})
-	// The status of a HostHooks that is going away is of no more use.
-	if d.StatusChanged && !d.RemoveFinalizer {
+	// The status of a HostHooks that is going away is of no more use,
+	// but for the nodes it leaves orphaned: it says so as it goes.
+	write := d.StatusChanged && (!d.RemoveFinalizer || d.Orphaned != nil)
+	if write && d.Orphaned == nil {
 		result.RequeueAfter = r.statusWait(hh.Name, time.Now())
 	}
-	if d.StatusChanged && !d.RemoveFinalizer && result.RequeueAfter == 0 {
+	if write && result.RequeueAfter == 0 {
 		patch, err := statusPatch(hh.Status, d.Status)
 		if err == nil {
 			err = r.Client.Status().Patch(ctx, &hh, client.RawPatch(types.MergePatchType, patch))
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("writing the status: %w", err))
+		} else if r.Recorder != nil {
+			// With the status that makes them, so that a status held
+			// back by StatusInterval holds its Events back too.
+			for _, e := range d.Events {
+				r.Recorder.Eventf(&hh, nil, e.Type, e.Reason, "Reconcile", "%s", e.Message)
+			}
 		}
+	}
+	if d.RequeueAfter > 0 && (result.RequeueAfter == 0 || d.RequeueAfter < result.RequeueAfter) {
+		// A deadline ahead changes the decision with no event to say
+		// so: the reconcile comes back for it.
+		result.RequeueAfter = d.RequeueAfter
 	}
 	if err := errors.Join(errs...); err != nil {
 		return reconcile.Result{}, err
@@ -336,6 +360,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	return result, nil
+}
+
+// taken is nil when the NodeHooks named as nh is nh's, for its HostHooks
+// and node, or when the cache does not have it yet; otherwise an error that
+// says whose it is.
+func (r *Reconciler) taken(ctx context.Context, nh *v1alpha1.NodeHooks) error {
+	var got v1alpha1.NodeHooks
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(nh), &got); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if got.Spec.HostHooks == nh.Spec.HostHooks && got.Spec.NodeName == nh.Spec.NodeName {
+		return nil
+	}
+	return fmt.Errorf("the name is taken by the NodeHooks of HostHooks %q on node %q, named before names told such pairs apart: delete that NodeHooks, and the controller makes it again under a name of its own",
+		got.Spec.HostHooks, got.Spec.NodeName)
 }
 
 // statusPatch is a merge patch that makes a HostHooks status, whatever it
