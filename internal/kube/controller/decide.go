@@ -28,10 +28,17 @@ import (
 )
 
 // Node is what the controller needs of a Node: its name and labels, which
-// decide whether a HostHooks selects it.
+// decide whether a HostHooks selects it, and whether it is Ready.
 type Node struct {
 	Name   string
 	Labels map[string]string
+	// NotReady says why the node is not Ready, "" when it is: its Ready
+	// condition is False or Unknown. A node with no Ready condition (no
+	// kubelet ever reported) counts as Ready: whether an agent runs there
+	// is up to the agent's own report. NotReadySince is when the
+	// condition last changed.
+	NotReady      string
+	NotReadySince time.Time
 }
 
 // Decision is what a reconcile of one HostHooks does, in this order:
@@ -119,11 +126,16 @@ const (
 // or hh is being deleted, nodes not approved for H are approved in
 // node-name order while fewer than maxUnavailable are unavailable.
 //
-// A node holds the rollout when its agent never reported (its NodeHooks
-// has no status phase) within the progress deadline of the NodeHooks'
-// creation, when it is unavailable past the progress deadline since its
-// approval, or, once the failure threshold is exceeded, when it failed;
-// the Stalled condition names such nodes and why.
+// A matched node that is not Ready is unavailable too, and is not
+// approved until it is Ready again.
+//
+// A node not done with H holds the rollout when it is not Ready for longer
+// than the progress deadline, when its agent never reported (its
+// NodeHooks has no status phase) within the progress deadline of the
+// NodeHooks' creation, or when it is approved and not done past the
+// progress deadline since its approval; and, once the failure threshold
+// is exceeded, a node that failed holds it. The Stalled condition names
+// such nodes and why.
 //
 // A NodeHooks whose node is gone is deleted, and so is one whose node the
 // selector no longer matches once the agent removed the hooks (phase
@@ -209,6 +221,13 @@ func Decide(hh *v1alpha1.HostHooks, nodes []Node, nhs []v1alpha1.NodeHooks, now 
 	)
 	for _, n := range matched {
 		isMatched[n.Name] = true
+		// A node that is not Ready is unavailable, whatever it did:
+		// it is approved for nothing, and takes a slot of
+		// maxUnavailable, as the machine-config-operator counts it.
+		notReady := n.NotReady != ""
+		if notReady {
+			unavail++
+		}
 		nh := own[n.Name]
 		if nh == nil {
 			settled = false
@@ -217,7 +236,9 @@ func Decide(hh *v1alpha1.HostHooks, nodes []Node, nhs []v1alpha1.NodeHooks, now 
 			}
 			c := newNodeHooks(hh, n.Name)
 			d.Create = append(d.Create, c)
-			candidates = append(candidates, candidate{name: c.Name})
+			if !notReady {
+				candidates = append(candidates, candidate{name: c.Name})
+			}
 			continue
 		}
 		claimed[nh.Name] = true
@@ -237,9 +258,11 @@ func Decide(hh *v1alpha1.HostHooks, nodes []Node, nhs []v1alpha1.NodeHooks, now 
 			settled = false
 		}
 		approvedH := nh.Spec.HooksHash == h
-		if !approvedH {
+		switch {
+		case notReady:
+		case !approvedH:
 			candidates = append(candidates, candidate{nh.Name, nh})
-		} else if !done {
+		case !done:
 			unavail++
 		}
 		if done || deleting {
@@ -247,6 +270,15 @@ func Decide(hh *v1alpha1.HostHooks, nodes []Node, nhs []v1alpha1.NodeHooks, now 
 		}
 		// A time the API server did not set is no deadline.
 		switch {
+		case notReady:
+			if n.NotReadySince.IsZero() {
+				break
+			}
+			if due := n.NotReadySince.Add(deadline); now.Before(due) {
+				ahead(due)
+			} else {
+				holds = append(holds, fmt.Sprintf("%s (not Ready for %s: %s)", n.Name, round(now.Sub(n.NotReadySince)), n.NotReady))
+			}
 		case nh.Status.Phase == "" && !nh.CreationTimestamp.IsZero():
 			if due := nh.CreationTimestamp.Add(deadline); now.Before(due) {
 				ahead(due)

@@ -993,3 +993,85 @@ func TestDecideEvents(t *testing.T) {
 		t.Errorf("events of a failure (-want +got):\n%s", diff)
 	}
 }
+
+// TestDecideNotReady: a node that is not Ready is approved for nothing and
+// counts as unavailable, whatever it did; past the deadline it holds the
+// rollout.
+func TestDecideNotReady(t *testing.T) {
+	notReady := func(ns []Node, name string, since time.Duration) []Node {
+		for i := range ns {
+			if ns[i].Name == name {
+				ns[i].NotReady, ns[i].NotReadySince = "Ready is False, KubeletNotReady", t0.Add(-since)
+			}
+		}
+		return ns
+	}
+	pending := func(names ...string) []v1alpha1.NodeHooks {
+		var out []v1alpha1.NodeHooks
+		for _, n := range names {
+			out = append(out, nodeHooks(n, "", "", v1alpha1.NodePending))
+		}
+		return out
+	}
+	tests := []struct {
+		name    string
+		hh      *v1alpha1.HostHooks
+		nodes   []Node
+		nhs     []v1alpha1.NodeHooks
+		approve []string
+		create  []string
+		stalled string
+	}{{
+		name:    "it takes the only slot",
+		nodes:   notReady(nodes(3, nil), "n01", time.Minute),
+		nhs:     pending("n01", "n02", "n03"),
+		stalled: "False",
+	}, {
+		name:    "the next Ready node gets the other slot",
+		hh:      hostHooks(withMaxUnavailable(intstr.FromInt32(2))),
+		nodes:   notReady(nodes(3, nil), "n01", time.Minute),
+		nhs:     pending("n01", "n02", "n03"),
+		approve: nhNames("n02"),
+		stalled: "False",
+	}, {
+		name:    "a new node that is not Ready gets its NodeHooks, not an approval",
+		hh:      hostHooks(withMaxUnavailable(intstr.FromInt32(2))),
+		nodes:   notReady(nodes(2, nil), "n01", time.Minute),
+		create:  nhNames("n01", "n02"),
+		approve: nhNames("n02"),
+		stalled: "False",
+	}, {
+		name:  "done with the hooks, it is unavailable still, but holds nothing",
+		nodes: notReady(nodes(2, nil), "n01", time.Hour),
+		nhs: []v1alpha1.NodeHooks{
+			nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded),
+			nodeHooks("n02", "", "", v1alpha1.NodePending),
+		},
+		stalled: "False",
+	}, {
+		name:    "past the deadline it holds the rollout",
+		nodes:   notReady(nodes(2, nil), "n01", 11*time.Minute),
+		nhs:     pending("n01", "n02"),
+		stalled: "True n01 (not Ready for 11m0s: Ready is False, KubeletNotReady)",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hh := tt.hh
+			if hh == nil {
+				hh = hostHooks()
+			}
+			d := Decide(hh, tt.nodes, tt.nhs, t0)
+			if diff := cmp.Diff(tt.approve, d.Approve); diff != "" {
+				t.Errorf("approved (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.create, names(d.Create)); diff != "" {
+				t.Errorf("created (-want +got):\n%s", diff)
+			}
+			c := stalledOf(d)
+			status, want, _ := strings.Cut(tt.stalled, " ")
+			if string(c.Status) != status || !strings.Contains(c.Message, want) {
+				t.Errorf("Stalled %s: %s; want %s", c.Status, c.Message, tt.stalled)
+			}
+		})
+	}
+}

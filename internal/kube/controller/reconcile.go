@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -129,12 +130,14 @@ func (r *Reconciler) setApproved(hh string, m map[string]approval) {
 
 // SetupWithManager registers the NodeHooks index and the controller with
 // mgr. The controller reconciles a HostHooks when it changes, when one of
-// its NodeHooks changes, and, for every HostHooks, when a node comes, goes
-// or changes its labels. That includes the controller's own status
-// writes: the reconcile after one compares the status with what the
-// write left, and writes again only if the cache had lagged behind an
-// earlier write when it decided. Nodes are cached as metadata only:
-// their labels are all that matters, and a node's status is large.
+// its NodeHooks changes, and, for every HostHooks, when a node comes, goes,
+// changes its labels or becomes Ready or not. That includes the
+// controller's own status writes: the reconcile after one compares the
+// status with what the write left, and writes again only if the cache had
+// lagged behind an earlier write when it decided. Of a node, only its
+// labels and its Ready condition matter, and a node's status is large and
+// often written: NewManager's cache keeps those only (see nodeReadiness),
+// and a heartbeat of the kubelet wakes no reconcile.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.NodeHooks{}, indexHostHooks,
 		func(o client.Object) []string { return []string{o.(*v1alpha1.NodeHooks).Spec.HostHooks} })
@@ -145,9 +148,56 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named(Name).
 		For(&v1alpha1.HostHooks{}).
 		Watches(&v1alpha1.NodeHooks{}, handler.EnqueueRequestsFromMapFunc(nodeHooksOwner)).
-		WatchesMetadata(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allHostHooks),
-			builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allHostHooks),
+			builder.WithPredicates(predicate.Or[client.Object](predicate.LabelChangedPredicate{}, readinessChanged))).
 		Complete(r)
+}
+
+// readyCondition is the Ready condition of n, or nil.
+func readyCondition(n *corev1.Node) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == corev1.NodeReady {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// readinessChanged passes an update of a node whose Ready condition
+// changed its status; its heartbeats pass no update.
+var readinessChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*corev1.Node)
+		n, ok2 := e.ObjectNew.(*corev1.Node)
+		if !ok1 || !ok2 {
+			return true
+		}
+		status := func(n *corev1.Node) corev1.ConditionStatus {
+			if c := readyCondition(n); c != nil {
+				return c.Status
+			}
+			return ""
+		}
+		return status(o) != status(n)
+	},
+}
+
+// nodeReadiness is what the controller's cache keeps of a Node: its name,
+// labels and Ready condition, without the heartbeat that changes with
+// every status the kubelet writes. The rest of a node's status (images,
+// addresses, capacity) is most of it.
+func nodeReadiness(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Node{TypeMeta: n.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID,
+		ResourceVersion: n.ResourceVersion, Labels: n.Labels, DeletionTimestamp: n.DeletionTimestamp}}
+	if c := readyCondition(n); c != nil {
+		out.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status, Reason: c.Reason,
+			LastTransitionTime: c.LastTransitionTime}}
+	}
+	return out, nil
 }
 
 // nodeHooksOwner is the HostHooks a NodeHooks is for. Its name is in the
@@ -199,14 +249,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	var nl metav1.PartialObjectMetadataList
-	nl.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+	var nl corev1.NodeList
 	if err := r.Client.List(ctx, &nl, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing nodes: %w", err)
 	}
 	nodes := make([]Node, len(nl.Items))
 	for i := range nl.Items {
-		nodes[i] = Node{Name: nl.Items[i].Name, Labels: nl.Items[i].Labels}
+		n := &nl.Items[i]
+		nodes[i] = Node{Name: n.Name, Labels: n.Labels}
+		if c := readyCondition(n); c != nil && c.Status != corev1.ConditionTrue {
+			nodes[i].NotReady = fmt.Sprintf("Ready is %s", c.Status)
+			if c.Reason != "" {
+				nodes[i].NotReady += ", " + c.Reason
+			}
+			nodes[i].NotReadySince = c.LastTransitionTime.Time
+		}
 	}
 	var nhl v1alpha1.NodeHooksList
 	// Decide only reads what it is given, so the cache's own objects do.

@@ -80,8 +80,9 @@ type Rollout struct {
 	FailureThreshold *int32 `json:"failureThreshold,omitempty"`
 	// ProgressDeadlineSeconds is how long a node may take: from its
 	// NodeHooks' creation to its agent's first report, and from its
-	// approval to having applied the current hooks. A node past it holds
-	// the rollout, and the Stalled condition names it. Default 600.
+	// approval to having applied the current hooks; and how long it may
+	// be not Ready. A node past it holds the rollout, and the Stalled
+	// condition names it. Default 600.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
