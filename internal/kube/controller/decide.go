@@ -213,7 +213,7 @@ func Decide(hh *v1alpha1.HostHooks, nodes []Node, nhs []v1alpha1.NodeHooks, now 
 	var (
 		candidates                  []candidate
 		failedNodes                 []*v1alpha1.NodeHooks
-		holds                       []string // "NODE (why)" of nodes past their deadline
+		holds                       []string // "NODE (why)" of the nodes that hold the rollout
 		updated, succeeded, unavail int
 		settled                     = true // every matched node applied H, and it finished
 		claimed                     = make(map[string]bool, len(matched))
