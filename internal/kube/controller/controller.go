@@ -6,10 +6,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -88,6 +91,9 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		LeaderElectionReleaseOnCancel: true,
 		Metrics:                       metricsserver.Options{BindAddress: addr(opts.MetricsAddr)},
 		HealthProbeBindAddress:        addr(opts.HealthAddr),
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Node{}: {Transform: nodeReadiness},
+		}},
 		Controller: config.Controller{
 			// One process may run several managers (the tests of the
 			// election do), each with its one controller of this name.
@@ -131,7 +137,8 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 			return nil, err
 		}
 	}
-	if err := (&Reconciler{Client: mgr.GetClient(), StatusInterval: opts.StatusInterval}).SetupWithManager(mgr); err != nil {
+	r := &Reconciler{Client: mgr.GetClient(), StatusInterval: opts.StatusInterval, Recorder: mgr.GetEventRecorder(Name)}
+	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	return mgr, nil

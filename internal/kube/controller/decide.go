@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,15 +28,22 @@ import (
 )
 
 // Node is what the controller needs of a Node: its name and labels, which
-// decide whether a HostHooks selects it.
+// decide whether a HostHooks selects it, and whether it is Ready.
 type Node struct {
 	Name   string
 	Labels map[string]string
+	// NotReady says why the node is not Ready, "" when it is: its Ready
+	// condition is False or Unknown. A node with no Ready condition (no
+	// kubelet ever reported) counts as Ready: whether an agent runs there
+	// is up to the agent's own report. NotReadySince is when the
+	// condition last changed.
+	NotReady      string
+	NotReadySince time.Time
 }
 
 // Decision is what a reconcile of one HostHooks does, in this order:
 // add the finalizer, create the NodeHooks, approve nodes, delete the
-// NodeHooks, write the status, remove the finalizer.
+// NodeHooks, write the status (and record Events), remove the finalizer.
 type Decision struct {
 	// AddFinalizer is set when the HostHooks lacks v1alpha1.Finalizer and
 	// is not being deleted.
@@ -44,18 +52,39 @@ type Decision struct {
 	// no hooks approved.
 	Create []*v1alpha1.NodeHooks
 	// Approve names the NodeHooks (existing ones, or ones in Create) whose
-	// spec.hooksHash is to be set to Status.HooksHash, in node-name order.
+	// spec.hooksHash is to be set to Status.HooksHash, and spec.approvedAt
+	// to the time of the decision, in node-name order.
 	Approve []string
 	// Delete are NodeHooks of nodes that are gone, or that the HostHooks
-	// no longer selects and whose agent removed the hooks.
+	// no longer selects and whose agent removed the hooks, or a second
+	// one of a node.
 	Delete []*v1alpha1.NodeHooks
 	// Status is the HostHooks' status; StatusChanged says whether it
 	// differs from the one the HostHooks has.
 	Status        v1alpha1.HostHooksStatus
 	StatusChanged bool
+	// Events are the transitions of the HostHooks' conditions that
+	// Status makes, to be recorded as Kubernetes Events when it is
+	// written.
+	Events []Event
+	// Orphaned are the nodes that still have the hooks of a HostHooks
+	// being deleted when its prune timeout ran out: the finalizer is
+	// removed all the same, after the status says so.
+	Orphaned []string
 	// RemoveFinalizer is set when the HostHooks is being deleted and no
-	// node that exists has its hooks any more.
+	// node that exists has its hooks any more, or the prune timeout ran
+	// out.
 	RemoveFinalizer bool
+	// RequeueAfter is how long until the next deadline (of a node's
+	// progress, or of the prune timeout) passes, when one is ahead: then
+	// the decision may change with no event to say so.
+	RequeueAfter time.Duration
+}
+
+// Event is a Kubernetes Event about the HostHooks.
+type Event struct {
+	// Type is corev1.EventTypeNormal or corev1.EventTypeWarning.
+	Type, Reason, Message string
 }
 
 // Reasons of the HostHooks conditions.
@@ -70,24 +99,50 @@ const (
 	ReasonNotPaused            = "NotPaused"
 	ReasonDeleting             = "Deleting"
 	ReasonInvalidSpec          = "InvalidSpec"
+	ReasonProgressDeadline     = "ProgressDeadlineExceeded"
+	ReasonNotStalled           = "NotStalled"
+	ReasonOrphaned             = "Orphaned"
+)
+
+// Defaults of the time limits of a HostHooks.
+const (
+	DefaultProgressDeadline = 600 * time.Second
+	DefaultPruneTimeout     = 900 * time.Second
 )
 
 // Decide decides what to do for hh, given every node and the NodeHooks of
 // hh (those whose spec.hostHooks names it), at time now (the time of a
-// condition that changes).
+// condition that changes, and of the deadlines).
 //
 // The rules, with H the hash of the current hooks: every node the
-// selector matches gets a NodeHooks. A matched node is unavailable when it
-// is approved for H (spec.hooksHash == H) and has not applied H
-// successfully; it failed when it applied H and its phase is Failed.
-// Unless the rollout is paused, more nodes failed than the failure
-// threshold allows, or hh is being deleted, nodes not approved for H are
-// approved in node-name order while fewer than maxUnavailable are
-// unavailable. A NodeHooks whose node is gone is deleted, and so is one
-// whose node the selector no longer matches once the agent removed the
-// hooks (phase Removed) or if it never applied any (no appliedHash). A
-// HostHooks being deleted keeps its finalizer until every NodeHooks whose
-// node exists is in that state.
+// selector matches gets a NodeHooks, found by its spec.nodeName (not by
+// its name, which an earlier controller may have made otherwise). A
+// matched node is unavailable when it is approved for H (spec.hooksHash
+// == H) and is not done with H: it has not applied H, or H's units still
+// start. A node that applied H and failed is done: it counts against the
+// failure threshold, not against maxUnavailable, so that a threshold of
+// at least maxUnavailable lets the rollout go on past it. Unless the
+// rollout is paused, more nodes failed than the failure threshold allows,
+// or hh is being deleted, nodes not approved for H are approved in
+// node-name order while fewer than maxUnavailable are unavailable.
+//
+// A matched node that is not Ready is unavailable too, and is not
+// approved until it is Ready again.
+//
+// A node not done with H holds the rollout when it is not Ready for longer
+// than the progress deadline, when its agent never reported (its
+// NodeHooks has no status phase) within the progress deadline of the
+// NodeHooks' creation, or when it is approved and not done past the
+// progress deadline since its approval; and, once the failure threshold
+// is exceeded, a node that failed holds it. The Stalled condition names
+// such nodes and why.
+//
+// A NodeHooks whose node is gone is deleted, and so is one whose node the
+// selector no longer matches once the agent removed the hooks (phase
+// Removed) or if it never applied any (no appliedHash), and a second one
+// of a node. A HostHooks being deleted keeps its finalizer until every
+// NodeHooks whose node exists is in that state, or until its prune
+// timeout ran out: then the nodes left are reported orphaned.
 //
 // A NodeHooks controlled by another object (one left by an earlier
 // HostHooks of the same name, which the garbage collector is deleting) is
@@ -109,20 +164,31 @@ func Decide(hh *v1alpha1.HostHooks, nodes []Node, nhs []v1alpha1.NodeHooks, now 
 	if ft := hh.Spec.Rollout.FailureThreshold; ft != nil && *ft > 0 {
 		threshold = int(*ft)
 	}
+	deadline := seconds(hh.Spec.Rollout.ProgressDeadlineSeconds, DefaultProgressDeadline)
+	// next is the earliest deadline still ahead.
+	var next time.Time
+	ahead := func(due time.Time) {
+		if next.IsZero() || due.Before(next) {
+			next = due
+		}
+	}
 
 	exists := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
 		exists[n.Name] = true
 	}
+	// hh's own NodeHooks by node, and the nodes that have another's.
 	own := make(map[string]*v1alpha1.NodeHooks, len(nhs))
 	foreign := make(map[string]bool)
 	for i := range nhs {
 		nh := &nhs[i]
-		if ref := metav1.GetControllerOf(nh); ref != nil && ref.UID != hh.UID {
-			foreign[nh.Name] = true
+		if !owned(hh, nh) {
+			foreign[nh.Spec.NodeName] = true
 			continue
 		}
-		own[nh.Name] = nh
+		if cur := own[nh.Spec.NodeName]; cur == nil || preferred(hh, nh, cur) {
+			own[nh.Spec.NodeName] = nh
+		}
 	}
 
 	sel, specErr := selector(hh.Spec.NodeSelector)
@@ -147,23 +213,35 @@ func Decide(hh *v1alpha1.HostHooks, nodes []Node, nhs []v1alpha1.NodeHooks, now 
 	var (
 		candidates                  []candidate
 		failedNodes                 []*v1alpha1.NodeHooks
+		holds                       []string // "NODE (why)" of the nodes that hold the rollout
 		updated, succeeded, unavail int
 		settled                     = true // every matched node applied H, and it finished
 		claimed                     = make(map[string]bool, len(matched))
+		isMatched                   = make(map[string]bool, len(matched))
 	)
 	for _, n := range matched {
-		name := v1alpha1.NodeHooksName(hh.Name, n.Name)
-		nh := own[name]
+		isMatched[n.Name] = true
+		// A node that is not Ready is unavailable, whatever it did:
+		// it is approved for nothing, and takes a slot of
+		// maxUnavailable, as the machine-config-operator counts it.
+		notReady := n.NotReady != ""
+		if notReady {
+			unavail++
+		}
+		nh := own[n.Name]
 		if nh == nil {
 			settled = false
-			if foreign[name] || deleting {
+			if foreign[n.Name] || deleting {
 				continue
 			}
-			d.Create = append(d.Create, newNodeHooks(hh, n.Name))
-			candidates = append(candidates, candidate{name: name})
+			c := newNodeHooks(hh, n.Name)
+			d.Create = append(d.Create, c)
+			if !notReady {
+				candidates = append(candidates, candidate{name: c.Name})
+			}
 			continue
 		}
-		claimed[name] = true
+		claimed[nh.Name] = true
 		if nh.Status.AppliedHash == h && nh.Status.Phase != v1alpha1.NodeRemoved {
 			// A node that removed the hooks (it left the selector and
 			// came back) has them no more, whatever it applied last.
@@ -175,16 +253,59 @@ func Decide(hh *v1alpha1.HostHooks, nodes []Node, nhs []v1alpha1.NodeHooks, now 
 				failedNodes = append(failedNodes, nh)
 			}
 		}
-		if nh.Status.AppliedHash != h || (nh.Status.Phase != v1alpha1.NodeSucceeded && nh.Status.Phase != v1alpha1.NodeFailed) {
+		done := doneAt(nh, h)
+		if !done {
 			settled = false
 		}
-		if nh.Spec.HooksHash != h {
-			candidates = append(candidates, candidate{name, nh})
-		} else if !succeededAt(nh, h) {
+		approvedH := nh.Spec.HooksHash == h
+		switch {
+		case notReady:
+		case !approvedH:
+			candidates = append(candidates, candidate{nh.Name, nh})
+		case !done:
 			unavail++
+		}
+		if done || deleting {
+			continue
+		}
+		// A time the API server did not set is no deadline.
+		switch {
+		case notReady:
+			if n.NotReadySince.IsZero() {
+				break
+			}
+			if due := n.NotReadySince.Add(deadline); now.Before(due) {
+				ahead(due)
+			} else {
+				holds = append(holds, fmt.Sprintf("%s (not Ready for %s: %s)", n.Name, round(now.Sub(n.NotReadySince)), n.NotReady))
+			}
+		case nh.Status.Phase == "" && !nh.CreationTimestamp.IsZero():
+			if due := nh.CreationTimestamp.Add(deadline); now.Before(due) {
+				ahead(due)
+			} else {
+				holds = append(holds, fmt.Sprintf("%s (no agent: none has reported on the node in %s)", n.Name, round(now.Sub(nh.CreationTimestamp.Time))))
+			}
+		case approvedH:
+			at := nh.CreationTimestamp.Time
+			if nh.Spec.ApprovedAt != nil {
+				at = nh.Spec.ApprovedAt.Time
+			}
+			if at.IsZero() {
+				break
+			}
+			if due := at.Add(deadline); now.Before(due) {
+				ahead(due)
+			} else {
+				phase := string(nh.Status.Phase)
+				if nh.Status.AppliedHash != h {
+					phase += ", the current hooks not applied"
+				}
+				holds = append(holds, fmt.Sprintf("%s (approved %s ago and not done: %s)", n.Name, round(now.Sub(at)), phase))
+			}
 		}
 	}
 	failed := len(failedNodes)
+	stalled := len(holds) > 0
 
 	paused := hh.Spec.Rollout.Pause
 	degraded := failed > threshold
@@ -194,36 +315,51 @@ func Decide(hh *v1alpha1.HostHooks, nodes []Node, nhs []v1alpha1.NodeHooks, now 
 				break
 			}
 			d.Approve = append(d.Approve, c.name)
-			if c.nh == nil || !succeededAt(c.nh, h) {
+			if c.nh == nil || !doneAt(c.nh, h) {
 				unavail++
 			}
 		}
 	}
+	if degraded && !deleting {
+		for _, nh := range failedNodes {
+			holds = append(holds, nh.Spec.NodeName+" (failed the current hooks)")
+		}
+	}
 
 	// What is left of hh's own: NodeHooks of nodes it no longer matches
-	// (or that are gone). While hh is being deleted, its finalizer waits
-	// for all of them, and the garbage collector deletes them after it.
-	pending := 0
+	// (or that are gone, or a second one of a node). While hh is being
+	// deleted, its finalizer waits for all of them, and the garbage
+	// collector deletes them after it.
+	var pending []string
 	for i := range nhs {
 		nh := &nhs[i]
-		if own[nh.Name] != nh {
+		if !owned(hh, nh) {
 			continue
 		}
 		nodeExists := exists[nh.Spec.NodeName]
 		if deleting {
-			if nodeExists && !removed(nh) {
-				pending++
+			if nodeExists && !removed(nh) && !slices.Contains(pending, nh.Spec.NodeName) {
+				pending = append(pending, nh.Spec.NodeName)
 			}
 			continue
 		}
 		if claimed[nh.Name] || specErr != nil {
 			continue
 		}
-		if !nodeExists || removed(nh) {
+		if !nodeExists || removed(nh) || isMatched[nh.Spec.NodeName] {
 			d.Delete = append(d.Delete, nh)
 		}
 	}
-	d.RemoveFinalizer = deleting && pending == 0
+	slices.Sort(pending)
+	if deleting && len(pending) > 0 {
+		due := hh.DeletionTimestamp.Add(seconds(hh.Spec.PruneTimeoutSeconds, DefaultPruneTimeout))
+		if now.Before(due) {
+			ahead(due)
+		} else {
+			d.Orphaned = pending
+		}
+	}
+	d.RemoveFinalizer = deleting && (len(pending) == 0 || d.Orphaned != nil)
 
 	st := v1alpha1.HostHooksStatus{
 		ObservedGeneration: hh.Generation,
@@ -241,6 +377,10 @@ func Decide(hh *v1alpha1.HostHooks, nodes []Node, nhs []v1alpha1.NodeHooks, now 
 		st.Phase = v1alpha1.PhaseDegraded
 	case complete:
 		st.Phase = v1alpha1.PhaseComplete
+	case settled:
+		st.Phase = v1alpha1.PhaseFinishedWithFailures
+	case stalled:
+		st.Phase = v1alpha1.PhaseStalled
 	case paused:
 		st.Phase = v1alpha1.PhasePaused
 	default:
@@ -260,11 +400,14 @@ func Decide(hh *v1alpha1.HostHooks, nodes []Node, nhs []v1alpha1.NodeHooks, now 
 	}
 	progress := fmt.Sprintf("%d of %d matched nodes updated, %d succeeded, %d failed", updated, len(matched), succeeded, failed)
 	switch {
+	case deleting && d.Orphaned != nil:
+		set(v1alpha1.ConditionProgressing, false, ReasonOrphaned, "the HostHooks is being deleted; after the prune timeout of %s, %d nodes still have its units, orphaned: their agents never removed them (they do when they run again): %s",
+			seconds(hh.Spec.PruneTimeoutSeconds, DefaultPruneTimeout), len(pending), list(pending))
 	case deleting:
-		if pending == 0 {
+		if len(pending) == 0 {
 			set(v1alpha1.ConditionProgressing, false, ReasonDeleting, "the HostHooks is being deleted; no node has its hooks any more")
 		} else {
-			set(v1alpha1.ConditionProgressing, false, ReasonDeleting, "the HostHooks is being deleted; waiting for %d nodes to remove its hooks", pending)
+			set(v1alpha1.ConditionProgressing, false, ReasonDeleting, "the HostHooks is being deleted; waiting for %d nodes to remove its hooks: %s", len(pending), list(pending))
 		}
 	case specErr != nil:
 		set(v1alpha1.ConditionProgressing, false, ReasonInvalidSpec, "%v", specErr)
@@ -274,6 +417,8 @@ func Decide(hh *v1alpha1.HostHooks, nodes []Node, nhs []v1alpha1.NodeHooks, now 
 		set(v1alpha1.ConditionProgressing, false, ReasonComplete, "%s", progress)
 	case settled:
 		set(v1alpha1.ConditionProgressing, false, ReasonFinishedWithFailures, "every matched node applied the current hooks: %s, within the failure threshold of %d", progress, threshold)
+	case stalled:
+		set(v1alpha1.ConditionProgressing, false, ReasonProgressDeadline, "the rollout is stalled (the Stalled condition names the nodes): %s", progress)
 	case paused:
 		set(v1alpha1.ConditionProgressing, false, ReasonPaused, "the rollout is paused: %s", progress)
 	default:
@@ -297,16 +442,94 @@ func Decide(hh *v1alpha1.HostHooks, nodes []Node, nhs []v1alpha1.NodeHooks, now 
 	} else {
 		set(v1alpha1.ConditionPaused, false, ReasonNotPaused, "the rollout is not paused")
 	}
+	switch {
+	case stalled:
+		set(v1alpha1.ConditionStalled, true, ReasonProgressDeadline, "%d nodes hold the rollout (its progress deadline is %s): %s", len(holds), deadline, list(holds))
+	case degraded && len(holds) > 0:
+		set(v1alpha1.ConditionStalled, true, ReasonFailureThreshold, "%d nodes hold the rollout: %s", len(holds), list(holds))
+	default:
+		set(v1alpha1.ConditionStalled, false, ReasonNotStalled, "no node holds the rollout past its progress deadline of %s", deadline)
+	}
 
 	d.Status = st
 	d.StatusChanged = !equality.Semantic.DeepEqual(hh.Status, st)
+	d.Events = transitions(hh.Status.Conditions, st.Conditions)
+	if !next.IsZero() {
+		d.RequeueAfter = next.Sub(now)
+	}
 	return d
 }
 
-// succeededAt says whether nh applied the hooks of hash h and they
-// succeeded.
-func succeededAt(nh *v1alpha1.NodeHooks, h string) bool {
-	return nh.Status.AppliedHash == h && nh.Status.Phase == v1alpha1.NodeSucceeded
+// owned says whether nh is hh's: controlled by hh, or by nothing.
+func owned(hh *v1alpha1.HostHooks, nh *v1alpha1.NodeHooks) bool {
+	ref := metav1.GetControllerOf(nh)
+	return ref == nil || ref.UID == hh.UID
+}
+
+// preferred says whether a is to be a node's NodeHooks rather than b,
+// when hh has two for one node: the one of today's name, else the first
+// by name, so that every reconcile picks the same.
+func preferred(hh *v1alpha1.HostHooks, a, b *v1alpha1.NodeHooks) bool {
+	want := v1alpha1.NodeHooksName(hh.Name, a.Spec.NodeName)
+	if (a.Name == want) != (b.Name == want) {
+		return a.Name == want
+	}
+	return a.Name < b.Name
+}
+
+// transitions are the Events of the conditions that changed from old to
+// now: in status or reason. A condition that is new is an Event only when
+// True or a warning: a new HostHooks is not Stalled, Degraded or Paused,
+// and that is no news.
+func transitions(old, now []metav1.Condition) []Event {
+	var out []Event
+	for _, c := range now {
+		o := meta.FindStatusCondition(old, c.Type)
+		if o != nil && o.Status == c.Status && o.Reason == c.Reason {
+			continue
+		}
+		typ := corev1.EventTypeNormal
+		switch c.Type {
+		case v1alpha1.ConditionDegraded, v1alpha1.ConditionStalled:
+			if c.Status == metav1.ConditionTrue {
+				typ = corev1.EventTypeWarning
+			}
+		case v1alpha1.ConditionProgressing:
+			switch c.Reason {
+			case ReasonFailureThreshold, ReasonProgressDeadline, ReasonOrphaned, ReasonInvalidSpec:
+				typ = corev1.EventTypeWarning
+			}
+		}
+		if o == nil && c.Status != metav1.ConditionTrue && typ == corev1.EventTypeNormal {
+			continue
+		}
+		out = append(out, Event{Type: typ, Reason: c.Reason, Message: fmt.Sprintf("%s is %s: %s", c.Type, c.Status, c.Message)})
+	}
+	return out
+}
+
+// list is the first MaxErrorNodes of items, and how many more there are.
+func list(items []string) string {
+	if len(items) <= v1alpha1.MaxErrorNodes {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:v1alpha1.MaxErrorNodes], ", "), len(items)-v1alpha1.MaxErrorNodes)
+}
+
+// seconds is a number of seconds as a duration, or def when unset.
+func seconds(s *int32, def time.Duration) time.Duration {
+	if s == nil || *s <= 0 {
+		return def
+	}
+	return time.Duration(*s) * time.Second
+}
+
+func round(d time.Duration) time.Duration { return d.Round(time.Second) }
+
+// doneAt says whether nh applied the hooks of hash h and is done with
+// them: they succeeded or failed.
+func doneAt(nh *v1alpha1.NodeHooks, h string) bool {
+	return nh.Status.AppliedHash == h && (nh.Status.Phase == v1alpha1.NodeSucceeded || nh.Status.Phase == v1alpha1.NodeFailed)
 }
 
 // removed says whether the node of nh has none of the HostHooks' units:

@@ -2,6 +2,8 @@ package controller
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,6 +77,7 @@ func nodes(n int, ls map[string]string) []Node {
 func nodeHooks(node, spec, applied string, phase v1alpha1.NodePhase) v1alpha1.NodeHooks {
 	nh := newNodeHooks(hostHooks(), node)
 	nh.UID = types.UID("uid-" + node)
+	nh.CreationTimestamp = metav1.NewTime(t0)
 	nh.Spec.HooksHash = spec
 	nh.Status.AppliedHash = applied
 	nh.Status.Phase = phase
@@ -242,7 +245,7 @@ func TestDecide(t *testing.T) {
 		},
 		counts: counts{3, 1, 0, 1, v1alpha1.PhaseDegraded},
 	}, {
-		name:  "failures up to the threshold go on, each failed node being unavailable",
+		name:  "failures up to the threshold go on, a failed node being done, not unavailable",
 		hh:    hostHooks(withMaxUnavailable(intstr.FromInt32(2)), withThreshold(1)),
 		nodes: nodes(4, nil),
 		nhs: []v1alpha1.NodeHooks{
@@ -251,7 +254,7 @@ func TestDecide(t *testing.T) {
 			nodeHooks("n03", "", "", ""),
 			nodeHooks("n04", "", "", ""),
 		},
-		approve: nhNames("n02"),
+		approve: nhNames("n02", "n03"),
 		counts:  counts{4, 1, 0, 1, v1alpha1.PhaseProgressing},
 	}, {
 		name:  "more failures than the threshold stop it",
@@ -508,7 +511,7 @@ func TestDecideConditions(t *testing.T) {
 		nhs:  []v1alpha1.NodeHooks{nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded)},
 		want: map[string]string{
 			"Progressing": "True/RollingOut", "Complete": "False/NodesPending",
-			"Degraded": "False/WithinFailureThreshold", "Paused": "False/NotPaused",
+			"Degraded": "False/WithinFailureThreshold", "Paused": "False/NotPaused", "Stalled": "False/NotStalled",
 		},
 		phase: v1alpha1.PhaseProgressing,
 	}, {
@@ -517,7 +520,7 @@ func TestDecideConditions(t *testing.T) {
 		nhs:  []v1alpha1.NodeHooks{nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded), nodeHooks("n02", hashA, hashA, v1alpha1.NodeSucceeded)},
 		want: map[string]string{
 			"Progressing": "False/Complete", "Complete": "True/Complete",
-			"Degraded": "False/WithinFailureThreshold", "Paused": "False/NotPaused",
+			"Degraded": "False/WithinFailureThreshold", "Paused": "False/NotPaused", "Stalled": "False/NotStalled",
 		},
 		phase: v1alpha1.PhaseComplete,
 	}, {
@@ -526,7 +529,7 @@ func TestDecideConditions(t *testing.T) {
 		nhs:  []v1alpha1.NodeHooks{nodeHooks("n01", hashA, hashA, v1alpha1.NodeFailed)},
 		want: map[string]string{
 			"Progressing": "False/FailureThresholdExceeded", "Complete": "False/NodesPending",
-			"Degraded": "True/FailureThresholdExceeded", "Paused": "False/NotPaused",
+			"Degraded": "True/FailureThresholdExceeded", "Paused": "False/NotPaused", "Stalled": "True/FailureThresholdExceeded",
 		},
 		phase: v1alpha1.PhaseDegraded,
 	}, {
@@ -535,7 +538,7 @@ func TestDecideConditions(t *testing.T) {
 		nhs:  []v1alpha1.NodeHooks{nodeHooks("n01", hashA, hashA, v1alpha1.NodeFailed)},
 		want: map[string]string{
 			"Progressing": "False/FailureThresholdExceeded", "Complete": "False/NodesPending",
-			"Degraded": "True/FailureThresholdExceeded", "Paused": "True/Paused",
+			"Degraded": "True/FailureThresholdExceeded", "Paused": "True/Paused", "Stalled": "True/FailureThresholdExceeded",
 		},
 		phase: v1alpha1.PhaseDegraded,
 	}, {
@@ -543,7 +546,7 @@ func TestDecideConditions(t *testing.T) {
 		hh:   hostHooks(paused),
 		want: map[string]string{
 			"Progressing": "False/Paused", "Complete": "False/NodesPending",
-			"Degraded": "False/WithinFailureThreshold", "Paused": "True/Paused",
+			"Degraded": "False/WithinFailureThreshold", "Paused": "True/Paused", "Stalled": "False/NotStalled",
 		},
 		phase: v1alpha1.PhasePaused,
 	}, {
@@ -552,7 +555,7 @@ func TestDecideConditions(t *testing.T) {
 		nhs:  []v1alpha1.NodeHooks{nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded)},
 		want: map[string]string{
 			"Progressing": "False/Deleting", "Complete": "False/NodesPending",
-			"Degraded": "False/WithinFailureThreshold", "Paused": "False/NotPaused",
+			"Degraded": "False/WithinFailureThreshold", "Paused": "False/NotPaused", "Stalled": "False/NotStalled",
 		},
 		phase: v1alpha1.PhaseProgressing,
 	}, {
@@ -560,7 +563,7 @@ func TestDecideConditions(t *testing.T) {
 		hh:   hostHooks(withMaxUnavailable(intstr.FromString("x%"))),
 		want: map[string]string{
 			"Progressing": "False/InvalidSpec", "Complete": "False/NodesPending",
-			"Degraded": "True/InvalidSpec", "Paused": "False/NotPaused",
+			"Degraded": "True/InvalidSpec", "Paused": "False/NotPaused", "Stalled": "False/NotStalled",
 		},
 		phase: v1alpha1.PhaseDegraded,
 	}}
@@ -587,7 +590,7 @@ func TestDecideConditions(t *testing.T) {
 // written again, and a condition keeps the time it last changed at.
 func TestDecideStatusUnchanged(t *testing.T) {
 	ns := nodes(2, nil)
-	nhs := []v1alpha1.NodeHooks{nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded), nodeHooks("n02", "", "", "")}
+	nhs := []v1alpha1.NodeHooks{nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded), nodeHooks("n02", "", "", v1alpha1.NodePending)}
 	hh := hostHooks()
 	d := Decide(hh, ns, nhs, t0)
 	if !d.StatusChanged {
@@ -610,7 +613,7 @@ func TestDecideStatusUnchanged(t *testing.T) {
 	for _, c := range d.Status.Conditions {
 		at[c.Type] = c.LastTransitionTime.Time
 	}
-	want := map[string]time.Time{"Progressing": t1, "Complete": t1, "Degraded": t0, "Paused": t0}
+	want := map[string]time.Time{"Progressing": t1, "Complete": t1, "Degraded": t0, "Paused": t0, "Stalled": t0}
 	if diff := cmp.Diff(want, at); diff != "" {
 		t.Errorf("transition times (-want +got):\n%s", diff)
 	}
@@ -698,19 +701,11 @@ func TestDecideRollout(t *testing.T) {
 		t.Errorf("after the failed change: %+v", got)
 	}
 
-	// Raising the threshold lets it go on past the failed node.
+	// Raising the threshold lets it go on past the failed node, one at
+	// a time still: the failed node, done, takes no slot of
+	// maxUnavailable 1.
 	hh.Spec.Rollout.FailureThreshold = new(int32(1))
 	order = nil
-	for range 10 {
-		step()
-		agents(hashB, "n02")
-	}
-	// With n02 failed (and so unavailable) nothing more fits under
-	// maxUnavailable 1.
-	if len(order) != 0 {
-		t.Errorf("approved %v with the failed node taking the only slot", order)
-	}
-	hh.Spec.Rollout.MaxUnavailable = new(intstr.FromInt32(2))
 	for range 10 {
 		step()
 		agents(hashB, "n02")
@@ -718,10 +713,365 @@ func TestDecideRollout(t *testing.T) {
 	if diff := cmp.Diff([]string{"n03", "n04"}, order); diff != "" {
 		t.Errorf("approval order past the failure (-want +got):\n%s", diff)
 	}
-	if got := countsOf(hh.Status); got != (counts{4, 4, 3, 1, v1alpha1.PhaseProgressing}) {
+	if got := countsOf(hh.Status); got != (counts{4, 4, 3, 1, v1alpha1.PhaseFinishedWithFailures}) {
 		t.Errorf("after the failure was allowed: %+v", got)
 	}
 	if got := conds(hh.Status)[v1alpha1.ConditionProgressing]; got != "False/FinishedWithFailures" {
 		t.Errorf("Progressing after every node applied, one failing within the threshold: %s", got)
+	}
+}
+
+// ago is a time d before t0.
+func ago(d time.Duration) metav1.Time { return metav1.NewTime(t0.Add(-d)) }
+
+// TestDecideStall: a rollout stalls neither on a failure within the
+// failure threshold, nor on a node with no agent without naming it, and
+// its phase agrees with its conditions once every node applied.
+func TestDecideStall(t *testing.T) {
+	t.Run("a failure within the threshold takes no slot of maxUnavailable", func(t *testing.T) {
+		hh := hostHooks(withMaxUnavailable(intstr.FromInt32(1)), withThreshold(5))
+		nhs := []v1alpha1.NodeHooks{
+			nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded),
+			nodeHooks("n02", hashA, hashA, v1alpha1.NodeFailed),
+			nodeHooks("n03", "", "", v1alpha1.NodePending),
+		}
+		d := Decide(hh, nodes(3, nil), nhs, t0)
+		if diff := cmp.Diff(nhNames("n03"), d.Approve); diff != "" {
+			t.Errorf("approved (-want +got):\n%s", diff)
+		}
+		if got := conds(d.Status)["Progressing"]; got != "True/RollingOut" {
+			t.Errorf("Progressing %s, want True/RollingOut", got)
+		}
+	})
+	t.Run("every node applied, failures within the threshold: the phase says what the condition says", func(t *testing.T) {
+		hh := hostHooks(withThreshold(5))
+		nhs := []v1alpha1.NodeHooks{
+			nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded),
+			nodeHooks("n02", hashA, hashA, v1alpha1.NodeFailed),
+			nodeHooks("n03", hashA, hashA, v1alpha1.NodeSucceeded),
+		}
+		d := Decide(hh, nodes(3, nil), nhs, t0)
+		if got := countsOf(d.Status); got != (counts{3, 3, 2, 1, v1alpha1.Phase("FinishedWithFailures")}) {
+			t.Errorf("status %+v, want phase FinishedWithFailures", got)
+		}
+		if got := conds(d.Status)["Progressing"]; got != "False/FinishedWithFailures" {
+			t.Errorf("Progressing %s", got)
+		}
+	})
+	t.Run("a node with no agent, first by name, is named once the deadline passed", func(t *testing.T) {
+		nhs := []v1alpha1.NodeHooks{
+			nodeHooks("n01", hashA, "", ""),
+			nodeHooks("n02", "", "", v1alpha1.NodePending),
+			nodeHooks("n03", "", "", v1alpha1.NodePending),
+		}
+		for i := range nhs {
+			nhs[i].CreationTimestamp = ago(11 * time.Minute)
+		}
+		d := Decide(hostHooks(), nodes(3, nil), nhs, t0)
+		var stalled *metav1.Condition
+		for i, c := range d.Status.Conditions {
+			if c.Type == "Stalled" {
+				stalled = &d.Status.Conditions[i]
+			}
+		}
+		if stalled == nil || stalled.Status != metav1.ConditionTrue || !strings.Contains(stalled.Message, "n01 (no agent") ||
+			strings.Contains(stalled.Message, "n02") {
+			t.Errorf("Stalled %+v, want True, naming n01 (no agent) only", stalled)
+		}
+		if got := conds(d.Status)["Progressing"]; got != "False/ProgressDeadlineExceeded" {
+			t.Errorf("Progressing %s", got)
+		}
+		if d.Status.Phase != v1alpha1.Phase("Stalled") {
+			t.Errorf("phase %s, want Stalled", d.Status.Phase)
+		}
+	})
+}
+
+// stalledOf is the Stalled condition of d's status, or the zero one.
+func stalledOf(d Decision) metav1.Condition {
+	for _, c := range d.Status.Conditions {
+		if c.Type == v1alpha1.ConditionStalled {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
+
+// TestDecideDeadlines: a node past its progress deadline holds the
+// rollout, and the Stalled condition says which and why; a deadline ahead
+// brings the reconcile back when it passes.
+func TestDecideDeadlines(t *testing.T) {
+	approvedAt := func(nh v1alpha1.NodeHooks, at metav1.Time) v1alpha1.NodeHooks {
+		nh.Spec.ApprovedAt = &at
+		return nh
+	}
+	tests := []struct {
+		name    string
+		hh      *v1alpha1.HostHooks
+		nhs     []v1alpha1.NodeHooks
+		stalled string // the Stalled condition's status/reason
+		names   []string
+		requeue time.Duration
+		phase   v1alpha1.Phase
+	}{{
+		name: "an approved node whose agent has not applied within the deadline",
+		nhs: []v1alpha1.NodeHooks{
+			approvedAt(nodeHooks("n01", hashA, "", v1alpha1.NodePending), ago(11*time.Minute)),
+			nodeHooks("n02", "", "", v1alpha1.NodePending),
+		},
+		stalled: "True/ProgressDeadlineExceeded",
+		names:   []string{"n01 (approved 11m0s ago and not done: Pending, the current hooks not applied)"},
+		phase:   v1alpha1.PhaseStalled,
+	}, {
+		name: "a node whose hooks still start past the deadline",
+		nhs: []v1alpha1.NodeHooks{
+			approvedAt(nodeHooks("n01", hashA, hashA, v1alpha1.NodeApplying), ago(20*time.Minute)),
+			nodeHooks("n02", "", "", v1alpha1.NodePending),
+		},
+		stalled: "True/ProgressDeadlineExceeded",
+		names:   []string{"n01 (approved 20m0s ago and not done: Applying)"},
+		phase:   v1alpha1.PhaseStalled,
+	}, {
+		name: "within the deadline: not stalled, and back when it passes",
+		nhs: []v1alpha1.NodeHooks{
+			approvedAt(nodeHooks("n01", hashA, "", v1alpha1.NodePending), ago(time.Minute)),
+			nodeHooks("n02", "", "", v1alpha1.NodePending),
+		},
+		stalled: "False/NotStalled",
+		requeue: 9 * time.Minute,
+		phase:   v1alpha1.PhaseProgressing,
+	}, {
+		name: "progressDeadlineSeconds sets the deadline",
+		hh: hostHooks(func(hh *v1alpha1.HostHooks) {
+			hh.Spec.Rollout.ProgressDeadlineSeconds = new(int32(30))
+		}),
+		nhs: []v1alpha1.NodeHooks{
+			approvedAt(nodeHooks("n01", hashA, "", v1alpha1.NodePending), ago(time.Minute)),
+			nodeHooks("n02", "", "", v1alpha1.NodePending),
+		},
+		stalled: "True/ProgressDeadlineExceeded",
+		names:   []string{"n01 (approved 1m0s ago"},
+		phase:   v1alpha1.PhaseStalled,
+	}, {
+		name: "no agent yet, within the deadline of the NodeHooks' creation",
+		nhs: func() []v1alpha1.NodeHooks {
+			nh := nodeHooks("n01", hashA, "", "")
+			nh.CreationTimestamp = ago(2 * time.Minute)
+			return []v1alpha1.NodeHooks{nh, nodeHooks("n02", "", "", v1alpha1.NodePending)}
+		}(),
+		stalled: "False/NotStalled",
+		requeue: 8 * time.Minute,
+		phase:   v1alpha1.PhaseProgressing,
+	}, {
+		name: "no agent on a node the rollout has not reached holds it too, since it cannot complete",
+		nhs: func() []v1alpha1.NodeHooks {
+			nh := nodeHooks("n02", "", "", "")
+			nh.CreationTimestamp = ago(time.Hour)
+			return []v1alpha1.NodeHooks{approvedAt(nodeHooks("n01", hashA, "", v1alpha1.NodePending), ago(time.Minute)), nh}
+		}(),
+		stalled: "True/ProgressDeadlineExceeded",
+		names:   []string{"n02 (no agent: none has reported on the node in 1h0m0s)"},
+		requeue: 9 * time.Minute,
+		phase:   v1alpha1.PhaseStalled,
+	}, {
+		name: "past the failure threshold, the failed nodes hold it",
+		nhs: []v1alpha1.NodeHooks{
+			nodeHooks("n01", hashA, hashA, v1alpha1.NodeFailed),
+			nodeHooks("n02", "", "", v1alpha1.NodePending),
+		},
+		stalled: "True/FailureThresholdExceeded",
+		names:   []string{"n01 (failed the current hooks)"},
+		phase:   v1alpha1.PhaseDegraded,
+	}, {
+		name: "a failed node within the threshold holds nothing",
+		hh:   hostHooks(withThreshold(1)),
+		nhs: []v1alpha1.NodeHooks{
+			nodeHooks("n01", hashA, hashA, v1alpha1.NodeFailed),
+			approvedAt(nodeHooks("n02", hashA, "", v1alpha1.NodePending), ago(0)),
+		},
+		stalled: "False/NotStalled",
+		requeue: 10 * time.Minute,
+		phase:   v1alpha1.PhaseProgressing,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hh := tt.hh
+			if hh == nil {
+				hh = hostHooks()
+			}
+			d := Decide(hh, nodes(2, nil), tt.nhs, t0)
+			c := stalledOf(d)
+			if got := string(c.Status) + "/" + c.Reason; got != tt.stalled {
+				t.Errorf("Stalled %s, want %s", got, tt.stalled)
+			}
+			for _, n := range tt.names {
+				if !strings.Contains(c.Message, n) {
+					t.Errorf("Stalled says %q, not %q", c.Message, n)
+				}
+			}
+			if d.RequeueAfter != tt.requeue {
+				t.Errorf("RequeueAfter %v, want %v", d.RequeueAfter, tt.requeue)
+			}
+			if d.Status.Phase != tt.phase {
+				t.Errorf("phase %s, want %s", d.Status.Phase, tt.phase)
+			}
+		})
+	}
+}
+
+// TestDecideNodeHooksBySpec: a node's NodeHooks is found by its spec, so
+// that one of an earlier name goes on working, and a second one goes.
+func TestDecideNodeHooksBySpec(t *testing.T) {
+	old := nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded)
+	old.Name, old.UID = "hh.n01", "uid-old-name"
+	d := Decide(hostHooks(), nodes(2, nil), []v1alpha1.NodeHooks{old, nodeHooks("n02", "", "", v1alpha1.NodePending)}, t0)
+	if len(d.Create) != 0 || len(d.Delete) != 0 || !slices.Equal(d.Approve, nhNames("n02")) ||
+		countsOf(d.Status) != (counts{2, 1, 1, 0, v1alpha1.PhaseProgressing}) {
+		t.Errorf("with a NodeHooks of the earlier name: create %v, delete %v, approve %v, %+v",
+			names(d.Create), names(d.Delete), d.Approve, countsOf(d.Status))
+	}
+
+	// Two of one node: today's name is kept, and counted once.
+	d = Decide(hostHooks(), nodes(1, nil), []v1alpha1.NodeHooks{old, nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded)}, t0)
+	if len(d.Create) != 0 || !slices.Equal(names(d.Delete), []string{"hh.n01"}) ||
+		countsOf(d.Status) != (counts{1, 1, 1, 0, v1alpha1.PhaseComplete}) {
+		t.Errorf("with two NodeHooks of one node: create %v, delete %v, %+v", names(d.Create), names(d.Delete), countsOf(d.Status))
+	}
+}
+
+// TestDecidePruneTimeout: a deletion waits for the agents until the
+// prune timeout, then reports the nodes left orphaned and lets go.
+func TestDecidePruneTimeout(t *testing.T) {
+	deletedAgo := func(d time.Duration, timeout *int32) *v1alpha1.HostHooks {
+		return hostHooks(func(hh *v1alpha1.HostHooks) {
+			ts := ago(d)
+			hh.DeletionTimestamp = &ts
+			hh.Spec.PruneTimeoutSeconds = timeout
+		})
+	}
+	nhs := []v1alpha1.NodeHooks{
+		nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded),
+		nodeHooks("n02", hashA, hashA, v1alpha1.NodeRemoved),
+		nodeHooks("n03", hashA, hashA, v1alpha1.NodeApplying),
+	}
+	d := Decide(deletedAgo(time.Minute, nil), nodes(3, nil), nhs, t0)
+	if d.RemoveFinalizer || d.Orphaned != nil || d.RequeueAfter != 14*time.Minute {
+		t.Errorf("a minute in: remove %v, orphaned %v, requeue %v; want the finalizer kept, back in 14m", d.RemoveFinalizer, d.Orphaned, d.RequeueAfter)
+	}
+	for _, hh := range []*v1alpha1.HostHooks{deletedAgo(16*time.Minute, nil), deletedAgo(time.Minute, new(int32(30)))} {
+		d = Decide(hh, nodes(3, nil), nhs, t0)
+		if !d.RemoveFinalizer || !slices.Equal(d.Orphaned, []string{"n01", "n03"}) || conds(d.Status)["Progressing"] != "False/Orphaned" {
+			t.Errorf("past the timeout: remove %v, orphaned %v, conditions %v", d.RemoveFinalizer, d.Orphaned, conds(d.Status))
+		}
+		if len(d.Events) != 1 || d.Events[0].Type != "Warning" || d.Events[0].Reason != "Orphaned" || !strings.Contains(d.Events[0].Message, "n01, n03") {
+			t.Errorf("events %+v, want one warning naming n01 and n03", d.Events)
+		}
+	}
+}
+
+// TestDecideEvents: each transition of a condition is an Event, once.
+func TestDecideEvents(t *testing.T) {
+	ns := nodes(2, nil)
+	hh := hostHooks()
+	nhs := []v1alpha1.NodeHooks{nodeHooks("n01", "", "", v1alpha1.NodePending), nodeHooks("n02", "", "", v1alpha1.NodePending)}
+	d := Decide(hh, ns, nhs, t0)
+	if diff := cmp.Diff([]Event{{"Normal", "RollingOut", "Progressing is True: 0 of 2 matched nodes updated, 0 succeeded, 0 failed"}}, d.Events); diff != "" {
+		t.Errorf("events of a new HostHooks (-want +got):\n%s", diff)
+	}
+	hh.Status = d.Status
+	if d := Decide(hh, ns, nhs, t0); d.Events != nil {
+		t.Errorf("events with no transition: %+v", d.Events)
+	}
+	nhs[0] = nodeHooks("n01", hashA, hashA, v1alpha1.NodeFailed)
+	d = Decide(hh, ns, nhs, t0)
+	var got []string
+	for _, e := range d.Events {
+		got = append(got, e.Type+" "+e.Reason)
+	}
+	want := []string{"Warning FailureThresholdExceeded", "Warning FailureThresholdExceeded", "Warning FailureThresholdExceeded"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events of a failure (-want +got):\n%s", diff)
+	}
+}
+
+// TestDecideNotReady: a node that is not Ready is approved for nothing and
+// counts as unavailable, whatever it did; past the deadline it holds the
+// rollout.
+func TestDecideNotReady(t *testing.T) {
+	notReady := func(ns []Node, name string, since time.Duration) []Node {
+		for i := range ns {
+			if ns[i].Name == name {
+				ns[i].NotReady, ns[i].NotReadySince = "Ready is False, KubeletNotReady", t0.Add(-since)
+			}
+		}
+		return ns
+	}
+	pending := func(names ...string) []v1alpha1.NodeHooks {
+		var out []v1alpha1.NodeHooks
+		for _, n := range names {
+			out = append(out, nodeHooks(n, "", "", v1alpha1.NodePending))
+		}
+		return out
+	}
+	tests := []struct {
+		name    string
+		hh      *v1alpha1.HostHooks
+		nodes   []Node
+		nhs     []v1alpha1.NodeHooks
+		approve []string
+		create  []string
+		stalled string
+	}{{
+		name:    "it takes the only slot",
+		nodes:   notReady(nodes(3, nil), "n01", time.Minute),
+		nhs:     pending("n01", "n02", "n03"),
+		stalled: "False",
+	}, {
+		name:    "the next Ready node gets the other slot",
+		hh:      hostHooks(withMaxUnavailable(intstr.FromInt32(2))),
+		nodes:   notReady(nodes(3, nil), "n01", time.Minute),
+		nhs:     pending("n01", "n02", "n03"),
+		approve: nhNames("n02"),
+		stalled: "False",
+	}, {
+		name:    "a new node that is not Ready gets its NodeHooks, not an approval",
+		hh:      hostHooks(withMaxUnavailable(intstr.FromInt32(2))),
+		nodes:   notReady(nodes(2, nil), "n01", time.Minute),
+		create:  nhNames("n01", "n02"),
+		approve: nhNames("n02"),
+		stalled: "False",
+	}, {
+		name:  "done with the hooks, it is unavailable still, but holds nothing",
+		nodes: notReady(nodes(2, nil), "n01", time.Hour),
+		nhs: []v1alpha1.NodeHooks{
+			nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded),
+			nodeHooks("n02", "", "", v1alpha1.NodePending),
+		},
+		stalled: "False",
+	}, {
+		name:    "past the deadline it holds the rollout",
+		nodes:   notReady(nodes(2, nil), "n01", 11*time.Minute),
+		nhs:     pending("n01", "n02"),
+		stalled: "True n01 (not Ready for 11m0s: Ready is False, KubeletNotReady)",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hh := tt.hh
+			if hh == nil {
+				hh = hostHooks()
+			}
+			d := Decide(hh, tt.nodes, tt.nhs, t0)
+			if diff := cmp.Diff(tt.approve, d.Approve); diff != "" {
+				t.Errorf("approved (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.create, names(d.Create)); diff != "" {
+				t.Errorf("created (-want +got):\n%s", diff)
+			}
+			c := stalledOf(d)
+			status, want, _ := strings.Cut(tt.stalled, " ")
+			if string(c.Status) != status || !strings.Contains(c.Message, want) {
+				t.Errorf("Stalled %s: %s; want %s", c.Status, c.Message, tt.stalled)
+			}
+		})
 	}
 }

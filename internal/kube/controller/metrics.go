@@ -26,7 +26,7 @@ func init() {
 	for _, n := range []string{"matched", "updated", "succeeded", "failed"} {
 		rolloutNodes[n] = gauge("hostprov_hosthooks_"+n+"_nodes", "Nodes of the HostHooks' status: "+n+".")
 	}
-	for _, c := range []string{v1alpha1.ConditionPaused, v1alpha1.ConditionComplete, v1alpha1.ConditionDegraded} {
+	for _, c := range []string{v1alpha1.ConditionPaused, v1alpha1.ConditionComplete, v1alpha1.ConditionDegraded, v1alpha1.ConditionStalled} {
 		rolloutState[c] = gauge("hostprov_hosthooks_rollout_"+strings.ToLower(c),
 			"1 when the HostHooks' rollout is "+strings.ToLower(c)+" (its condition "+c+" is True), else 0.")
 	}

@@ -94,6 +94,7 @@ func TestRolloutMetrics(t *testing.T) {
 		"hostprov_hosthooks_rollout_complete 0",
 		"hostprov_hosthooks_rollout_degraded 1",
 		"hostprov_hosthooks_rollout_paused 0",
+		"hostprov_hosthooks_rollout_stalled 1",
 		"hostprov_hosthooks_succeeded_nodes 2",
 		"hostprov_hosthooks_updated_nodes 3",
 	}, "\n")
@@ -199,7 +200,7 @@ func TestRolloutMetricsDocumented(t *testing.T) {
 			t.Errorf("the README does not name the rollout metric %s", m[1])
 		}
 	}
-	if n != 7 {
-		t.Errorf("%d rollout metrics, want 7", n)
+	if n != 8 {
+		t.Errorf("%d rollout metrics, want 8", n)
 	}
 }

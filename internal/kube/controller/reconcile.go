@@ -17,9 +17,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/hostprov/hostprov/pkg/apis/hostprov/v1alpha1"
 )
@@ -31,8 +33,12 @@ type Reconciler struct {
 	// Client reads from the manager's cache (it must have the NodeHooks
 	// index of SetupWithManager) and writes to the API server.
 	Client client.Client
-	// Now is the clock of the conditions; nil is time.Now.
+	// Now is the clock of the conditions and the deadlines; nil is
+	// time.Now.
 	Now func() time.Time
+	// Recorder records the transitions of a HostHooks' conditions as
+	// Events; nil records none.
+	Recorder recorder.EventRecorder
 	// StatusInterval is the least time between two status writes of a
 	// HostHooks; zero is DefaultStatusInterval. A change within it is
 	// written when it ends: a rollout over 1,000 nodes, each reporting,
@@ -124,12 +130,14 @@ func (r *Reconciler) setApproved(hh string, m map[string]approval) {
 
 // SetupWithManager registers the NodeHooks index and the controller with
 // mgr. The controller reconciles a HostHooks when it changes, when one of
-// its NodeHooks changes, and, for every HostHooks, when a node comes, goes
-// or changes its labels. That includes the controller's own status
-// writes: the reconcile after one compares the status with what the
-// write left, and writes again only if the cache had lagged behind an
-// earlier write when it decided. Nodes are cached as metadata only:
-// their labels are all that matters, and a node's status is large.
+// its NodeHooks changes, and, for every HostHooks, when a node comes, goes,
+// changes its labels or becomes Ready or not. That includes the
+// controller's own status writes: the reconcile after one compares the
+// status with what the write left, and writes again only if the cache had
+// lagged behind an earlier write when it decided. Of a node, only its
+// labels and its Ready condition matter, and a node's status is large and
+// often written: NewManager's cache keeps those only (see nodeReadiness),
+// and a heartbeat of the kubelet wakes no reconcile.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.NodeHooks{}, indexHostHooks,
 		func(o client.Object) []string { return []string{o.(*v1alpha1.NodeHooks).Spec.HostHooks} })
@@ -140,9 +148,56 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named(Name).
 		For(&v1alpha1.HostHooks{}).
 		Watches(&v1alpha1.NodeHooks{}, handler.EnqueueRequestsFromMapFunc(nodeHooksOwner)).
-		WatchesMetadata(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allHostHooks),
-			builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allHostHooks),
+			builder.WithPredicates(predicate.Or[client.Object](predicate.LabelChangedPredicate{}, readinessChanged))).
 		Complete(r)
+}
+
+// readyCondition is the Ready condition of n, or nil.
+func readyCondition(n *corev1.Node) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == corev1.NodeReady {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// readinessChanged passes an update of a node whose Ready condition
+// changed its status; its heartbeats pass no update.
+var readinessChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*corev1.Node)
+		n, ok2 := e.ObjectNew.(*corev1.Node)
+		if !ok1 || !ok2 {
+			return true
+		}
+		status := func(n *corev1.Node) corev1.ConditionStatus {
+			if c := readyCondition(n); c != nil {
+				return c.Status
+			}
+			return ""
+		}
+		return status(o) != status(n)
+	},
+}
+
+// nodeReadiness is what the controller's cache keeps of a Node: its name,
+// labels and Ready condition, without the heartbeat that changes with
+// every status the kubelet writes. The rest of a node's status (images,
+// addresses, capacity) is most of it.
+func nodeReadiness(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Node{TypeMeta: n.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID,
+		ResourceVersion: n.ResourceVersion, Labels: n.Labels, DeletionTimestamp: n.DeletionTimestamp}}
+	if c := readyCondition(n); c != nil {
+		out.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status, Reason: c.Reason,
+			LastTransitionTime: c.LastTransitionTime}}
+	}
+	return out, nil
 }
 
 // nodeHooksOwner is the HostHooks a NodeHooks is for. Its name is in the
@@ -194,14 +249,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	var nl metav1.PartialObjectMetadataList
-	nl.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+	var nl corev1.NodeList
 	if err := r.Client.List(ctx, &nl, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing nodes: %w", err)
 	}
 	nodes := make([]Node, len(nl.Items))
 	for i := range nl.Items {
-		nodes[i] = Node{Name: nl.Items[i].Name, Labels: nl.Items[i].Labels}
+		n := &nl.Items[i]
+		nodes[i] = Node{Name: n.Name, Labels: n.Labels}
+		if c := readyCondition(n); c != nil && c.Status != corev1.ConditionTrue {
+			nodes[i].NotReady = fmt.Sprintf("Ready is %s", c.Status)
+			if c.Reason != "" {
+				nodes[i].NotReady += ", " + c.Reason
+			}
+			nodes[i].NotReadySince = c.LastTransitionTime.Time
+		}
 	}
 	var nhl v1alpha1.NodeHooksList
 	// Decide only reads what it is given, so the cache's own objects do.
@@ -212,7 +274,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if r.Now != nil {
 		now = r.Now
 	}
-	d := Decide(&hh, nodes, nhl.Items, now())
+	at := now()
+	d := Decide(&hh, nodes, nhl.Items, at)
 	// The rollout as decided, whether or not its status is written yet:
 	// a status held back by StatusInterval is no reason for stale metrics.
 	recordRollout(hh.Name, &d.Status)
@@ -238,16 +301,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		rv      string
 		inCache bool
 	}
-	at := make(map[string]known, len(d.Approve))
+	versions := make(map[string]known, len(d.Approve))
 	for _, name := range d.Approve {
-		at[name] = known{}
+		versions[name] = known{}
 	}
 	for i := range nhl.Items {
-		if _, ok := at[nhl.Items[i].Name]; ok {
-			at[nhl.Items[i].Name] = known{nhl.Items[i].ResourceVersion, true}
+		if _, ok := versions[nhl.Items[i].Name]; ok {
+			versions[nhl.Items[i].Name] = known{nhl.Items[i].ResourceVersion, true}
 		}
 	}
-	var mu sync.Mutex // guards errs and at while the writes run
+	var mu sync.Mutex // guards errs and versions while the writes run
 	fail := func(err error) {
 		mu.Lock()
 		errs = append(errs, err)
@@ -256,19 +319,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	each(len(d.Create), func(i int) {
 		nh := d.Create[i]
 		err := r.Client.Create(ctx, nh)
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			fail(fmt.Errorf("creating NodeHooks %s: %w", nh.Name, err))
-		}
-		if err == nil {
+		if apierrors.IsAlreadyExists(err) {
+			// Mostly the cache lagging behind an earlier create; but
+			// a name is a hash apart from another node's or HostHooks'
+			// only, and a NodeHooks of theirs must not pass for this.
+			err = r.taken(ctx, nh)
+		} else if err == nil {
 			mu.Lock()
-			at[nh.Name] = known{rv: nh.ResourceVersion}
+			versions[nh.Name] = known{rv: nh.ResourceVersion}
 			mu.Unlock()
+		}
+		if err != nil {
+			fail(fmt.Errorf("creating NodeHooks %s: %w", nh.Name, err))
 		}
 	})
 	pending := r.pending(hh.Name, nhl.Items)
 	if len(d.Approve) > 0 {
 		h := d.Status.HooksHash
-		patch, err := json.Marshal(map[string]any{"spec": map[string]any{"hooksHash": h}})
+		patch, err := json.Marshal(map[string]any{"spec": map[string]any{"hooksHash": h, "approvedAt": metav1.NewTime(at)}})
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -291,7 +359,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 				return
 			}
 			mu.Lock()
-			if k := at[name]; k.rv != "" || !k.inCache {
+			if k := versions[name]; k.rv != "" || !k.inCache {
 				pending[name] = approval{hash: h, rv: k.rv, absent: !k.inCache}
 			}
 			mu.Unlock()
@@ -309,18 +377,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			fail(fmt.Errorf("deleting NodeHooks %s: %w", nh.Name, err))
 		}
 	})
-	// The status of a HostHooks that is going away is of no more use.
-	if d.StatusChanged && !d.RemoveFinalizer {
+	// The status of a HostHooks that is going away is of no more use,
+	// but for the nodes it leaves orphaned: it says so as it goes.
+	write := d.StatusChanged && (!d.RemoveFinalizer || d.Orphaned != nil)
+	if write && d.Orphaned == nil {
 		result.RequeueAfter = r.statusWait(hh.Name, time.Now())
 	}
-	if d.StatusChanged && !d.RemoveFinalizer && result.RequeueAfter == 0 {
+	if write && result.RequeueAfter == 0 {
 		patch, err := statusPatch(hh.Status, d.Status)
 		if err == nil {
 			err = r.Client.Status().Patch(ctx, &hh, client.RawPatch(types.MergePatchType, patch))
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("writing the status: %w", err))
+		} else if r.Recorder != nil {
+			// With the status that makes them, so that a status held
+			// back by StatusInterval holds its Events back too.
+			for _, e := range d.Events {
+				r.Recorder.Eventf(&hh, nil, e.Type, e.Reason, "Reconcile", "%s", e.Message)
+			}
 		}
+	}
+	if d.RequeueAfter > 0 && (result.RequeueAfter == 0 || d.RequeueAfter < result.RequeueAfter) {
+		// A deadline ahead changes the decision with no event to say
+		// so: the reconcile comes back for it.
+		result.RequeueAfter = d.RequeueAfter
 	}
 	if err := errors.Join(errs...); err != nil {
 		return reconcile.Result{}, err
@@ -336,6 +417,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	return result, nil
+}
+
+// taken is nil when the NodeHooks named as nh is nh's, for its HostHooks
+// and node, or when the cache does not have it yet; otherwise an error that
+// says whose it is.
+func (r *Reconciler) taken(ctx context.Context, nh *v1alpha1.NodeHooks) error {
+	var got v1alpha1.NodeHooks
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(nh), &got); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if got.Spec.HostHooks == nh.Spec.HostHooks && got.Spec.NodeName == nh.Spec.NodeName {
+		return nil
+	}
+	return fmt.Errorf("the name is taken by the NodeHooks of HostHooks %q on node %q, named before names told such pairs apart: delete that NodeHooks, and the controller makes it again under a name of its own",
+		got.Spec.HostHooks, got.Spec.NodeName)
 }
 
 // statusPatch is a merge patch that makes a HostHooks status, whatever it

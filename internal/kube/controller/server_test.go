@@ -18,6 +18,7 @@ import (
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -493,15 +494,15 @@ func TestController(t *testing.T) {
 			t.Errorf("%d requests %s", n, key)
 		}
 	}
-	// One list of each kind, for its one informer; a node's metadata
-	// only.
-	for _, key := range []string{"GET /apis/hostprov.dev/v1alpha1/nodehooks", "GET /apis/hostprov.dev/v1alpha1/hosthooks", "GET /api/v1/nodes (metadata)"} {
+	// One list of each kind, for its one informer (nodes whole, for
+	// their Ready condition: the cache keeps little of them).
+	for _, key := range []string{"GET /apis/hostprov.dev/v1alpha1/nodehooks", "GET /apis/hostprov.dev/v1alpha1/hosthooks", "GET /api/v1/nodes"} {
 		if n := reqs.count(key); n != 1 {
 			t.Errorf("%d requests %s, want 1", n, key)
 		}
 	}
-	if n := reqs.count("GET /api/v1/nodes") + reqs.count("GET /api/v1/nodes?watch"); n != 0 {
-		t.Errorf("%d lists or watches of whole nodes", n)
+	if n := reqs.count("GET /api/v1/nodes (metadata)"); n != 0 {
+		t.Errorf("%d lists of nodes' metadata besides the nodes", n)
 	}
 	if n := reqs.count("PATCH /apis/hostprov.dev/v1alpha1/nodehooks/NAME"); n != 6 {
 		t.Errorf("%d patches of NodeHooks for 6 approvals", n)
@@ -781,4 +782,233 @@ func TestControllerThousandNodes(t *testing.T) {
 			t.Errorf("%d requests %s", got, key)
 		}
 	}
+}
+
+// events are the reasons of the Events about the HostHooks name.
+func events(ctx context.Context, cl client.Client, name string) ([]string, error) {
+	var l eventsv1.EventList
+	if err := cl.List(ctx, &l); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range l.Items {
+		if e.Regarding.Kind == "HostHooks" && e.Regarding.Name == name {
+			out = append(out, e.Type+" "+e.Reason)
+		}
+	}
+	return out, nil
+}
+
+// TestControllerFailureWithinThreshold: with maxUnavailable 1 and
+// failureThreshold 5, a failed node does not hold the others: every node
+// is approved in turn, and the HostHooks ends FinishedWithFailures, in its
+// phase as in its condition, and says so in an Event.
+func TestControllerFailureWithinThreshold(t *testing.T) {
+	c, cl := startCluster(t)
+	ctx := t.Context()
+	startController(t, c.Config(), controller.Options{})
+	for _, n := range []string{"node-1", "node-2", "node-3", "node-4"} {
+		createNode(t, cl, n, nil)
+	}
+	hooks := []v1alpha1.Hook{{Name: "iscsi", Exec: []string{"/bin/true"}}}
+	hh := &v1alpha1.HostHooks{
+		ObjectMeta: metav1.ObjectMeta{Name: "iscsi"},
+		Spec: v1alpha1.HostHooksSpec{
+			Rollout: v1alpha1.Rollout{MaxUnavailable: new(intstr.FromInt32(1)), FailureThreshold: new(int32(5))},
+			Hooks:   hooks,
+		},
+	}
+	if err := cl.Create(ctx, hh); err != nil {
+		t.Fatal(err)
+	}
+	h := v1alpha1.HooksHash(hooks)
+	failed := v1alpha1.NodeHooksStatus{Phase: v1alpha1.NodeFailed, AppliedHash: h,
+		Hooks: []v1alpha1.HookResult{{Name: "iscsi", Unit: "iscsi.service", Phase: "failed", Reason: "exit-code"}}}
+	for i, node := range []string{"node-1", "node-2", "node-3", "node-4"} {
+		want := []string{"node-1", "node-2", "node-3", "node-4"}[:i+1]
+		eventually(t, "approval of "+node, func() error {
+			got, err := approved(ctx, cl, "iscsi", h)
+			if err == nil && !slices.Equal(got, want) {
+				err = fmt.Errorf("approved %v, want %v", got, want)
+			}
+			return err
+		})
+		if node == "node-2" {
+			report(t, cl, "iscsi", node, failed)
+		} else {
+			report(t, cl, "iscsi", node, succeeded(h))
+		}
+	}
+	got := statusIs(t, cl, "iscsi", 4, 4, 3, 1, v1alpha1.PhaseFinishedWithFailures)
+	if c := condition(got, v1alpha1.ConditionProgressing); c.Status != metav1.ConditionFalse || c.Reason != controller.ReasonFinishedWithFailures {
+		t.Errorf("Progressing: %+v", c)
+	}
+	eventually(t, "the Event of the end of the rollout", func() error {
+		evs, err := events(ctx, cl, "iscsi")
+		if err == nil && !slices.Contains(evs, "Normal "+controller.ReasonFinishedWithFailures) {
+			err = fmt.Errorf("events %v", evs)
+		}
+		return err
+	})
+}
+
+// TestControllerNameCollision: base on node w1.lab and base.w1 on node
+// lab, whose NodeHooks had one name, each get one; the one of the earlier
+// name, base.w1.lab, goes on working.
+func TestControllerNameCollision(t *testing.T) {
+	c, cl := startCluster(t)
+	ctx := t.Context()
+	createNode(t, cl, "w1.lab", map[string]string{"site": "w1"})
+	createNode(t, cl, "lab", map[string]string{"site": "lab"})
+	earlier := &v1alpha1.NodeHooks{
+		ObjectMeta: metav1.ObjectMeta{Name: "base.w1.lab", Labels: map[string]string{
+			v1alpha1.LabelNode: "w1.lab", v1alpha1.LabelHostHooks: "base"}},
+		Spec: v1alpha1.NodeHooksSpec{NodeName: "w1.lab", HostHooks: "base"},
+	}
+	if err := cl.Create(ctx, earlier); err != nil {
+		t.Fatal(err)
+	}
+	hooks := []v1alpha1.Hook{{Name: "a", Exec: []string{"/bin/true"}}}
+	for name, site := range map[string]string{"base": "w1", "base.w1": "lab"} {
+		hh := &v1alpha1.HostHooks{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: v1alpha1.HostHooksSpec{NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"site": site}}, Hooks: hooks}}
+		if err := cl.Create(ctx, hh); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startController(t, c.Config(), controller.Options{})
+	h := v1alpha1.HooksHash(hooks)
+	for name, node := range map[string]string{"base": "w1.lab", "base.w1": "lab"} {
+		eventually(t, "the approved NodeHooks of "+name, func() error {
+			var l v1alpha1.NodeHooksList
+			if err := cl.List(ctx, &l); err != nil {
+				return err
+			}
+			var of []string
+			for _, nh := range l.Items {
+				if nh.Spec.HostHooks == name {
+					of = append(of, nh.Name+" on "+nh.Spec.NodeName+" for "+nh.Spec.HooksHash)
+				}
+			}
+			if len(of) != 1 || !strings.HasSuffix(of[0], " on "+node+" for "+h) {
+				return fmt.Errorf("NodeHooks %v, want one on %s, approved", of, node)
+			}
+			return nil
+		})
+	}
+	if err := cl.Get(ctx, client.ObjectKey{Name: "base.w1.lab"}, &v1alpha1.NodeHooks{}); err != nil {
+		t.Errorf("the NodeHooks of the earlier name: %v", err)
+	}
+	report(t, cl, "base.w1", "lab", succeeded(h))
+	statusIs(t, cl, "base.w1", 1, 1, 1, 0, v1alpha1.PhaseComplete)
+}
+
+// TestControllerStalledNoAgent: a node whose agent never reports, and
+// whose name sorts first, holds the rollout; once its deadline passed,
+// the Stalled condition and an Event name it, with no change to wake the
+// controller but its own deadline.
+func TestControllerStalledNoAgent(t *testing.T) {
+	c, cl := startCluster(t)
+	ctx := t.Context()
+	startController(t, c.Config(), controller.Options{})
+	for _, n := range []string{"node-1", "node-2", "node-3"} {
+		createNode(t, cl, n, nil)
+	}
+	hooks := []v1alpha1.Hook{{Name: "a", Exec: []string{"/bin/true"}}}
+	hh := &v1alpha1.HostHooks{
+		ObjectMeta: metav1.ObjectMeta{Name: "stuck"},
+		Spec: v1alpha1.HostHooksSpec{
+			Rollout: v1alpha1.Rollout{ProgressDeadlineSeconds: new(int32(2))},
+			Hooks:   hooks,
+		},
+	}
+	if err := cl.Create(ctx, hh); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the NodeHooks", func() error {
+		nhs, err := nodeHooks(ctx, cl, "stuck")
+		if err == nil && len(nhs) != 3 {
+			err = fmt.Errorf("%d NodeHooks", len(nhs))
+		}
+		return err
+	})
+	// node-2's and node-3's agents are there, waiting their turn.
+	report(t, cl, "stuck", "node-2", v1alpha1.NodeHooksStatus{Phase: v1alpha1.NodePending})
+	report(t, cl, "stuck", "node-3", v1alpha1.NodeHooksStatus{Phase: v1alpha1.NodePending})
+	var got *v1alpha1.HostHooks
+	eventually(t, "Stalled naming node-1", func() error {
+		var err error
+		if got, err = getHostHooks(ctx, cl, "stuck"); err != nil {
+			return err
+		}
+		c := condition(got, v1alpha1.ConditionStalled)
+		if c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "node-1 (no agent") || got.Status.Phase != v1alpha1.PhaseStalled {
+			return fmt.Errorf("phase %s, Stalled %+v", got.Status.Phase, c)
+		}
+		return nil
+	})
+	if c := condition(got, v1alpha1.ConditionStalled); strings.Contains(c.Message, "node-2") || strings.Contains(c.Message, "node-3") {
+		t.Errorf("Stalled names nodes whose agents reported: %s", c.Message)
+	}
+	eventually(t, "the Event of the stall", func() error {
+		evs, err := events(ctx, cl, "stuck")
+		if err == nil && !slices.Contains(evs, "Warning "+controller.ReasonProgressDeadline) {
+			err = fmt.Errorf("events %v", evs)
+		}
+		return err
+	})
+}
+
+// setReady sets the Ready condition of the node name, as its kubelet
+// would.
+func setReady(t *testing.T, cl client.Client, name string, status corev1.ConditionStatus) {
+	t.Helper()
+	var n corev1.Node
+	if err := cl.Get(t.Context(), client.ObjectKey{Name: name}, &n); err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, Reason: "KubeletReady",
+		LastHeartbeatTime: now, LastTransitionTime: now}}
+	if status != corev1.ConditionTrue {
+		n.Status.Conditions[0].Reason = "KubeletNotReady"
+	}
+	if err := cl.Status().Update(t.Context(), &n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestControllerNotReady: a node that is not Ready is not approved, and
+// takes a slot of maxUnavailable; once Ready, it gets its turn.
+func TestControllerNotReady(t *testing.T) {
+	c, cl := startCluster(t)
+	ctx := t.Context()
+	for _, n := range []string{"node-1", "node-2", "node-3"} {
+		createNode(t, cl, n, nil)
+		setReady(t, cl, n, corev1.ConditionTrue)
+	}
+	setReady(t, cl, "node-1", corev1.ConditionFalse)
+	startController(t, c.Config(), controller.Options{})
+	hooks := []v1alpha1.Hook{{Name: "a", Exec: []string{"/bin/true"}}}
+	hh := &v1alpha1.HostHooks{
+		ObjectMeta: metav1.ObjectMeta{Name: "ready"},
+		Spec:       v1alpha1.HostHooksSpec{Rollout: v1alpha1.Rollout{MaxUnavailable: new(intstr.FromInt32(2))}, Hooks: hooks},
+	}
+	if err := cl.Create(ctx, hh); err != nil {
+		t.Fatal(err)
+	}
+	h := v1alpha1.HooksHash(hooks)
+	isApproved := func(want ...string) func() error {
+		return func() error {
+			got, err := approved(ctx, cl, "ready", h)
+			if err == nil && !slices.Equal(got, want) {
+				err = fmt.Errorf("approved %v, want %v", got, want)
+			}
+			return err
+		}
+	}
+	eventually(t, "node-2 approved, node-1 passed over", isApproved("node-2"))
+	never(t, "a second approval while node-1 is not Ready", isApproved("node-2"))
+	setReady(t, cl, "node-1", corev1.ConditionTrue)
+	eventually(t, "node-1 approved once Ready", isApproved("node-1", "node-2"))
 }

@@ -25,10 +25,24 @@ func HostHooksOfSet(set string) string {
 }
 
 // NodeHooksName is the name of the NodeHooks of a node for a HostHooks:
-// "HOSTHOOKS.NODE", shortened with a hash when that is longer than an
-// object's name may be.
+// "HOSTHOOKS.NODE-HASH", the readable part shortened when the whole would
+// be longer than an object's name may be. Both names may have dots, so
+// "HOSTHOOKS.NODE" alone is ambiguous (base on node w1.lab and base.w1
+// on node lab are both base.w1.lab); HASH, of the two names apart, tells
+// such pairs from each other.
+//
+// The controller and the agents find a NodeHooks by its spec (spec.hostHooks
+// and spec.nodeName), never by this name, which only the controller uses
+// to create one: a NodeHooks of an earlier naming works as well.
 func NodeHooksName(hostHooks, node string) string {
-	return shorten(hostHooks+"."+node, 253)
+	// "/" is in neither name: each pair has a text of its own.
+	sum := sha256.Sum256([]byte(hostHooks + "/" + node))
+	h := hex.EncodeToString(sum[:])[:10]
+	p := hostHooks + "." + node
+	if keep := 253 - len(h) - 1; len(p) > keep {
+		p = strings.TrimRight(p[:keep], ".-")
+	}
+	return p + "-" + h
 }
 
 // LabelValue is s as a label value: s itself when it is short enough and

@@ -39,6 +39,14 @@ type HostHooksSpec struct {
 	// Rollout says how fast a change of hooks reaches the nodes.
 	// +optional
 	Rollout Rollout `json:"rollout,omitempty"`
+	// PruneTimeoutSeconds is how long deleting the HostHooks waits for
+	// the agents to remove its units from their nodes. Then the nodes
+	// whose agent has not are reported orphaned (in the Progressing
+	// condition and an event), and the HostHooks goes: their units stay
+	// until their agent runs again. Default 900.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	PruneTimeoutSeconds *int32 `json:"pruneTimeoutSeconds,omitempty"`
 	// Hooks is exactly a hook spec's hooks list: the same fields (but a
 	// file's local:, as File says), checked by the same validation (at
 	// admission), rendered to the same units, files and accounts.
@@ -49,10 +57,12 @@ type HostHooksSpec struct {
 
 // Rollout limits how many nodes apply a change of hooks at a time.
 type Rollout struct {
-	// MaxUnavailable is how many matched nodes may be applying the current
-	// hooks, or have failed them, at once: a count or a percentage of the
-	// matched nodes (rounded down, at least 1). A node is approved for the
-	// current hooks only while fewer are. Default 1.
+	// MaxUnavailable is how many matched nodes may be unavailable at
+	// once: approved for the current hooks and not done applying them
+	// (a node that failed them is done: FailureThreshold counts it), or
+	// not Ready. A count or a percentage of the matched nodes (rounded
+	// down, at least 1). A node is approved for the current hooks only
+	// while fewer are. Default 1.
 	// +optional
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^[1-9][0-9]?%$|^100%$')",message="must be a count of at least 1 or a percentage from 1% to 100%"
@@ -68,6 +78,14 @@ type Rollout struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	FailureThreshold *int32 `json:"failureThreshold,omitempty"`
+	// ProgressDeadlineSeconds is how long a node may take: from its
+	// NodeHooks' creation to its agent's first report, and from its
+	// approval to having applied the current hooks; and how long it may
+	// be not Ready. A node past it holds the rollout, and the Stalled
+	// condition names it. Default 600.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
 }
 
 // Hook is one entry of a hook spec's hooks list; the hook spec reference in
@@ -250,7 +268,8 @@ type HostHooksStatus struct {
 	// HooksHash is the content hash of the current hooks: a node is
 	// updated when it applied hooks with this hash.
 	HooksHash string `json:"hooksHash,omitempty"`
-	// Phase is Progressing, Complete, Degraded or Paused.
+	// Phase is Progressing, Complete, FinishedWithFailures, Stalled,
+	// Degraded or Paused.
 	Phase Phase `json:"phase,omitempty"`
 	// MatchedNodes is how many nodes the selector matches; UpdatedNodes
 	// how many of them applied the current hooks; SucceededNodes and
@@ -280,6 +299,12 @@ const (
 	PhaseProgressing Phase = "Progressing"
 	// PhaseComplete: every matched node applied them and they succeeded.
 	PhaseComplete Phase = "Complete"
+	// PhaseFinishedWithFailures: every matched node applied them, and
+	// some failed, no more than the failure threshold allows.
+	PhaseFinishedWithFailures Phase = "FinishedWithFailures"
+	// PhaseStalled: nodes hold the rollout past its progress deadline
+	// (the Stalled condition names them).
+	PhaseStalled Phase = "Stalled"
 	// PhaseDegraded: more nodes failed than the failure threshold allows,
 	// and the rollout stopped.
 	PhaseDegraded Phase = "Degraded"
@@ -293,6 +318,9 @@ const (
 	ConditionComplete    = "Complete"
 	ConditionDegraded    = "Degraded"
 	ConditionPaused      = "Paused"
+	// ConditionStalled is True while nodes hold the rollout: its
+	// message names them and says why.
+	ConditionStalled = "Stalled"
 )
 
 // ErrorSummary is the failures of one hook's step (or of the hook as a
@@ -362,6 +390,10 @@ type NodeHooksSpec struct {
 	// means none yet; the node keeps what it has.
 	// +optional
 	HooksHash string `json:"hooksHash,omitempty"`
+	// ApprovedAt is when the controller last set hooksHash: the node's
+	// progress deadline runs from it.
+	// +optional
+	ApprovedAt *metav1.Time `json:"approvedAt,omitempty"`
 }
 
 // NodePhase is a node's phase for one HostHooks.
