@@ -250,7 +250,7 @@ func (p *planner) shadowMessage(unit, tmpl string, e nodeEntry) string {
 		has = fmt.Sprintf("the template %s of %s", tmpl, unit)
 	}
 	return fmt.Sprintf("the node already has %s that hostprov did not install: %s; a unit file of that name in %s would replace it "+
-		"wherever it is used, and removing the hook would stop and disable it (--adopt takes over only a stray file in %s, never a unit the node has). "+
+		"wherever it is used, and removing the hook would stop and disable it; hostprov takes over a stray file in %s, never a unit the node has. "+
 		"To change the node's unit, make the hook drop-ins only (only dropins:, and enabled:), which adds %s.d/*.conf to it; to run something of your own, give the hook a name the node does not use",
 		has, what, p.opts.unitDir(), p.opts.unitDir(), unit)
 }

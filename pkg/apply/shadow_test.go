@@ -207,7 +207,7 @@ func TestShadowCheckLeavesOwnUnitsDropinsAndMasks(t *testing.T) {
 
 	n.nodeFile("/etc/systemd/system/local.service", vendorUnit, false)
 	p := n.plan("- name: local\n  exec: [/bin/sleep, infinity]\n")
-	if len(p.Conflicts) != 1 || !strings.Contains(p.Conflicts[0].Message, "--adopt") {
+	if len(p.Conflicts) != 1 || p.Conflicts[0].Fix == nil || p.Conflicts[0].Fix.Flag != "--adopt" {
 		t.Errorf("a file in /etc alone: conflicts %v; want the one --adopt resolves", p.Conflicts)
 	}
 	if p := n.plan("- name: local\n  exec: [/bin/sleep, infinity]\n", adopt); len(p.Conflicts) != 0 {
