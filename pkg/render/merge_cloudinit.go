@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"fmt"
+	"path"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -124,9 +125,15 @@ func MergeCloudInitConfig(own []byte, us []Unit, opts CloudInitOptions, files []
 					continue
 				}
 				if u := o.unit; u != nil {
+					// The unit file itself, or one of its drop-ins:
+					// the hint says which, and what the user can do.
+					hint := "the unit file belongs to the spec: add a drop-in through the hook, or drop the entry from your cloud-config"
+					if p.Value != CloudInitUnitDir+"/"+u.Name {
+						hint = "this drop-in belongs to the spec's hook: change it there, or give yours another name in " + path.Dir(p.Value) + ", or drop the entry from your cloud-config"
+					}
 					diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: pos(p), Path: "write_files.path",
 						Message: fmt.Sprintf("%s is written by hostprov too, for %s at %s (hooks[%d], %s), with other contents or mode", p.Value, u.Name, u.Pos, u.Hook, u.HookName),
-						Hint:    "a unit file belongs to the spec: add a drop-in through the hook, or drop the entry from your cloud-config"})
+						Hint:    hint})
 					continue
 				}
 				by := "hostprov's spec,"
