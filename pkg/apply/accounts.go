@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -50,6 +51,12 @@ type Account struct {
 	Home, Shell string
 	// Groups are the other groups a user is a member of.
 	Groups []string
+	// SSHAuthorizedKeys are a user's public keys, placed as a file
+	// hostprov owns, HOME/.ssh/authorized_keys (see keyPaths), and
+	// PasswordHash the hash set as the user's password with the node's
+	// own chpasswd, never logged.
+	SSHAuthorizedKeys []string
+	PasswordHash      string
 	// Where is the entry's place in the spec ("FILE:LINE:COL").
 	Where string
 
@@ -66,7 +73,8 @@ func AccountsOf(st render.Storage, hookNames []string) []Account {
 	}
 	for _, u := range st.Users {
 		as = append(as, Account{Hook: name(u.Hook), Kind: KindUser, Name: u.Name, ID: u.UID, System: u.System,
-			Home: u.Home, Shell: u.Shell, Groups: slices.Clone(u.Groups), Where: u.Pos.String()})
+			Home: u.Home, Shell: u.Shell, Groups: slices.Clone(u.Groups), Where: u.Pos.String(),
+			SSHAuthorizedKeys: slices.Clone(u.SSHAuthorizedKeys), PasswordHash: u.PasswordHash})
 	}
 	return as
 }
@@ -143,6 +151,11 @@ type AccountChange struct {
 	Config string `json:"config"`
 	Reason string `json:"reason,omitempty"`
 	Where  string `json:"where,omitempty"`
+	// Password is "set" when the plan sets a user's password to the
+	// spec's hash (which no plan, log or output shows).
+	Password string `json:"password,omitempty"`
+
+	hash string
 }
 
 func (a AccountChange) changes() bool { return a.Op == OpAdd || a.Op == OpChange }
@@ -167,6 +180,45 @@ func accountPaths(accounts []Account) []Path {
 			Where: as[0].Where, set: s, sysusers: true})
 	}
 	return ps
+}
+
+// keyPaths are the authorized_keys files of the users with SSH keys, in
+// HOME/.ssh, with the modes sshd's StrictModes demands: the directory 0700
+// and the file 0600, both the user's. HOME is the spec's, or the node's
+// for a user it has; a user with neither (systemd-sysusers makes its users
+// with the home /) is a conflict, as is a home that is /. The home itself
+// is not made the user's: a directories: entry does that.
+func keyPaths(accounts []Account, acc *accounts) ([]Path, []Problem) {
+	var ps []Path
+	var problems []Problem
+	seen := map[string]bool{}
+	for _, a := range accounts {
+		if a.Kind != KindUser || len(a.SSHAuthorizedKeys) == 0 || seen[a.Name] {
+			continue
+		}
+		seen[a.Name] = true
+		home := a.Home
+		if home == "" {
+			home = acc.homes[a.Name]
+		}
+		if home == "" || home == "/" {
+			problems = append(problems, Problem{Unit: hookOr(&Path{Hook: a.Hook}), Path: SysusersConfig(a.set),
+				Message: fmt.Sprintf("%s: user %s has sshAuthorizedKeys but no home to put them in (systemd-sysusers makes users with the home /)", orDash(a.Where), a.Name),
+				Fix:     &Fix{Spec: "give the user a home:, such as home: /home/" + a.Name + " (and a directories: entry for it owned by the user)"}})
+			continue
+		}
+		ssh := path.Join(home, ".ssh")
+		var b strings.Builder
+		fmt.Fprintf(&b, "# The SSH keys of user %s, written by hostprov apply from its spec: an edit is drift, and is reported.\n", a.Name)
+		for _, k := range a.SSHAuthorizedKeys {
+			b.WriteString(k + "\n")
+		}
+		ps = append(ps,
+			Path{Hook: a.Hook, Kind: KindDirectory, Path: ssh, Mode: 0o700, User: a.Name, Where: a.Where, set: a.set},
+			Path{Hook: a.Hook, Kind: KindFile, Path: path.Join(ssh, "authorized_keys"), Contents: []byte(b.String()), Mode: 0o600,
+				User: a.Name, Where: a.Where, set: a.set})
+	}
+	return ps, problems
 }
 
 // planAccounts records what the plan does about each account, against the
@@ -214,14 +266,33 @@ func (p *planner) planAccounts(accounts []Account, acc *accounts) {
 			p.Warnings = append(p.Warnings, Problem{Unit: hookOr(&Path{Hook: a.Hook}), Path: cfg,
 				Message: fmt.Sprintf("%s %s exists on the node with id %d, and the spec gives %d; left as it is (systemd-sysusers never changes an account): change the spec's id, or the account", a.Kind, a.Name, id, *a.ID)})
 		}
+		if a.Kind == KindUser && a.PasswordHash != "" {
+			// Set when the node's hash is another (or cannot be read,
+			// as by a plan that is not run as root): chpasswd -e is
+			// idempotent, and a hash is never compared by printing it.
+			if cur, known := acc.shadow[a.Name]; !exists || !known || cur != a.PasswordHash {
+				ac.Password, ac.hash = "set", a.PasswordHash
+				if ac.Op == OpUnchanged {
+					ac.Op, ac.Reason = OpChange, "its password is set to the spec's hash"
+					if exists && !known {
+						ac.Reason += " (the node's /etc/shadow could not be read to compare)"
+					}
+				}
+			}
+		}
 		if a.Kind == KindUser {
 			for _, g := range a.Groups {
 				if !slices.Contains(acc.members[g], a.Name) {
 					ac.Groups = append(ac.Groups, g)
 				}
 			}
-			if ac.Op == OpUnchanged && len(ac.Groups) > 0 {
-				ac.Op, ac.Reason = OpChange, "joins "+strings.Join(ac.Groups, ", ")
+			if len(ac.Groups) > 0 {
+				switch {
+				case ac.Op == OpUnchanged:
+					ac.Op, ac.Reason = OpChange, "joins "+strings.Join(ac.Groups, ", ")
+				case ac.Op == OpChange:
+					ac.Reason += "; joins " + strings.Join(ac.Groups, ", ")
+				}
 			}
 		}
 		if !placed[cfg] {
@@ -231,7 +302,7 @@ func (p *planner) planAccounts(accounts []Account, acc *accounts) {
 			p.Accounts = append(p.Accounts, ac)
 			continue
 		}
-		if ac.changes() || changed[cfg] {
+		if ac.changes() && (ac.Password == "" || ac.Op == OpAdd || len(ac.Groups) > 0) || changed[cfg] {
 			if !slices.Contains(p.sysusers, cfg) {
 				p.sysusers = append(p.sysusers, cfg)
 			}
@@ -311,10 +382,13 @@ var sysusersCommand = "systemd-sysusers"
 // accounts it created give to the plan's paths.
 func (e *executor) runSysusers(ctx context.Context) error {
 	p := e.p
-	if len(p.sysusers) == 0 || e.sysusersRan {
+	if e.sysusersRan {
 		return nil
 	}
 	e.sysusersRan = true
+	if len(p.sysusers) == 0 {
+		return e.setPasswords(ctx)
+	}
 	args := []string{}
 	root := p.opts.Root
 	if root != "" {
@@ -355,6 +429,43 @@ func (e *executor) runSysusers(ctx context.Context) error {
 		}
 		pc.pendingUser, pc.pendingGroup = "", ""
 		p.Files[i].Owner = pc.ownerText()
+	}
+	return e.setPasswords(ctx)
+}
+
+// chpasswdCommand is the node's tool that sets password hashes; a
+// variable for tests.
+var chpasswdCommand = "chpasswd"
+
+// setPasswords sets the password hashes the plan sets, once the accounts
+// exist, with the node's own chpasswd (-e: the input is a hash; --root for
+// an image), given on its standard input: a hash is never an argument
+// that ps shows, nor part of a message.
+func (e *executor) setPasswords(ctx context.Context) error {
+	var in bytes.Buffer
+	var names []string
+	for _, a := range e.p.Accounts {
+		if a.Password == "set" && a.Op != OpKeep {
+			fmt.Fprintf(&in, "%s:%s\n", a.Name, a.hash)
+			names = append(names, a.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	args := []string{"-e"}
+	if e.p.opts.Root != "" {
+		args = append(args, "--root", e.p.opts.Root)
+	}
+	killpoint.At("chpasswd")
+	cmd := exec.CommandContext(ctx, chpasswdCommand, args...)
+	cmd.Stdin = &in
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s %s (the password of %s): %v: %s; fix the problem and run hostprov apply again",
+			chpasswdCommand, strings.Join(args, " "), strings.Join(names, ", "), err, strings.TrimSpace(string(out)))
+	}
+	for _, name := range names {
+		e.emit(Event{Action: EvChanged, Account: "user " + name, Reason: "password set to the spec's hash"})
 	}
 	return nil
 }

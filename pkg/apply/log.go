@@ -47,6 +47,7 @@ const (
 	EvRemoved   = "removed"
 	EvKept      = "kept"
 	EvCreated   = "created"
+	EvChanged   = "changed"
 	EvReloaded  = "reloaded"
 	EvEnabled   = "enabled"
 	EvDisabled  = "disabled"

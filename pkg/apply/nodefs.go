@@ -128,6 +128,9 @@ func look(dir *fsutil.Dir, name string) (onDisk, error) {
 // node, not on the machine hostprov runs on.
 type accounts struct {
 	users, groups map[string]int
+	// homes are the users' home directories, and shadow their password
+	// hashes, for the users of /etc/shadow when it could be read.
+	homes, shadow map[string]string
 	// members are the users of each group's member list.
 	members map[string][]string
 }
@@ -135,7 +138,8 @@ type accounts struct {
 // readAccounts reads the node's /etc/passwd and /etc/group, missing ones
 // being empty.
 func readAccounts(n nodeFS) (*accounts, error) {
-	a := &accounts{users: map[string]int{}, groups: map[string]int{}, members: map[string][]string{}}
+	a := &accounts{users: map[string]int{}, groups: map[string]int{}, members: map[string][]string{},
+		homes: map[string]string{}, shadow: map[string]string{}}
 	for _, f := range []struct {
 		path string
 		into map[string]int
@@ -170,9 +174,38 @@ func readAccounts(n nodeFS) (*accounts, error) {
 			if f.path == "/etc/group" && len(fields) >= 4 && fields[3] != "" {
 				a.members[fields[0]] = append(a.members[fields[0]], strings.Split(fields[3], ",")...)
 			}
+			if f.path == "/etc/passwd" && len(fields) >= 6 {
+				if _, dup := a.homes[fields[0]]; !dup {
+					a.homes[fields[0]] = fields[5]
+				}
+			}
 		}
 	}
+	a.readShadow(n)
 	return a, nil
+}
+
+// readShadow reads the users' password hashes from the node's /etc/shadow,
+// when this process may (a plan need not run as root): a user missing from
+// shadow is one whose hash is not known.
+func (a *accounts) readShadow(n nodeFS) {
+	w, err := n.walk("/etc/shadow")
+	if err != nil || w.dir == nil {
+		return
+	}
+	data, err := w.dir.ReadFile("shadow", 64<<20)
+	w.dir.Close()
+	if err != nil {
+		return
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		fields := strings.Split(line, ":")
+		if len(fields) >= 2 && fields[0] != "" {
+			if _, dup := a.shadow[fields[0]]; !dup {
+				a.shadow[fields[0]] = fields[1]
+			}
+		}
+	}
 }
 
 // id resolves a user or group of a hook: "" is root (0), a number is

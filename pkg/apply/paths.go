@@ -193,6 +193,9 @@ func (p *planner) planPaths(desired []Path, accounts []Account, next *State, pru
 	if err != nil {
 		return err
 	}
+	keys, problems := keyPaths(accounts, acc)
+	desired = append(desired, keys...)
+	p.Conflicts = append(p.Conflicts, problems...)
 	if len(accounts) > 0 {
 		if _, err := exec.LookPath(sysusersCommand); err != nil {
 			p.Conflicts = append(p.Conflicts, Problem{Unit: hookOr(&Path{Hook: accounts[0].Hook}), Path: SysusersConfig(accounts[0].set),

@@ -2,6 +2,8 @@ package hooks
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -11,7 +13,7 @@ import (
 )
 
 var (
-	userFields  = []string{"name", "uid", "system", "home", "shell", "groups"}
+	userFields  = []string{"name", "uid", "system", "home", "shell", "groups", "sshAuthorizedKeys", "passwordHash"}
 	groupFields = []string{"name", "gid", "system"}
 )
 
@@ -39,6 +41,14 @@ type User struct {
 	Shell string
 	// Groups are the supplementary groups the user is a member of.
 	Groups []string
+	// SSHAuthorizedKeys are the public keys that may log in as the user,
+	// each a line of an authorized_keys file (sshd(8)), in spec order.
+	SSHAuthorizedKeys []string
+	// PasswordHash is the user's password as a crypt(3) hash ("$y$...",
+	// "$6$..."), or "!" or "*" for none that works; empty leaves the
+	// password as it is. A clear-text password is refused: a spec is
+	// read by many, and ends up in user data that others can read.
+	PasswordHash string
 }
 
 // Group is an entry of a hook's groups.
@@ -95,6 +105,10 @@ func (d *decoder) users(v value) []User {
 				u.Shell = d.absPath(e.value)
 			case "groups":
 				u.Groups = d.memberOf(e.value)
+			case "sshAuthorizedKeys":
+				u.SSHAuthorizedKeys = d.authorizedKeys(e.value)
+			case "passwordHash":
+				u.PasswordHash = d.passwordHash(e.value)
 			default:
 				d.unknownStorageField(e, "user", userFields)
 			}
@@ -217,6 +231,107 @@ func (d *decoder) memberOf(v value) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// sshKeyTypes are the key types of OpenSSH's public keys, as the first
+// word of a key (after any options) in an authorized_keys line.
+var sshKeyTypes = []string{
+	"ssh-ed25519", "ssh-rsa", "ssh-dss",
+	"ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
+	"sk-ssh-ed25519@openssh.com", "sk-ecdsa-sha2-nistp256@openssh.com",
+}
+
+// authorizedKeys decodes a user's sshAuthorizedKeys: lines of an
+// authorized_keys file, each with a key of a type sshd knows followed by
+// its base64 blob.
+func (d *decoder) authorizedKeys(v value) []string {
+	keys, ok := d.strList(v, `["ssh-ed25519 AAAAC3Nz... me@laptop"]`)
+	if !ok {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	for i, k := range keys {
+		item := d.item(v.path, i, v.node.Content[i])
+		if problem := AuthorizedKeyProblem(k); problem != "" {
+			hint := "give the line of the key's .pub file (such as ~/.ssh/id_ed25519.pub): TYPE BASE64 [COMMENT]"
+			if strings.Contains(k, "PRIVATE KEY") {
+				hint = "never put a private key in a spec: give the public key, the line of its .pub file"
+			}
+			d.add(Error, item.pos, item.path, problem, hint)
+			continue
+		}
+		if seen[k] {
+			d.add(Error, item.pos, item.path, "this key is listed twice", "remove one of them")
+			continue
+		}
+		seen[k] = true
+		out = append(out, k)
+	}
+	return out
+}
+
+// AuthorizedKeyProblem says why line is not a public key line that sshd
+// reads from an authorized_keys file, or returns "". Only the key's
+// place in the line is checked, never its text, which the message leaves
+// out.
+func AuthorizedKeyProblem(line string) string {
+	if strings.TrimSpace(line) == "" {
+		return "the key is empty"
+	}
+	if strings.ContainsAny(line, "\n\r") {
+		return "the key has a line break: one key is one line"
+	}
+	words := strings.Fields(line)
+	for i, w := range words {
+		if !slices.Contains(sshKeyTypes, w) {
+			continue
+		}
+		if i+1 >= len(words) || !base64RE.MatchString(words[i+1]) {
+			return "the key's type " + w + " is not followed by its base64 blob"
+		}
+		return ""
+	}
+	if strings.Contains(line, "PRIVATE KEY") {
+		return "this is a private key, not a public one"
+	}
+	return "this is not an SSH public key: no key type (such as ssh-ed25519 or ssh-rsa) was found"
+}
+
+var base64RE = regexp.MustCompile(`^[A-Za-z0-9+/]+={0,2}$`)
+
+// passwordHashRE is a crypt(3) hash as the shadow file holds it: $ID$,
+// then anything but the shadow file's separator and white space.
+var passwordHashRE = regexp.MustCompile(`^\$[0-9a-z]+\$[^:\s]+$`)
+
+// passwordHash decodes a user's passwordHash. Its text is never part of a
+// message: a clear-text password given by mistake must not reach a log.
+func (d *decoder) passwordHash(v value) string {
+	s, ok := d.str(v, false)
+	if !ok {
+		return ""
+	}
+	if PasswordHashProblem(s) != "" {
+		d.add(Error, v.pos, v.path, PasswordHashProblem(s),
+			"hostprov never writes a clear-text password: make a hash with mkpasswd -m yescrypt (Debian's whois package) or openssl passwd -6, and give its output; \"!\" locks the password")
+		return ""
+	}
+	return s
+}
+
+// PasswordHashProblem says why s is not a password hash for the shadow
+// file, or returns "": a crypt(3) hash ("$y$...", "$6$...") or "!" or "*"
+// (no password works). The message never holds s.
+func PasswordHashProblem(s string) string {
+	switch {
+	case s == "!" || s == "*":
+		return ""
+	case s == "":
+		return "passwordHash is empty, which would let anyone log in without a password"
+	case !passwordHashRE.MatchString(s):
+		return "passwordHash is not a crypt(3) hash (such as $y$... or $6$...); it looks like a clear-text password, which is not shown here"
+	}
+	return ""
 }
 
 // account is where a user or group is first written, with its id.

@@ -208,6 +208,14 @@ func encodeStorage(n *yaml.Node, h *Hook) {
 			if len(u.Groups) > 0 {
 				yamlnode.Pairs(e, "groups", yamlnode.Words(u.Groups))
 			}
+			if len(u.SSHAuthorizedKeys) > 0 {
+				keys := &yaml.Node{Kind: yaml.SequenceNode}
+				for _, k := range u.SSHAuthorizedKeys {
+					keys.Content = append(keys.Content, yamlnode.Str(k))
+				}
+				yamlnode.Pairs(e, "sshAuthorizedKeys", keys)
+			}
+			optStr(e, "passwordHash", u.PasswordHash)
 			seq.Content = append(seq.Content, e)
 		}
 		yamlnode.Pairs(n, "users", seq)

@@ -186,7 +186,7 @@ func TestNoCreateHome(t *testing.T) {
 		{"false.ign", `{"ignition": {"version": "3.3.0"}, "passwd": {"users": [{"name": "a", "noCreateHome": false, "noUserGroup": false, "noLogInit": false}]}}`,
 			nil, ""},
 		{"true.ign", `{"ignition": {"version": "3.3.0"}, "passwd": {"users": [{"name": "a", "noCreateHome": true}]}}`,
-			[]string{"true.ign:1:87: warning: passwd.users[0].noCreateHome: kept out: noCreateHome of the user a: a hostprov user has name, uid, system, home, shell and groups"},
+			[]string{"true.ign:1:87: warning: passwd.users[0].noCreateHome: kept out: noCreateHome of the user a: a hostprov user has name, uid, system, home, shell, groups, sshAuthorizedKeys and passwordHash"},
 			"Ignition makes a home for every user it creates, system users too"},
 		{"false.cfg", "#cloud-config\nusers:\n  - name: a\n    no_create_home: false\n    lock_passwd: true\n", nil, ""},
 		{"true.cfg", "#cloud-config\nusers:\n  - name: a\n    no_create_home: true\n",

@@ -271,12 +271,9 @@ func (c *ccImporter) writeFiles(v *yaml.Node) {
 // userFieldHints say, for cloud-init user fields hostprov lacks, what
 // to do instead.
 var ccUserHints = map[string]string{
-	"ssh_authorized_keys": "put the keys in a file on the hook, such as /home/NAME/.ssh/authorized_keys, owned by the user",
-	"passwd":              "hostprov creates accounts without a password; set it with a command hook",
-	"hashed_passwd":       "hostprov creates accounts without a password; set it with a command hook",
-	"plain_text_passwd":   "hostprov creates accounts without a password; set it with a command hook",
+	"plain_text_passwd":   "hostprov writes no clear-text password: make a hash with mkpasswd -m yescrypt or openssl passwd -6, and give it as hashed_passwd",
 	"sudo":                "write a file under /etc/sudoers.d on the hook",
-	"lock_passwd":         "systemd-sysusers creates accounts with locked passwords",
+	"lock_passwd":         "hostprov's outputs lock a user's password unless the user has a passwordHash: give the hash as hashed_passwd",
 	"primary_group":       "systemd-sysusers gives every user a group of its name; add the user to the group with groups:",
 	"gecos":               "the comment of an account is not kept; set it with a command hook (usermod -c)",
 	"no_create_home":      "cloud-init makes no home for a system user: make the user system: true if it is one (the Ignition output makes a home all the same, and apply makes none)",
@@ -288,7 +285,7 @@ var ccUserDefaults = map[string]bool{"no_create_home": false, "lock_passwd": tru
 
 // yaml11Bool is a boolean as cloud-init's YAML (1.1) reads it.
 func yaml11Bool(n *yaml.Node) (v, ok bool) {
-	if n.Kind != yaml.ScalarNode || n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) != 0 {
+	if n == nil || n.Kind != yaml.ScalarNode || n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) != 0 {
 		return false, false
 	}
 	switch strings.ToLower(n.Value) {
@@ -340,6 +337,34 @@ func (c *ccImporter) users(v *yaml.Node) {
 				u.Home, _ = c.scalar(val, fp)
 			case "shell":
 				u.Shell, _ = c.scalar(val, fp)
+			case "ssh_authorized_keys":
+				if val.Kind != yaml.SequenceNode {
+					c.warn(val, fp, "kept out: ssh_authorized_keys of the user "+u.Name+" is not a list", "write it as a list of keys")
+					continue
+				}
+				for ki, key := range val.Content {
+					if problem := hooks.AuthorizedKeyProblem(key.Value); key.Kind != yaml.ScalarNode || problem != "" {
+						c.warn(key, fmt.Sprintf("%s[%d]", fp, ki), "kept out: a key of the user "+u.Name+": "+problem, "give the line of the key's .pub file")
+						continue
+					}
+					u.SSHAuthorizedKeys = append(u.SSHAuthorizedKeys, key.Value)
+				}
+			case "hashed_passwd", "passwd":
+				// passwd is cloud-init's older name of the hash.
+				s, ok := c.scalar(val, fp)
+				if !ok {
+					continue
+				}
+				if problem := hooks.PasswordHashProblem(s); problem != "" {
+					c.warn(val, fp, "kept out: the password of the user "+u.Name+": "+problem,
+						"make a hash with mkpasswd -m yescrypt or openssl passwd -6, and give it as hashed_passwd")
+					continue
+				}
+				u.PasswordHash = s
+				if b, ok := yaml11Bool(mapValue(item, "lock_passwd")); !ok || b {
+					c.warn(val, fp, "the password of the user "+u.Name+" is kept as passwordHash, which hostprov's outputs leave usable; cloud-init locks it, as lock_passwd is not false",
+						"write lock_passwd: false to log in with it, or leave the hash out")
+				}
 			case "groups":
 				switch val.Kind {
 				case yaml.ScalarNode:
@@ -354,6 +379,9 @@ func (c *ccImporter) users(v *yaml.Node) {
 					}
 				}
 			default:
+				if b, ok := yaml11Bool(val); k.Value == "lock_passwd" && ok && !b && (mapValue(item, "hashed_passwd") != nil || mapValue(item, "passwd") != nil) {
+					continue // the hash is the user's password: what hostprov's outputs write
+				}
 				if def, known := ccUserDefaults[k.Value]; known {
 					if b, ok := yaml11Bool(val); ok && b == def {
 						continue
@@ -361,7 +389,7 @@ func (c *ccImporter) users(v *yaml.Node) {
 				}
 				hint := ccUserHints[k.Value]
 				if hint == "" {
-					hint = "a hostprov user has name, uid, system, home, shell and groups"
+					hint = "a hostprov user has name, uid, system, home, shell, groups, sshAuthorizedKeys and passwordHash"
 				}
 				c.warn(k, fp, "kept out: "+k.Value+" of the user "+u.Name+" has no hostprov equivalent", hint)
 			}

@@ -679,6 +679,22 @@ func (im *ignImporter) passwd(pw types.Passwd) {
 		for _, g := range u.Groups {
 			hu.Groups = append(hu.Groups, string(g))
 		}
+		for k, key := range u.SSHAuthorizedKeys {
+			if problem := hooks.AuthorizedKeyProblem(string(key)); problem != "" {
+				im.warn(append(p, "sshAuthorizedKeys", k), "kept out: a key of the user "+u.Name+": "+problem,
+					"give the line of the key's .pub file")
+				continue
+			}
+			hu.SSHAuthorizedKeys = append(hu.SSHAuthorizedKeys, string(key))
+		}
+		if u.PasswordHash != nil {
+			if problem := hooks.PasswordHashProblem(*u.PasswordHash); problem != "" {
+				im.warn(append(p, "passwordHash"), "kept out: the password of the user "+u.Name+": "+problem,
+					"make a hash with mkpasswd -m yescrypt or openssl passwd -6, and give it as passwordHash")
+			} else {
+				hu.PasswordHash = *u.PasswordHash
+			}
+		}
 		ownGroup := groups[u.Name]
 		switch {
 		case ownGroup && u.PrimaryGroup == nil:
@@ -695,12 +711,10 @@ func (im *ignImporter) passwd(pw types.Passwd) {
 			"noCreateHome":      u.NoCreateHome != nil && *u.NoCreateHome,
 			"noLogInit":         u.NoLogInit != nil && *u.NoLogInit,
 			"noUserGroup":       u.NoUserGroup != nil && *u.NoUserGroup,
-			"passwordHash":      u.PasswordHash != nil,
 			"primaryGroup":      u.PrimaryGroup != nil,
-			"sshAuthorizedKeys": len(u.SSHAuthorizedKeys) > 0,
 		}
 		for _, k := range sortedTrue(unsupported) {
-			im.warn(append(p, k), "kept out: "+k+" of the user "+u.Name+": a hostprov user has name, uid, system, home, shell and groups",
+			im.warn(append(p, k), "kept out: "+k+" of the user "+u.Name+": a hostprov user has name, uid, system, home, shell, groups, sshAuthorizedKeys and passwordHash",
 				userHints[k])
 		}
 		h.Users = append(h.Users, hu)
@@ -737,9 +751,7 @@ var userHints = map[string]string{
 	"noCreateHome":      "Ignition makes a home for every user it creates, system users too (cloud-init none for a system: true user, apply none at all); remove it with a command hook if it must not exist",
 	"noLogInit":         "hostprov creates accounts with systemd-sysusers, which writes no lastlog",
 	"noUserGroup":       "systemd-sysusers gives every user a group of its name",
-	"passwordHash":      "hostprov creates accounts without a password: log in with keys (put them in a file on the hook) or set the password with a command hook",
 	"primaryGroup":      "systemd-sysusers gives every user a group of its name; add the user to the group with groups:",
-	"sshAuthorizedKeys": "put the keys in a file on the hook, such as /home/NAME/.ssh/authorized_keys or /etc/ssh/authorized_keys.d/NAME, owned by the user",
 }
 
 func sortedTrue(m map[string]bool) []string {

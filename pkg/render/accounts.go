@@ -23,13 +23,15 @@ type ignitionPasswdJSON struct {
 }
 
 type ignitionUserJSON struct {
-	Groups       []string `json:"groups,omitempty"`
-	HomeDir      *string  `json:"homeDir,omitempty"`
-	Name         string   `json:"name"`
-	PrimaryGroup *string  `json:"primaryGroup,omitempty"`
-	Shell        *string  `json:"shell,omitempty"`
-	System       *bool    `json:"system,omitempty"`
-	UID          *int     `json:"uid,omitempty"`
+	Groups            []string `json:"groups,omitempty"`
+	HomeDir           *string  `json:"homeDir,omitempty"`
+	Name              string   `json:"name"`
+	PasswordHash      *string  `json:"passwordHash,omitempty"`
+	PrimaryGroup      *string  `json:"primaryGroup,omitempty"`
+	Shell             *string  `json:"shell,omitempty"`
+	SSHAuthorizedKeys []string `json:"sshAuthorizedKeys,omitempty"`
+	System            *bool    `json:"system,omitempty"`
+	UID               *int     `json:"uid,omitempty"`
 }
 
 type ignitionGroupJSON struct {
@@ -85,7 +87,8 @@ func ignitionPasswd(st Storage) *ignitionPasswdJSON {
 	}
 	for _, u := range st.Users {
 		out.Users = append(out.Users, ignitionUserJSON{Groups: u.Groups, HomeDir: strPtr(u.Home), Name: u.Name,
-			PrimaryGroup: strPtr(st.PrimaryGroup(u)), Shell: strPtr(u.Shell), System: trueOrNil(u.System), UID: idPtr(u.UID)})
+			PasswordHash: strPtr(u.PasswordHash), PrimaryGroup: strPtr(st.PrimaryGroup(u)), Shell: strPtr(u.Shell),
+			SSHAuthorizedKeys: u.SSHAuthorizedKeys, System: trueOrNil(u.System), UID: idPtr(u.UID)})
 	}
 	return out
 }
@@ -101,6 +104,12 @@ func butanePasswd(st Storage) *yaml.Node {
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, u := range st.Users {
 			e := userYAML(st, u, "home_dir")
+			if len(u.SSHAuthorizedKeys) > 0 {
+				yamlnode.Pairs(e, "ssh_authorized_keys", strSeq(u.SSHAuthorizedKeys))
+			}
+			if u.PasswordHash != "" {
+				yamlnode.Pairs(e, "password_hash", yamlnode.Str(u.PasswordHash))
+			}
 			seq.Content = append(seq.Content, e)
 		}
 		yamlnode.Pairs(n, "users", seq)
@@ -155,6 +164,19 @@ func cloudInitAccounts(st Storage) (users, groups *yaml.Node, bootcmd [][]string
 		users.Content = append(users.Content, yamlnode.Str("default"))
 		for _, u := range st.Users {
 			e := userYAML(st, u, "homedir")
+			if len(u.SSHAuthorizedKeys) > 0 {
+				yamlnode.Pairs(e, "ssh_authorized_keys", strSeq(u.SSHAuthorizedKeys))
+			}
+			// cloud-init locks a user's password unless told not to
+			// (lock_passwd defaults to true), which would make a
+			// hash given here useless; "!" and "*" are locks already.
+			switch u.PasswordHash {
+			case "":
+			case "!", "*":
+				yamlnode.Pairs(e, "lock_passwd", yamlnode.Bool(true))
+			default:
+				yamlnode.Pairs(e, "hashed_passwd", yamlnode.Str(u.PasswordHash), "lock_passwd", yamlnode.Bool(false))
+			}
 			users.Content = append(users.Content, e)
 		}
 	}
@@ -195,6 +217,16 @@ func (s *Storage) AddAccounts(o Storage) hooks.Diagnostics {
 			continue
 		}
 		first := &s.Users[j]
+		// Keys and hashes are compared, but not shown: a key is long,
+		// and a hash is nothing to print.
+		if !slices.Equal(first.SSHAuthorizedKeys, u.SSHAuthorizedKeys) {
+			clash("user", u.Name, "sshAuthorizedKeys", fmt.Sprintf("(%d keys)", len(first.SSHAuthorizedKeys)), fmt.Sprintf("(%d other keys)", len(u.SSHAuthorizedKeys)), first.Pos, u.Pos)
+			continue
+		}
+		if first.PasswordHash != u.PasswordHash {
+			clash("user", u.Name, "passwordHash", "(one hash)", "(another hash)", first.Pos, u.Pos)
+			continue
+		}
 		if f := accountDiff(first.UID, u.UID, []string{strconv.FormatBool(first.System), first.Home, first.Shell, strings.Join(first.Groups, ",")},
 			[]string{strconv.FormatBool(u.System), u.Home, u.Shell, strings.Join(u.Groups, ",")}, "uid", "system", "home", "shell", "groups"); f != nil {
 			clash("user", u.Name, f[0], f[1], f[2], first.Pos, u.Pos)
@@ -238,6 +270,15 @@ func accountDiff(ida, idb *uint32, a, b []string, fields ...string) []string {
 		}
 	}
 	return nil
+}
+
+// strSeq is a YAML list of strings, one per item, in order.
+func strSeq(ss []string) *yaml.Node {
+	seq := &yaml.Node{Kind: yaml.SequenceNode}
+	for _, s := range ss {
+		seq.Content = append(seq.Content, yamlnode.Str(s))
+	}
+	return seq
 }
 
 // userYAML is a user of st as Butane's passwd and cloud-init's users

@@ -41,8 +41,11 @@ type User struct {
 	Home   string
 	Shell  string
 	Groups []string
-	Hook   int
-	Pos    hooks.Position
+	// SSHAuthorizedKeys and PasswordHash are hooks.User's.
+	SSHAuthorizedKeys []string
+	PasswordHash      string
+	Hook              int
+	Pos               hooks.Position
 }
 
 // Group is a rendered entry of a hook's groups.

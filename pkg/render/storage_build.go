@@ -116,7 +116,8 @@ func (b *builder) accounts(st *Storage) {
 			if u.Name == "" || b.refusedBelow(p) {
 				continue
 			}
-			ru := User{Name: u.Name, UID: u.UID, System: u.System, Home: u.Home, Shell: u.Shell, Groups: u.Groups, Hook: i, Pos: b.spec.Where(p)}
+			ru := User{Name: u.Name, UID: u.UID, System: u.System, Home: u.Home, Shell: u.Shell, Groups: u.Groups,
+				SSHAuthorizedKeys: u.SSHAuthorizedKeys, PasswordHash: u.PasswordHash, Hook: i, Pos: b.spec.Where(p)}
 			j, dup := users[u.Name]
 			if !dup {
 				users[u.Name] = len(st.Users)
@@ -132,6 +133,8 @@ func (b *builder) accounts(st *Storage) {
 				{"home", first.Home, ru.Home},
 				{"shell", first.Shell, ru.Shell},
 				{"groups", strings.Join(first.Groups, ","), strings.Join(ru.Groups, ",")},
+				{"sshAuthorizedKeys", strings.Join(first.SSHAuthorizedKeys, "\n"), strings.Join(ru.SSHAuthorizedKeys, "\n")},
+				{"passwordHash", first.PasswordHash, ru.PasswordHash},
 			} {
 				if d.a != d.b {
 					b.errorf(p, fmt.Sprintf("the first is on line %d: give both entries the same %s, or write the user once", first.Pos.Line, d.field),

@@ -232,6 +232,13 @@ type User struct {
 	// Groups are the user's supplementary groups.
 	// +listType=atomic
 	Groups []string `json:"groups,omitempty"`
+	// SSHAuthorizedKeys are the public keys that may log in as the user,
+	// each a line of an authorized_keys file.
+	// +listType=atomic
+	SSHAuthorizedKeys []string `json:"sshAuthorizedKeys,omitempty"`
+	// PasswordHash is the user's password as a crypt(3) hash, or "!" or
+	// "*" for none; never a clear-text password.
+	PasswordHash string `json:"passwordHash,omitempty"`
 }
 
 // Group is a group a hook needs, created when the node lacks it.
