@@ -272,6 +272,9 @@ func (p *planner) planAccounts(accounts []Account, acc *accounts) {
 			// idempotent, and a hash is never compared by printing it.
 			if cur, known := acc.shadow[a.Name]; !exists || !known || cur != a.PasswordHash {
 				ac.Password, ac.hash = "set", a.PasswordHash
+				if ac.Op == OpAdd {
+					ac.Reason += "; its password is set to the spec's hash"
+				}
 				if ac.Op == OpUnchanged {
 					ac.Op, ac.Reason = OpChange, "its password is set to the spec's hash"
 					if exists && !known {

@@ -49,6 +49,28 @@ func TestParseAccountsDiagnostics(t *testing.T) {
 		{"system not a boolean", svc + "  groups: [{name: a, system: yes}]\n",
 			[]want{{"6:30", "hooks[0].groups[0].system", "not a boolean", "", Error}}},
 
+		// Keys and password hashes.
+		{"keys and a hash", svc + "  users:\n    - name: a\n      sshAuthorizedKeys:\n        - ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl me@laptop\n" +
+			"        - 'from=\"10.0.0.0/8\",no-pty ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTY='\n" +
+			"      passwordHash: $y$j9T$F5Jx5fExrKuPp53xLKQ..1$X3DX6M94c7o.9agCG9G317fhZg9SqC.5i5rd.RhAtQ7\n" +
+			"    - {name: b, passwordHash: \"!\"}\n", nil},
+		{"not a key", svc + "  users: [{name: a, sshAuthorizedKeys: [hunter2]}]\n",
+			[]want{{"6:41", "hooks[0].users[0].sshAuthorizedKeys[0]", "this is not an SSH public key", "the line of the key's .pub file", Error}}},
+		{"a private key", svc + "  users: [{name: a, sshAuthorizedKeys: [\"-----BEGIN OPENSSH PRIVATE KEY-----\"]}]\n",
+			[]want{{"6:41", "hooks[0].users[0].sshAuthorizedKeys[0]", "this is a private key, not a public one", "never put a private key in a spec", Error}}},
+		{"a key without its blob", svc + "  users: [{name: a, sshAuthorizedKeys: [ssh-rsa]}]\n",
+			[]want{{"6:41", "hooks[0].users[0].sshAuthorizedKeys[0]", "the key's type ssh-rsa is not followed by its base64 blob", "", Error}}},
+		{"a key twice", svc + "  users: [{name: a, sshAuthorizedKeys: [ssh-rsa AAAA, ssh-rsa AAAA]}]\n",
+			[]want{{"6:55", "hooks[0].users[0].sshAuthorizedKeys[1]", "this key is listed twice", "", Error}}},
+		{"keys not a list", svc + "  users: [{name: a, sshAuthorizedKeys: ssh-rsa AAAA}]\n",
+			[]want{{"6:40", "hooks[0].users[0].sshAuthorizedKeys", "must be a list", "", Error}}},
+		{"a clear-text password", svc + "  users: [{name: a, passwordHash: Sommer2026}]\n",
+			[]want{{"6:35", "hooks[0].users[0].passwordHash", "it looks like a clear-text password, which is not shown here", "mkpasswd -m yescrypt", Error}}},
+		{"an empty password", svc + "  users: [{name: a, passwordHash: \"\"}]\n",
+			[]want{{"6:35", "hooks[0].users[0].passwordHash", "would let anyone log in without a password", "", Error}}},
+		{"a hash with a colon", svc + "  users: [{name: a, passwordHash: \"$6$salt$ab:cd\"}]\n",
+			[]want{{"6:35", "hooks[0].users[0].passwordHash", "is not a crypt(3) hash", "", Error}}},
+
 		// One name, two ids: reported at both entries, in any hooks.
 		{"user with two uids", svc + "  users: [{name: app, uid: 1500}]\n- name: b\n  users: [{name: app, uid: 1501}]\n",
 			[]want{
@@ -78,6 +100,19 @@ func TestAccountNameProblem(t *testing.T) {
 	for _, bad := range []string{"", "-a", "9a", "a b", "a:b", "a.b", "a$", "ä", strings.Repeat("x", 32)} {
 		if AccountNameProblem(bad) == "" {
 			t.Errorf("%q is valid, want a problem", bad)
+		}
+	}
+}
+
+// A password given in clear text by mistake is in no diagnostic.
+func TestClearTextPasswordNotShown(t *testing.T) {
+	_, diags := Parse("hooks.yaml", []byte(svc+"  users: [{name: a, passwordHash: Sommer2026}]\n"))
+	if !diags.HasErrors(false) {
+		t.Fatal("a clear-text password was accepted")
+	}
+	for _, d := range diags {
+		if strings.Contains(d.Message+d.Hint, "Sommer2026") {
+			t.Errorf("the password is in a diagnostic: %s", d.Message+" "+d.Hint)
 		}
 	}
 }

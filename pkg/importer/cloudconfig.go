@@ -271,12 +271,12 @@ func (c *ccImporter) writeFiles(v *yaml.Node) {
 // userFieldHints say, for cloud-init user fields hostprov lacks, what
 // to do instead.
 var ccUserHints = map[string]string{
-	"plain_text_passwd":   "hostprov writes no clear-text password: make a hash with mkpasswd -m yescrypt or openssl passwd -6, and give it as hashed_passwd",
-	"sudo":                "write a file under /etc/sudoers.d on the hook",
-	"lock_passwd":         "hostprov's outputs lock a user's password unless the user has a passwordHash: give the hash as hashed_passwd",
-	"primary_group":       "systemd-sysusers gives every user a group of its name; add the user to the group with groups:",
-	"gecos":               "the comment of an account is not kept; set it with a command hook (usermod -c)",
-	"no_create_home":      "cloud-init makes no home for a system user: make the user system: true if it is one (the Ignition output makes a home all the same, and apply makes none)",
+	"plain_text_passwd": "hostprov writes no clear-text password: make a hash with mkpasswd -m yescrypt or openssl passwd -6, and give it as hashed_passwd",
+	"sudo":              "write a file under /etc/sudoers.d on the hook",
+	"lock_passwd":       "hostprov's outputs lock a user's password unless the user has a passwordHash: give the hash as hashed_passwd",
+	"primary_group":     "systemd-sysusers gives every user a group of its name; add the user to the group with groups:",
+	"gecos":             "the comment of an account is not kept; set it with a command hook (usermod -c)",
+	"no_create_home":    "cloud-init makes no home for a system user: make the user system: true if it is one (the Ignition output makes a home all the same, and apply makes none)",
 }
 
 // ccUserDefaults are cloud-init user fields at the value every output

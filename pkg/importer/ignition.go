@@ -707,11 +707,11 @@ func (im *ignImporter) passwd(pw types.Passwd) {
 		// The no* fields false are what every output does: only true
 		// is lost.
 		unsupported := map[string]bool{
-			"gecos":             u.Gecos != nil,
-			"noCreateHome":      u.NoCreateHome != nil && *u.NoCreateHome,
-			"noLogInit":         u.NoLogInit != nil && *u.NoLogInit,
-			"noUserGroup":       u.NoUserGroup != nil && *u.NoUserGroup,
-			"primaryGroup":      u.PrimaryGroup != nil,
+			"gecos":        u.Gecos != nil,
+			"noCreateHome": u.NoCreateHome != nil && *u.NoCreateHome,
+			"noLogInit":    u.NoLogInit != nil && *u.NoLogInit,
+			"noUserGroup":  u.NoUserGroup != nil && *u.NoUserGroup,
+			"primaryGroup": u.PrimaryGroup != nil,
 		}
 		for _, k := range sortedTrue(unsupported) {
 			im.warn(append(p, k), "kept out: "+k+" of the user "+u.Name+": a hostprov user has name, uid, system, home, shell, groups, sshAuthorizedKeys and passwordHash",
@@ -747,11 +747,11 @@ func (im *ignImporter) passwd(pw types.Passwd) {
 }
 
 var userHints = map[string]string{
-	"gecos":             "the comment of an account is not kept; set it with a command hook (usermod -c) if it matters",
-	"noCreateHome":      "Ignition makes a home for every user it creates, system users too (cloud-init none for a system: true user, apply none at all); remove it with a command hook if it must not exist",
-	"noLogInit":         "hostprov creates accounts with systemd-sysusers, which writes no lastlog",
-	"noUserGroup":       "systemd-sysusers gives every user a group of its name",
-	"primaryGroup":      "systemd-sysusers gives every user a group of its name; add the user to the group with groups:",
+	"gecos":        "the comment of an account is not kept; set it with a command hook (usermod -c) if it matters",
+	"noCreateHome": "Ignition makes a home for every user it creates, system users too (cloud-init none for a system: true user, apply none at all); remove it with a command hook if it must not exist",
+	"noLogInit":    "hostprov creates accounts with systemd-sysusers, which writes no lastlog",
+	"noUserGroup":  "systemd-sysusers gives every user a group of its name",
+	"primaryGroup": "systemd-sysusers gives every user a group of its name; add the user to the group with groups:",
 }
 
 func sortedTrue(m map[string]bool) []string {
