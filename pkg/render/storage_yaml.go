@@ -1,6 +1,8 @@
 package render
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -149,10 +151,11 @@ func cloudInitStorage(st Storage) (files []*yaml.Node, cmds [][]string, err erro
 		if !byID {
 			n = yamlnode.Pairs(n, "owner", yamlnode.Str(f.User.String()+":"+f.Group.String()))
 		}
-		if utf8.Valid(f.Contents) {
+		switch enc, text := cloudInitEncoding(f.Contents); enc {
+		case "":
 			yamlnode.Pairs(n, "content", yamlText(f.Contents))
-		} else {
-			yamlnode.Pairs(n, "encoding", yamlnode.Str("b64"), "content", yamlnode.Str(base64.StdEncoding.EncodeToString(f.Contents)))
+		default:
+			yamlnode.Pairs(n, "encoding", yamlnode.Str(enc), "content", yamlnode.Str(text))
 		}
 		if !byID && (f.User.Name != "" || f.Group.Name != "") {
 			yamlnode.Pairs(n, "defer", yamlnode.Bool(true))
@@ -183,6 +186,36 @@ func cloudInitStorage(st Storage) (files []*yaml.Node, cmds [][]string, err erro
 		return nil, nil, diags
 	}
 	return files, cmds, nil
+}
+
+// cloudInitCompressMin is the size from which a file's contents are
+// written gzip-compressed (encoding: gz+b64) when that is shorter: the
+// user data of a cloud is small (16 KiB on EC2), and the Ignition output
+// compresses too. A smaller file stays text a person can read.
+const cloudInitCompressMin = 4096
+
+// cloudInitEncoding is how write_files carries contents: "" for the text
+// itself, "b64" for bytes that are not UTF-8 (YAML holds only Unicode
+// text), or "gz+b64" for a file of cloudInitCompressMin bytes or more whose
+// compressed base64 is shorter than the other; and the text to write.
+// gzip writes no name and no time, so the same bytes give the same text.
+func cloudInitEncoding(contents []byte) (encoding, text string) {
+	size := len(contents)
+	if !utf8.Valid(contents) {
+		encoding, text = "b64", base64.StdEncoding.EncodeToString(contents)
+		size = len(text)
+	}
+	if len(contents) < cloudInitCompressMin {
+		return encoding, text
+	}
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression) // a valid level: no error
+	zw.Write(contents)                                       // a bytes.Buffer does not fail
+	zw.Close()
+	if gz := base64.StdEncoding.EncodeToString(buf.Bytes()); len(gz) < size {
+		return "gz+b64", gz
+	}
+	return encoding, text
 }
 
 // cloudInitFetcher is where the cloud-init output writes downloadScript,
