@@ -1057,7 +1057,7 @@ func (p *planner) unit(u *render.Unit) (*StateUnit, error) {
 		}
 		switch {
 		case u.Enabled == nil:
-			if bodyChanged || unknown {
+			if (bodyChanged || unknown) && restartable(u.Name) {
 				up.act(ActTryRestart, run, orReason(unknown, "drop-ins changed"))
 			}
 		case *u.Enabled:
@@ -1089,6 +1089,7 @@ func (p *planner) unit(u *render.Unit) (*StateUnit, error) {
 		}
 		if retry && !up.starts() {
 			switch {
+			case u.Enabled == nil && !restartable(u.Name):
 			case u.Enabled == nil:
 				up.act(ActTryRestart, run, retryReason)
 			case *u.Enabled:
@@ -1109,6 +1110,12 @@ func (p *planner) unit(u *render.Unit) (*StateUnit, error) {
 // retryReason labels the start of a unit that failed to start at the last
 // apply, which finished: a result, not an interrupted apply.
 const retryReason = "retry: it failed to start at the last apply"
+
+// restartable reports whether a unit whose drop-ins changed can be
+// restarted for them to take effect: not a device, whose unit systemd
+// makes for a device the kernel has and refuses to start or restart; the
+// drop-in of a device (a hook's deviceTimeout) applies from the reload on.
+func restartable(name string) bool { return units.Type(name) != "device" }
 
 // starts reports whether the unit's plan starts or restarts it.
 func (up *unitPlan) starts() bool {
@@ -1209,7 +1216,7 @@ func (p *planner) remove(prev *StateUnit, why string) (*StateUnit, error) {
 		}
 		up.files = append(up.files, stamps...)
 	}
-	if !ownsUnitFile && !prev.Masked && dropins && changedDropins {
+	if !ownsUnitFile && !prev.Masked && dropins && changedDropins && restartable(prev.Name) {
 		up.act(ActTryRestart, prev.Name, "drop-ins removed")
 	}
 	p.add(up, "remove", prev.Hook)

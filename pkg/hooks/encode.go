@@ -123,6 +123,7 @@ func encodeHook(h *Hook) *yaml.Node {
 		yamlnode.Pairs(n, "steps", steps)
 	}
 	optStr(n, "when", h.When)
+	optStr(n, "deviceTimeout", h.DeviceTimeout)
 	if len(h.Directives) > 0 {
 		ds := &yaml.Node{Kind: yaml.MappingNode}
 		for _, sec := range sortedKeys(h.Directives) {

@@ -33,6 +33,7 @@ func TestEncodeRoundTrip(t *testing.T) {
 			Manifest: "[Service]\nExecStart=/bin/true\n\n[Install]\nWantedBy=multi-user.target\n"},
 		{Name: "noeol.service", UseRawName: true, UseRawManifest: true, Manifest: "[Service]\nExecStart=/bin/true"},
 		{Name: "m.timer", Mask: true},
+		{Name: "mnt-lun.mount", Manifest: "What=/dev/sdb\nWhere=/mnt/lun", DeviceTimeout: "10min"},
 		{Name: "getty@tty1.service", UseRawName: true, Dropins: []hooks.Dropin{{Name: "a.conf", Contents: "[Service]\nTTYVTDisallocate=no\n"}}},
 		{Name: "files",
 			Files: []hooks.File{

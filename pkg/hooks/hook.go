@@ -18,6 +18,7 @@ var hookFields = []string{
 	"type", "exec", "pre", "expandEnv", "specifiers", "remainAfterExit", "env", "environmentFile", "workingDirectory",
 	"user", "group", "restart", "restartSec", "timeoutStartSec", "timeoutStopSec",
 	"stateDirectory", "logsDirectory", "configurationDirectory", "steps", "when",
+	"deviceTimeout",
 	"directives", "dropins", "files", "directories", "links", "users", "groups",
 }
 
@@ -50,6 +51,10 @@ var stepNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 // bodyFields are what a unit runs or is made of; a masked unit has no use
 // for them.
 var bodyFields = []string{"manifest", "exec", "pre", "steps", "directives"}
+
+// deviceTimeoutTypes are the unit types whose What= can be a device that
+// systemd waits for.
+var deviceTimeoutTypes = []string{"mount", "swap"}
 
 var dropinFields = []string{"name", "contents"}
 
@@ -174,6 +179,8 @@ func (d *decoder) hook(v value) (Hook, bool) {
 		case "when":
 			h.When, _ = d.str(e.value, false)
 			d.oneOf(e.value, h.When, whenValues, "when value")
+		case "deviceTimeout":
+			h.DeviceTimeout = d.timeSpan(e.value)
 		case "directives":
 			h.Directives = d.directives(e.value)
 		case "dropins":
@@ -323,6 +330,10 @@ func (d *decoder) checkHook(v value, h *Hook, st hookState) {
 				"or set mask: true to mask the unit, or enabled: to enable or disable it as it is")
 	}
 
+	if present("deviceTimeout") {
+		d.checkDeviceTimeout(h, where)
+	}
+
 	// A raw manifest already reports each of these fields; saying it
 	// twice would not help.
 	if typ := unitType(h.Name); typ != "" && !h.UseRawManifest {
@@ -333,6 +344,28 @@ func (d *decoder) checkHook(v value, h *Hook, st hookState) {
 					fmt.Sprintf("move %s to a .service hook, or write the %s's own settings under directives", f, typ))
 			}
 		}
+	}
+}
+
+// checkDeviceTimeout refuses deviceTimeout where there is no device to
+// wait for: on a unit that is neither a .mount nor a .swap, and on a
+// masked one, which never waits. That What= names a device under /dev is
+// checked by package render, which reads the unit.
+func (d *decoder) checkDeviceTimeout(h *Hook, where func(string) (Position, string)) {
+	typ := unitType(h.Name)
+	switch {
+	case h.Name == "":
+	case !contains(deviceTimeoutTypes, typ):
+		if typ == "" {
+			typ = "service"
+		}
+		pos, p := where("deviceTimeout")
+		d.add(Error, pos, p, fmt.Sprintf("deviceTimeout is only for .mount and .swap hooks; %s is a %s", h.Name, typ),
+			"put deviceTimeout on the .mount or .swap hook of the device, or drop it")
+	case h.Mask:
+		pos, p := where("deviceTimeout")
+		d.add(Error, pos, p, "a masked unit never waits for its device, so deviceTimeout is never used",
+			"drop mask: true to mount the device, or drop deviceTimeout")
 	}
 }
 

@@ -161,6 +161,18 @@ func TestParseDiagnostics(t *testing.T) {
 			{"8:20", "hooks[0].timeoutStartSec", `"" is not a systemd time span`, "number of seconds", Error},
 		}},
 
+		// deviceTimeout: a time span, only on a .mount or .swap that is not masked.
+		{"device timeout", header + "- name: mnt-lun.mount\n  deviceTimeout: 10min\n  manifest: |\n    What=/dev/sdb\n    Where=/mnt/lun\n", nil},
+		{"device timeout of a swap", header + "- name: dev-sdc.swap\n  deviceTimeout: infinity\n  manifest: What=/dev/sdc\n", nil},
+		{"device timeout not a span", header + "- name: mnt-lun.mount\n  deviceTimeout: 10 minutes later\n  manifest: What=/dev/sdb\n",
+			[]want{{"5:18", "hooks[0].deviceTimeout", `deviceTimeout: "10 minutes later" is not a systemd time span`, `"1min 30s"`, Error}}},
+		{"device timeout of a service", header + "- name: a\n  exec: [/bin/true]\n  deviceTimeout: 5min\n",
+			[]want{{"6:18", "hooks[0].deviceTimeout", "deviceTimeout is only for .mount and .swap hooks; a is a service", "on the .mount or .swap hook", Error}}},
+		{"device timeout of a timer", header + "- name: a.timer\n  manifest: OnBootSec=1min\n  deviceTimeout: 5min\n",
+			[]want{{"6:18", "hooks[0].deviceTimeout", "a.timer is a timer", "or drop it", Error}}},
+		{"device timeout of a mask", header + "- name: mnt-lun.mount\n  mask: true\n  deviceTimeout: 5min\n",
+			[]want{{"6:18", "hooks[0].deviceTimeout", "a masked unit never waits for its device", "drop mask: true", Error}}},
+
 		// env.
 		{"env name", header + "- name: a\n  exec: [/bin/true]\n  env: {1A: x, B-C: y, _ok: z}\n", []want{
 			{"6:9", "hooks[0].env.1A", `"1A" is not a valid environment variable name`, "starts with a letter or _", Error},

@@ -130,6 +130,13 @@ type Hook struct {
 	// WhenNever. Empty means WhenOnce.
 	When string
 
+	// DeviceTimeout is how long systemd waits for the device of a .mount
+	// or .swap hook (its What=, under /dev) to appear: rendered as a
+	// JobRunningTimeoutSec= drop-in for that .device unit, as fstab's
+	// x-systemd.device-timeout= is. Without it systemd waits 90 s, too
+	// short for a device that a first-boot hook creates on a slow machine.
+	DeviceTimeout string
+
 	// Directives are extra Key=Value entries per section ("Unit",
 	// "Service", "Install", ...), kept in the order written.
 	Directives map[string][]string

@@ -50,6 +50,10 @@ var (
 	// ErrKopsTemplate: nodeup restarts every hook's unit by its name, and
 	// a template cannot be started without an instance.
 	ErrKopsTemplate = errors.New("kops cannot install a template unit: nodeup runs systemctl restart on every hook's unit name, and a template cannot be started without an instance, so nodeup would fail")
+	// ErrKopsDeviceTimeout: a hook's deviceTimeout is a drop-in for the
+	// device unit of its mount or swap, which kops cannot write (see
+	// ErrKopsDropin).
+	ErrKopsDeviceTimeout = errors.New("kops cannot carry deviceTimeout: it is a drop-in for the device's unit, and a kops hook cannot write drop-ins")
 	// ErrKopsExisting: a kops hook without a manifest is refused by kops.
 	ErrKopsExisting = errors.New("kops cannot enable a unit it does not write: kops refuses a hook without manifest or execContainer")
 )
@@ -147,6 +151,12 @@ func KopsHooks(us []Unit) ([]KopsHook, error) {
 	}
 	var out []KopsHook
 	for _, u := range us {
+		if u.DeviceOf != "" {
+			probs = append(probs, KopsProblem{Unit: u.DeviceOf, Hook: u.Hook, Pos: u.Pos,
+				Err:  fmt.Errorf("%w (%s.d/%s)", ErrKopsDeviceTimeout, u.Name, DeviceTimeoutDropin),
+				Hint: "drop deviceTimeout (systemd then waits 90 s for the device), or render the spec with --format ignition or cloud-init"})
+			continue
+		}
 		if u.Mask {
 			refuse(u, ErrKopsMask, "remove the hook, or render it with --format ignition or cloud-init")
 			continue

@@ -36,11 +36,15 @@ func parseKops(t *testing.T, out []byte) []kopsHook {
 }
 
 // kopsReasons are the documented reasons for kops to refuse a unit.
-var kopsReasons = []error{render.ErrKopsMask, render.ErrKopsDropin, render.ErrKopsDisabledUnit, render.ErrKopsTemplate, render.ErrKopsExisting}
+var kopsReasons = []error{render.ErrKopsMask, render.ErrKopsDropin, render.ErrKopsDisabledUnit, render.ErrKopsTemplate, render.ErrKopsExisting, render.ErrKopsDeviceTimeout}
 
 // kopsRefusals lists, for the golden specs that kops cannot express, each
 // unit and why.
 var kopsRefusals = map[string]map[string]error{
+	"device-timeout": {
+		"mnt-lun.mount":                      render.ErrKopsDeviceTimeout,
+		`dev-disk-by\x2dpartlabel-swap.swap`: render.ErrKopsDeviceTimeout,
+	},
 	"dropins": {
 		"docker.service":            render.ErrKopsDropin,
 		"update-engine.service":     render.ErrKopsMask,

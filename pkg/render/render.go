@@ -42,6 +42,10 @@ type Unit struct {
 	// messages about the unit that arise after rendering, such as what an
 	// output cannot carry; zero when it is not known.
 	Pos hooks.Position
+	// DeviceOf is, for the device unit that carries a hook's
+	// deviceTimeout (a drop-in only), the .mount or .swap unit of that
+	// hook; Pos is then where deviceTimeout is written.
+	DeviceOf string
 }
 
 // Dropin is a drop-in file, written as NAME.d/Name.
@@ -101,8 +105,12 @@ func (b *builder) units() []Unit {
 	for i := range b.spec.Hooks {
 		if u, ok := b.hook(i); ok {
 			out = append(out, u)
+			if dev, ok := b.deviceTimeout(i, u); ok {
+				out = append(out, dev)
+			}
 		}
 	}
+	b.checkDeviceWaits()
 	return out
 }
 
@@ -124,6 +132,9 @@ type builder struct {
 	// examined counts the refused paths looked at to answer refusedIn,
 	// for the test that holds it to one per hook.
 	examined int
+	// mounts holds, by hook index, what deviceTimeout and
+	// checkDeviceWaits need of the .mount and .swap units.
+	mounts map[int]mountInfo
 }
 
 // report records a problem, unless the parser refused the value at path
@@ -225,6 +236,7 @@ func (b *builder) hook(i int) (Unit, bool) {
 		if file != nil {
 			u.Contents = units.NormalizeRaw([]byte(h.Manifest))
 			b.checkFile(p, name, file, entryPlaces{path: mp})
+			b.recordMount(i, name, file)
 		}
 	case h.Generated():
 		var g *gen
@@ -232,6 +244,7 @@ func (b *builder) hook(i int) (Unit, bool) {
 		if file != nil {
 			u.Contents = file.Canonical()
 			b.checkFile(p, name, file, entryPlaces{g: g})
+			b.recordMount(i, name, file)
 		}
 	}
 	if u.Contents != nil || h.Enabled != nil {

@@ -81,6 +81,8 @@ var escapePaths = []string{
 	"/mnt/my disk", "/a-b", "/a--b", "/-", "/.dot", "/a/.hidden", "/ä", "/x\\y", "/a:b_c.d", "/tab\there",
 	"/dev/disk/by-partlabel/var", "/dev/disk/by-uuid/0b5c-4f1e", "/srv/%i", "/a$b", "/a'b\"c", "/a@b",
 	"/a+b", "/a=b", "/a,b", "/a~b", "/a.b.", "/.", "/a/.", "/a/b/c/d/e/f", "/ü/ß", "/a*b?[c]", "foo/bar", "./foo",
+	// Devices that a deviceTimeout names the unit of: an iSCSI LUN by path.
+	"/dev/disk/by-path/ip-10.0.0.1:3260-iscsi-iqn.2024-01.test:lun-lun-1", "/dev//disk/by-id/./wwn-0x5000c500a1b2c3d4",
 }
 
 func TestEscapePathSystemd(t *testing.T) {

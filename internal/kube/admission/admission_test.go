@@ -152,9 +152,17 @@ func TestWebhook(t *testing.T) {
 	ok := hostHooks("iscsi",
 		v1alpha1.Hook{Name: "install-iscsi", Steps: []v1alpha1.Step{{Name: "install", Run: []string{"/usr/bin/apt-get", "install", "-y", "open-iscsi"}}}},
 		v1alpha1.Hook{Name: "tuned", Exec: []string{"/usr/sbin/tuned"}, Directives: map[string][]string{"Service": {"NoSuchKey=1"}}},
+		v1alpha1.Hook{Name: "mnt-lun.mount", DeviceTimeout: "10min", Manifest: "What=/dev/disk/by-label/lun\nWhere=/mnt/lun\n"},
 	)
 	if err := cl.Create(ctx, ok); err != nil {
 		t.Fatalf("a valid HostHooks refused: %v", err)
+	}
+	var stored v1alpha1.HostHooks
+	if err := cl.Get(ctx, client.ObjectKeyFromObject(ok), &stored); err != nil {
+		t.Fatal(err)
+	}
+	if got := stored.Spec.Hooks[2].DeviceTimeout; got != "10min" {
+		t.Errorf("stored deviceTimeout %q, want 10min: the CRD lacks the field", got)
 	}
 	const warning = "spec.hooks[1].directives.Service[0]: systemd does not know NoSuchKey= in [Service] and ignores it"
 	if got := warned.take(); !slices.Contains(got, warning) {
@@ -166,12 +174,14 @@ func TestWebhook(t *testing.T) {
 		v1alpha1.Hook{Name: "both", Exec: []string{"/bin/true"}, Steps: []v1alpha1.Step{{Name: "s", Run: []string{"/bin/true"}}}},
 		v1alpha1.Hook{Name: "empty-step", Steps: []v1alpha1.Step{{Name: "nothing"}}},
 		v1alpha1.Hook{Name: "a/b", Exec: []string{"/bin/true"}},
+		v1alpha1.Hook{Name: "swapfile.swap", DeviceTimeout: "1min", Manifest: "What=/swapfile\n"},
 	)
 	err = cl.Create(ctx, bad)
 	want := map[string]string{
-		"spec.hooks[1].exec":     "exec is not used with steps (hint: steps are the hook's commands",
-		"spec.hooks[2].steps[0]": "the step has neither run nor sh (hint: add run:",
-		"spec.hooks[3].name":     `hook name "a/b" looks like a path (hint: a hook name is a unit name`,
+		"spec.hooks[4].deviceTimeout": "What=/swapfile is not a device under /dev",
+		"spec.hooks[1].exec":          "exec is not used with steps (hint: steps are the hook's commands",
+		"spec.hooks[2].steps[0]":      "the step has neither run nor sh (hint: add run:",
+		"spec.hooks[3].name":          `hook name "a/b" looks like a path (hint: a hook name is a unit name`,
 	}
 	checkInvalid(t, err, want)
 

@@ -145,6 +145,10 @@ type Hook struct {
 	// +kubebuilder:validation:Enum=Once;Always;Never
 	When string `json:"when,omitempty"`
 
+	// DeviceTimeout is how long systemd waits for the device of a .mount
+	// or .swap hook (a systemd time span such as "10min"); without it, 90 s.
+	DeviceTimeout string `json:"deviceTimeout,omitempty"`
+
 	Directives map[string][]string `json:"directives,omitempty"`
 	// +listType=atomic
 	Dropins []Dropin `json:"dropins,omitempty"`
