@@ -47,6 +47,15 @@ type HostHooksSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	PruneTimeoutSeconds *int32 `json:"pruneTimeoutSeconds,omitempty"`
+	// Retry is a counter to increase (hostprov retry does) to start
+	// again the hooks whose start failed, on every node that is approved
+	// for the current hooks, applied them and failed: once per change
+	// its agent sees, however large. It is not part of the hooks' hash:
+	// nothing rolls out, and nodes that succeeded, or have not applied
+	// the current hooks yet, are left as they are. Default 0.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Retry int32 `json:"retry,omitempty"`
 	// Hooks is exactly a hook spec's hooks list: the same fields (but a
 	// file's local:, as File says), checked by the same validation (at
 	// admission), rendered to the same units, files and accounts.
@@ -430,6 +439,11 @@ type NodeHooksStatus struct {
 	// +listType=atomic
 	// +optional
 	Hooks []HookResult `json:"hooks,omitempty"`
+	// Retry is the HostHooks' spec.retry when the agent last applied
+	// the hooks of appliedHash, or started their failed hooks again: a
+	// spec.retry that differs is a retry the node has yet to carry out.
+	// +optional
+	Retry int32 `json:"retry,omitempty"`
 }
 
 // HookResult is one hook's unit on the node.
