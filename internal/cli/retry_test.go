@@ -15,12 +15,15 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hostprov/hostprov/internal/deploytest"
 	"github.com/hostprov/hostprov/internal/kube"
 	"github.com/hostprov/hostprov/internal/kube/agent"
 	"github.com/hostprov/hostprov/internal/kube/controller"
@@ -184,6 +187,49 @@ func TestRetryCommand(t *testing.T) {
 	}
 	if n1, n2 := starts("n1"), starts("n2"); n1 != 2 || n2 != 1 {
 		t.Errorf("a retry with no failed node started %s: %d times on n1, %d on n2 in all", unit, n1, n2)
+	}
+
+	// The roles of deploy/rbac-users.yaml: the author's lets retry
+	// through, the viewer's is refused with the role that would do.
+	_, objs, err := deploytest.Load("../../deploy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.File != "rbac-users.yaml" {
+			continue
+		}
+		o.Obj.SetManagedFields(nil)
+		if err := cl.Patch(ctx, o.Obj, client.Apply, client.FieldOwner("test"), client.ForceOwnership); err != nil {
+			t.Fatalf("applying %s: %v", o, err)
+		}
+	}
+	as := func(user, role string) *rest.Config {
+		if err := cl.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "test-" + user},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}}); err != nil {
+			t.Fatal(err)
+		}
+		cfg := c.Config()
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+		return cfg
+	}
+	author, viewer := as("alice", "hostprov-hosthooks-author"), as("bob", "hostprov-hosthooks-viewer")
+	// RBAC takes a moment to see a new binding.
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		res, err := retryHostHooks(ctx, author, hh.Name)
+		if err != nil && strings.Contains(err.Error(), "forbidden") {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		return res.Retry == 3, nil
+	}); err != nil {
+		t.Errorf("hostprov retry as hostprov-hosthooks-author: %v", err)
+	}
+	if _, err := retryHostHooks(ctx, viewer, hh.Name); err == nil || !strings.Contains(err.Error(), "hostprov-hosthooks-author") {
+		t.Errorf("hostprov retry as hostprov-hosthooks-viewer: %v; want refused, naming the role that may", err)
 	}
 
 	// Problems, said as such.
