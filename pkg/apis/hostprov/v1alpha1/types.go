@@ -82,7 +82,8 @@ type Rollout struct {
 	Pause bool `json:"pause,omitempty"`
 	// FailureThreshold is how many nodes may fail the current hooks before
 	// the rollout stops: with more failed nodes than this, no further
-	// node is approved until the hooks change. Default 0: the first
+	// node is approved until the hooks change, or until a retry
+	// (spec.retry) makes enough of them succeed. Default 0: the first
 	// failure stops it.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
