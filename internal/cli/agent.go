@@ -53,7 +53,8 @@ reported when it ends. It watches the API server and never polls it: an idle age
 sends nothing.
 
 A hook whose start failed is not started again for the same hooks: a change of the
-hooks runs it again (or clearing the NodeHooks' status.appliedHash). A restarted
+hooks runs it again, and so does a change of the HostHooks' spec.retry (hostprov
+retry), once: the NodeHooks' status.retry records the retry carried out. A restarted
 agent plans no changes where its predecessor applied, and runs nothing again.
 
 It reaches the API server in the cluster as its service account, or with

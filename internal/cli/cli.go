@@ -101,7 +101,8 @@ const kubeHelp = `
 
 On Kubernetes (the container image's hostprov):
   hostprov agent                   # DaemonSet: apply the HostHooks that select this node
-  hostprov controller              # roll HostHooks out and sum up their NodeHooks`
+  hostprov controller              # roll HostHooks out and sum up their NodeHooks
+  hostprov retry HOSTHOOKS         # start again the hooks that failed on its nodes`
 
 func newRoot() *cobra.Command {
 	kube := nodeHelp

@@ -2,7 +2,11 @@
 
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
 
 // kubeBuild says whether this build has the Kubernetes commands.
 //
@@ -19,11 +23,15 @@ const kubeBuild = false
 // agent and the controller are, hidden from the help.
 func kubeCommands() []*cobra.Command {
 	var cs []*cobra.Command
-	for _, name := range []string{"agent", "controller"} {
+	for _, name := range []string{"agent", "controller", "retry"} {
 		cs = append(cs, &cobra.Command{
 			Use: name, Hidden: true, DisableFlagParsing: true,
 			RunE: func(*cobra.Command, []string) error {
-				return invalid("hostprov %s runs in hostprov's container image (make image, or go build -tags kube); this build leaves the Kubernetes commands out, to start fast on a node", name)
+				msg := fmt.Sprintf("hostprov %s runs in hostprov's container image (make image, or go build -tags kube); this build leaves the Kubernetes commands out, to start fast on a node", name)
+				if name == "retry" {
+					msg += `; or increase the HostHooks' spec.retry with kubectl: kubectl patch hosthooks NAME --type merge -p '{"spec":{"retry":N}}', N its value plus one`
+				}
+				return invalid("%s", msg)
 			},
 		})
 	}

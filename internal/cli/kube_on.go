@@ -8,4 +8,6 @@ import "github.com/spf13/cobra"
 // container image's does (go build -tags kube; see kube_off.go).
 const kubeBuild = true
 
-func kubeCommands() []*cobra.Command { return []*cobra.Command{newAgent(), newController()} }
+func kubeCommands() []*cobra.Command {
+	return []*cobra.Command{newAgent(), newController(), newRetry()}
+}

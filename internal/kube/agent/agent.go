@@ -589,10 +589,17 @@ func (a *Agent) writeApplying(ctx context.Context, v *view, names []string) {
 			continue
 		}
 		st := *nh.Status.DeepCopy() // as the agent knows it
-		if st.Phase == v1alpha1.NodeApplying {
+		// The retry this apply carries out (see status) is recorded
+		// before its starts: an agent that stops during them does
+		// not run the failed hooks once more when it comes back.
+		retry := st.Retry
+		if hh := v.hostHooks[name]; hh != nil {
+			retry = hh.Spec.Retry
+		}
+		if st.Phase == v1alpha1.NodeApplying && st.Retry == retry {
 			continue
 		}
-		st.Phase, st.Message = v1alpha1.NodeApplying, ""
+		st.Phase, st.Message, st.Retry = v1alpha1.NodeApplying, "", retry
 		if err := a.writeStatus(ctx, nh, st); err != nil {
 			a.cfg.Log.Warn("could not say the node is applying", "nodehooks", nh.Name, "error", err)
 		}

@@ -56,7 +56,8 @@ const (
 	// failedKept: approved for hooks this node applied already and whose
 	// start failed; left as it is, so that no event (another HostHooks,
 	// a label, the agent's own restart) runs the failed hook again. New
-	// hooks run it again.
+	// hooks run it again, and so does a spec.retry other than the one
+	// the NodeHooks' status records (see retryDue).
 	failedKept
 )
 
@@ -70,6 +71,10 @@ type outcome struct {
 	message string
 	// changed is set when the sync changed the set's units.
 	changed bool
+	// retry is the HostHooks' spec.retry, for an applied, invalid or
+	// kept set: the NodeHooks' status records it when the set's units
+	// change or its hash does.
+	retry int32
 }
 
 // built is a HostHooks' spec set as kube.Build made it, kept while its
@@ -166,12 +171,15 @@ func (n *node) decide(v *view, st *apply.State) ([]apply.SpecSet, map[string]*ou
 		b := n.build(hh, hash)
 		switch {
 		case len(b.errs) > 0:
-			out[name] = &outcome{action: invalid, hash: hash,
+			out[name] = &outcome{action: invalid, hash: hash, retry: hh.Spec.Retry,
 				message: "the hooks are invalid, so they were not applied: " + strings.Join(b.errs, "; ")}
-		case nh.Status.AppliedHash == hash && failedIn(st, b.set.Name):
-			out[name] = &outcome{action: failedKept, hash: hash}
+		case nh.Status.AppliedHash == hash && failedIn(st, b.set.Name) && !retryDue(nh, hh):
+			out[name] = &outcome{action: failedKept, hash: hash, retry: hh.Spec.Retry}
 		default:
-			out[name] = &outcome{action: applySet, hash: hash}
+			// A retry that is due is an apply of the same hooks:
+			// the plan starts again only the units whose start
+			// failed (the state marks them), and nothing else.
+			out[name] = &outcome{action: applySet, hash: hash, retry: hh.Spec.Retry}
 			sets = append(sets, b.set)
 		}
 	}
@@ -208,6 +216,17 @@ func (n *node) decide(v *view, st *apply.State) ([]apply.SpecSet, map[string]*ou
 		}
 	}
 	return sets, out
+}
+
+// retryDue reports whether the node has yet to carry out the HostHooks'
+// spec.retry: its NodeHooks' status (as the agent knows it, its own last
+// write included: see Agent.known) records another. Any change counts, not
+// only an increase, so that a spec.retry set back (a restore, an edit by
+// hand) does not silence the increases after it. The status records
+// spec.retry whenever the agent applies new hooks, so a retry asked for
+// before the node had the current hooks runs nothing more.
+func retryDue(nh *v1alpha1.NodeHooks, hh *v1alpha1.HostHooks) bool {
+	return nh.Status.Retry != hh.Spec.Retry
 }
 
 // failedIn reports whether a unit of the set failed to start at the last
@@ -593,7 +612,7 @@ func status(nh *v1alpha1.NodeHooks, hh *v1alpha1.HostHooks, o *outcome, reports 
 	if o == nil {
 		o = &outcome{action: prune}
 	}
-	st := v1alpha1.NodeHooksStatus{AppliedHash: old.AppliedHash, Message: o.message}
+	st := v1alpha1.NodeHooksStatus{AppliedHash: old.AppliedHash, Message: o.message, Retry: old.Retry}
 	switch o.action {
 	case prune:
 		if len(units) == 0 {
@@ -606,6 +625,13 @@ func status(nh *v1alpha1.NodeHooks, hh *v1alpha1.HostHooks, o *outcome, reports 
 		}
 	case applySet, invalid, failedKept:
 		st.AppliedHash = o.hash
+		// The retry the node carried out: recorded with the
+		// apply that changed its units (a retry starts the failed
+		// ones) or its hooks, and only then, so that a retry
+		// writes nothing on the nodes it leaves alone.
+		if o.changed || o.hash != old.AppliedHash {
+			st.Retry = o.retry
+		}
 	case leave:
 		if len(units) == 0 {
 			st.Phase = v1alpha1.NodePending

@@ -332,6 +332,90 @@ func TestFailedStartReportedNotRetried(t *testing.T) {
 	}
 }
 
+// A change of the HostHooks' spec.retry starts again, once, the hook
+// whose start failed, and only it; the status records the retry carried
+// out, so that the syncs after it (another event, a restarted agent) run
+// nothing. A node that succeeded is left alone by a retry, status and
+// all, and a retry asked for before the node had the current hooks runs
+// nothing more than their first apply.
+func TestFailedStartRetriedOncePerRetry(t *testing.T) {
+	f := newFakeNode(t)
+	hh := hostHooks("a", nil, service("a-svc"), service("a-other"))
+	nh := nodeHooks(hh, true)
+	u, other := unitOf(t, hh, 0), unitOf(t, hh, 1)
+	f.sd.FailOn("start", u, errStart)
+	starts := func(unit string) int {
+		n := 0
+		for _, c := range f.sd.Calls() {
+			if (c.Method == "start" || c.Method == "restart") && slices.Contains(c.Units, unit) {
+				n++
+			}
+		}
+		return n
+	}
+	sync := func(labels labels.Set) v1alpha1.NodeHooksStatus {
+		f.sd.Reset()
+		return f.sync(f.view(labels, []*v1alpha1.HostHooks{hh}, []*v1alpha1.NodeHooks{nh}))["a"]
+	}
+	if got := sync(labels.Set{}); got.Phase != v1alpha1.NodeFailed || got.Retry != 0 {
+		t.Fatalf("status %+v; want Failed, retry 0", got)
+	}
+
+	hh.Spec.Retry = 1
+	got := sync(labels.Set{})
+	if n := starts(u); n != 1 || starts(other) != 0 {
+		t.Errorf("retry 1: %s started %d times, %s %d; want once and never: calls %q", u, n, other, starts(other), f.sd.Log())
+	}
+	if got.Phase != v1alpha1.NodeFailed || got.Retry != 1 || got.AppliedHash != nh.Spec.HooksHash {
+		t.Errorf("retry 1, failed again: status %+v; want Failed at the hash, retry 1", got)
+	}
+	for _, ls := range []labels.Set{{"x": "y"}, {}} {
+		sync(ls)
+		if n := starts(u); n != 0 {
+			t.Errorf("a sync after retry 1 was carried out started %s %d times: calls %q", u, n, f.sd.Log())
+		}
+	}
+
+	// Set back: a change, so the next increase is not lost under it.
+	f.sd.FailOn("start", u, nil)
+	hh.Spec.Retry = 0
+	got = sync(labels.Set{})
+	if n := starts(u); n != 1 || got.Phase != v1alpha1.NodeSucceeded || got.Retry != 0 {
+		t.Errorf("retry set back to 0: %s started %d times, status %+v; want once, Succeeded, retry 0", u, n, got)
+	}
+	if starts(other) != 0 {
+		t.Errorf("%s, which succeeded, was started again: calls %q", other, f.sd.Log())
+	}
+
+	// Succeeded: a retry changes nothing on the node, nor its status.
+	hh.Spec.Retry = 7
+	before := nh.Status
+	got = sync(labels.Set{})
+	if n := starts(u) + starts(other); n != 0 {
+		t.Errorf("a retry on a node that succeeded started units: calls %q", f.sd.Log())
+	}
+	if !statusEqual(got, before) || got.Retry != before.Retry {
+		t.Errorf("a retry on a node that succeeded changed its status: %+v, was %+v", got, before)
+	}
+
+	// New hooks, approved while spec.retry is 7: their first apply
+	// records it, and a failure of it waits for the next change.
+	fresh := hostHooks("a", nil, service("a-svc"), service("a-other"), service("a-third"))
+	fresh.Spec.Retry = 7
+	third := unitOf(t, fresh, 2)
+	f.sd.FailOn("start", third, errStart)
+	hh = fresh
+	nh.Spec.HooksHash = v1alpha1.HooksHash(fresh.Spec.Hooks)
+	got = sync(labels.Set{})
+	if got.Phase != v1alpha1.NodeFailed || got.Retry != 7 || starts(third) != 1 {
+		t.Fatalf("new hooks at retry 7: status %+v, %s started %d times; want Failed, retry 7, once", got, third, starts(third))
+	}
+	sync(labels.Set{})
+	if n := starts(third); n != 0 {
+		t.Errorf("new hooks at retry 7: a second sync started %s %d times", third, n)
+	}
+}
+
 var errStart = &startError{}
 
 type startError struct{}

@@ -385,3 +385,86 @@ func TestRigAgentLifecycle(t *testing.T) {
 		t.Errorf("the node's own hook ran %d times, want 1", n)
 	}
 }
+
+// A hook that failed on a real systemd runs again once its HostHooks'
+// spec.retry changes, and only then: its cause fixed on the node, the
+// retry succeeds; neither a new agent nor another change of the node runs
+// it once more, and the hook beside it, which succeeded, never runs again.
+func TestRigAgentRetry(t *testing.T) {
+	t.Parallel()
+	k := newRigCluster(t)
+	ctx := t.Context()
+	fine := v1alpha1.Hook{Name: "fine", Steps: []v1alpha1.Step{{Name: "mark", Sh: "echo run >> /var/lib/fine-runs"}}}
+	flaky := v1alpha1.Hook{Name: "flaky", Steps: []v1alpha1.Step{
+		{Name: "mark", Sh: "echo run >> /var/lib/flaky-runs"},
+		{Name: "check", Run: []string{"/usr/bin/test", "-e", "/var/lib/flaky-ok"}},
+	}}
+	hh := &v1alpha1.HostHooks{ObjectMeta: metav1.ObjectMeta{Name: "retried"}, Spec: v1alpha1.HostHooksSpec{
+		Hooks: []v1alpha1.Hook{fine, flaky}}}
+	nh := k.approve(hh)
+	_, stop := k.startAgent()
+	hash := nh.Spec.HooksHash
+	k.waitFor(nh.Name, "Failed by flaky", func(nh *v1alpha1.NodeHooks) bool {
+		f := findHook(nh, "flaky")
+		return nh.Status.Phase == v1alpha1.NodeFailed && nh.Status.AppliedHash == hash && f != nil && f.Phase == apply.PhaseFailed
+	})
+
+	// The cause fixed on the node, and a new agent: nothing runs until
+	// the retry.
+	if err := os.WriteFile(filepath.Join(k.r.Root, "var/lib/flaky-ok"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	a, stop := k.startAgent()
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return a.Stats().Syncs > 0, nil
+	}); err != nil {
+		t.Fatal("the new agent did not sync")
+	}
+	if n := k.runs("flaky-runs"); n != 1 {
+		t.Fatalf("flaky ran %d times before the retry, want 1", n)
+	}
+
+	var cur v1alpha1.HostHooks
+	if err := k.cl.Get(ctx, client.ObjectKeyFromObject(hh), &cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Retry = 1
+	if err := k.cl.Update(ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	got := k.waitFor(nh.Name, "Succeeded at retry 1", func(nh *v1alpha1.NodeHooks) bool {
+		return nh.Status.Phase == v1alpha1.NodeSucceeded && nh.Status.Retry == 1 && nh.Status.AppliedHash == hash
+	})
+	if f := findHook(got, "flaky"); f == nil || f.Phase != apply.PhaseSucceeded {
+		t.Errorf("flaky after the retry: %v; want succeeded", f)
+	}
+
+	// Another agent, and a change of the node's labels: nothing more.
+	stop()
+	a, _ = k.startAgent()
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return a.Stats().Syncs > 0, nil
+	}); err != nil {
+		t.Fatal("the third agent did not sync")
+	}
+	syncs := a.Stats().Syncs
+	var n corev1.Node
+	if err := k.cl.Get(ctx, client.ObjectKey{Name: k.node}, &n); err != nil {
+		t.Fatal(err)
+	}
+	n.Labels["touched"] = "yes"
+	if err := k.cl.Update(ctx, &n); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return a.Stats().Syncs > syncs, nil
+	}); err != nil {
+		t.Fatal("the relabelled node's agent did not sync")
+	}
+	for file, want := range map[string]int{"flaky-runs": 2, "fine-runs": 1} {
+		if n := k.runs(file); n != want {
+			t.Errorf("%s: %d runs, want %d", file, n, want)
+		}
+	}
+}

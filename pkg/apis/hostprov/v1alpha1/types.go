@@ -47,6 +47,15 @@ type HostHooksSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	PruneTimeoutSeconds *int32 `json:"pruneTimeoutSeconds,omitempty"`
+	// Retry is a counter to increase (hostprov retry does) to start
+	// again the hooks whose start failed, on every node that is approved
+	// for the current hooks, applied them and failed: once per change
+	// its agent sees, however large. It is not part of the hooks' hash:
+	// nothing rolls out, and nodes that succeeded, or have not applied
+	// the current hooks yet, are left as they are. Default 0.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Retry int32 `json:"retry,omitempty"`
 	// Hooks is exactly a hook spec's hooks list: the same fields (but a
 	// file's local:, as File says), checked by the same validation (at
 	// admission), rendered to the same units, files and accounts.
@@ -73,7 +82,8 @@ type Rollout struct {
 	Pause bool `json:"pause,omitempty"`
 	// FailureThreshold is how many nodes may fail the current hooks before
 	// the rollout stops: with more failed nodes than this, no further
-	// node is approved until the hooks change. Default 0: the first
+	// node is approved until the hooks change, or until a retry
+	// (spec.retry) makes enough of them succeed. Default 0: the first
 	// failure stops it.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
@@ -441,6 +451,11 @@ type NodeHooksStatus struct {
 	// +listType=atomic
 	// +optional
 	Hooks []HookResult `json:"hooks,omitempty"`
+	// Retry is the HostHooks' spec.retry when the agent last applied
+	// the hooks of appliedHash, or started their failed hooks again: a
+	// spec.retry that differs is a retry the node has yet to carry out.
+	// +optional
+	Retry int32 `json:"retry,omitempty"`
 }
 
 // HookResult is one hook's unit on the node.
