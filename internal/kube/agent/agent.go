@@ -27,6 +27,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -68,6 +69,9 @@ type Config struct {
 	// Metrics receive what the agent does; nil makes the agent its own
 	// (Agent.Metrics).
 	Metrics *Metrics
+	// DrainTimeout is how long a drain for a hook that declares a
+	// disruption may take; default DefaultDrainTimeout.
+	DrainTimeout time.Duration
 }
 
 // Stats count what an agent did, for tests and benchmarks.
@@ -128,6 +132,12 @@ func New(cfg Config) (*Agent, error) {
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
+	if err := policyv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if cfg.DrainTimeout <= 0 {
+		cfg.DrainTimeout = DefaultDrainTimeout
+	}
 	hc := cfg.HTTPClient
 	if hc == nil {
 		var err error
@@ -143,7 +153,8 @@ func New(cfg Config) (*Agent, error) {
 		ByObject: map[client.Object]cache.ByObject{
 			&v1alpha1.HostHooks{}: {},
 			// Its own Node only, and of it only what the agent reads:
-			// the labels. A Node's status is most of it, and changes.
+			// the labels and its own mark of a cordon. A Node's status
+			// is most of it, and changes.
 			&corev1.Node{}: {Field: fields.OneTermEqualSelector("metadata.name", cfg.NodeName), Transform: nodeLabelsOnly},
 			&v1alpha1.NodeHooks{}: {Label: labels.SelectorFromSet(labels.Set{
 				v1alpha1.LabelNode: v1alpha1.LabelValue(cfg.NodeName)})},
@@ -156,14 +167,17 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
+	log := cfg.Log
+	dr := &drainer{c: cl, node: cfg.NodeName, timeout: cfg.DrainTimeout, retry: time.Second, maxRetry: 30 * time.Second,
+		logf: func(msg string, args ...any) { log.Info(msg, args...) }}
 	return &Agent{cfg: cfg, cache: c, client: cl,
-		node:    &node{opts: cfg.Options, log: cfg.Log, builds: map[string]built{}, metrics: cfg.Metrics},
+		node:    &node{opts: cfg.Options, log: cfg.Log, builds: map[string]built{}, metrics: cfg.Metrics, drainer: dr},
 		kick:    make(chan struct{}, 1),
 		written: map[types.UID]writtenStatus{},
 		units:   map[string]UnitState{}}, nil
 }
 
-// restMapper knows the three kinds the agent reads: a static mapper, so
+// restMapper knows the kinds the agent reads (and the pods it evicts): a static mapper, so
 // that no agent asks the API server's discovery (a thousand agents would
 // ask a thousand times).
 func restMapper() meta.RESTMapper {
@@ -174,6 +188,8 @@ func restMapper() meta.RESTMapper {
 		v1alpha1.GroupVersion.WithResource("hosthooks"), meta.RESTScopeRoot)
 	m.AddSpecific(v1alpha1.GroupVersion.WithKind("NodeHooks"), v1alpha1.GroupVersion.WithResource("nodehooks"),
 		v1alpha1.GroupVersion.WithResource("nodehooks"), meta.RESTScopeRoot)
+	m.AddSpecific(corev1.SchemeGroupVersion.WithKind("Pod"), corev1.SchemeGroupVersion.WithResource("pods"),
+		corev1.SchemeGroupVersion.WithResource("pod"), meta.RESTScopeNamespace)
 	return m
 }
 
@@ -182,8 +198,12 @@ func nodeLabelsOnly(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
+	var marks map[string]string
+	if m, ok := n.Annotations[AnnotationCordoned]; ok {
+		marks = map[string]string{AnnotationCordoned: m}
+	}
 	return &corev1.Node{TypeMeta: n.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID,
-		ResourceVersion: n.ResourceVersion, Labels: n.Labels}}, nil
+		ResourceVersion: n.ResourceVersion, Labels: n.Labels, Annotations: marks}}, nil
 }
 
 // Stats returns what the agent did so far.
@@ -465,7 +485,15 @@ func (a *Agent) sync(ctx context.Context, sd *Systemd) error {
 	a.mu.Lock()
 	a.last = r
 	a.mu.Unlock()
-	return a.writeStatuses(ctx, v, r)
+	if err := a.writeStatuses(ctx, v, r); err != nil {
+		return err
+	}
+	if r.retry {
+		// Returned as an error, so that the worker tries again with
+		// its backoff; the NodeHooks says why.
+		return errors.New("hooks that need a drain were not applied; trying again")
+	}
+	return nil
 }
 
 // refresh reports again with the outcomes of the last sync.
@@ -517,6 +545,7 @@ func (a *Agent) view(ctx context.Context) (*view, error) {
 		if v.labels == nil {
 			v.labels = labels.Set{}
 		}
+		_, v.cordoned = n.Annotations[AnnotationCordoned]
 	}
 	var hhs v1alpha1.HostHooksList
 	if err := a.cache.List(ctx, &hhs, client.UnsafeDisableDeepCopy); err != nil {
