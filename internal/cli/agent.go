@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -31,6 +32,7 @@ func newAgent() *cobra.Command {
 		socket     string
 
 		metricsAddr, healthAddr string
+		drainTimeout            time.Duration
 	)
 	c := &cobra.Command{
 		Use:   "agent [--node-name NODE] [--kubeconfig FILE] [--root DIR] [--systemd-socket PATH]",
@@ -55,6 +57,12 @@ sends nothing.
 A hook whose start failed is not started again for the same hooks: a change of the
 hooks runs it again (or clearing the NodeHooks' status.appliedHash). A restarted
 agent plans no changes where its predecessor applied, and runs nothing again.
+
+A change of a hook with disruption: Drain or Reboot is made on a drained node: the
+agent cordons its Node, evicts its pods (PodDisruptionBudgets hold; DaemonSet and
+mirror pods stay), applies, and uncordons the Node if it was the one that cordoned
+it. A drain not done within --drain-timeout applies none of those hooks, uncordons
+the node, reports the pods that stayed, and is tried again later.
 
 It reaches the API server in the cluster as its service account, or with
 --kubeconfig, and systemd over its private socket (mounted from the host). SIGTERM
@@ -88,7 +96,11 @@ have synced and it has reached systemd.`,
 			// logr: to the same place, in the same form.
 			klog.SetSlogLogger(log)
 			ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
-			a, err := agent.New(agent.Config{NodeName: nodeName, REST: cfg, Options: opts, SystemdSocket: socket, Log: log})
+			if drainTimeout <= 0 {
+				return invalid("--drain-timeout %s: give a positive duration, such as 10m", drainTimeout)
+			}
+			a, err := agent.New(agent.Config{NodeName: nodeName, REST: cfg, Options: opts, SystemdSocket: socket, Log: log,
+				DrainTimeout: drainTimeout})
 			if err != nil {
 				return invalid("%v", err)
 			}
@@ -115,6 +127,7 @@ have synced and it has reached systemd.`,
 	c.Flags().StringVar(&socket, "systemd-socket", sdbus.PrivateSocket, "systemd's private D-Bus socket")
 	c.Flags().StringVar(&metricsAddr, "metrics-addr", ":9747", "serve Prometheus metrics on `ADDR` (0 for none)")
 	c.Flags().StringVar(&healthAddr, "health-addr", ":9748", "serve /healthz and /readyz on `ADDR` (0 for none)")
+	c.Flags().DurationVar(&drainTimeout, "drain-timeout", agent.DefaultDrainTimeout, "how long a drain for a hook with a disruption may take before the agent gives up on it and tries again later")
 	return c
 }
 
