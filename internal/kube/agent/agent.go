@@ -26,6 +26,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -72,6 +73,11 @@ type Config struct {
 	// DrainTimeout is how long a drain for a hook that declares a
 	// disruption may take; default DefaultDrainTimeout.
 	DrainTimeout time.Duration
+	// LeaseNamespace is the namespace of the reboot locks (Leases);
+	// default DefaultLeaseNamespace. BootID reads the ID of the current
+	// boot; default ReadBootID.
+	LeaseNamespace string
+	BootID         func() (string, error)
 }
 
 // Stats count what an agent did, for tests and benchmarks.
@@ -102,6 +108,9 @@ type Agent struct {
 	refreshes    atomic.Int64
 	statusWrites atomic.Int64
 	health       health
+	// rebootAsked is set once this agent asked systemd to reboot: it
+	// asks once (see resume).
+	rebootAsked bool
 }
 
 // New makes the agent of cfg.NodeName; it connects to nothing until Run.
@@ -138,6 +147,15 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.DrainTimeout <= 0 {
 		cfg.DrainTimeout = DefaultDrainTimeout
 	}
+	if cfg.LeaseNamespace == "" {
+		cfg.LeaseNamespace = DefaultLeaseNamespace
+	}
+	if cfg.BootID == nil {
+		cfg.BootID = ReadBootID
+	}
+	if err := coordinationv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
 	hc := cfg.HTTPClient
 	if hc == nil {
 		var err error
@@ -171,7 +189,8 @@ func New(cfg Config) (*Agent, error) {
 	dr := &drainer{c: cl, node: cfg.NodeName, timeout: cfg.DrainTimeout, retry: time.Second, maxRetry: 30 * time.Second,
 		logf: func(msg string, args ...any) { log.Info(msg, args...) }}
 	return &Agent{cfg: cfg, cache: c, client: cl,
-		node:    &node{opts: cfg.Options, log: cfg.Log, builds: map[string]built{}, metrics: cfg.Metrics, drainer: dr},
+		node: &node{opts: cfg.Options, log: cfg.Log, builds: map[string]built{}, metrics: cfg.Metrics, drainer: dr,
+			rebooter: newRebooter(cl, cfg)},
 		kick:    make(chan struct{}, 1),
 		written: map[types.UID]writtenStatus{},
 		units:   map[string]UnitState{}}, nil
@@ -190,6 +209,8 @@ func restMapper() meta.RESTMapper {
 		v1alpha1.GroupVersion.WithResource("nodehooks"), meta.RESTScopeRoot)
 	m.AddSpecific(corev1.SchemeGroupVersion.WithKind("Pod"), corev1.SchemeGroupVersion.WithResource("pods"),
 		corev1.SchemeGroupVersion.WithResource("pod"), meta.RESTScopeNamespace)
+	m.AddSpecific(coordinationv1.SchemeGroupVersion.WithKind("Lease"), coordinationv1.SchemeGroupVersion.WithResource("leases"),
+		coordinationv1.SchemeGroupVersion.WithResource("lease"), meta.RESTScopeNamespace)
 	return m
 }
 
@@ -477,6 +498,11 @@ func (a *Agent) sync(ctx context.Context, sd *Systemd) error {
 		a.cfg.Log.Info("waiting for the Node to be seen", "node", a.cfg.NodeName)
 		return nil
 	}
+	// A reboot the agent asked for comes first: nothing is applied
+	// before it, and the node is uncordoned only after it.
+	if err := a.resume(ctx, sd); err != nil {
+		return err
+	}
 	a.node.applying = func(names []string) { a.writeApplying(ctx, v, names) }
 	r, err := a.node.sync(ctx, sd.Systemd, v)
 	if err != nil {
@@ -485,8 +511,16 @@ func (a *Agent) sync(ctx context.Context, sd *Systemd) error {
 	a.mu.Lock()
 	a.last = r
 	a.mu.Unlock()
-	if err := a.writeStatuses(ctx, v, r); err != nil {
+	if err := a.writeStatuses(ctx, v, r); err != nil && !r.reboot {
 		return err
+	}
+	if r.reboot {
+		a.rebootAsked = true
+		rec, err := a.node.rebooter.read()
+		if err != nil || rec == nil {
+			return fmt.Errorf("the record of the reboot: %v", err)
+		}
+		return a.reboot(ctx, sd, rec)
 	}
 	if r.retry {
 		// Returned as an error, so that the worker tries again with

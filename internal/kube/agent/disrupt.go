@@ -51,17 +51,23 @@ const mirrorAnnotation = "kubernetes.io/config.mirror"
 
 // disruptive is what one sync needs of the node for the hooks it changes:
 // the hooks that need a drain (or a reboot), as "HOSTHOOKS/HOOK", and the
-// spec sets they are in.
+// spec sets they are in; of them, the hooks that need a reboot, and the
+// HostHooks whose reboot lock the node is to hold for them.
 type disruptive struct {
 	hooks []string
 	sets  map[string]bool
+	// reboot are the hooks that need a reboot, rebootSets their spec
+	// sets and locks the HostHooks of these, sorted.
+	reboot     []string
+	rebootSets map[string]bool
+	locks      []string
 }
 
 // disruptiveChanges finds, in plan p of sets, the hooks that declare a
 // disruption and that p adds, changes or removes. disruptionOf says what
 // a hook of a HostHooks declares.
 func disruptiveChanges(p *apply.Plan, sets []apply.SpecSet, st *apply.State, disruptionOf func(hostHooks, hook string) string) disruptive {
-	d := disruptive{sets: map[string]bool{}}
+	d := disruptive{sets: map[string]bool{}, rebootSets: map[string]bool{}}
 	owners := ownerOf(sets, st)
 	hookOf := map[string]string{} // unit -> hook name
 	for _, u := range st.Units {
@@ -78,15 +84,25 @@ func disruptiveChanges(p *apply.Plan, sets []apply.SpecSet, st *apply.State, dis
 		if hh == "" || hook == "" {
 			return
 		}
-		switch disruptionOf(hh, hook) {
+		dis := disruptionOf(hh, hook)
+		switch dis {
 		case hooks.DisruptionDrain, hooks.DisruptionReboot:
 		default:
 			return
 		}
 		d.sets[set] = true
-		if k := hh + "/" + hook; !seen[k] {
-			seen[k] = true
-			d.hooks = append(d.hooks, k)
+		k := hh + "/" + hook
+		if seen[k] {
+			return
+		}
+		seen[k] = true
+		d.hooks = append(d.hooks, k)
+		if dis == hooks.DisruptionReboot {
+			d.reboot = append(d.reboot, k)
+			if !d.rebootSets[set] {
+				d.locks = append(d.locks, hh)
+			}
+			d.rebootSets[set] = true
 		}
 	}
 	for _, u := range p.Units {
@@ -111,6 +127,8 @@ func disruptiveChanges(p *apply.Plan, sets []apply.SpecSet, st *apply.State, dis
 		}
 	}
 	sort.Strings(d.hooks)
+	sort.Strings(d.reboot)
+	sort.Strings(d.locks)
 	return d
 }
 
@@ -171,12 +189,14 @@ func hookInSet(s apply.SpecSet, hook string) bool {
 }
 
 // drainFor drains the node when plan p of sets changes a hook that needs
-// it, and returns the plan to carry out and its sets. When the drain
-// fails, the sets with such hooks are reported failed (fail) and left out,
-// the others planned again without them, and retry is set; a nil plan
+// it, and returns the plan to carry out and its sets. For a hook that needs
+// a reboot it takes the reboot locks first; a lock another node holds
+// leaves those sets to wait. When the drain fails, the sets with such
+// hooks are reported failed (fail) and left out. The other sets are
+// planned again without the ones left out, and retry is set; a nil plan
 // means nothing is left to apply.
 func (n *node) drainFor(ctx context.Context, v *view, p *apply.Plan, sets []apply.SpecSet, st *apply.State,
-	fail func(set, msg string)) (_ *apply.Plan, _ []apply.SpecSet, retry bool) {
+	outcomes map[string]*outcome, fail func(set, msg string)) (_ *apply.Plan, _ []apply.SpecSet, retry bool) {
 	if n.drainer == nil {
 		return p, sets, false
 	}
@@ -184,18 +204,45 @@ func (n *node) drainFor(ctx context.Context, v *view, p *apply.Plan, sets []appl
 	if len(dis.hooks) == 0 {
 		return p, sets, false
 	}
-	err := n.drainer.disrupt(ctx, dis)
-	if err == nil {
+	var err error
+	holder := ""
+	if len(dis.locks) > 0 && n.rebooter != nil {
+		holder, err = n.rebooter.lock(ctx, dis.locks)
+	}
+	if err == nil && holder == "" {
+		if err = n.drainer.disrupt(ctx, dis); err != nil && len(dis.locks) > 0 && n.rebooter != nil {
+			if uerr := n.rebooter.unlock(context.WithoutCancel(ctx), dis.locks); uerr != nil {
+				err = errors.Join(err, uerr)
+			}
+		}
+	}
+	if err == nil && holder == "" {
 		n.drained = true
+		if len(dis.reboot) > 0 && n.rebooter != nil {
+			n.rebootFor = &dis
+		}
 		return p, sets, false
 	}
-	n.log.Warn("the node was not drained; the hooks that need it are not applied", "hooks", strings.Join(dis.hooks, ","), "error", err)
-	msg := fmt.Sprintf("not applied: %s need the node drained, and %v; the agent uncordoned the node and tries again later",
-		strings.Join(dis.hooks, ", "), err)
+	var leave func(set string)
+	if holder != "" {
+		msg := fmt.Sprintf("waiting to apply %s, which need a reboot: one node reboots at a time, and it is %s",
+			strings.Join(dis.hooks, ", "), holder)
+		n.log.Info("waiting for the reboot lock", "hooks", strings.Join(dis.hooks, ","), "holder", holder)
+		leave = func(set string) {
+			if o := outcomes[v1alpha1.HostHooksOfSet(set)]; o != nil {
+				o.waiting, o.waitPhase = msg, v1alpha1.NodePending
+			}
+		}
+	} else {
+		n.log.Warn("the node was not drained; the hooks that need it are not applied", "hooks", strings.Join(dis.hooks, ","), "error", err)
+		msg := fmt.Sprintf("not applied: %s need the node drained, and %v; the agent uncordoned the node and tries again later",
+			strings.Join(dis.hooks, ", "), err)
+		leave = func(set string) { fail(set, msg) }
+	}
 	var rest []apply.SpecSet
 	for _, s := range sets {
 		if dis.sets[s.Name] {
-			fail(s.Name, msg)
+			leave(s.Name)
 			continue
 		}
 		rest = append(rest, s)
@@ -215,15 +262,38 @@ func (n *node) drainFor(ctx context.Context, v *view, p *apply.Plan, sets []appl
 	return p, rest, true
 }
 
-// settle ends the disruption of a sync: the node is uncordoned when the
-// agent cordoned it, whether in this sync or in an earlier one that did
-// not get to it (an agent that stopped during a drain).
-func (n *node) settle(ctx context.Context, v *view) error {
-	if n.drainer == nil || !n.drained && !v.cordoned {
-		return nil
+// settle ends the disruption of a sync. After hooks that need a reboot
+// were applied, it records the reboot to ask for, says so in their sets'
+// outcomes and returns true: the node stays cordoned and the locks held
+// until it is back. Otherwise the node is uncordoned when the agent
+// cordoned it, whether in this sync or in an earlier one that did not get
+// to it (an agent that stopped during a drain).
+func (n *node) settle(ctx context.Context, v *view, outcomes map[string]*outcome) (reboot bool, err error) {
+	if n.drainer == nil {
+		return false, nil
+	}
+	if dis := n.rebootFor; dis != nil {
+		n.rebootFor = nil
+		boot, err := n.rebooter.bootID()
+		if err != nil {
+			return false, err
+		}
+		if err := n.rebooter.write(rebootRecord{Boot: boot, Locks: dis.locks, Hooks: dis.reboot}); err != nil {
+			return false, fmt.Errorf("record the reboot: %w", err)
+		}
+		for set := range dis.rebootSets {
+			if o := outcomes[v1alpha1.HostHooksOfSet(set)]; o != nil && o.message == "" {
+				o.waiting, o.waitPhase = "rebooting the node to finish applying "+strings.Join(dis.reboot, ", "), v1alpha1.NodeApplying
+			}
+		}
+		n.drained = false
+		return true, nil
+	}
+	if !n.drained && !v.cordoned {
+		return false, nil
 	}
 	n.drained = false
-	return n.drainer.uncordon(ctx)
+	return false, n.drainer.uncordon(ctx)
 }
 
 // drainer cordons, drains and uncordons the agent's own Node.

@@ -10,9 +10,11 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,9 +34,11 @@ import (
 // systemd.
 type drainCluster struct {
 	t    *testing.T
+	c    *kubetest.Cluster
 	cl   client.Client
 	node *corev1.Node
 	sd   *applytest.Fake
+	root string // the node's root, kept across agents
 }
 
 func startDrainCluster(t *testing.T, node *corev1.Node, drainTimeout time.Duration) *drainCluster {
@@ -51,29 +55,48 @@ func startDrainCluster(t *testing.T, node *corev1.Node, drainTimeout time.Durati
 	if err := cl.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "default"}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	k := &drainCluster{t: t, cl: cl, node: node, sd: applytest.New()}
-	a, err := New(Config{NodeName: node.Name, REST: c.Config(), Options: apply.Options{Root: t.TempDir()},
-		Log:          slog.New(slog.NewTextHandler(io.Discard, nil)),
-		DrainTimeout: drainTimeout,
-		Connect:      func(context.Context) (*Systemd, error) { return &Systemd{Systemd: k.sd}, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	actx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(actx) }()
+	k := &drainCluster{t: t, c: c, cl: cl, node: node, sd: applytest.New(), root: t.TempDir()}
 	kctx, stopKubelet := context.WithCancel(context.Background())
 	kubelet := make(chan struct{})
 	go func() { defer close(kubelet); k.kubelet(kctx) }()
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("agent: %v", err)
-		}
 		stopKubelet()
 		<-kubelet
 	})
+	if drainTimeout >= 0 {
+		k.startAgent(func(cfg *Config) { cfg.DrainTimeout = drainTimeout })
+	}
 	return k
+}
+
+// startAgent starts an agent of the node, with its Config as set; the
+// returned function stops it (and so does the end of the test).
+func (k *drainCluster) startAgent(set func(*Config)) (stop func()) {
+	k.t.Helper()
+	cfg := Config{NodeName: k.node.Name, REST: k.c.Config(), Options: apply.Options{Root: k.root},
+		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Connect: func(context.Context) (*Systemd, error) { return &Systemd{Systemd: k.sd}, nil }}
+	set(&cfg)
+	a, err := New(cfg)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	actx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(actx) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			k.t.Errorf("agent: %v", err)
+		}
+	}
+	k.t.Cleanup(stop)
+	return stop
 }
 
 // kubelet plays the kubelets: a pod that is terminating is deleted for
@@ -351,5 +374,130 @@ func TestKubeAgentDrainTimeout(t *testing.T) {
 	k.waitPhase(nh, v1alpha1.NodeSucceeded)
 	if k.exists(p) {
 		t.Error("db-0 not evicted once its budget allowed it")
+	}
+}
+
+// setReady plays the kubelet's report of the Node's Ready condition.
+func (k *drainCluster) setReady(ready bool) {
+	k.t.Helper()
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	err := wait.PollUntilContextTimeout(k.t.Context(), 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		n := k.nodeNow()
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, LastHeartbeatTime: metav1.Now()}}
+		err := k.cl.Status().Update(ctx, n)
+		return err == nil, ignoreConflict(err)
+	})
+	if err != nil {
+		k.t.Fatal(err)
+	}
+}
+
+func (k *drainCluster) lease(name string) *coordinationv1.Lease {
+	k.t.Helper()
+	var l coordinationv1.Lease
+	err := k.cl.Get(k.t.Context(), client.ObjectKey{Namespace: "default", Name: name}, &l)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return &l
+}
+
+// A hook that needs a reboot waits while another node holds its
+// HostHooks' reboot lock; then the agent takes it, drains, applies and
+// asks systemd to reboot, once, with the node cordoned. The agent that
+// starts after the reboot (another boot ID) waits until the Node is
+// Ready, then uncordons it, releases the lock and reports the hook
+// applied, and reboots no more.
+func TestKubeAgentReboot(t *testing.T) {
+	t.Parallel()
+	k := startDrainCluster(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-reboot"}}, -1)
+	ctx := t.Context()
+	k.setReady(true)
+	p := k.pod("app", k.node.Name, nil)
+	other := "node-first"
+	held := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: LeasePrefix + "kernel"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &other}}
+	if err := k.cl.Create(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	var boot atomic.Value
+	boot.Store("boot-1")
+	reboots := make(chan string, 10)
+	withReboot := func(cfg *Config) {
+		cfg.LeaseNamespace = "default"
+		cfg.BootID = func() (string, error) { return boot.Load().(string), nil }
+		cfg.Connect = func(context.Context) (*Systemd, error) {
+			return &Systemd{Systemd: k.sd, Reboot: func(context.Context) error {
+				reboots <- boot.Load().(string)
+				return nil
+			}}, nil
+		}
+	}
+	stop := k.startAgent(withReboot)
+	hh, nh := k.hooks("kernel", drainHook("kernel-args", hooks.DisruptionReboot))
+	unit := unitOf(t, hh, 0)
+	got := k.waitPhase(nh, v1alpha1.NodePending)
+	if !strings.Contains(got.Status.Message, "node node-first, which holds the reboot lock of HostHooks kernel") {
+		t.Errorf("message %q, want the node that holds the lock", got.Status.Message)
+	}
+	if n := k.nodeNow(); n.Spec.Unschedulable || !k.exists(p) || k.sd.Active(unit) {
+		t.Fatalf("waiting for the lock, the agent cordoned (%v), evicted (%v) or applied (%v)", n.Spec.Unschedulable, !k.exists(p), k.sd.Active(unit))
+	}
+	// node-first is back and releases the lock.
+	if err := k.cl.Delete(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	var asked string
+	select {
+	case asked = <-reboots:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("no reboot; NodeHooks %s", statusJSON(k.nodeHooksNow(nh)))
+	}
+	if asked != "boot-1" {
+		t.Errorf("reboot asked in boot %s", asked)
+	}
+	if k.exists(p) || !k.sd.Active(unit) {
+		t.Errorf("before the reboot: pod evicted %v, %s started %v; want both", !k.exists(p), unit, k.sd.Active(unit))
+	}
+	if n := k.nodeNow(); !n.Spec.Unschedulable || n.Annotations[AnnotationCordoned] == "" {
+		t.Errorf("the node is not cordoned by the agent for its reboot: %v %v", n.Spec.Unschedulable, n.Annotations)
+	}
+	if l := k.lease(LeasePrefix + "kernel"); l == nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != k.node.Name {
+		t.Errorf("the reboot lock is not the node's: %+v", l)
+	}
+	got = k.waitPhase(nh, v1alpha1.NodeApplying)
+	if !strings.Contains(got.Status.Message, "rebooting the node to finish applying kernel/kernel-args") {
+		t.Errorf("message %q, want the reboot", got.Status.Message)
+	}
+
+	// The reboot: the agent goes, the node comes back not Ready yet, in
+	// another boot, and a new agent starts.
+	stop()
+	k.setReady(false)
+	boot.Store("boot-2")
+	k.startAgent(withReboot)
+	time.Sleep(1500 * time.Millisecond)
+	if n := k.nodeNow(); !n.Spec.Unschedulable {
+		t.Errorf("uncordoned before the Node is Ready")
+	}
+	if k.lease(LeasePrefix+"kernel") == nil {
+		t.Errorf("the reboot lock released before the Node is Ready")
+	}
+	k.setReady(true)
+	k.waitPhase(nh, v1alpha1.NodeSucceeded)
+	k.until(func() string { return "still cordoned, or the lock held, after the reboot" }, func() bool {
+		n := k.nodeNow()
+		return !n.Spec.Unschedulable && n.Annotations[AnnotationCordoned] == "" && k.lease(LeasePrefix+"kernel") == nil
+	})
+	select {
+	case b := <-reboots:
+		t.Errorf("a second reboot, asked in %s", b)
+	case <-time.After(time.Second):
 	}
 }

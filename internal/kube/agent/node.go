@@ -71,6 +71,10 @@ type outcome struct {
 	// message says why the set failed as a whole: validation, a
 	// conflict, an apply that could not be made.
 	message string
+	// waiting, with waitPhase, says what the set waits for: the reboot
+	// lock another node holds, or the node's reboot (see disrupt.go).
+	waiting   string
+	waitPhase v1alpha1.NodePhase
 	// changed is set when the sync changed the set's units.
 	changed bool
 }
@@ -106,6 +110,10 @@ type node struct {
 	drainer     *drainer
 	disruptions map[string]map[string]string
 	drained     bool
+	// rebooter, when set, takes the reboot locks and keeps the record
+	// of a reboot; rebootFor is what this sync is to reboot for.
+	rebooter  *rebooter
+	rebootFor *disruptive
 }
 
 // selects reports whether hh selects a node with these labels. An unset
@@ -240,6 +248,9 @@ type result struct {
 	outcomes map[string]*outcome
 	reports  []apply.UnitReport
 	retry    bool
+	// reboot is set when the node is to reboot now: the record is
+	// written.
+	reboot bool
 }
 
 // sync makes the node match v: one plan of every set to apply and to
@@ -284,7 +295,7 @@ func (n *node) sync(ctx context.Context, sd apply.Systemd, v *view) (r *result, 
 		return nil, err
 	}
 	sets, outcomes = n.decide(v, st)
-	n.drained = false
+	n.drained, n.rebootFor = false, nil
 	retry := false
 	if len(sets) > 0 {
 		planned = true
@@ -293,7 +304,8 @@ func (n *node) sync(ctx context.Context, sd apply.Systemd, v *view) (r *result, 
 			return nil, err
 		}
 	}
-	if err := n.settle(ctx, v); err != nil {
+	reboot, err := n.settle(ctx, v, outcomes)
+	if err != nil {
 		return nil, err
 	}
 	reports, err := n.reportUnits(ctx, sd, st)
@@ -303,7 +315,7 @@ func (n *node) sync(ctx context.Context, sd apply.Systemd, v *view) (r *result, 
 	if !planned {
 		n.observe(reports, nil)
 	}
-	return &result{outcomes: outcomes, reports: reports, retry: retry}, nil
+	return &result{outcomes: outcomes, reports: reports, retry: retry, reboot: reboot}, nil
 }
 
 // observe counts the hooks that reports show failed anew, in the metrics
@@ -478,7 +490,7 @@ func (n *node) applySets(ctx context.Context, sd apply.Systemd, v *view, sets []
 	if len(sets) == 0 {
 		return nil, false
 	}
-	p, sets, retry := n.drainFor(ctx, v, p, sets, st, fail)
+	p, sets, retry := n.drainFor(ctx, v, p, sets, st, outcomes, fail)
 	if p == nil {
 		return nil, retry
 	}
@@ -653,6 +665,9 @@ func status(nh *v1alpha1.NodeHooks, hh *v1alpha1.HostHooks, o *outcome, reports 
 				st.Phase = v1alpha1.NodeApplying
 			}
 		}
+	}
+	if o.waiting != "" && st.Phase != v1alpha1.NodeFailed {
+		st.Phase, st.Message = o.waitPhase, o.waiting
 	}
 	st.AppliedAt = old.AppliedAt
 	if o.changed || st.AppliedHash != old.AppliedHash ||
