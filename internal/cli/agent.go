@@ -33,6 +33,7 @@ func newAgent() *cobra.Command {
 
 		metricsAddr, healthAddr string
 		drainTimeout            time.Duration
+		leaseNamespace          string
 	)
 	c := &cobra.Command{
 		Use:   "agent [--node-name NODE] [--kubeconfig FILE] [--root DIR] [--systemd-socket PATH]",
@@ -62,7 +63,10 @@ A change of a hook with disruption: Drain or Reboot is made on a drained node: t
 agent cordons its Node, evicts its pods (PodDisruptionBudgets hold; DaemonSet and
 mirror pods stay), applies, and uncordons the Node if it was the one that cordoned
 it. A drain not done within --drain-timeout applies none of those hooks, uncordons
-the node, reports the pods that stayed, and is tried again later.
+the node, reports the pods that stayed, and is tried again later. For disruption:
+Reboot it first takes the HostHooks' reboot lock (a Lease in --lease-namespace, one
+node at a time), and after the apply asks systemd to reboot; after the reboot it
+waits for the Node to be Ready, uncordons it and releases the lock.
 
 It reaches the API server in the cluster as its service account, or with
 --kubeconfig, and systemd over its private socket (mounted from the host). SIGTERM
@@ -100,7 +104,7 @@ have synced and it has reached systemd.`,
 				return invalid("--drain-timeout %s: give a positive duration, such as 10m", drainTimeout)
 			}
 			a, err := agent.New(agent.Config{NodeName: nodeName, REST: cfg, Options: opts, SystemdSocket: socket, Log: log,
-				DrainTimeout: drainTimeout})
+				DrainTimeout: drainTimeout, LeaseNamespace: leaseNamespace})
 			if err != nil {
 				return invalid("%v", err)
 			}
@@ -127,6 +131,11 @@ have synced and it has reached systemd.`,
 	c.Flags().StringVar(&socket, "systemd-socket", sdbus.PrivateSocket, "systemd's private D-Bus socket")
 	c.Flags().StringVar(&metricsAddr, "metrics-addr", ":9747", "serve Prometheus metrics on `ADDR` (0 for none)")
 	c.Flags().StringVar(&healthAddr, "health-addr", ":9748", "serve /healthz and /readyz on `ADDR` (0 for none)")
+	defNamespace := os.Getenv("POD_NAMESPACE")
+	if defNamespace == "" {
+		defNamespace = agent.DefaultLeaseNamespace
+	}
+	c.Flags().StringVar(&leaseNamespace, "lease-namespace", defNamespace, "`NAMESPACE` of the reboot locks (default $POD_NAMESPACE, or hostprov-system)")
 	c.Flags().DurationVar(&drainTimeout, "drain-timeout", agent.DefaultDrainTimeout, "how long a drain for a hook with a disruption may take before the agent gives up on it and tries again later")
 	return c
 }

@@ -320,7 +320,8 @@ func testAgent(ctx context.Context, t *testing.T, c *kubetest.Cluster, ns string
 // testAgentDrain: for a drain, the agent of node-a cordons and uncordons
 // node-a (spec.unschedulable and its mark, nothing else of it), lists the
 // pods of its node and evicts them; it may not cordon node-b, label or
-// taint its own Node, or delete a pod.
+// taint its own Node, or delete a pod. For a reboot it takes and releases
+// reboot locks for node-a, and none of node-b's.
 func testAgentDrain(ctx context.Context, t *testing.T, admin, agent client.Client, ns string) {
 	cordon := func(name string, on bool) error {
 		mark := `"true"`
@@ -361,6 +362,42 @@ func testAgentDrain(ctx context.Context, t *testing.T, admin, agent client.Clien
 	if err := agent.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: ns}}); err != nil {
 		t.Errorf("agent evicting a pod of its node: %v", err)
 	}
+
+	// Reboot locks: Leases hostprov-reboot-* of its namespace, held by its
+	// node, or taken over from no holder; not another node's.
+	lease := func(name, holder string) *coordinationv1.Lease {
+		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if holder != "" {
+			l.Spec.HolderIdentity = &holder
+		}
+		return l
+	}
+	mine := lease("hostprov-reboot-mine", "node-a")
+	if err := agent.Create(ctx, mine); err != nil {
+		t.Errorf("agent taking a reboot lock for its node: %v", err)
+	} else if err := agent.Delete(ctx, mine); err != nil {
+		t.Errorf("agent releasing its reboot lock: %v", err)
+	}
+	wantRefused(t, "agent taking a reboot lock for node-b", agent.Create(ctx, lease("hostprov-reboot-b", "node-b")),
+		"may hold a reboot lock only for its own node")
+	wantRefused(t, "agent writing a Lease that is no reboot lock", agent.Create(ctx, lease("hostprov-controller-x", "node-a")),
+		"may write only reboot locks")
+	theirs := lease("hostprov-reboot-theirs", "node-b")
+	create(ctx, t, admin, theirs)
+	taken := get(ctx, t, agent, theirs)
+	taken.Spec.HolderIdentity = ptr.To("node-a")
+	wantRefused(t, "agent taking node-b's reboot lock", agent.Update(ctx, taken), "may not take or release the reboot lock that node node-b holds")
+	wantRefused(t, "agent releasing node-b's reboot lock", agent.Delete(ctx, get(ctx, t, agent, theirs)), "may not take or release the reboot lock that node node-b holds")
+	free := lease("hostprov-reboot-free", "")
+	create(ctx, t, admin, free)
+	free = get(ctx, t, agent, free)
+	free.Spec.HolderIdentity = ptr.To("node-a")
+	if err := agent.Update(ctx, free); err != nil {
+		t.Errorf("agent taking a reboot lock that no node holds: %v", err)
+	}
+	other := lease("hostprov-reboot-elsewhere", "node-a")
+	other.Namespace = "default"
+	wantForbidden(t, "agent taking a reboot lock outside its namespace", agent.Create(ctx, other))
 }
 
 // drainPod makes a pod bound to node, and its namespace's default service
