@@ -196,8 +196,9 @@ func New(cfg Config) (*Agent, error) {
 		units:   map[string]UnitState{}}, nil
 }
 
-// restMapper knows the kinds the agent reads (and the pods it evicts): a static mapper, so
-// that no agent asks the API server's discovery (a thousand agents would
+// restMapper knows the kinds the agent reads and writes (with the pods it
+// evicts and the Leases of its reboot locks): a static mapper, so that no
+// agent asks the API server's discovery (a thousand agents would
 // ask a thousand times).
 func restMapper() meta.RESTMapper {
 	m := meta.NewDefaultRESTMapper(nil)

@@ -263,7 +263,7 @@ func (n *node) drainFor(ctx context.Context, v *view, p *apply.Plan, sets []appl
 }
 
 // settle ends the disruption of a sync. After hooks that need a reboot
-// were applied, it records the reboot to ask for, says so in their sets'
+// were applied (and their apply did not fail as a whole), it records the reboot to ask for, says so in their sets'
 // outcomes and returns true: the node stays cordoned and the locks held
 // until it is back. Otherwise the node is uncordoned when the agent
 // cordoned it, whether in this sync or in an earlier one that did not get
@@ -272,7 +272,7 @@ func (n *node) settle(ctx context.Context, v *view, outcomes map[string]*outcome
 	if n.drainer == nil {
 		return false, nil
 	}
-	if dis := n.rebootFor; dis != nil {
+	if dis := n.rebootFor; dis != nil && !failedSets(dis.rebootSets, outcomes) {
 		n.rebootFor = nil
 		boot, err := n.rebooter.bootID()
 		if err != nil {
@@ -289,11 +289,29 @@ func (n *node) settle(ctx context.Context, v *view, outcomes map[string]*outcome
 		n.drained = false
 		return true, nil
 	}
+	if dis := n.rebootFor; dis != nil {
+		// The apply of the hooks failed as a whole: a reboot would
+		// not finish them. The lock goes to the next node.
+		n.rebootFor = nil
+		if err := n.rebooter.unlock(ctx, dis.locks); err != nil {
+			return false, err
+		}
+	}
 	if !n.drained && !v.cordoned {
 		return false, nil
 	}
 	n.drained = false
 	return false, n.drainer.uncordon(ctx)
+}
+
+// failedSets reports whether the apply of one of sets failed as a whole.
+func failedSets(sets map[string]bool, outcomes map[string]*outcome) bool {
+	for set := range sets {
+		if o := outcomes[v1alpha1.HostHooksOfSet(set)]; o != nil && o.message != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // drainer cordons, drains and uncordons the agent's own Node.

@@ -7,6 +7,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -498,6 +499,38 @@ func TestKubeAgentReboot(t *testing.T) {
 	select {
 	case b := <-reboots:
 		t.Errorf("a second reboot, asked in %s", b)
+	case <-time.After(time.Second):
+	}
+}
+
+// An apply that fails as a whole does not reboot: the reboot would not
+// finish the hooks. The lock is released and the node uncordoned, and the
+// NodeHooks says what failed.
+func TestKubeAgentNoRebootAfterFailedApply(t *testing.T) {
+	t.Parallel()
+	k := startDrainCluster(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-noreboot"}}, -1)
+	k.setReady(true)
+	k.sd.FailOn("reload", "", errors.New("systemd refused the reload"))
+	reboots := make(chan struct{}, 10)
+	k.startAgent(func(cfg *Config) {
+		cfg.LeaseNamespace = "default"
+		cfg.BootID = func() (string, error) { return "boot-1", nil }
+		cfg.Connect = func(context.Context) (*Systemd, error) {
+			return &Systemd{Systemd: k.sd, Reboot: func(context.Context) error { reboots <- struct{}{}; return nil }}, nil
+		}
+	})
+	_, nh := k.hooks("kernel", drainHook("kernel-args", hooks.DisruptionReboot))
+	got := k.waitPhase(nh, v1alpha1.NodeFailed)
+	if !strings.Contains(got.Status.Message, "the apply failed") {
+		t.Errorf("message %q, want the failed apply", got.Status.Message)
+	}
+	k.until(func() string { return "the node cordoned, or the lock held, after a failed apply" }, func() bool {
+		n := k.nodeNow()
+		return !n.Spec.Unschedulable && n.Annotations[AnnotationCordoned] == "" && k.lease(LeasePrefix+"kernel") == nil
+	})
+	select {
+	case <-reboots:
+		t.Error("rebooted after a failed apply")
 	case <-time.After(time.Second):
 	}
 }
