@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -31,6 +32,8 @@ func newAgent() *cobra.Command {
 		socket     string
 
 		metricsAddr, healthAddr string
+		drainTimeout            time.Duration
+		leaseNamespace          string
 	)
 	c := &cobra.Command{
 		Use:   "agent [--node-name NODE] [--kubeconfig FILE] [--root DIR] [--systemd-socket PATH]",
@@ -56,6 +59,15 @@ A hook whose start failed is not started again for the same hooks: a change of t
 hooks runs it again, and so does a change of the HostHooks' spec.retry (hostprov
 retry), once: the NodeHooks' status.retry records the retry carried out. A restarted
 agent plans no changes where its predecessor applied, and runs nothing again.
+
+A change of a hook with disruption: Drain or Reboot is made on a drained node: the
+agent cordons its Node, evicts its pods (PodDisruptionBudgets hold; DaemonSet and
+mirror pods stay), applies, and uncordons the Node if it was the one that cordoned
+it. A drain not done within --drain-timeout applies none of those hooks, uncordons
+the node, reports the pods that stayed, and is tried again later. For disruption:
+Reboot it first takes the HostHooks' reboot lock (a Lease in --lease-namespace, one
+node at a time), and after the apply asks systemd to reboot; after the reboot it
+waits for the Node to be Ready, uncordons it and releases the lock.
 
 It reaches the API server in the cluster as its service account, or with
 --kubeconfig, and systemd over its private socket (mounted from the host). SIGTERM
@@ -89,7 +101,11 @@ have synced and it has reached systemd.`,
 			// logr: to the same place, in the same form.
 			klog.SetSlogLogger(log)
 			ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
-			a, err := agent.New(agent.Config{NodeName: nodeName, REST: cfg, Options: opts, SystemdSocket: socket, Log: log})
+			if drainTimeout <= 0 {
+				return invalid("--drain-timeout %s: give a positive duration, such as 10m", drainTimeout)
+			}
+			a, err := agent.New(agent.Config{NodeName: nodeName, REST: cfg, Options: opts, SystemdSocket: socket, Log: log,
+				DrainTimeout: drainTimeout, LeaseNamespace: leaseNamespace})
 			if err != nil {
 				return invalid("%v", err)
 			}
@@ -116,6 +132,12 @@ have synced and it has reached systemd.`,
 	c.Flags().StringVar(&socket, "systemd-socket", sdbus.PrivateSocket, "systemd's private D-Bus socket")
 	c.Flags().StringVar(&metricsAddr, "metrics-addr", ":9747", "serve Prometheus metrics on `ADDR` (0 for none)")
 	c.Flags().StringVar(&healthAddr, "health-addr", ":9748", "serve /healthz and /readyz on `ADDR` (0 for none)")
+	defNamespace := os.Getenv("POD_NAMESPACE")
+	if defNamespace == "" {
+		defNamespace = agent.DefaultLeaseNamespace
+	}
+	c.Flags().StringVar(&leaseNamespace, "lease-namespace", defNamespace, "`NAMESPACE` of the reboot locks (default $POD_NAMESPACE, or hostprov-system)")
+	c.Flags().DurationVar(&drainTimeout, "drain-timeout", agent.DefaultDrainTimeout, "how long a drain for a hook with a disruption may take before the agent gives up on it and tries again later")
 	return c
 }
 

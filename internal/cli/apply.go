@@ -321,7 +321,11 @@ func planInputs(c *cobra.Command, sf *specFlags, opts apply.Options, in []inputs
 		}
 		p, err = apply.NewPlanSets(ctx, sf.sets, st, opts)
 	}
-	return reportPlan(c, p, err, output, detailed)
+	rerr := reportPlan(c, p, err, output, detailed)
+	if err == nil && output == outputText {
+		writeDisruptions(c.ErrOrStderr(), p, sf.disruptions, false)
+	}
+	return rerr
 }
 
 // showPlan makes a plan from the state with makePlan and prints it,
@@ -538,7 +542,8 @@ func applyInputs(c *cobra.Command, sf *specFlags, nf *nodeFlags, opts apply.Opti
 			return err
 		}
 	}
-	return runApply(c, nf, opts, noWait, func(ctx context.Context, st *apply.State) (*apply.Plan, error) {
+	var planned *apply.Plan
+	err = runApply(c, nf, opts, noWait, func(ctx context.Context, st *apply.State) (*apply.Plan, error) {
 		if !rendered {
 			p, ok, err := apply.NewPlanFromState(ctx, st, opts)
 			if err != nil || ok {
@@ -548,8 +553,14 @@ func applyInputs(c *cobra.Command, sf *specFlags, nf *nodeFlags, opts apply.Opti
 				return nil, err
 			}
 		}
-		return apply.NewPlanSets(ctx, sf.sets, st, opts)
+		p, err := apply.NewPlanSets(ctx, sf.sets, st, opts)
+		planned = p
+		return p, err
 	})
+	if err == nil && nf.output == outputText {
+		writeDisruptions(c.ErrOrStderr(), planned, sf.disruptions, true)
+	}
+	return err
 }
 
 func newRemove() *cobra.Command {

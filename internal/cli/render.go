@@ -56,6 +56,9 @@ type specFlags struct {
 	// storage is what the specs put on the machine besides units: the
 	// files, directories and links of every spec, in order.
 	storage render.Storage
+	// disruptions are the disruptions the hooks of sets declare, by
+	// unit.
+	disruptions map[string]disruption
 	// noStorage, when set, says why the command cannot do what a spec's
 	// files, directories and links ask; build refuses each of them,
 	// at its place, with it.
@@ -171,6 +174,7 @@ func (f *specFlags) buildSets(c *cobra.Command, in []inputs.File) ([]render.Unit
 	byUnit := map[string]render.Unit{}   // unit -> the first hook that makes it
 	setOfUnit := map[string]string{}     // unit -> its set
 	f.sets = nil
+	f.disruptions = nil
 	f.storage = render.Storage{}
 	claimed := map[string]hooks.Position{} // path -> the entry that claims it
 	var specs []*hooks.Spec
@@ -219,6 +223,7 @@ func (f *specFlags) buildSets(c *cobra.Command, in []inputs.File) ([]render.Unit
 		}
 		f.sets = append(f.sets, apply.SpecSet{Name: name, Units: us, Paths: apply.PathsOf(r.Storage, hookNames),
 			Accounts: apply.AccountsOf(r.Storage, hookNames)})
+		f.noteDisruptions(spec, us)
 		specs = append(specs, spec)
 	}
 	if f.node != nil && !diags.HasErrors(false) {

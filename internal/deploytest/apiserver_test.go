@@ -22,6 +22,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -252,10 +253,7 @@ func testAgent(ctx context.Context, t *testing.T, c *kubetest.Cluster, ns string
 	wantForbidden(t, "agent patching a HostHooks", agent.Patch(ctx, h, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"a":"b"}}}`))))
 	wantForbidden(t, "agent updating a HostHooks' status", agent.Status().Update(ctx, h))
 	wantForbidden(t, "agent deleting a HostHooks", agent.Delete(ctx, h))
-	node := &corev1.Node{}
-	if err := agent.Get(ctx, client.ObjectKey{Name: "node-a"}, node); err == nil {
-		wantForbidden(t, "agent labelling its Node", agent.Patch(ctx, node, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"a":"b"}}}`))))
-	}
+	testAgentDrain(ctx, t, admin, agent, ns)
 	wantForbidden(t, "agent listing Secrets", agent.List(ctx, &corev1.SecretList{}, client.InNamespace(ns)))
 	wantForbidden(t, "agent creating an Event", agent.Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "e"},
 		InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "node-a"}}))
@@ -311,9 +309,108 @@ func testAgent(ctx context.Context, t *testing.T, c *kubetest.Cluster, ns string
 	own.Status.Message = "from nowhere"
 	wantRefused(t, "agent without a node-name claim updating node-a's NodeHooks status", unbound.Status().Update(ctx, own),
 		"only with a token bound to a pod on a node")
+	pod := drainPod(ctx, t, admin, ns, "unbound-evicts", "node-a")
+	wantRefused(t, "agent without a node-name claim evicting a pod", unbound.SubResource("eviction").Create(ctx, pod,
+		&policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: ns}}), "only with a token bound to a pod on a node")
 	if err := unbound.List(ctx, &v1alpha1.HostHooksList{}); err != nil {
 		t.Errorf("agent without a node-name claim listing HostHooks: %v (reading needs no node)", err)
 	}
+}
+
+// testAgentDrain: for a drain, the agent of node-a cordons and uncordons
+// node-a (spec.unschedulable and its mark, nothing else of it), lists the
+// pods of its node and evicts them; it may not cordon node-b, label or
+// taint its own Node, or delete a pod. For a reboot it takes and releases
+// reboot locks for node-a, and none of node-b's.
+func testAgentDrain(ctx context.Context, t *testing.T, admin, agent client.Client, ns string) {
+	cordon := func(name string, on bool) error {
+		mark := `"true"`
+		if !on {
+			mark = "null"
+		}
+		return agent.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, client.RawPatch(types.MergePatchType,
+			[]byte(fmt.Sprintf(`{"metadata":{"annotations":{"hostprov.dev/cordoned":%s}},"spec":{"unschedulable":%v}}`, mark, on))))
+	}
+	if err := cordon("node-a", true); err != nil {
+		t.Errorf("agent cordoning its Node: %v", err)
+	}
+	if n := get(ctx, t, admin, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}); !n.Spec.Unschedulable {
+		t.Errorf("node-a not cordoned: %+v", n.Spec)
+	}
+	if err := cordon("node-a", false); err != nil {
+		t.Errorf("agent uncordoning its Node: %v", err)
+	}
+	wantRefused(t, "agent of node-a cordoning node-b", cordon("node-b", true), "may cordon only its own Node, not node-b")
+	if n := get(ctx, t, admin, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}}); n.Spec.Unschedulable {
+		t.Errorf("node-b cordoned by node-a's agent")
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}
+	only := "may change only its Node's spec.unschedulable and its annotation hostprov.dev/cordoned"
+	wantRefused(t, "agent labelling its Node", agent.Patch(ctx, node, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"a":"b"}}}`))), only)
+	wantRefused(t, "agent tainting its Node", agent.Patch(ctx, node, client.RawPatch(types.MergePatchType,
+		[]byte(`{"spec":{"taints":[{"key":"k","effect":"NoSchedule"}]}}`))), only)
+	wantRefused(t, "agent annotating its Node", agent.Patch(ctx, node, client.RawPatch(types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"other":"x"}}}`))), only)
+	wantForbidden(t, "agent deleting its Node", agent.Delete(ctx, node))
+
+	pod := drainPod(ctx, t, admin, ns, "evicted", "node-a")
+	var pods corev1.PodList
+	if err := agent.List(ctx, &pods, client.MatchingFields{"spec.nodeName": "node-a"}); err != nil || len(pods.Items) == 0 {
+		t.Errorf("agent listing its node's pods: %d, %v", len(pods.Items), err)
+	}
+	wantForbidden(t, "agent deleting a pod", agent.Delete(ctx, pod))
+	if err := agent.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: ns}}); err != nil {
+		t.Errorf("agent evicting a pod of its node: %v", err)
+	}
+
+	// Reboot locks: Leases hostprov-reboot-* of its namespace, held by its
+	// node, or taken over from no holder; not another node's.
+	lease := func(name, holder string) *coordinationv1.Lease {
+		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if holder != "" {
+			l.Spec.HolderIdentity = &holder
+		}
+		return l
+	}
+	mine := lease("hostprov-reboot-mine", "node-a")
+	if err := agent.Create(ctx, mine); err != nil {
+		t.Errorf("agent taking a reboot lock for its node: %v", err)
+	} else if err := agent.Delete(ctx, mine); err != nil {
+		t.Errorf("agent releasing its reboot lock: %v", err)
+	}
+	wantRefused(t, "agent taking a reboot lock for node-b", agent.Create(ctx, lease("hostprov-reboot-b", "node-b")),
+		"may hold a reboot lock only for its own node")
+	wantRefused(t, "agent writing a Lease that is no reboot lock", agent.Create(ctx, lease("hostprov-controller-x", "node-a")),
+		"may write only reboot locks")
+	theirs := lease("hostprov-reboot-theirs", "node-b")
+	create(ctx, t, admin, theirs)
+	taken := get(ctx, t, agent, theirs)
+	taken.Spec.HolderIdentity = ptr.To("node-a")
+	wantRefused(t, "agent taking node-b's reboot lock", agent.Update(ctx, taken), "may not take or release the reboot lock that node node-b holds")
+	wantRefused(t, "agent releasing node-b's reboot lock", agent.Delete(ctx, get(ctx, t, agent, theirs)), "may not take or release the reboot lock that node node-b holds")
+	free := lease("hostprov-reboot-free", "")
+	create(ctx, t, admin, free)
+	free = get(ctx, t, agent, free)
+	free.Spec.HolderIdentity = ptr.To("node-a")
+	if err := agent.Update(ctx, free); err != nil {
+		t.Errorf("agent taking a reboot lock that no node holds: %v", err)
+	}
+	other := lease("hostprov-reboot-elsewhere", "node-a")
+	other.Namespace = "default"
+	wantForbidden(t, "agent taking a reboot lock outside its namespace", agent.Create(ctx, other))
+}
+
+// drainPod makes a pod bound to node, and its namespace's default service
+// account, which no controller manager makes here.
+func drainPod(ctx context.Context, t *testing.T, admin client.Client, ns, name, node string) *corev1.Pod {
+	t.Helper()
+	if err := admin.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "registry.example/app:1"}}}}
+	create(ctx, t, admin, p)
+	return p
 }
 
 func testController(ctx context.Context, t *testing.T, ns string, admin, ctrl client.Client, a *applier, objs []deploytest.Object, hh *v1alpha1.HostHooks) {

@@ -409,9 +409,12 @@ func TestAgentPod(t *testing.T) {
 	if !slices.Equal(c.Args, []string{"agent", "--node-name=$(NODE_NAME)"}) {
 		t.Errorf("args %q", c.Args)
 	}
-	if len(c.Env) != 1 || c.Env[0].Name != "NODE_NAME" || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.FieldRef == nil ||
-		c.Env[0].ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
-		t.Errorf("env %+v, want NODE_NAME from spec.nodeName", c.Env)
+	// The node's name, and the namespace of the reboot locks: the pod's.
+	fromField := func(e corev1.EnvVar, name, path string) bool {
+		return e.Name == name && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == path
+	}
+	if len(c.Env) != 2 || !fromField(c.Env[0], "NODE_NAME", "spec.nodeName") || !fromField(c.Env[1], "POD_NAMESPACE", "metadata.namespace") {
+		t.Errorf("env %+v, want NODE_NAME from spec.nodeName and POD_NAMESPACE from metadata.namespace", c.Env)
 	}
 	sc := c.SecurityContext
 	if sc == nil || sc.Privileged == nil || *sc.Privileged || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||

@@ -139,6 +139,7 @@ func encodeHook(h *Hook) *yaml.Node {
 		yamlnode.Pairs(n, "dropins", ds)
 	}
 	encodeStorage(n, h)
+	optStr(n, "disruption", h.Disruption)
 	return n
 }
 

@@ -28,7 +28,7 @@ func TestEncodeRoundTrip(t *testing.T) {
 			Directives: map[string][]string{"Unit": {"StartLimitBurst=3"}, "Service": {"Nice=5", "Nice="}},
 			Dropins:    []hooks.Dropin{{Name: "10-a.conf", Contents: "[Service]\nNice=1\n"}},
 		},
-		{Name: "steps", Steps: []hooks.Step{{Name: "one", Run: []string{"/bin/true"}}, {Name: "two", Sh: "echo a\necho b\n"}}, When: hooks.WhenAlways},
+		{Name: "steps", Steps: []hooks.Step{{Name: "one", Run: []string{"/bin/true"}}, {Name: "two", Sh: "echo a\necho b\n"}}, When: hooks.WhenAlways, Disruption: hooks.DisruptionReboot},
 		{Name: "raw.service", UseRawName: true, UseRawManifest: true,
 			Manifest: "[Service]\nExecStart=/bin/true\n\n[Install]\nWantedBy=multi-user.target\n"},
 		{Name: "noeol.service", UseRawName: true, UseRawManifest: true, Manifest: "[Service]\nExecStart=/bin/true"},

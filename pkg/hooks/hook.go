@@ -20,6 +20,7 @@ var hookFields = []string{
 	"stateDirectory", "logsDirectory", "configurationDirectory", "steps", "when",
 	"deviceTimeout",
 	"directives", "dropins", "files", "directories", "links", "users", "groups",
+	"disruption",
 }
 
 // generatedFields make up a generated unit. With useRawManifest the
@@ -43,6 +44,8 @@ var serviceFields = []string{
 var notWithSteps = []string{"exec", "pre", "manifest", "remainAfterExit", "restart", "restartSec"}
 
 var whenValues = []string{WhenOnce, WhenAlways, WhenNever}
+
+var disruptionValues = []string{DisruptionNone, DisruptionDrain, DisruptionReboot}
 
 // stepNameRE keeps step names plain: they are shown in status output and
 // written in the unit as comments.
@@ -195,6 +198,9 @@ func (d *decoder) hook(v value) (Hook, bool) {
 			h.Users = d.users(e.value)
 		case "groups":
 			h.Groups = d.groups(e.value)
+		case "disruption":
+			h.Disruption, _ = d.str(e.value, false)
+			d.oneOf(e.value, h.Disruption, disruptionValues, "disruption")
 		default:
 			st.unknown = true
 			d.unknownField(e, "hook")

@@ -151,6 +151,8 @@ func TestParseDiagnostics(t *testing.T) {
 			[]want{{"6:9", "hooks[0].type", "not a service type", "use one of simple, exec, forking, oneshot, dbus, notify, notify-reload, idle", Error}}},
 		{"restart typo", header + "- name: a\n  exec: [/bin/true]\n  restart: on_failure\n",
 			[]want{{"6:12", "hooks[0].restart", `"on_failure" is not a restart policy`, "did you mean on-failure?", Error}}},
+		{"disruption misspelt", header + "- name: a\n  exec: [/bin/true]\n  disruption: drain\n",
+			[]want{{"6:15", "hooks[0].disruption", `"drain" is not a disruption`, "did you mean Drain?", Error}}},
 		{"restart false", header + "- name: a\n  exec: [/bin/true]\n  restart: false\n",
 			[]want{{"6:12", "hooks[0].restart", `"false" is not a restart policy`, "use one of no, always", Error}}},
 		{"time spans", header + "- name: a\n  exec: [/bin/true]\n  restartSec: 500ms\n  timeoutStartSec: 1min 30s\n  timeoutStopSec: infinity\n", nil},

@@ -154,6 +154,11 @@ type Hook struct {
 	// files are written and its unit starts, when the machine lacks them.
 	Users  []User
 	Groups []Group
+
+	// Disruption is what a change of the hook does to the machine's
+	// workloads: DisruptionNone, DisruptionDrain or DisruptionReboot.
+	// Empty means DisruptionNone.
+	Disruption string
 }
 
 // Step is one command of a command hook. Exactly one of Run and Sh is set.
@@ -179,6 +184,29 @@ const (
 	// WhenNever renders the hook but neither enables nor starts it.
 	WhenNever = "Never"
 )
+
+// Disruption values of a hook. They tell whoever applies the hook what a
+// change of it does to the machine; hostprov apply reports them, the
+// Kubernetes agent acts on them.
+const (
+	// DisruptionNone: the hook is applied while workloads run.
+	DisruptionNone = "None"
+	// DisruptionDrain: the machine's workloads are moved away (the node is
+	// cordoned and drained) before the hook is applied or removed, and
+	// come back after.
+	DisruptionDrain = "Drain"
+	// DisruptionReboot: as Drain, and the machine reboots after the hook
+	// is applied, before workloads come back.
+	DisruptionReboot = "Reboot"
+)
+
+// NeedsDrain reports whether changing the hook needs the machine drained.
+func (h *Hook) NeedsDrain() bool {
+	return h.Disruption == DisruptionDrain || h.Disruption == DisruptionReboot
+}
+
+// NeedsReboot reports whether the hook needs a reboot after it changed.
+func (h *Hook) NeedsReboot() bool { return h.Disruption == DisruptionReboot }
 
 // Dropin is a drop-in file for a hook's unit.
 type Dropin struct {

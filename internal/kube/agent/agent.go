@@ -26,7 +26,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -68,6 +70,14 @@ type Config struct {
 	// Metrics receive what the agent does; nil makes the agent its own
 	// (Agent.Metrics).
 	Metrics *Metrics
+	// DrainTimeout is how long a drain for a hook that declares a
+	// disruption may take; default DefaultDrainTimeout.
+	DrainTimeout time.Duration
+	// LeaseNamespace is the namespace of the reboot locks (Leases);
+	// default DefaultLeaseNamespace. BootID reads the ID of the current
+	// boot; default ReadBootID.
+	LeaseNamespace string
+	BootID         func() (string, error)
 }
 
 // Stats count what an agent did, for tests and benchmarks.
@@ -98,6 +108,9 @@ type Agent struct {
 	refreshes    atomic.Int64
 	statusWrites atomic.Int64
 	health       health
+	// rebootAsked is set once this agent asked systemd to reboot: it
+	// asks once (see resume).
+	rebootAsked bool
 }
 
 // New makes the agent of cfg.NodeName; it connects to nothing until Run.
@@ -128,6 +141,21 @@ func New(cfg Config) (*Agent, error) {
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
+	if err := policyv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if cfg.DrainTimeout <= 0 {
+		cfg.DrainTimeout = DefaultDrainTimeout
+	}
+	if cfg.LeaseNamespace == "" {
+		cfg.LeaseNamespace = DefaultLeaseNamespace
+	}
+	if cfg.BootID == nil {
+		cfg.BootID = ReadBootID
+	}
+	if err := coordinationv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
 	hc := cfg.HTTPClient
 	if hc == nil {
 		var err error
@@ -143,7 +171,8 @@ func New(cfg Config) (*Agent, error) {
 		ByObject: map[client.Object]cache.ByObject{
 			&v1alpha1.HostHooks{}: {},
 			// Its own Node only, and of it only what the agent reads:
-			// the labels. A Node's status is most of it, and changes.
+			// the labels and its own mark of a cordon. A Node's status
+			// is most of it, and changes.
 			&corev1.Node{}: {Field: fields.OneTermEqualSelector("metadata.name", cfg.NodeName), Transform: nodeLabelsOnly},
 			&v1alpha1.NodeHooks{}: {Label: labels.SelectorFromSet(labels.Set{
 				v1alpha1.LabelNode: v1alpha1.LabelValue(cfg.NodeName)})},
@@ -156,15 +185,20 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
+	log := cfg.Log
+	dr := &drainer{c: cl, node: cfg.NodeName, timeout: cfg.DrainTimeout, retry: time.Second, maxRetry: 30 * time.Second,
+		logf: func(msg string, args ...any) { log.Info(msg, args...) }}
 	return &Agent{cfg: cfg, cache: c, client: cl,
-		node:    &node{opts: cfg.Options, log: cfg.Log, builds: map[string]built{}, metrics: cfg.Metrics},
+		node: &node{opts: cfg.Options, log: cfg.Log, builds: map[string]built{}, metrics: cfg.Metrics, drainer: dr,
+			rebooter: newRebooter(cl, cfg)},
 		kick:    make(chan struct{}, 1),
 		written: map[types.UID]writtenStatus{},
 		units:   map[string]UnitState{}}, nil
 }
 
-// restMapper knows the three kinds the agent reads: a static mapper, so
-// that no agent asks the API server's discovery (a thousand agents would
+// restMapper knows the kinds the agent reads and writes (with the pods it
+// evicts and the Leases of its reboot locks): a static mapper, so that no
+// agent asks the API server's discovery (a thousand agents would
 // ask a thousand times).
 func restMapper() meta.RESTMapper {
 	m := meta.NewDefaultRESTMapper(nil)
@@ -174,6 +208,10 @@ func restMapper() meta.RESTMapper {
 		v1alpha1.GroupVersion.WithResource("hosthooks"), meta.RESTScopeRoot)
 	m.AddSpecific(v1alpha1.GroupVersion.WithKind("NodeHooks"), v1alpha1.GroupVersion.WithResource("nodehooks"),
 		v1alpha1.GroupVersion.WithResource("nodehooks"), meta.RESTScopeRoot)
+	m.AddSpecific(corev1.SchemeGroupVersion.WithKind("Pod"), corev1.SchemeGroupVersion.WithResource("pods"),
+		corev1.SchemeGroupVersion.WithResource("pod"), meta.RESTScopeNamespace)
+	m.AddSpecific(coordinationv1.SchemeGroupVersion.WithKind("Lease"), coordinationv1.SchemeGroupVersion.WithResource("leases"),
+		coordinationv1.SchemeGroupVersion.WithResource("lease"), meta.RESTScopeNamespace)
 	return m
 }
 
@@ -182,8 +220,12 @@ func nodeLabelsOnly(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
+	var marks map[string]string
+	if m, ok := n.Annotations[AnnotationCordoned]; ok {
+		marks = map[string]string{AnnotationCordoned: m}
+	}
 	return &corev1.Node{TypeMeta: n.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID,
-		ResourceVersion: n.ResourceVersion, Labels: n.Labels}}, nil
+		ResourceVersion: n.ResourceVersion, Labels: n.Labels, Annotations: marks}}, nil
 }
 
 // Stats returns what the agent did so far.
@@ -457,6 +499,11 @@ func (a *Agent) sync(ctx context.Context, sd *Systemd) error {
 		a.cfg.Log.Info("waiting for the Node to be seen", "node", a.cfg.NodeName)
 		return nil
 	}
+	// A reboot the agent asked for comes first: nothing is applied
+	// before it, and the node is uncordoned only after it.
+	if err := a.resume(ctx, sd); err != nil {
+		return err
+	}
 	a.node.applying = func(names []string) { a.writeApplying(ctx, v, names) }
 	r, err := a.node.sync(ctx, sd.Systemd, v)
 	if err != nil {
@@ -465,7 +512,23 @@ func (a *Agent) sync(ctx context.Context, sd *Systemd) error {
 	a.mu.Lock()
 	a.last = r
 	a.mu.Unlock()
-	return a.writeStatuses(ctx, v, r)
+	if err := a.writeStatuses(ctx, v, r); err != nil && !r.reboot {
+		return err
+	}
+	if r.reboot {
+		a.rebootAsked = true
+		rec, err := a.node.rebooter.read()
+		if err != nil || rec == nil {
+			return fmt.Errorf("the record of the reboot: %v", err)
+		}
+		return a.reboot(ctx, sd, rec)
+	}
+	if r.retry {
+		// Returned as an error, so that the worker tries again with
+		// its backoff; the NodeHooks says why.
+		return errors.New("hooks that need a drain were not applied; trying again")
+	}
+	return nil
 }
 
 // refresh reports again with the outcomes of the last sync.
@@ -517,6 +580,7 @@ func (a *Agent) view(ctx context.Context) (*view, error) {
 		if v.labels == nil {
 			v.labels = labels.Set{}
 		}
+		_, v.cordoned = n.Annotations[AnnotationCordoned]
 	}
 	var hhs v1alpha1.HostHooksList
 	if err := a.cache.List(ctx, &hhs, client.UnsafeDisableDeepCopy); err != nil {

@@ -25,6 +25,9 @@ type view struct {
 	labels    labels.Set
 	hostHooks map[string]*v1alpha1.HostHooks
 	nodeHooks []*v1alpha1.NodeHooks
+	// cordoned is set when the Node has the agent's mark of a cordon
+	// (AnnotationCordoned): the agent cordoned it and is to uncordon it.
+	cordoned bool
 }
 
 // nodeHooksOf is the NodeHooks of the node for the HostHooks named hh, or
@@ -69,6 +72,10 @@ type outcome struct {
 	// message says why the set failed as a whole: validation, a
 	// conflict, an apply that could not be made.
 	message string
+	// waiting, with waitPhase, says what the set waits for: the reboot
+	// lock another node holds, or the node's reboot (see disrupt.go).
+	waiting   string
+	waitPhase v1alpha1.NodePhase
 	// changed is set when the sync changed the set's units.
 	changed bool
 	// retry is the HostHooks' spec.retry, for an applied, invalid or
@@ -100,6 +107,18 @@ type node struct {
 	// seen is set after the first report.
 	failed map[string]bool
 	seen   bool
+
+	// drainer, when set, drains the node for hooks that declare a
+	// disruption (see disrupt.go); without it they are applied as any
+	// other. disruptions are what the hooks the agent applied declare,
+	// by HostHooks and hook; drained is set when this sync drained.
+	drainer     *drainer
+	disruptions map[string]map[string]string
+	drained     bool
+	// rebooter, when set, takes the reboot locks and keeps the record
+	// of a reboot; rebootFor is what this sync is to reboot for.
+	rebooter  *rebooter
+	rebootFor *disruptive
 }
 
 // selects reports whether hh selects a node with these labels. An unset
@@ -242,9 +261,15 @@ func failedIn(st *apply.State, set string) bool {
 
 // result is what one sync found: the outcome of every HostHooks' set and
 // the units of the agent's sets as systemd reports them after the apply.
+// retry is set when a set was not applied for a reason that time may
+// remove (a drain that did not finish), so that the agent tries again.
 type result struct {
 	outcomes map[string]*outcome
 	reports  []apply.UnitReport
+	retry    bool
+	// reboot is set when the node is to reboot now: the record is
+	// written.
+	reboot bool
 }
 
 // sync makes the node match v: one plan of every set to apply and to
@@ -289,12 +314,18 @@ func (n *node) sync(ctx context.Context, sd apply.Systemd, v *view) (r *result, 
 		return nil, err
 	}
 	sets, outcomes = n.decide(v, st)
+	n.drained, n.rebootFor = false, nil
+	retry := false
 	if len(sets) > 0 {
 		planned = true
-		changed = n.applySets(ctx, sd, sets, st, outcomes)
+		changed, retry = n.applySets(ctx, sd, v, sets, st, outcomes)
 		if st, err = apply.LoadState(apply.StatePath(n.opts.StateDirPath())); err != nil {
 			return nil, err
 		}
+	}
+	reboot, err := n.settle(ctx, v, outcomes)
+	if err != nil {
+		return nil, err
 	}
 	reports, err := n.reportUnits(ctx, sd, st)
 	if err != nil {
@@ -303,7 +334,7 @@ func (n *node) sync(ctx context.Context, sd apply.Systemd, v *view) (r *result, 
 	if !planned {
 		n.observe(reports, nil)
 	}
-	return &result{outcomes: outcomes, reports: reports}, nil
+	return &result{outcomes: outcomes, reports: reports, retry: retry, reboot: reboot}, nil
 }
 
 // observe counts the hooks that reports show failed anew, in the metrics
@@ -421,8 +452,10 @@ func agentSet(st *apply.State, set string) bool {
 // applySets plans sets and carries the plan out. A set whose units
 // conflict (with another set's, or with a file hostprov did not write) is
 // taken out of the plan and reported with the conflict, so that it keeps
-// no other set from being applied. It returns the units the plan changed.
-func (n *node) applySets(ctx context.Context, sd apply.Systemd, sets []apply.SpecSet, st *apply.State, outcomes map[string]*outcome) map[string]bool {
+// no other set from being applied. A set whose changes need the node
+// drained is applied only once it is (drainFor). It returns the units the
+// plan changed, and whether a set was left for a drain to be tried again.
+func (n *node) applySets(ctx context.Context, sd apply.Systemd, v *view, sets []apply.SpecSet, st *apply.State, outcomes map[string]*outcome) (map[string]bool, bool) {
 	fail := func(set, msg string) {
 		if o := outcomes[v1alpha1.HostHooksOfSet(set)]; o != nil && o.message == "" {
 			o.message = msg
@@ -436,7 +469,7 @@ func (n *node) applySets(ctx context.Context, sd apply.Systemd, sets []apply.Spe
 			for _, s := range sets {
 				fail(s.Name, "the apply could not be planned: "+err.Error())
 			}
-			return nil
+			return nil, false
 		}
 		if len(p.Conflicts) == 0 {
 			break
@@ -459,7 +492,7 @@ func (n *node) applySets(ctx context.Context, sd apply.Systemd, sets []apply.Spe
 			for _, s := range sets {
 				fail(s.Name, "the apply has conflicts, so nothing was applied: "+strings.Join(msgs, "; "))
 			}
-			return nil
+			return nil, false
 		}
 		var rest []apply.SpecSet
 		for _, s := range sets {
@@ -474,8 +507,13 @@ func (n *node) applySets(ctx context.Context, sd apply.Systemd, sets []apply.Spe
 		sets = rest
 	}
 	if len(sets) == 0 {
-		return nil
+		return nil, false
 	}
+	p, sets, retry := n.drainFor(ctx, v, p, sets, st, outcomes, fail)
+	if p == nil {
+		return nil, retry
+	}
+	defer n.remember(v, sets)
 	owners := ownerOf(sets, st)
 	changed := map[string]bool{}
 	for _, u := range p.Units {
@@ -510,7 +548,7 @@ func (n *node) applySets(ctx context.Context, sd apply.Systemd, sets []apply.Spe
 	})
 	res, err := apply.Execute(ctx, p, sd, logger)
 	if err == nil {
-		return changed
+		return changed, retry
 	}
 	blamed := false
 	for _, ev := range res.Events {
@@ -534,7 +572,7 @@ func (n *node) applySets(ctx context.Context, sd apply.Systemd, sets []apply.Spe
 			fail(s.Name, "the apply failed: "+err.Error())
 		}
 	}
-	return changed
+	return changed, retry
 }
 
 // onlyStartFailures reports whether every failed action of the apply is a
@@ -653,6 +691,9 @@ func status(nh *v1alpha1.NodeHooks, hh *v1alpha1.HostHooks, o *outcome, reports 
 				st.Phase = v1alpha1.NodeApplying
 			}
 		}
+	}
+	if o.waiting != "" && st.Phase != v1alpha1.NodeFailed {
+		st.Phase, st.Message = o.waitPhase, o.waiting
 	}
 	st.AppliedAt = old.AppliedAt
 	if o.changed || st.AppliedHash != old.AppliedHash ||

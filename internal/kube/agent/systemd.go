@@ -23,6 +23,9 @@ type Systemd struct {
 	Lost <-chan struct{}
 	// Close closes the connection; nil when there is nothing to close.
 	Close func()
+	// Reboot asks systemd to reboot the node, as systemctl reboot does;
+	// nil when the connection cannot.
+	Reboot func(ctx context.Context) error
 }
 
 // UnitState is a unit's ActiveState and SubState, as a signal of systemd
@@ -83,7 +86,14 @@ func Dial(ctx context.Context, socket string, journalctl func(ctx context.Contex
 			}
 		}
 	}()
-	return &Systemd{Systemd: m, Changes: changes, Lost: m.Done(), Close: m.Close}, nil
+	reboot := func(ctx context.Context) error {
+		// reboot.target with replace-irreversibly, as systemctl
+		// reboot starts it: units stop in order, and no later job
+		// cancels it.
+		_, err := m.Conn().StartUnitContext(ctx, "reboot.target", "replace-irreversibly", nil)
+		return err
+	}
+	return &Systemd{Systemd: m, Changes: changes, Lost: m.Done(), Close: m.Close, Reboot: reboot}, nil
 }
 
 // DialNode is Dial for an agent in a pod: it reads a failed unit's journal

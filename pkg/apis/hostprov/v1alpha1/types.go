@@ -177,6 +177,15 @@ type Hook struct {
 	Users []User `json:"users,omitempty"`
 	// +listType=atomic
 	Groups []Group `json:"groups,omitempty"`
+
+	// Disruption is what a change of the hook needs of the node: None
+	// (the default), Drain (the agent cordons and drains the node before
+	// it applies or removes the hook, and uncordons it after) or Reboot
+	// (as Drain, and the node reboots after the apply, one node of the
+	// HostHooks at a time).
+	// +kubebuilder:validation:Enum=None;Drain;Reboot
+	// +optional
+	Disruption string `json:"disruption,omitempty"`
 }
 
 // File is a file a hook needs on the node: exactly one of contents and
