@@ -154,11 +154,19 @@ func (n *node) decide(v *view, st *apply.State) ([]apply.SpecSet, map[string]*ou
 			out[name] = &outcome{action: invalid, hash: hash, message: "spec.nodeSelector: " + err.Error()}
 			continue
 		}
+		nh := v.nodeHooksOf(name)
 		if !ok {
+			// No longer selected: the units stay until the
+			// controller approves their removal within the
+			// rollout's budget. Without a NodeHooks (deleted)
+			// nothing waits for it.
+			if nh != nil && !nh.Spec.Remove {
+				keep[name] = true
+				out[name] = &outcome{action: leave}
+			}
 			continue
 		}
 		keep[name] = true
-		nh := v.nodeHooksOf(name)
 		if nh == nil || nh.Spec.HooksHash != hash {
 			out[name] = &outcome{action: leave}
 			continue
