@@ -43,12 +43,13 @@ type action int
 
 const (
 	// leave: not passed to the plan; the node keeps what it has (not
-	// approved yet, or approved for other hooks than the current ones).
+	// approved yet, or approved for other hooks than the current ones,
+	// or no longer selected and the removal not approved yet).
 	leave action = iota
 	// applySet: passed with its units.
 	applySet
-	// prune: passed with no units: the HostHooks is gone, being deleted
-	// or no longer selects the node.
+	// prune: passed with no units: the HostHooks is gone, being deleted,
+	// or no longer selects the node and its removal is approved.
 	prune
 	// invalid: approved, but its hooks fail hostprov's validation; left
 	// as it is and reported Failed.
