@@ -165,8 +165,8 @@ const (
 //
 // A NodeHooks whose node is gone is deleted, and so is one whose node the
 // selector no longer matches once the agent removed the hooks (phase
-// Removed) or if it never applied any (no appliedHash), and a second one
-// of a node. A HostHooks being deleted keeps its finalizer until every
+// Removed) and the node is busy for no other HostHooks, or if it never
+// applied any (no appliedHash), and a second one of a node. A HostHooks being deleted keeps its finalizer until every
 // NodeHooks whose node exists is in that state, or until its prune
 // timeout ran out: then the nodes left are reported orphaned.
 //
