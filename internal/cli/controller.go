@@ -43,9 +43,10 @@ func newController() *cobra.Command {
 		Short: "Roll HostHooks out to the nodes and sum up their NodeHooks (in the cluster, as a Deployment)",
 		Long: `controller runs hostprov's controller on Kubernetes. For every HostHooks it keeps a
 NodeHooks for each node the node selector matches, approves nodes for the current hooks
-as spec.rollout allows (maxUnavailable, pause, failureThreshold), sums the NodeHooks up
-into the HostHooks status, and holds a deleted HostHooks until the agents removed its
-units from the nodes.
+as spec.rollout allows (maxUnavailable, pause, failureThreshold), and nodes that left the
+selector to remove them, within one budget that every HostHooks over the same nodes
+shares; it sums the NodeHooks up into the HostHooks status, and holds a deleted HostHooks
+until the agents removed its units from the nodes.
 
 Run several replicas: they elect a leader with a Lease named ` + controller.LeaseName + ` in
 --namespace, and only the leader acts. It runs until SIGTERM or SIGINT, and fails when it

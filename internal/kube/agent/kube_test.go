@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -165,9 +166,14 @@ func TestKubeAgentIdleSignalsLabels(t *testing.T) {
 		t.Errorf("a new connection: stats %+v, then %+v, systemd calls %q; want a sync that changes nothing", before, after, sd.Log())
 	}
 
-	// Deselected: pruned, Removed.
+	// Deselected, and the removal approved as the controller does: pruned,
+	// Removed.
 	node.Labels = map[string]string{"role": "infra"}
 	if err := cl.Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Patch(ctx, &v1alpha1.NodeHooks{ObjectMeta: metav1.ObjectMeta{Name: nh.Name}},
+		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"remove":true}}`))); err != nil {
 		t.Fatal(err)
 	}
 	waitPhase(v1alpha1.NodeRemoved)

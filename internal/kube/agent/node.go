@@ -46,12 +46,13 @@ type action int
 
 const (
 	// leave: not passed to the plan; the node keeps what it has (not
-	// approved yet, or approved for other hooks than the current ones).
+	// approved yet, or approved for other hooks than the current ones,
+	// or no longer selected and the removal not approved yet).
 	leave action = iota
 	// applySet: passed with its units.
 	applySet
-	// prune: passed with no units: the HostHooks is gone, being deleted
-	// or no longer selects the node.
+	// prune: passed with no units: the HostHooks is gone, being deleted,
+	// or no longer selects the node and its removal is approved.
 	prune
 	// invalid: approved, but its hooks fail hostprov's validation; left
 	// as it is and reported Failed.
@@ -178,11 +179,19 @@ func (n *node) decide(v *view, st *apply.State) ([]apply.SpecSet, map[string]*ou
 			out[name] = &outcome{action: invalid, hash: hash, message: "spec.nodeSelector: " + err.Error()}
 			continue
 		}
+		nh := v.nodeHooksOf(name)
 		if !ok {
+			// No longer selected: the units stay until the
+			// controller approves their removal within the
+			// rollout's budget. Without a NodeHooks (deleted)
+			// nothing waits for it.
+			if nh != nil && !nh.Spec.Remove {
+				keep[name] = true
+				out[name] = &outcome{action: leave}
+			}
 			continue
 		}
 		keep[name] = true
-		nh := v.nodeHooksOf(name)
 		if nh == nil || nh.Spec.HooksHash != hash {
 			out[name] = &outcome{action: leave}
 			continue

@@ -225,6 +225,7 @@ func TestPruneUnselectedDeletedGoneNeverOwn(t *testing.T) {
 	f.sd.Reset()
 	now := metav1.Now()
 	deleting.DeletionTimestamp = &now
+	nhs[0].Spec.Remove = true // the controller approved the removal
 	got := f.sync(f.view(labels.Set{"role": "infra"}, []*v1alpha1.HostHooks{relabel, deleting, keep}, nhs))
 	if want := []string{"hosthooks.keep", "local"}; !slices.Equal(f.setsInState(), want) {
 		t.Errorf("sets after pruning: %q, want %q", f.setsInState(), want)
@@ -254,6 +255,55 @@ func TestPruneUnselectedDeletedGoneNeverOwn(t *testing.T) {
 	}
 	if st := got["keep"]; st.Phase != v1alpha1.NodeSucceeded {
 		t.Errorf("keep: %+v", st)
+	}
+}
+
+// A node that the selector of a HostHooks no longer matches keeps its
+// units until the controller approves their removal (spec.remove), so that
+// a relabelling goes through the rollout's budget; a HostHooks whose
+// NodeHooks is gone is pruned at once, as nothing would approve it.
+func TestUnselectedWaitsForRemoval(t *testing.T) {
+	f := newFakeNode(t)
+	workers := map[string]string{"role": "worker"}
+	relabel := hostHooks("relabel", workers, service("relabel-svc"))
+	orphan := hostHooks("orphan", workers, service("orphan-svc"))
+	all := []*v1alpha1.HostHooks{relabel, orphan}
+	nhRelabel, nhOrphan := nodeHooks(relabel, true), nodeHooks(orphan, true)
+	f.sync(f.view(labels.Set(workers), all, []*v1alpha1.NodeHooks{nhRelabel, nhOrphan}))
+	if want := []string{"hosthooks.orphan", "hosthooks.relabel"}; !slices.Equal(f.setsInState(), want) {
+		t.Fatalf("sets: %q, want %q", f.setsInState(), want)
+	}
+	applied := nhRelabel.Status
+
+	// Relabelled out, no removal approved; orphan's NodeHooks deleted.
+	f.sd.Reset()
+	infra := labels.Set{"role": "infra"}
+	got := f.sync(f.view(infra, all, []*v1alpha1.NodeHooks{nhRelabel}))
+	if want := []string{"hosthooks.relabel"}; !slices.Equal(f.setsInState(), want) {
+		t.Errorf("sets before the removal is approved: %q, want %q", f.setsInState(), want)
+	}
+	if u := unitOf(t, relabel, 0); !f.sd.Active(u) {
+		t.Errorf("%s stopped before its removal was approved: %q", u, f.sd.Log())
+	}
+	if st := got["relabel"]; st.Phase != v1alpha1.NodeSucceeded || st.AppliedHash != applied.AppliedHash || !statusEqual(st, applied) {
+		t.Errorf("relabel before the removal is approved: %+v; want as it was, %+v", st, applied)
+	}
+
+	// Approved: pruned, Removed.
+	nhRelabel.Spec.Remove = true
+	got = f.sync(f.view(infra, all, []*v1alpha1.NodeHooks{nhRelabel}))
+	if sets := f.setsInState(); len(sets) != 0 {
+		t.Errorf("sets after the removal was approved: %q", sets)
+	}
+	if st := got["relabel"]; st.Phase != v1alpha1.NodeRemoved {
+		t.Errorf("relabel after the removal was approved: %+v; want Removed", st)
+	}
+
+	// Selected again with the removal still approved (the controller
+	// clears it when it approves the node again): applied, as selected.
+	got = f.sync(f.view(labels.Set(workers), all, []*v1alpha1.NodeHooks{nhRelabel}))
+	if st := got["relabel"]; st.Phase != v1alpha1.NodeSucceeded {
+		t.Errorf("relabel selected again: %+v; want Succeeded", st)
 	}
 }
 

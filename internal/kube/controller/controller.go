@@ -29,10 +29,6 @@ const Name = "hostprov-controller"
 // leader with.
 const LeaseName = "hostprov-controller"
 
-// indexHostHooks indexes the cache's NodeHooks by spec.hostHooks, so that
-// a reconcile reads its HostHooks' NodeHooks, not every one.
-const indexHostHooks = "spec.hostHooks"
-
 // Options configure NewManager.
 type Options struct {
 	// Namespace holds the leader election Lease.

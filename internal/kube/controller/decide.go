@@ -5,9 +5,10 @@
 // deletion until the agents pruned its units from the nodes.
 //
 // Every decision is made by one pure function, Decide, over the HostHooks,
-// the nodes and the HostHooks' NodeHooks as the cache has them; the
-// Reconciler only reads the cache and carries the decision out. That keeps
-// a reconcile O(nodes) with no request but the writes it decides on, and
+// the nodes (with the HostHooks each is busy for, by BusyNodes) and the
+// HostHooks' NodeHooks as the cache has them; the Reconciler only reads
+// the cache and carries the decision out. That keeps a reconcile
+// O(nodes + NodeHooks) with no request but the writes it decides on, and
 // lets the rules be tested without a server.
 package controller
 
@@ -39,6 +40,13 @@ type Node struct {
 	// condition last changed.
 	NotReady      string
 	NotReadySince time.Time
+	// Busy names the HostHooks the node is unavailable for (see
+	// BusyNodes): approved for their current hooks and not done with
+	// them, or removing their units. The budget of a rollout is the
+	// node's, not one HostHooks': a node busy for another HostHooks takes
+	// a slot of every HostHooks that selects it. Decide passes over its
+	// own HostHooks' name here, which it counts from its NodeHooks.
+	Busy []string
 }
 
 // Decision is what a reconcile of one HostHooks does, in this order:
@@ -52,9 +60,14 @@ type Decision struct {
 	// no hooks approved.
 	Create []*v1alpha1.NodeHooks
 	// Approve names the NodeHooks (existing ones, or ones in Create) whose
-	// spec.hooksHash is to be set to Status.HooksHash, and spec.approvedAt
-	// to the time of the decision, in node-name order.
+	// spec.hooksHash is to be set to Status.HooksHash, spec.approvedAt
+	// to the time of the decision, and spec.remove cleared, in node-name
+	// order.
 	Approve []string
+	// Remove names the NodeHooks of nodes the HostHooks no longer
+	// selects whose spec.remove is to be set, and spec.approvedAt to the
+	// time of the decision: their agents may prune the units now.
+	Remove []string
 	// Delete are NodeHooks of nodes that are gone, or that the HostHooks
 	// no longer selects and whose agent removed the hooks, or a second
 	// one of a node.
@@ -129,6 +142,19 @@ const (
 // A matched node that is not Ready is unavailable too, and is not
 // approved until it is Ready again.
 //
+// The budget is shared: a matched node that is busy for another HostHooks
+// (Node.Busy) is unavailable for hh too, so that HostHooks over the same
+// nodes disrupt no more of them at once than each one's maxUnavailable,
+// counted over the nodes it selects; such a node is approved with no slot
+// of its own, since it takes one already. A node hh no longer selects
+// keeps hh's units until hh approves their removal (spec.remove), within
+// the same budget, and is unavailable for hh from then until its agent
+// removed them (phase Removed) and it is busy for no other HostHooks: its
+// NodeHooks is deleted only then. Removals are approved before the current hooks, in
+// node-name order: a node that leaves hh is mostly on its way to another
+// HostHooks, which waits for it. Neither pause nor the failure threshold
+// stops a removal: they are about the current hooks.
+//
 // A node not done with H holds the rollout when it is not Ready for longer
 // than the progress deadline, when its agent never reported (its
 // NodeHooks has no status phase) within the progress deadline of the
@@ -139,8 +165,8 @@ const (
 //
 // A NodeHooks whose node is gone is deleted, and so is one whose node the
 // selector no longer matches once the agent removed the hooks (phase
-// Removed) or if it never applied any (no appliedHash), and a second one
-// of a node. A HostHooks being deleted keeps its finalizer until every
+// Removed) and the node is busy for no other HostHooks, or if it never
+// applied any (no appliedHash), and a second one of a node. A HostHooks being deleted keeps its finalizer until every
 // NodeHooks whose node exists is in that state, or until its prune
 // timeout ran out: then the nodes left are reported orphaned.
 //
@@ -173,9 +199,9 @@ func Decide(hh *v1alpha1.HostHooks, nodes []Node, nhs []v1alpha1.NodeHooks, now 
 		}
 	}
 
-	exists := make(map[string]bool, len(nodes))
+	byName := make(map[string]Node, len(nodes))
 	for _, n := range nodes {
-		exists[n.Name] = true
+		byName[n.Name] = n
 	}
 	// hh's own NodeHooks by node, and the nodes that have another's.
 	own := make(map[string]*v1alpha1.NodeHooks, len(nhs))
@@ -209,6 +235,16 @@ func Decide(hh *v1alpha1.HostHooks, nodes []Node, nhs []v1alpha1.NodeHooks, now 
 	type candidate struct {
 		name string
 		nh   *v1alpha1.NodeHooks // nil for one in Create
+		// busy: unavailable for another HostHooks, so counted already.
+		busy bool
+	}
+	busyElsewhere := func(n Node) bool {
+		for _, b := range n.Busy {
+			if b != hh.Name {
+				return true
+			}
+		}
+		return false
 	}
 	var (
 		candidates                  []candidate
@@ -225,7 +261,8 @@ func Decide(hh *v1alpha1.HostHooks, nodes []Node, nhs []v1alpha1.NodeHooks, now 
 		// it is approved for nothing, and takes a slot of
 		// maxUnavailable, as the machine-config-operator counts it.
 		notReady := n.NotReady != ""
-		if notReady {
+		busy := busyElsewhere(n)
+		if notReady || busy {
 			unavail++
 		}
 		nh := own[n.Name]
@@ -237,7 +274,7 @@ func Decide(hh *v1alpha1.HostHooks, nodes []Node, nhs []v1alpha1.NodeHooks, now 
 			c := newNodeHooks(hh, n.Name)
 			d.Create = append(d.Create, c)
 			if !notReady {
-				candidates = append(candidates, candidate{name: c.Name})
+				candidates = append(candidates, candidate{name: c.Name, busy: busy})
 			}
 			continue
 		}
@@ -257,12 +294,16 @@ func Decide(hh *v1alpha1.HostHooks, nodes []Node, nhs []v1alpha1.NodeHooks, now 
 		if !done {
 			settled = false
 		}
-		approvedH := nh.Spec.HooksHash == h
+		// A node that left the selector and came back has its
+		// removal approved still: it is approved again, which
+		// clears it, before its agent could prune on a later
+		// relabelling with no approval.
+		approvedH := nh.Spec.HooksHash == h && !nh.Spec.Remove
 		switch {
 		case notReady:
 		case !approvedH:
-			candidates = append(candidates, candidate{nh.Name, nh})
-		case !done:
+			candidates = append(candidates, candidate{nh.Name, nh, busy})
+		case !done && !busy:
 			unavail++
 		}
 		if done || deleting {
@@ -304,18 +345,104 @@ func Decide(hh *v1alpha1.HostHooks, nodes []Node, nhs []v1alpha1.NodeHooks, now 
 			}
 		}
 	}
+	// What is left of hh's own: NodeHooks of nodes it no longer matches
+	// (or that are gone, or a second one of a node). While hh is being
+	// deleted, its finalizer waits for all of them, and the garbage
+	// collector deletes them after it. A node that left the selector
+	// waits for the removal of its units to be approved.
+	var (
+		pending  []string
+		removals []candidate
+		leaving  = make(map[string]bool)
+	)
+	for i := range nhs {
+		nh := &nhs[i]
+		if !owned(hh, nh) {
+			continue
+		}
+		node, nodeExists := byName[nh.Spec.NodeName]
+		if deleting {
+			if nodeExists && !removed(nh) && !slices.Contains(pending, nh.Spec.NodeName) {
+				pending = append(pending, nh.Spec.NodeName)
+			}
+			continue
+		}
+		if claimed[nh.Name] || specErr != nil {
+			continue
+		}
+		if !nodeExists || isMatched[nh.Spec.NodeName] {
+			d.Delete = append(d.Delete, nh)
+			continue
+		}
+		// A node that left hh with hh's hooks counts against hh's
+		// budget while it is disrupted: removing hh's hooks, or busy
+		// for another HostHooks (removing theirs too, mostly). Its
+		// NodeHooks stays till then, so that the count does not drop
+		// as hh's part is done and another's is not. One that never
+		// applied hh's hooks is none of hh's business.
+		busy := busyElsewhere(node)
+		neverApplied := nh.Status.AppliedHash == "" && nh.Status.Phase != v1alpha1.NodeRemoved
+		if neverApplied || removed(nh) && !busy {
+			d.Delete = append(d.Delete, nh)
+			continue
+		}
+		removing := nh.Spec.Remove && !removed(nh)
+		if (removing || busy) && !leaving[nh.Spec.NodeName] {
+			leaving[nh.Spec.NodeName] = true
+			unavail++
+		}
+		if removed(nh) {
+			continue
+		}
+		if !nh.Spec.Remove {
+			// Not while the node is not Ready: its agent could not
+			// act on it, as it could not apply.
+			if node.NotReady == "" {
+				removals = append(removals, candidate{nh.Name, nh, busy})
+			}
+			continue
+		}
+		at := nh.CreationTimestamp.Time
+		if nh.Spec.ApprovedAt != nil {
+			at = nh.Spec.ApprovedAt.Time
+		}
+		if at.IsZero() {
+			continue
+		}
+		if due := at.Add(deadline); now.Before(due) {
+			ahead(due)
+		} else {
+			holds = append(holds, fmt.Sprintf("%s (left the selector; the removal of the hooks approved %s ago and not done: %s)",
+				nh.Spec.NodeName, round(now.Sub(at)), nh.Status.Phase))
+		}
+	}
+	slices.SortFunc(removals, func(a, b candidate) int { return strings.Compare(a.nh.Spec.NodeName, b.nh.Spec.NodeName) })
 	failed := len(failedNodes)
 	stalled := len(holds) > 0
 
 	paused := hh.Spec.Rollout.Pause
 	degraded := failed > threshold
+	// A candidate busy for another HostHooks takes no further slot: it
+	// is approved whatever the count, and the node is disrupted once for
+	// both.
+	if specErr == nil && !deleting {
+		for _, c := range removals {
+			if !c.busy && unavail >= maxUnavailable {
+				continue
+			}
+			d.Remove = append(d.Remove, c.name)
+			if !c.busy && !removed(c.nh) {
+				unavail++
+			}
+		}
+	}
 	if specErr == nil && !paused && !degraded && !deleting {
 		for _, c := range candidates {
-			if unavail >= maxUnavailable {
-				break
+			if !c.busy && unavail >= maxUnavailable {
+				continue
 			}
 			d.Approve = append(d.Approve, c.name)
-			if c.nh == nil || !doneAt(c.nh, h) {
+			if !c.busy && (c.nh == nil || !doneAt(c.nh, h)) {
 				unavail++
 			}
 		}
@@ -326,30 +453,6 @@ func Decide(hh *v1alpha1.HostHooks, nodes []Node, nhs []v1alpha1.NodeHooks, now 
 		}
 	}
 
-	// What is left of hh's own: NodeHooks of nodes it no longer matches
-	// (or that are gone, or a second one of a node). While hh is being
-	// deleted, its finalizer waits for all of them, and the garbage
-	// collector deletes them after it.
-	var pending []string
-	for i := range nhs {
-		nh := &nhs[i]
-		if !owned(hh, nh) {
-			continue
-		}
-		nodeExists := exists[nh.Spec.NodeName]
-		if deleting {
-			if nodeExists && !removed(nh) && !slices.Contains(pending, nh.Spec.NodeName) {
-				pending = append(pending, nh.Spec.NodeName)
-			}
-			continue
-		}
-		if claimed[nh.Name] || specErr != nil {
-			continue
-		}
-		if !nodeExists || removed(nh) || isMatched[nh.Spec.NodeName] {
-			d.Delete = append(d.Delete, nh)
-		}
-	}
 	slices.Sort(pending)
 	if deleting && len(pending) > 0 {
 		due := hh.DeletionTimestamp.Add(seconds(hh.Spec.PruneTimeoutSeconds, DefaultPruneTimeout))
@@ -585,4 +688,65 @@ func newNodeHooks(hh *v1alpha1.HostHooks, node string) *v1alpha1.NodeHooks {
 		},
 		Spec: v1alpha1.NodeHooksSpec{NodeName: node, HostHooks: hh.Name},
 	}
+}
+
+// BusyNodes is, by node name, the names of the HostHooks each node is
+// unavailable for, sorted, from every HostHooks and every NodeHooks there are:
+// the budget of Decide is shared by every HostHooks that selects a node.
+// A node is busy for a HostHooks when its NodeHooks is approved for the
+// HostHooks' current hooks, the HostHooks selects the node, and it is not
+// done with them; when the HostHooks no longer selects it, its removal is
+// approved (spec.remove), and the agent did not remove the units yet; and
+// when the HostHooks is being deleted or gone (or the NodeHooks is an
+// earlier one's of its name) and the agent did not remove them yet, since
+// agents prune those at once. A node that is not Ready is no HostHooks'
+// business here: Decide counts it of itself.
+func BusyNodes(hhs []v1alpha1.HostHooks, nodes []Node, nhs []v1alpha1.NodeHooks) map[string][]string {
+	type hostHooks struct {
+		hh   *v1alpha1.HostHooks
+		hash string
+		sel  labels.Selector // nil when it cannot be read: it selects nothing
+	}
+	byName := make(map[string]hostHooks, len(hhs))
+	for i := range hhs {
+		hh := &hhs[i]
+		sel, err := selector(hh.Spec.NodeSelector)
+		if err != nil {
+			sel = nil
+		}
+		byName[hh.Name] = hostHooks{hh, v1alpha1.HooksHash(hh.Spec.Hooks), sel}
+	}
+	nodeLabels := make(map[string]labels.Set, len(nodes))
+	for _, n := range nodes {
+		nodeLabels[n.Name] = labels.Set(n.Labels)
+	}
+	busy := make(map[string][]string)
+	for i := range nhs {
+		nh := &nhs[i]
+		ls, ok := nodeLabels[nh.Spec.NodeName]
+		if !ok || slices.Contains(busy[nh.Spec.NodeName], nh.Spec.HostHooks) {
+			continue
+		}
+		b, ok := byName[nh.Spec.HostHooks]
+		var is bool
+		switch {
+		case !ok || !owned(b.hh, nh) || b.hh.DeletionTimestamp != nil:
+			is = !removed(nh)
+		case b.sel == nil:
+			// The agents neither apply nor prune what an unreadable
+			// selector names.
+		case !b.sel.Matches(ls):
+			is = nh.Spec.Remove && !removed(nh)
+		default:
+			is = nh.Spec.HooksHash == b.hash && !nh.Spec.Remove && !doneAt(nh, b.hash)
+		}
+		if !is {
+			continue
+		}
+		busy[nh.Spec.NodeName] = append(busy[nh.Spec.NodeName], nh.Spec.HostHooks)
+	}
+	for _, names := range busy {
+		slices.Sort(names)
+	}
+	return busy
 }

@@ -70,10 +70,7 @@ func TestRolloutMetrics(t *testing.T) {
 		objs = append(objs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
 	}
 	cl := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
-		WithStatusSubresource(&v1alpha1.HostHooks{}, &v1alpha1.NodeHooks{}).
-		WithIndex(&v1alpha1.NodeHooks{}, indexHostHooks, func(o client.Object) []string {
-			return []string{o.(*v1alpha1.NodeHooks).Spec.HostHooks}
-		}).Build()
+		WithStatusSubresource(&v1alpha1.HostHooks{}, &v1alpha1.NodeHooks{}).Build()
 	r := &Reconciler{Client: cl}
 	ctx := context.Background()
 	req := reconcile.Request{}

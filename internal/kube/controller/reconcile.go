@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,11 +29,13 @@ import (
 )
 
 // Reconciler reconciles one HostHooks at a time: it reads the HostHooks,
-// the nodes and the HostHooks' NodeHooks from the cache, has Decide
-// decide, and makes the writes of the decision, each a single request.
+// the nodes and the NodeHooks from the cache, has Decide decide, and
+// makes the writes of the decision, each a single request. It reads every
+// HostHooks and NodeHooks, not only the one's: a node's budget is shared
+// by every HostHooks that selects it (see BusyNodes).
 type Reconciler struct {
-	// Client reads from the manager's cache (it must have the NodeHooks
-	// index of SetupWithManager) and writes to the API server.
+	// Client reads from the manager's cache and writes to the API
+	// server.
 	Client client.Client
 	// Now is the clock of the conditions and the deadlines; nil is
 	// time.Now.
@@ -45,12 +49,20 @@ type Reconciler struct {
 	// writes the status about once a StatusInterval, not once a node.
 	StatusInterval time.Duration
 
+	// pool makes the reconciles one at a time, however many workers the
+	// controller is given: HostHooks over the same nodes share one budget
+	// (see Decide), and two deciding at once would each count without
+	// the approvals of the other.
+	pool sync.Mutex
+
 	mu sync.Mutex
 	// wrote is when the status of each HostHooks was last written.
 	wrote map[string]time.Time
 	// approved are, for each HostHooks, the approvals the cache may not
-	// show yet: so that a reconcile from a cache that lags does not send
-	// the same patch again.
+	// show yet, by NodeHooks name: every reconcile decides from the cache
+	// with them laid over it (see view), so that a cache that lags
+	// neither has the same patch sent again nor lets another HostHooks
+	// take the slot of a node approved already.
 	approved map[string]map[string]approval
 }
 
@@ -86,14 +98,67 @@ func (r *Reconciler) statusWait(hh string, now time.Time) time.Duration {
 type approval struct {
 	hash, rv string
 	absent   bool
+	// remove: the approval set spec.remove, not the hash.
+	remove bool
+	// node and hostHooks are the NodeHooks' spec, and at its approvedAt.
+	node, hostHooks string
+	at              metav1.Time
 }
 
-// pending is the approvals of the HostHooks named hh that nhs, from the
-// cache, do not show yet; the others are forgotten.
-func (r *Reconciler) pending(hh string, nhs []v1alpha1.NodeHooks) map[string]approval {
+// view is nhs, every NodeHooks of the cache, with the approvals that they
+// do not show yet laid over them (as copies); the approvals they show are
+// forgotten, and so are those of nodes gone, whose NodeHooks the cache may
+// never show. It returns the approvals of the HostHooks named hh still
+// pending.
+func (r *Reconciler) view(hh string, nhs []v1alpha1.NodeHooks, nodes []Node) ([]v1alpha1.NodeHooks, map[string]approval) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	old := r.approved[hh]
+	at := make(map[string]int, len(nhs))
+	for i := range nhs {
+		at[nhs[i].Name] = i
+	}
+	var out []v1alpha1.NodeHooks
+	exists := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		exists[n.Name] = true
+	}
+	for name := range r.approved {
+		still := pendingOf(r.approved[name], nhs)
+		maps.DeleteFunc(still, func(_ string, a approval) bool { return !exists[a.node] })
+		r.setApproved(name, still)
+		for nhName, a := range still {
+			if out == nil {
+				out = slices.Clone(nhs)
+			}
+			var nh *v1alpha1.NodeHooks
+			if i, ok := at[nhName]; ok {
+				nh = out[i].DeepCopy()
+				out[i] = *nh
+				nh = &out[i]
+			} else {
+				// Made by the controller, and not in the cache yet.
+				out = append(out, v1alpha1.NodeHooks{ObjectMeta: metav1.ObjectMeta{Name: nhName},
+					Spec: v1alpha1.NodeHooksSpec{NodeName: a.node, HostHooks: a.hostHooks}})
+				at[nhName] = len(out) - 1
+				nh = &out[len(out)-1]
+			}
+			if a.remove {
+				nh.Spec.Remove = true
+			} else {
+				nh.Spec.HooksHash, nh.Spec.Remove = a.hash, false
+			}
+			nh.Spec.ApprovedAt = &a.at
+		}
+	}
+	if out == nil {
+		out = nhs
+	}
+	return out, r.approved[hh]
+}
+
+// pendingOf is the approvals of old that nhs, from the cache, do not
+// show yet.
+func pendingOf(old map[string]approval, nhs []v1alpha1.NodeHooks) map[string]approval {
 	if len(old) == 0 {
 		return nil
 	}
@@ -113,7 +178,6 @@ func (r *Reconciler) pending(hh string, nhs []v1alpha1.NodeHooks) map[string]app
 			}
 		}
 	}
-	r.setApproved(hh, still)
 	return still
 }
 
@@ -128,26 +192,22 @@ func (r *Reconciler) setApproved(hh string, m map[string]approval) {
 	r.approved[hh] = m
 }
 
-// SetupWithManager registers the NodeHooks index and the controller with
-// mgr. The controller reconciles a HostHooks when it changes, when one of
-// its NodeHooks changes, and, for every HostHooks, when a node comes, goes,
-// changes its labels or becomes Ready or not. That includes the
-// controller's own status writes: the reconcile after one compares the
-// status with what the write left, and writes again only if the cache had
-// lagged behind an earlier write when it decided. Of a node, only its
-// labels and its Ready condition matter, and a node's status is large and
-// often written: NewManager's cache keeps those only (see nodeReadiness),
-// and a heartbeat of the kubelet wakes no reconcile.
+// SetupWithManager registers the controller with mgr. The controller
+// reconciles a HostHooks when it changes, when one of its NodeHooks
+// changes, for every HostHooks when any NodeHooks changes whether its
+// node is busy (see nodeHooksHandler), and, for every HostHooks, when a
+// node comes, goes, changes its labels or becomes Ready or not. That
+// includes the controller's own status writes: the reconcile after one
+// compares the status with what the write left, and writes again only if
+// the cache had lagged behind an earlier write when it decided. Of a
+// node, only its labels and its Ready condition matter, and a node's
+// status is large and often written: NewManager's cache keeps those only
+// (see nodeReadiness), and a heartbeat of the kubelet wakes no reconcile.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.NodeHooks{}, indexHostHooks,
-		func(o client.Object) []string { return []string{o.(*v1alpha1.NodeHooks).Spec.HostHooks} })
-	if err != nil {
-		return err
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		For(&v1alpha1.HostHooks{}).
-		Watches(&v1alpha1.NodeHooks{}, handler.EnqueueRequestsFromMapFunc(nodeHooksOwner)).
+		Watches(&v1alpha1.NodeHooks{}, r.nodeHooksHandler()).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allHostHooks),
 			builder.WithPredicates(predicate.Or[client.Object](predicate.LabelChangedPredicate{}, readinessChanged))).
 		Complete(r)
@@ -200,6 +260,43 @@ func nodeReadiness(obj any) (any, error) {
 	return out, nil
 }
 
+// nodeHooksHandler enqueues the HostHooks a NodeHooks is for, and every
+// HostHooks when the NodeHooks may have changed whether its node is busy
+// (see BusyNodes): the HostHooks that share the node's budget may have a
+// slot now, or none.
+func (r *Reconciler) nodeHooksHandler() handler.EventHandler {
+	enqueue := func(ctx context.Context, o client.Object, all bool, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		reqs := nodeHooksOwner(ctx, o)
+		if all {
+			reqs = r.allHostHooks(ctx, o)
+		}
+		for _, req := range reqs {
+			q.Add(req)
+		}
+	}
+	busyState := func(o client.Object) any {
+		nh, ok := o.(*v1alpha1.NodeHooks)
+		if !ok {
+			return nil
+		}
+		return [4]string{nh.Spec.HooksHash, fmt.Sprint(nh.Spec.Remove), nh.Status.AppliedHash, string(nh.Status.Phase)}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, false, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.ObjectNew, busyState(e.ObjectOld) != busyState(e.ObjectNew), q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, true, q)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, false, q)
+		},
+	}
+}
+
 // nodeHooksOwner is the HostHooks a NodeHooks is for. Its name is in the
 // spec in full (the label may be shortened), and it is there even when
 // an owner reference is not.
@@ -238,6 +335,8 @@ func (r *Reconciler) allHostHooks(ctx context.Context, _ client.Object) []reconc
 // changed under the HostHooks' resourceVersion, since others may change
 // the same list.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	r.pool.Lock()
+	defer r.pool.Unlock()
 	var hh v1alpha1.HostHooks
 	if err := r.Client.Get(ctx, req.NamespacedName, &hh); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -265,10 +364,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			nodes[i].NotReadySince = c.LastTransitionTime.Time
 		}
 	}
-	var nhl v1alpha1.NodeHooksList
-	// Decide only reads what it is given, so the cache's own objects do.
-	if err := r.Client.List(ctx, &nhl, client.MatchingFields{indexHostHooks: hh.Name}, client.UnsafeDisableDeepCopy); err != nil {
+	// Every HostHooks and NodeHooks, for the budget that HostHooks over
+	// the same nodes share. Decide and BusyNodes only read what they are
+	// given, so the cache's own objects do.
+	var hhl v1alpha1.HostHooksList
+	if err := r.Client.List(ctx, &hhl, client.UnsafeDisableDeepCopy); err != nil {
+		return reconcile.Result{}, fmt.Errorf("listing HostHooks: %w", err)
+	}
+	var all v1alpha1.NodeHooksList
+	if err := r.Client.List(ctx, &all, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing NodeHooks: %w", err)
+	}
+	viewed, pending := r.view(hh.Name, all.Items, nodes)
+	// Written below without r.mu, under r.pool.
+	pending = maps.Clone(pending)
+	busy := BusyNodes(hhl.Items, nodes, viewed)
+	for i := range nodes {
+		nodes[i].Busy = busy[nodes[i].Name]
+	}
+	var nhl v1alpha1.NodeHooksList
+	for i := range viewed {
+		if viewed[i].Spec.HostHooks == hh.Name {
+			nhl.Items = append(nhl.Items, viewed[i])
+		}
 	}
 	now := time.Now
 	if r.Now != nil {
@@ -301,13 +419,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		rv      string
 		inCache bool
 	}
-	versions := make(map[string]known, len(d.Approve))
-	for _, name := range d.Approve {
+	versions := make(map[string]known, len(d.Approve)+len(d.Remove))
+	for _, name := range append(slices.Clone(d.Approve), d.Remove...) {
 		versions[name] = known{}
 	}
+	// Of the cache, not of the view: an approval laid over it is not a
+	// version the server has.
+	nodeOf := make(map[string]string, len(d.Create))
+	for i := range all.Items {
+		nh := &all.Items[i]
+		if _, ok := versions[nh.Name]; ok {
+			versions[nh.Name] = known{nh.ResourceVersion, true}
+			nodeOf[nh.Name] = nh.Spec.NodeName
+		}
+	}
+	for _, nh := range d.Create {
+		nodeOf[nh.Name] = nh.Spec.NodeName
+	}
 	for i := range nhl.Items {
-		if _, ok := versions[nhl.Items[i].Name]; ok {
-			versions[nhl.Items[i].Name] = known{nhl.Items[i].ResourceVersion, true}
+		if _, ok := nodeOf[nhl.Items[i].Name]; !ok {
+			nodeOf[nhl.Items[i].Name] = nhl.Items[i].Spec.NodeName
 		}
 	}
 	var mu sync.Mutex // guards errs and versions while the writes run
@@ -333,24 +464,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			fail(fmt.Errorf("creating NodeHooks %s: %w", nh.Name, err))
 		}
 	})
-	pending := r.pending(hh.Name, nhl.Items)
-	if len(d.Approve) > 0 {
-		h := d.Status.HooksHash
-		patch, err := json.Marshal(map[string]any{"spec": map[string]any{"hooksHash": h, "approvedAt": metav1.NewTime(at)}})
+	if pending == nil {
+		pending = make(map[string]approval)
+	}
+	// approve patches the NodeHooks named in names with spec and records
+	// the approvals as pending: every node of one decision may apply at
+	// once, so their approvals go out at once too.
+	approve := func(names []string, spec map[string]any, a approval) error {
+		if len(names) == 0 {
+			return nil
+		}
+		patch, err := json.Marshal(map[string]any{"spec": spec})
 		if err != nil {
-			return reconcile.Result{}, err
+			return err
 		}
-		if pending == nil {
-			pending = make(map[string]approval)
-		}
-		// Every node of one decision may apply at once, so their
-		// approvals go out at once too.
-		each(len(d.Approve), func(i int) {
-			name := d.Approve[i]
+		each(len(names), func(i int) {
+			name := names[i]
 			mu.Lock()
-			a, ok := pending[name]
+			p, ok := pending[name]
 			mu.Unlock()
-			if ok && a.hash == h {
+			if ok && p.hash == a.hash && p.remove == a.remove {
 				return
 			}
 			nh := &v1alpha1.NodeHooks{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -360,14 +493,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			}
 			mu.Lock()
 			if k := versions[name]; k.rv != "" || !k.inCache {
-				pending[name] = approval{hash: h, rv: k.rv, absent: !k.inCache}
+				a := a
+				a.rv, a.absent, a.node = k.rv, !k.inCache, nodeOf[name]
+				pending[name] = a
 			}
 			mu.Unlock()
 		})
-		r.mu.Lock()
-		r.setApproved(hh.Name, pending)
-		r.mu.Unlock()
+		return nil
 	}
+	stamp := metav1.NewTime(at)
+	err := approve(d.Remove, map[string]any{"remove": true, "approvedAt": stamp},
+		approval{remove: true, hostHooks: hh.Name, at: stamp})
+	if err == nil {
+		err = approve(d.Approve, map[string]any{"hooksHash": d.Status.HooksHash, "approvedAt": stamp, "remove": nil},
+			approval{hash: d.Status.HooksHash, hostHooks: hh.Name, at: stamp})
+	}
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	r.mu.Lock()
+	r.setApproved(hh.Name, pending)
+	r.mu.Unlock()
 	each(len(d.Delete), func(i int) {
 		nh := d.Delete[i]
 		uid := nh.UID

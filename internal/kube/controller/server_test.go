@@ -410,11 +410,19 @@ func TestController(t *testing.T) {
 		t.Errorf("Complete: %+v", c)
 	}
 
-	// w3 leaves the selector: it no longer counts, and its NodeHooks
-	// goes once its agent reports the hooks removed. w4 joins and gets
-	// the hooks; cp1 never had a NodeHooks.
+	// w3 leaves the selector: it no longer counts, the removal of its
+	// hooks is approved (no other node is unavailable), and its
+	// NodeHooks goes once its agent reports the hooks removed. w4 joins
+	// and gets the hooks; cp1 never had a NodeHooks.
 	labelNode(t, cl, "w3", nil)
 	statusIs(t, cl, "iscsi", 2, 2, 2, 0, v1alpha1.PhaseComplete)
+	eventually(t, "the removal of w3's hooks approved", func() error {
+		nhs, err := nodeHooks(ctx, cl, "iscsi")
+		if err == nil && (nhs["w3"] == nil || !nhs["w3"].Spec.Remove) {
+			err = fmt.Errorf("w3's NodeHooks: %s", toJSON(nhs["w3"]))
+		}
+		return err
+	})
 	never(t, "deleting w3's NodeHooks before the agent removed the hooks", func() error {
 		nhs, err := nodeHooks(ctx, cl, "iscsi")
 		if err != nil || nhs["w3"] == nil {
@@ -487,7 +495,7 @@ func TestController(t *testing.T) {
 
 	// What it cost: every read came from the watches, and each approval
 	// was one patch: w1 and w2 for the first hooks, w1 to w4 for the
-	// second.
+	// second, and the removal from w3.
 	t.Logf("the controller's requests:\n%s", &reqs)
 	for _, key := range []string{"GET /apis/hostprov.dev/v1alpha1/nodehooks/NAME", "GET /api/v1/nodes/NAME", "GET /apis/hostprov.dev/v1alpha1/hosthooks/NAME", "PUT /apis/hostprov.dev/v1alpha1/nodehooks/NAME"} {
 		if n := reqs.count(key); n != 0 {
@@ -504,8 +512,8 @@ func TestController(t *testing.T) {
 	if n := reqs.count("GET /api/v1/nodes (metadata)"); n != 0 {
 		t.Errorf("%d lists of nodes' metadata besides the nodes", n)
 	}
-	if n := reqs.count("PATCH /apis/hostprov.dev/v1alpha1/nodehooks/NAME"); n != 6 {
-		t.Errorf("%d patches of NodeHooks for 6 approvals", n)
+	if n := reqs.count("PATCH /apis/hostprov.dev/v1alpha1/nodehooks/NAME"); n != 7 {
+		t.Errorf("%d patches of NodeHooks for 6 approvals and a removal", n)
 	}
 	if n := reqs.count("DELETE /apis/hostprov.dev/v1alpha1/nodehooks/NAME"); n != 2 {
 		t.Errorf("%d deletes of NodeHooks, want 2 (w3's and w2's)", n)

@@ -69,8 +69,11 @@ type Rollout struct {
 	// MaxUnavailable is how many matched nodes may be unavailable at
 	// once: approved for the current hooks and not done applying them
 	// (a node that failed them is done: FailureThreshold counts it), or
-	// not Ready. A count or a percentage of the matched nodes (rounded
-	// down, at least 1). A node is approved for the current hooks only
+	// not Ready, or unavailable for another HostHooks that selects it
+	// (the budget is shared by every HostHooks on the same nodes), and
+	// nodes that left the selector while they remove the hooks. A count
+	// or a percentage of the matched nodes (rounded down, at least 1). A
+	// node is approved for the current hooks, or to remove them, only
 	// while fewer are. Default 1.
 	// +optional
 	// +kubebuilder:validation:XIntOrString
@@ -420,10 +423,20 @@ type NodeHooksSpec struct {
 	// means none yet; the node keeps what it has.
 	// +optional
 	HooksHash string `json:"hooksHash,omitempty"`
-	// ApprovedAt is when the controller last set hooksHash: the node's
-	// progress deadline runs from it.
+	// ApprovedAt is when the controller last set hooksHash or remove:
+	// the node's progress deadline runs from it.
 	// +optional
 	ApprovedAt *metav1.Time `json:"approvedAt,omitempty"`
+	// Remove is set by the controller when the HostHooks no longer
+	// selects the node and the rollout's budget (maxUnavailable) lets
+	// the node remove its hooks. The agent prunes the units of a
+	// HostHooks that still exists and no longer selects its node only
+	// then, so that nodes relabelled out of a selector are disrupted a
+	// few at a time, as a rollout is. The controller clears it when the
+	// node is selected again. A HostHooks being deleted, or one of which
+	// the node has no NodeHooks, is pruned without it.
+	// +optional
+	Remove bool `json:"remove,omitempty"`
 }
 
 // NodePhase is a node's phase for one HostHooks.
