@@ -468,3 +468,56 @@ func TestRigAgentRetry(t *testing.T) {
 		}
 	}
 }
+
+// TestRigAgentShadowRefused: a HostHooks whose hook is named like a unit
+// the node has (systemd-journald.service, the image's) is refused on the
+// node, against a real API server and a real systemd: its NodeHooks is
+// Failed with the conflict, which names the node's unit file and a fix a
+// HostHooks author can make (no flag of hostprov apply); nothing is written
+// in /etc/systemd/system, and journald's unit and enablement stay the
+// image's. A HostHooks beside it is applied.
+func TestRigAgentShadowRefused(t *testing.T) {
+	t.Parallel()
+	k := newRigCluster(t)
+	before := k.unitStatus("systemd-journald.service")
+	if before.LoadState != "loaded" {
+		t.Fatalf("journald is %s in the rig before the test: the test needs the image's unit", before.LoadState)
+	}
+	// The agent's pod sees the node's vendor units where the node has
+	// them (deploy/agent.yaml mounts /usr/lib/systemd/system); the rig
+	// shows its systemd the host's unit, which the agent, reading below
+	// the rig's root, is shown the same way.
+	vendor, err := os.ReadFile("/usr/lib/systemd/system/systemd-journald.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(k.r.Root, "usr/lib/systemd/system")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "systemd-journald.service"), vendor, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	shadow := &v1alpha1.HostHooks{ObjectMeta: metav1.ObjectMeta{Name: "shadow"}, Spec: v1alpha1.HostHooksSpec{
+		Hooks: []v1alpha1.Hook{{Name: "systemd-journald.service", Exec: []string{"/bin/sleep", "infinity"}}}}}
+	fine := &v1alpha1.HostHooks{ObjectMeta: metav1.ObjectMeta{Name: "fine"}, Spec: v1alpha1.HostHooksSpec{
+		Hooks: []v1alpha1.Hook{{Name: "fine", Exec: []string{"/bin/sleep", "infinity"}}}}}
+	snh, fnh := k.approve(shadow), k.approve(fine)
+	k.startAgent()
+
+	got := k.waitFor(snh.Name, "Failed", func(nh *v1alpha1.NodeHooks) bool { return nh.Status.Phase == v1alpha1.NodeFailed })
+	if msg := got.Status.Message; !strings.Contains(msg, "lib/systemd/system/systemd-journald.service") ||
+		!strings.Contains(msg, "drop-ins only") || strings.Contains(msg, "--") {
+		t.Errorf("the conflict: %q; want the node's unit file, the drop-in route, and no flag of hostprov apply", msg)
+	}
+	k.waitFor(fnh.Name, "Succeeded", func(nh *v1alpha1.NodeHooks) bool { return nh.Status.Phase == v1alpha1.NodeSucceeded })
+	if _, err := os.Lstat(filepath.Join(k.r.Root, "etc/systemd/system/systemd-journald.service")); !os.IsNotExist(err) {
+		t.Errorf("a unit file was written over journald's (%v)", err)
+	}
+	after := k.unitStatus("systemd-journald.service")
+	// (Its sockets may start it meanwhile: the rig's journal is read.)
+	if after.LoadState != "loaded" || after.UnitFileState != before.UnitFileState || after.NeedDaemonReload {
+		t.Errorf("journald: %s, %s after (%s before); want the image's unit, its enablement untouched",
+			after.LoadState, after.UnitFileState, before.UnitFileState)
+	}
+}
