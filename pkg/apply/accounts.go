@@ -5,9 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -381,8 +379,9 @@ func NodeHas(opts Options) (func(kind AccountKind, name string) bool, error) {
 var sysusersCommand = "systemd-sysusers"
 
 // runSysusers runs systemd-sysusers on the sysusers.d files of the plan
-// that need it (below Root with --root), then resolves the owners the
-// accounts it created give to the plan's paths.
+// that need it (below Root with --root, or the node's own through
+// Options.Tools), then resolves the owners the accounts it created give
+// to the plan's paths.
 func (e *executor) runSysusers(ctx context.Context) error {
 	p := e.p
 	if e.sysusersRan {
@@ -392,19 +391,15 @@ func (e *executor) runSysusers(ctx context.Context) error {
 	if len(p.sysusers) == 0 {
 		return e.setPasswords(ctx)
 	}
-	args := []string{}
-	root := p.opts.Root
-	if root != "" {
-		args = append(args, "--root="+root)
-	}
+	var args []nodeArg
 	for _, cfg := range p.sysusers {
-		args = append(args, filepath.Join(root, cfg))
+		args = append(args, nodeArg{s: cfg, node: true})
 	}
 	killpoint.At("sysusers")
-	out, err := exec.CommandContext(ctx, sysusersCommand, args...).CombinedOutput()
+	shown, out, err := p.opts.runTool(ctx, sysusersCommand, []string{"--root=" + p.opts.Root}, args, nil)
 	if err != nil {
 		return fmt.Errorf("systemd-sysusers %s: %v: %s; the users and groups may be made in part: fix the problem and run hostprov apply again",
-			strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+			shown, err, strings.TrimSpace(string(out)))
 	}
 	for _, a := range p.Accounts {
 		if a.changes() {
@@ -442,7 +437,8 @@ var chpasswdCommand = "chpasswd"
 
 // setPasswords sets the password hashes the plan sets, once the accounts
 // exist, with the node's own chpasswd (-e: the input is a hash; --root for
-// an image), given on its standard input: a hash is never an argument
+// an image, Options.Tools for a node seen from a container), given on its
+// standard input: a hash is never an argument
 // that ps shows, nor part of a message.
 func (e *executor) setPasswords(ctx context.Context) error {
 	var in bytes.Buffer
@@ -456,16 +452,11 @@ func (e *executor) setPasswords(ctx context.Context) error {
 	if len(names) == 0 {
 		return nil
 	}
-	args := []string{"-e"}
-	if e.p.opts.Root != "" {
-		args = append(args, "--root", e.p.opts.Root)
-	}
 	killpoint.At("chpasswd")
-	cmd := exec.CommandContext(ctx, chpasswdCommand, args...)
-	cmd.Stdin = &in
-	if out, err := cmd.CombinedOutput(); err != nil {
+	shown, out, err := e.p.opts.runTool(ctx, chpasswdCommand, []string{"--root", e.p.opts.Root}, []nodeArg{{s: "-e"}}, in.Bytes())
+	if err != nil {
 		return fmt.Errorf("%s %s (the password of %s): %v: %s; fix the problem and run hostprov apply again",
-			chpasswdCommand, strings.Join(args, " "), strings.Join(names, ", "), err, strings.TrimSpace(string(out)))
+			chpasswdCommand, shown, strings.Join(names, ", "), err, strings.TrimSpace(string(out)))
 	}
 	for _, name := range names {
 		e.emit(Event{Action: EvChanged, Account: "user " + name, Reason: "password set to the spec's hash"})

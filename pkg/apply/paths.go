@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
-	"os/exec"
 	"path"
 	"slices"
 	"sort"
@@ -197,9 +196,16 @@ func (p *planner) planPaths(desired []Path, accounts []Account, next *State, pru
 	desired = append(desired, keys...)
 	p.Conflicts = append(p.Conflicts, problems...)
 	if len(accounts) > 0 {
-		if _, err := exec.LookPath(sysusersCommand); err != nil {
+		// With Tools the node's own systemd-sysusers runs, and the
+		// node must have one; this machine's (a container's) is none
+		// of its business.
+		if _, err := p.opts.tool(sysusersCommand); err != nil {
+			machine := "this machine has none"
+			if p.opts.Tools != nil {
+				machine = "the node has none"
+			}
 			p.Conflicts = append(p.Conflicts, Problem{Unit: hookOr(&Path{Hook: accounts[0].Hook}), Path: SysusersConfig(accounts[0].set),
-				Message: fmt.Sprintf("%s: the spec has users or groups, which hostprov creates with systemd-sysusers, and this machine has none (%v): install systemd's sysusers, or create the accounts in the image", orDash(accounts[0].Where), err)})
+				Message: fmt.Sprintf("%s: the spec has users or groups, which hostprov creates with systemd-sysusers, and %s (%v): install systemd's sysusers, or create the accounts in the image", orDash(accounts[0].Where), machine, err)})
 		}
 	}
 	wanted := map[string]*Path{}

@@ -72,6 +72,12 @@ type Options struct {
 	// Accounts are the users and groups of the spec's hooks (NewPlan;
 	// NewPlanSets takes them from each SpecSet).
 	Accounts []Account
+	// Tools, when set, runs the node's own systemd-sysusers and chpasswd
+	// for the users and groups of the spec, with node paths and no
+	// --root (an agent whose container sees the node at Root asks the
+	// node's systemd to run them); nil runs this machine's, with --root
+	// when Root is set.
+	Tools Tools
 	// HTTPClient downloads the sources of files; nil is a client with
 	// DownloadTimeout.
 	HTTPClient *http.Client
