@@ -505,6 +505,7 @@ func (a *Agent) sync(ctx context.Context, sd *Systemd) error {
 		return err
 	}
 	a.node.applying = func(names []string) { a.writeApplying(ctx, v, names) }
+	a.node.tools = sd.Tools
 	r, err := a.node.sync(ctx, sd.Systemd, v)
 	if err != nil {
 		return err

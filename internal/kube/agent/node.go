@@ -96,7 +96,10 @@ type built struct {
 // node is the agent's side of the node: what it decides, applies and
 // reports, without the API server.
 type node struct {
-	opts   apply.Options
+	opts apply.Options
+	// tools runs the node's own programs for the accounts of the hooks
+	// (see tools.go); nil runs this machine's.
+	tools  apply.Tools
 	log    *slog.Logger
 	builds map[string]built // by HostHooks name
 	// applying, when set, is called with the HostHooks whose units a
@@ -473,7 +476,7 @@ func (n *node) applySets(ctx context.Context, sd apply.Systemd, v *view, sets []
 	var p *apply.Plan
 	for len(sets) > 0 {
 		var err error
-		p, err = apply.NewPlanSets(ctx, sets, st, n.opts)
+		p, err = apply.NewPlanSets(ctx, sets, st, n.planOptions())
 		if err != nil {
 			for _, s := range sets {
 				fail(s.Name, "the apply could not be planned: "+err.Error())

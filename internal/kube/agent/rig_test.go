@@ -41,6 +41,9 @@ type rigCluster struct {
 	cl   client.Client
 	r    *rig.Rig
 	node string
+	// connect, when set, is the agent's Connect; otherwise Dial, with
+	// the rig's journal.
+	connect func(ctx context.Context) (*Systemd, error)
 }
 
 func newRigCluster(t *testing.T) *rigCluster {
@@ -80,14 +83,17 @@ func (w *logWriter) Write(p []byte) (int, error) {
 func (k *rigCluster) startAgent() (*Agent, func()) {
 	k.t.Helper()
 	lw := &logWriter{t: k.t}
-	a, err := New(Config{NodeName: k.node, REST: k.c.Config(), Options: apply.Options{Root: k.r.Root},
-		Log: slog.New(slog.NewTextHandler(lw, nil)),
-		Connect: func(ctx context.Context) (*Systemd, error) {
+	connect := k.connect
+	if connect == nil {
+		connect = func(ctx context.Context) (*Systemd, error) {
 			return Dial(ctx, k.r.Socket, func(ctx context.Context, args ...string) ([]byte, error) {
 				out, err := k.r.Run(ctx, append([]string{"journalctl"}, args...)...)
 				return []byte(out), err
 			})
-		}})
+		}
+	}
+	a, err := New(Config{NodeName: k.node, REST: k.c.Config(), Options: apply.Options{Root: k.r.Root},
+		Log: slog.New(slog.NewTextHandler(lw, nil)), Connect: connect})
 	if err != nil {
 		k.t.Fatal(err)
 	}

@@ -26,6 +26,9 @@ type Systemd struct {
 	// Reboot asks systemd to reboot the node, as systemctl reboot does;
 	// nil when the connection cannot.
 	Reboot func(ctx context.Context) error
+	// Tools runs the node's own systemd-sysusers and chpasswd for the
+	// hooks' users and groups (see nodeTools); nil runs this machine's.
+	Tools apply.Tools
 }
 
 // UnitState is a unit's ActiveState and SubState, as a signal of systemd
@@ -97,9 +100,10 @@ func Dial(ctx context.Context, socket string, journalctl func(ctx context.Contex
 }
 
 // DialNode is Dial for an agent in a pod: it reads a failed unit's journal
-// with the node's journalctl, run by the node's systemd (see
-// sdbus.Manager.HostJournalctl), through the state directory of opts,
-// which the pod mounts from the node.
+// with the node's journalctl, and creates accounts with the node's
+// systemd-sysusers and chpasswd, run by the node's systemd (see
+// sdbus.Manager.HostJournalctl and HostTools), through the state
+// directory of opts, which the pod sees of the node.
 func DialNode(ctx context.Context, socket string, opts apply.Options) (*Systemd, error) {
 	sd, err := Dial(ctx, socket, nil)
 	if err != nil {
@@ -111,6 +115,7 @@ func DialNode(ctx context.Context, socket string, opts apply.Options) (*Systemd,
 	}
 	m := sd.Systemd.(*sdbus.Manager)
 	m.RunJournalctl = m.HostJournalctl(stateDir, opts.StateDirPath())
+	sd.Tools = nodeTools(m, opts)
 	return sd, nil
 }
 
