@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -70,7 +71,9 @@ node at a time), and after the apply asks systemd to reboot; after the reboot it
 waits for the Node to be Ready, uncordons it and releases the lock.
 
 It reaches the API server in the cluster as its service account, or with
---kubeconfig, and systemd over its private socket (mounted from the host). SIGTERM
+--kubeconfig, and systemd over its private socket (below --root, the node's file
+system mounted into its pod). The node's systemd also runs the node's own
+systemd-sysusers and chpasswd for the hooks' users, groups and passwords. SIGTERM
 or SIGINT ends it: an apply under way stops where it is, as hostprov apply does
 (each file whole, the state true to the disk), and the next agent goes on from there.
 
@@ -96,6 +99,11 @@ have synced and it has reached systemd.`,
 			// agent's container, whose systemd it talks to through
 			// --systemd-socket: not apply --root's offline image.
 			opts.Offline = false
+			// The node's socket is in the node's file system: under
+			// --root, unless given.
+			if opts.Root != "" && !c.Flags().Changed("systemd-socket") {
+				socket = filepath.Join(opts.Root, sdbus.PrivateSocket)
+			}
 			log := slog.New(slog.NewTextHandler(c.ErrOrStderr(), nil))
 			// client-go and controller-runtime log through klog and
 			// logr: to the same place, in the same form.
@@ -129,7 +137,7 @@ have synced and it has reached systemd.`,
 	c.Flags().StringVar(&root, "root", "", "the node's root file system mounted at `DIR`: unit and state directories inside it")
 	c.Flags().StringVar(&unitDir, "unit-dir", apply.DefaultUnitDir, "unit directory (inside --root when given)")
 	c.Flags().StringVar(&stateDir, "state-dir", apply.DefaultStateDir, "directory of hostprov's state and lock (inside --root when given), shared with hostprov apply")
-	c.Flags().StringVar(&socket, "systemd-socket", sdbus.PrivateSocket, "systemd's private D-Bus socket")
+	c.Flags().StringVar(&socket, "systemd-socket", sdbus.PrivateSocket, "systemd's private D-Bus socket (default: inside --root when given)")
 	c.Flags().StringVar(&metricsAddr, "metrics-addr", ":9747", "serve Prometheus metrics on `ADDR` (0 for none)")
 	c.Flags().StringVar(&healthAddr, "health-addr", ":9748", "serve /healthz and /readyz on `ADDR` (0 for none)")
 	defNamespace := os.Getenv("POD_NAMESPACE")

@@ -406,7 +406,7 @@ func TestAgentPod(t *testing.T) {
 		t.Fatalf("%d containers and %d init containers, want one container", len(pod.Containers), len(pod.InitContainers))
 	}
 	c := pod.Containers[0]
-	if !slices.Equal(c.Args, []string{"agent", "--node-name=$(NODE_NAME)"}) {
+	if !slices.Equal(c.Args, []string{"agent", "--node-name=$(NODE_NAME)", "--root=/host"}) {
 		t.Errorf("args %q", c.Args)
 	}
 	// The node's name, and the namespace of the reboot locks: the pod's.
@@ -419,8 +419,9 @@ func TestAgentPod(t *testing.T) {
 	sc := c.SecurityContext
 	if sc == nil || sc.Privileged == nil || *sc.Privileged || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
 		sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.Capabilities == nil ||
-		!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) != 0 {
-		t.Errorf("container security context %+v: want not privileged, no escalation, read-only root, every capability dropped", sc)
+		!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
+		!slices.Equal(sc.Capabilities.Add, []corev1.Capability{"CHOWN", "DAC_OVERRIDE", "FOWNER"}) {
+		t.Errorf("container security context %+v: want not privileged, no escalation, read-only root, every capability dropped but a file owner's (CHOWN, DAC_OVERRIDE, FOWNER)", sc)
 	}
 	if psc := pod.SecurityContext; psc == nil || psc.RunAsUser == nil || *psc.RunAsUser != 0 || psc.SeccompProfile == nil ||
 		psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
@@ -429,35 +430,16 @@ func TestAgentPod(t *testing.T) {
 	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
 		t.Errorf("resources %+v: want CPU and memory requests and a memory limit", c.Resources)
 	}
-	// Each host directory at its own path, and no other: those the agent
-	// writes, and read-only the vendor unit directories, where it looks
-	// for the node's own units that a hook may not replace.
-	want := []string{"/etc/systemd/system", "/run/systemd", "/var/lib/hostprov"}
-	wantRO := []string{"/lib/systemd/system", "/usr/lib/systemd/system"}
-	vols := map[string]string{}
-	for _, v := range pod.Volumes {
-		if v.HostPath == nil {
-			t.Errorf("volume %s is not a host path", v.Name)
-			continue
-		}
-		vols[v.Name] = v.HostPath.Path
+	// The node's "/" at /host (--root=/host), read-write, and no other
+	// host path: the agent places a hook's files anywhere on the node,
+	// and finds systemd's socket and the vendor units below it.
+	if len(pod.Volumes) != 1 || pod.Volumes[0].HostPath == nil || pod.Volumes[0].HostPath.Path != "/" ||
+		pod.Volumes[0].HostPath.Type == nil || *pod.Volumes[0].HostPath.Type != corev1.HostPathDirectory {
+		t.Errorf("volumes %+v, want the host's / alone", pod.Volumes)
 	}
-	var got, gotRO []string
-	for _, m := range c.VolumeMounts {
-		ro := slices.Contains(wantRO, m.MountPath)
-		if vols[m.Name] != m.MountPath || m.ReadOnly != ro || m.SubPath != "" {
-			t.Errorf("mount %+v: want host path %s at the same path, read-only %v", m, vols[m.Name], ro)
-		}
-		if ro {
-			gotRO = append(gotRO, m.MountPath)
-		} else {
-			got = append(got, m.MountPath)
-		}
-	}
-	sort.Strings(got)
-	sort.Strings(gotRO)
-	if !slices.Equal(got, want) || !slices.Equal(gotRO, wantRO) || len(vols) != len(want)+len(wantRO) {
-		t.Errorf("host paths mounted %q and read-only %q (volumes %v), want %q and %q", got, gotRO, vols, want, wantRO)
+	if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/host" || c.VolumeMounts[0].ReadOnly ||
+		c.VolumeMounts[0].SubPath != "" || len(pod.Volumes) == 0 || c.VolumeMounts[0].Name != pod.Volumes[0].Name {
+		t.Errorf("mounts %+v, want the host's / at /host, read-write", c.VolumeMounts)
 	}
 }
 

@@ -490,7 +490,7 @@ func TestRigAgentShadowRefused(t *testing.T) {
 		t.Fatalf("journald is %s in the rig before the test: the test needs the image's unit", before.LoadState)
 	}
 	// The agent's pod sees the node's vendor units where the node has
-	// them (deploy/agent.yaml mounts /usr/lib/systemd/system); the rig
+	// them (deploy/agent.yaml mounts the node's / at /host); the rig
 	// shows its systemd the host's unit, which the agent, reading below
 	// the rig's root, is shown the same way.
 	vendor, err := os.ReadFile("/usr/lib/systemd/system/systemd-journald.service")
