@@ -31,7 +31,9 @@ import (
 // as the unit's StandardInputData would be a property of the unit, which
 // every user of the node may read over the system bus while the unit is
 // loaded; a file of mode 0600 in root's directory shows it to root alone,
-// and is removed once the program ends.
+// and is removed once the program ends. A run killed midway (the agent's
+// pod deleted) leaves its files, which the next run removes: runs must
+// therefore not overlap, as apply's do not (they run under its lock).
 func (m *Manager) HostTools(nodeDir, localDir string) apply.Tools {
 	return &hostTools{m: m, nodeDir: nodeDir, localDir: localDir}
 }
@@ -44,6 +46,13 @@ type hostTools struct {
 func (h *hostTools) Run(ctx context.Context, argv []string, stdin []byte) ([]byte, error) {
 	if len(argv) == 0 || !path.IsAbs(argv[0]) {
 		return nil, fmt.Errorf("run on the node: %q is not the absolute path of a program", argv)
+	}
+	// What a run killed midway left: its output, and its standard
+	// input, which may be a password hash.
+	if left, err := filepath.Glob(filepath.Join(h.localDir, ".hostprov-tool-*")); err == nil {
+		for _, f := range left {
+			os.Remove(f)
+		}
 	}
 	var id [8]byte
 	if _, err := rand.Read(id[:]); err != nil {

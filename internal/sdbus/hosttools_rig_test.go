@@ -27,6 +27,11 @@ func TestHostTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	tools := m.HostTools("/var/lib/hostprov", local)
+	// What a run killed midway left, a hash among it, goes with the next.
+	stale := filepath.Join(local, ".hostprov-tool-0123456789abcdef.in")
+	if err := os.WriteFile(stale, []byte("app:$6$x$y\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	out, err := tools.Run(ctx, []string{"/bin/sh", "-c", "cat > /var/lib/got; echo said on stdout; echo said on stderr >&2"}, []byte("app:$6$x$y\n"))
 	if err != nil {
@@ -37,6 +42,9 @@ func TestHostTools(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "said on stdout") || !strings.Contains(string(out), "said on stderr") {
 		t.Errorf("output %q", out)
+	}
+	if _, err := os.Lstat(stale); !os.IsNotExist(err) {
+		t.Errorf("a killed run's standard input is still there (%v)", err)
 	}
 
 	out, err = tools.Run(ctx, []string{"/bin/sh", "-c", "echo no such user >&2; exit 3"}, nil)
