@@ -438,8 +438,8 @@ var chpasswdCommand = "chpasswd"
 // setPasswords sets the password hashes the plan sets, once the accounts
 // exist, with the node's own chpasswd (-e: the input is a hash; --root for
 // an image, Options.Tools for a node seen from a container), given on its
-// standard input: a hash is never an argument
-// that ps shows, nor part of a message.
+// standard input: a hash is never an argument that ps shows, nor part of
+// a message.
 func (e *executor) setPasswords(ctx context.Context) error {
 	var in bytes.Buffer
 	var names []string
