@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -205,22 +206,33 @@ func benchFleet(b *testing.B, n int) {
 		return err
 	})
 
+	// The agents start in waves, each once the one before is ready (its
+	// caches synced), as a DaemonSet's pods come up over minutes, not in
+	// one instant: 10,000 agents listing and watching at once kept a
+	// 2-core API server from accepting connections, and the controller
+	// lost its lease.
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	agents := make([]*agent.Agent, n)
-	for i, name := range names {
-		opts := apply.Options{Root: b.TempDir()}
-		if err := apply.PrepareDirs(opts); err != nil {
-			b.Fatal(err)
+	const wave = 500
+	for lo := 0; lo < n; lo += wave {
+		hi := min(lo+wave, n)
+		for i := lo; i < hi; i++ {
+			opts := apply.Options{Root: b.TempDir()}
+			if err := apply.PrepareDirs(opts); err != nil {
+				b.Fatal(err)
+			}
+			sd := &agent.Systemd{Systemd: applytest.New()}
+			a, err := agent.New(agent.Config{NodeName: names[i], REST: agentCfgs[i].rest, HTTPClient: agentCfgs[i].http, Options: opts, Log: quiet,
+				Connect: func(context.Context) (*agent.Systemd, error) { return sd, nil }})
+			if err != nil {
+				b.Fatal(err)
+			}
+			agents[i] = a
+			runBench(b, a.Run)
 		}
-		sd := &agent.Systemd{Systemd: applytest.New()}
-		a, err := agent.New(agent.Config{NodeName: name, REST: agentCfgs[i].rest, HTTPClient: agentCfgs[i].http, Options: opts, Log: quiet,
-			Connect: func(context.Context) (*agent.Systemd, error) { return sd, nil }})
-		if err != nil {
-			b.Fatal(err)
-		}
-		agents[i] = a
-		runBench(b, a.Run)
+		waitReady(b, agents[lo:hi])
 	}
+	b.Logf("%d nodes: the agents are ready", n)
 
 	hh := &v1alpha1.HostHooks{
 		ObjectMeta: metav1.ObjectMeta{Name: "fleet"},
@@ -478,6 +490,26 @@ func agentConfigs(b *testing.B, c *kubetest.Cluster, nodes []string, tokens map[
 		cfgs[i] = agentConfig{rest: cfg, http: hc}
 	}
 	return cfgs
+}
+
+// waitReady waits until every agent says it is ready (its /readyz).
+func waitReady(b *testing.B, agents []*agent.Agent) {
+	b.Helper()
+	for _, a := range agents {
+		h := a.Health()
+		for {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+			if rec.Code == http.StatusOK {
+				break
+			}
+			select {
+			case <-b.Context().Done():
+				b.Fatalf("an agent not ready: %s", rec.Body)
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
 }
 
 // waitRefused waits until try fails with an error that says want.
