@@ -93,8 +93,10 @@ bench-butane:
 # separated). It prints the time from a HostHooks change to its aggregated
 # Complete status, API requests per node per change, webhook calls, policy
 # denials, lease renewals, the request rate at rest, peak memory and the
-# machine's load. See BenchmarkFleet.
-FLEET_NODES ?= 1000,10000
+# machine's load. See BenchmarkFleet. The default is 1,000 nodes:
+# FLEET_NODES=1000,10000 also runs 10,000, which today stalls in its first
+# rollout on the API server's watch fan-out (README, Scale).
+FLEET_NODES ?= 1000
 bench-fleet:
 	HOSTPROV_FLEET_NODES=$(FLEET_NODES) $(GO) test -run '^$$' -bench '^BenchmarkFleet$$' -benchtime 1x -timeout 120m -v ./internal/kube/e2e
 
