@@ -65,6 +65,7 @@ type writtenCluster struct {
 	cl    client.Client
 	node  *corev1.Node
 	sd    *applytest.Fake
+	opts  apply.Options // the node's directories, as the agent has them
 	agent *Agent
 	cache *laggingCache
 }
@@ -82,6 +83,8 @@ func newWrittenCluster(t *testing.T, nodeName string) *writtenCluster {
 	if err := apply.PrepareDirs(opts); err != nil {
 		t.Fatal(err)
 	}
+	k.opts = opts
+	k.sd.UnitDir = opts.UnitDirPath()
 	a, err := New(Config{NodeName: nodeName, REST: c.Config(), Options: opts,
 		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Connect: func(context.Context) (*Systemd, error) { return &Systemd{Systemd: k.sd}, nil }})
