@@ -18,9 +18,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -94,29 +91,6 @@ type Decision struct {
 	RequeueAfter time.Duration
 }
 
-// Event is a Kubernetes Event about the HostHooks.
-type Event struct {
-	// Type is corev1.EventTypeNormal or corev1.EventTypeWarning.
-	Type, Reason, Message string
-}
-
-// Reasons of the HostHooks conditions.
-const (
-	ReasonRollingOut           = "RollingOut"
-	ReasonComplete             = "Complete"
-	ReasonNodesPending         = "NodesPending"
-	ReasonFailureThreshold     = "FailureThresholdExceeded"
-	ReasonFinishedWithFailures = "FinishedWithFailures"
-	ReasonWithinThreshold      = "WithinFailureThreshold"
-	ReasonPaused               = "Paused"
-	ReasonNotPaused            = "NotPaused"
-	ReasonDeleting             = "Deleting"
-	ReasonInvalidSpec          = "InvalidSpec"
-	ReasonProgressDeadline     = "ProgressDeadlineExceeded"
-	ReasonNotStalled           = "NotStalled"
-	ReasonOrphaned             = "Orphaned"
-)
-
 // Defaults of the time limits of a HostHooks.
 const (
 	DefaultProgressDeadline = 600 * time.Second
@@ -175,392 +149,338 @@ const (
 // neither counted nor replaced while it is there. A NodeHooks with no
 // controller is treated as hh's own.
 func Decide(hh *v1alpha1.HostHooks, nodes []Node, nhs []v1alpha1.NodeHooks, now time.Time) Decision {
-	var d Decision
 	deleting := hh.DeletionTimestamp != nil
 	hasFinalizer := slices.Contains(hh.Finalizers, v1alpha1.Finalizer)
 	if deleting && !hasFinalizer {
 		// Something else holds the deletion; nothing is left for the
 		// controller to do, and the status is of no more use.
-		return d
+		return Decision{}
 	}
-	d.AddFinalizer = !deleting && !hasFinalizer
+	k := newDecider(hh, nodes, nhs, now)
+	k.d.AddFinalizer = !deleting && !hasFinalizer
+	for _, n := range k.matched {
+		k.matchedNode(n)
+	}
+	k.leftNodes(nhs)
+	k.approve()
+	k.deletion()
+	k.status()
+	if !k.next.IsZero() {
+		k.d.RequeueAfter = k.next.Sub(now)
+	}
+	return k.d
+}
 
-	h := v1alpha1.HooksHash(hh.Spec.Hooks)
-	threshold := 0
+// candidate is a NodeHooks that may be approved: for the current hooks
+// (Decision.Approve), or for the removal of the hooks (Decision.Remove).
+type candidate struct {
+	name string
+	nh   *v1alpha1.NodeHooks // nil for one in Decision.Create
+	// busy: unavailable for another HostHooks, so counted already.
+	busy bool
+}
+
+// decider is one Decide in the making: what it read of its arguments, and
+// the counts and lists its passes over the nodes gather.
+type decider struct {
+	hh        *v1alpha1.HostHooks
+	now       time.Time
+	h         string // the hash of the current hooks
+	deleting  bool
+	threshold int
+	deadline  time.Duration
+	// next is the earliest deadline still ahead, zero for none.
+	next time.Time
+	d    Decision
+
+	byName map[string]Node
+	// own is hh's NodeHooks by node; foreign the nodes with another's.
+	own            map[string]*v1alpha1.NodeHooks
+	foreign        map[string]bool
+	matched        []Node // by name
+	isMatched      map[string]bool
+	claimed        map[string]bool // NodeHooks names of matched nodes
+	specErr        error
+	maxUnavailable int
+
+	candidates, removals []candidate
+	failedNodes          []*v1alpha1.NodeHooks
+	holds                []string // "NODE (why)" of the nodes that hold the rollout
+	// late is how many of holds are past the progress deadline (the
+	// failed nodes of a degraded rollout come after them).
+	late               int
+	pending            []string // nodes whose hooks a deletion waits for
+	leaving            map[string]bool
+	updated, succeeded int
+	unavail            int
+	settled            bool // every matched node applied H, and it finished
+}
+
+func newDecider(hh *v1alpha1.HostHooks, nodes []Node, nhs []v1alpha1.NodeHooks, now time.Time) *decider {
+	k := &decider{hh: hh, now: now, h: v1alpha1.HooksHash(hh.Spec.Hooks), deleting: hh.DeletionTimestamp != nil,
+		deadline: seconds(hh.Spec.Rollout.ProgressDeadlineSeconds, DefaultProgressDeadline), settled: true,
+		byName: make(map[string]Node, len(nodes)), own: make(map[string]*v1alpha1.NodeHooks, len(nhs)),
+		foreign: map[string]bool{}, isMatched: map[string]bool{}, claimed: map[string]bool{}, leaving: map[string]bool{}}
 	if ft := hh.Spec.Rollout.FailureThreshold; ft != nil && *ft > 0 {
-		threshold = int(*ft)
+		k.threshold = int(*ft)
 	}
-	deadline := seconds(hh.Spec.Rollout.ProgressDeadlineSeconds, DefaultProgressDeadline)
-	// next is the earliest deadline still ahead.
-	var next time.Time
-	ahead := func(due time.Time) {
-		if next.IsZero() || due.Before(next) {
-			next = due
-		}
-	}
-
-	byName := make(map[string]Node, len(nodes))
 	for _, n := range nodes {
-		byName[n.Name] = n
+		k.byName[n.Name] = n
 	}
-	// hh's own NodeHooks by node, and the nodes that have another's.
-	own := make(map[string]*v1alpha1.NodeHooks, len(nhs))
-	foreign := make(map[string]bool)
 	for i := range nhs {
 		nh := &nhs[i]
 		if !owned(hh, nh) {
-			foreign[nh.Spec.NodeName] = true
+			k.foreign[nh.Spec.NodeName] = true
 			continue
 		}
-		if cur := own[nh.Spec.NodeName]; cur == nil || preferred(hh, nh, cur) {
-			own[nh.Spec.NodeName] = nh
+		if cur := k.own[nh.Spec.NodeName]; cur == nil || preferred(hh, nh, cur) {
+			k.own[nh.Spec.NodeName] = nh
 		}
 	}
+	var sel labels.Selector
+	sel, k.specErr = selector(hh.Spec.NodeSelector)
+	k.maxUnavailable = 1
+	if k.specErr != nil {
+		return k
+	}
+	for _, n := range nodes {
+		if sel.Matches(labels.Set(n.Labels)) {
+			k.matched = append(k.matched, n)
+			k.isMatched[n.Name] = true
+		}
+	}
+	slices.SortFunc(k.matched, func(a, b Node) int { return strings.Compare(a.Name, b.Name) })
+	k.maxUnavailable, k.specErr = maxUnavailableOf(hh.Spec.Rollout.MaxUnavailable, len(k.matched))
+	return k
+}
 
-	sel, specErr := selector(hh.Spec.NodeSelector)
-	var matched []Node
-	if specErr == nil {
-		for _, n := range nodes {
-			if sel.Matches(labels.Set(n.Labels)) {
-				matched = append(matched, n)
-			}
-		}
-		slices.SortFunc(matched, func(a, b Node) int { return strings.Compare(a.Name, b.Name) })
-	}
-	maxUnavailable := 1
-	if specErr == nil {
-		maxUnavailable, specErr = maxUnavailableOf(hh.Spec.Rollout.MaxUnavailable, len(matched))
-	}
+// busyElsewhere reports whether n is unavailable for another HostHooks.
+func (k *decider) busyElsewhere(n Node) bool {
+	return slices.ContainsFunc(n.Busy, func(b string) bool { return b != k.hh.Name })
+}
 
-	type candidate struct {
-		name string
-		nh   *v1alpha1.NodeHooks // nil for one in Create
-		// busy: unavailable for another HostHooks, so counted already.
-		busy bool
+// holdPast holds the rollout with why() when since+deadline has passed,
+// and otherwise notes that deadline as one to wake up for. A time the API
+// server did not set is no deadline.
+func (k *decider) holdPast(since time.Time, why func(age time.Duration) string) {
+	if since.IsZero() {
+		return
 	}
-	busyElsewhere := func(n Node) bool {
-		for _, b := range n.Busy {
-			if b != hh.Name {
-				return true
-			}
-		}
-		return false
+	if due := since.Add(k.deadline); k.now.Before(due) {
+		k.ahead(due)
+		return
 	}
-	var (
-		candidates                  []candidate
-		failedNodes                 []*v1alpha1.NodeHooks
-		holds                       []string // "NODE (why)" of the nodes that hold the rollout
-		updated, succeeded, unavail int
-		settled                     = true // every matched node applied H, and it finished
-		claimed                     = make(map[string]bool, len(matched))
-		isMatched                   = make(map[string]bool, len(matched))
-	)
-	for _, n := range matched {
-		isMatched[n.Name] = true
-		// A node that is not Ready is unavailable, whatever it did:
-		// it is approved for nothing, and takes a slot of
-		// maxUnavailable, as the machine-config-operator counts it.
-		notReady := n.NotReady != ""
-		busy := busyElsewhere(n)
-		if notReady || busy {
-			unavail++
+	k.holds = append(k.holds, why(round(k.now.Sub(since))))
+}
+
+// ahead notes due as a deadline to wake up for.
+func (k *decider) ahead(due time.Time) {
+	if k.next.IsZero() || due.Before(k.next) {
+		k.next = due
+	}
+}
+
+// approvedAt is when nh was last approved, or created for one approved by
+// a controller that did not record it.
+func approvedAt(nh *v1alpha1.NodeHooks) time.Time {
+	if nh.Spec.ApprovedAt != nil {
+		return nh.Spec.ApprovedAt.Time
+	}
+	return nh.CreationTimestamp.Time
+}
+
+// matchedNode counts a node the selector matches, makes its NodeHooks if
+// it has none, makes it a candidate if it is not approved for the current
+// hooks, and holds the rollout for it past its deadline.
+func (k *decider) matchedNode(n Node) {
+	// A node that is not Ready is unavailable, whatever it did: it is
+	// approved for nothing, and takes a slot of maxUnavailable, as the
+	// machine-config-operator counts it.
+	notReady := n.NotReady != ""
+	busy := k.busyElsewhere(n)
+	if notReady || busy {
+		k.unavail++
+	}
+	nh := k.own[n.Name]
+	if nh == nil {
+		k.settled = false
+		if k.foreign[n.Name] || k.deleting {
+			return
 		}
-		nh := own[n.Name]
-		if nh == nil {
-			settled = false
-			if foreign[n.Name] || deleting {
-				continue
-			}
-			c := newNodeHooks(hh, n.Name)
-			d.Create = append(d.Create, c)
-			if !notReady {
-				candidates = append(candidates, candidate{name: c.Name, busy: busy})
-			}
-			continue
+		c := newNodeHooks(k.hh, n.Name)
+		k.d.Create = append(k.d.Create, c)
+		if !notReady {
+			k.candidates = append(k.candidates, candidate{name: c.Name, busy: busy})
 		}
-		claimed[nh.Name] = true
-		if nh.Status.AppliedHash == h && nh.Status.Phase != v1alpha1.NodeRemoved {
-			// A node that removed the hooks (it left the selector and
-			// came back) has them no more, whatever it applied last.
-			updated++
-			switch nh.Status.Phase {
-			case v1alpha1.NodeSucceeded:
-				succeeded++
-			case v1alpha1.NodeFailed:
-				failedNodes = append(failedNodes, nh)
-			}
-		}
-		done := doneAt(nh, h)
-		if !done {
-			settled = false
-		}
-		// A node that left the selector and came back has its
-		// removal approved still: it is approved again, which
-		// clears it, before its agent could prune on a later
-		// relabelling with no approval.
-		approvedH := nh.Spec.HooksHash == h && !nh.Spec.Remove
-		switch {
-		case notReady:
-		case !approvedH:
-			candidates = append(candidates, candidate{nh.Name, nh, busy})
-		case !done && !busy:
-			unavail++
-		}
-		if done || deleting {
-			continue
-		}
-		// A time the API server did not set is no deadline.
-		switch {
-		case notReady:
-			if n.NotReadySince.IsZero() {
-				break
-			}
-			if due := n.NotReadySince.Add(deadline); now.Before(due) {
-				ahead(due)
-			} else {
-				holds = append(holds, fmt.Sprintf("%s (not Ready for %s: %s)", n.Name, round(now.Sub(n.NotReadySince)), n.NotReady))
-			}
-		case nh.Status.Phase == "" && !nh.CreationTimestamp.IsZero():
-			if due := nh.CreationTimestamp.Add(deadline); now.Before(due) {
-				ahead(due)
-			} else {
-				holds = append(holds, fmt.Sprintf("%s (no agent: none has reported on the node in %s)", n.Name, round(now.Sub(nh.CreationTimestamp.Time))))
-			}
-		case approvedH:
-			at := nh.CreationTimestamp.Time
-			if nh.Spec.ApprovedAt != nil {
-				at = nh.Spec.ApprovedAt.Time
-			}
-			if at.IsZero() {
-				break
-			}
-			if due := at.Add(deadline); now.Before(due) {
-				ahead(due)
-			} else {
-				phase := string(nh.Status.Phase)
-				if nh.Status.AppliedHash != h {
-					phase += ", the current hooks not applied"
-				}
-				holds = append(holds, fmt.Sprintf("%s (approved %s ago and not done: %s)", n.Name, round(now.Sub(at)), phase))
-			}
+		return
+	}
+	k.claimed[nh.Name] = true
+	if nh.Status.AppliedHash == k.h && nh.Status.Phase != v1alpha1.NodeRemoved {
+		// A node that removed the hooks (it left the selector and came
+		// back) has them no more, whatever it applied last.
+		k.updated++
+		switch nh.Status.Phase {
+		case v1alpha1.NodeSucceeded:
+			k.succeeded++
+		case v1alpha1.NodeFailed:
+			k.failedNodes = append(k.failedNodes, nh)
 		}
 	}
-	// What is left of hh's own: NodeHooks of nodes it no longer matches
-	// (or that are gone, or a second one of a node). While hh is being
-	// deleted, its finalizer waits for all of them, and the garbage
-	// collector deletes them after it. A node that left the selector
-	// waits for the removal of its units to be approved.
-	var (
-		pending  []string
-		removals []candidate
-		leaving  = make(map[string]bool)
-	)
+	done := doneAt(nh, k.h)
+	if !done {
+		k.settled = false
+	}
+	// A node that left the selector and came back has its removal
+	// approved still: it is approved again, which clears it, before its
+	// agent could prune on a later relabelling with no approval.
+	approvedH := nh.Spec.HooksHash == k.h && !nh.Spec.Remove
+	switch {
+	case notReady:
+	case !approvedH:
+		k.candidates = append(k.candidates, candidate{nh.Name, nh, busy})
+	case !done && !busy:
+		k.unavail++
+	}
+	if done || k.deleting {
+		return
+	}
+	switch {
+	case notReady:
+		k.holdPast(n.NotReadySince, func(age time.Duration) string {
+			return fmt.Sprintf("%s (not Ready for %s: %s)", n.Name, age, n.NotReady)
+		})
+	case nh.Status.Phase == "" && !nh.CreationTimestamp.IsZero():
+		k.holdPast(nh.CreationTimestamp.Time, func(age time.Duration) string {
+			return fmt.Sprintf("%s (no agent: none has reported on the node in %s)", n.Name, age)
+		})
+	case approvedH:
+		k.holdPast(approvedAt(nh), func(age time.Duration) string {
+			phase := string(nh.Status.Phase)
+			if nh.Status.AppliedHash != k.h {
+				phase += ", the current hooks not applied"
+			}
+			return fmt.Sprintf("%s (approved %s ago and not done: %s)", n.Name, age, phase)
+		})
+	}
+}
+
+// leftNodes goes through what is left of hh's own NodeHooks: those of
+// nodes it no longer matches (or that are gone, or a second one of a
+// node). While hh is being deleted, its finalizer waits for all of them,
+// and the garbage collector deletes them after it. A node that left the
+// selector waits for the removal of its units to be approved.
+func (k *decider) leftNodes(nhs []v1alpha1.NodeHooks) {
 	for i := range nhs {
 		nh := &nhs[i]
-		if !owned(hh, nh) {
+		if !owned(k.hh, nh) {
 			continue
 		}
-		node, nodeExists := byName[nh.Spec.NodeName]
-		if deleting {
-			if nodeExists && !removed(nh) && !slices.Contains(pending, nh.Spec.NodeName) {
-				pending = append(pending, nh.Spec.NodeName)
+		node, nodeExists := k.byName[nh.Spec.NodeName]
+		if k.deleting {
+			if nodeExists && !removed(nh) && !slices.Contains(k.pending, nh.Spec.NodeName) {
+				k.pending = append(k.pending, nh.Spec.NodeName)
 			}
 			continue
 		}
-		if claimed[nh.Name] || specErr != nil {
+		if k.claimed[nh.Name] || k.specErr != nil {
 			continue
 		}
-		if !nodeExists || isMatched[nh.Spec.NodeName] {
-			d.Delete = append(d.Delete, nh)
+		if !nodeExists || k.isMatched[nh.Spec.NodeName] {
+			k.d.Delete = append(k.d.Delete, nh)
 			continue
 		}
-		// A node that left hh with hh's hooks counts against hh's
-		// budget while it is disrupted: removing hh's hooks, or busy
-		// for another HostHooks (removing theirs too, mostly). Its
-		// NodeHooks stays till then, so that the count does not drop
-		// as hh's part is done and another's is not. One that never
-		// applied hh's hooks is none of hh's business.
-		busy := busyElsewhere(node)
+		// A node that left hh with hh's hooks counts against hh's budget
+		// while it is disrupted: removing hh's hooks, or busy for another
+		// HostHooks (removing theirs too, mostly). Its NodeHooks stays
+		// till then, so that the count does not drop as hh's part is
+		// done and another's is not. One that never applied hh's hooks
+		// is none of hh's business.
+		busy := k.busyElsewhere(node)
 		neverApplied := nh.Status.AppliedHash == "" && nh.Status.Phase != v1alpha1.NodeRemoved
 		if neverApplied || removed(nh) && !busy {
-			d.Delete = append(d.Delete, nh)
+			k.d.Delete = append(k.d.Delete, nh)
 			continue
 		}
 		removing := nh.Spec.Remove && !removed(nh)
-		if (removing || busy) && !leaving[nh.Spec.NodeName] {
-			leaving[nh.Spec.NodeName] = true
-			unavail++
+		if (removing || busy) && !k.leaving[nh.Spec.NodeName] {
+			k.leaving[nh.Spec.NodeName] = true
+			k.unavail++
 		}
-		if removed(nh) {
-			continue
-		}
-		if !nh.Spec.Remove {
-			// Not while the node is not Ready: its agent could not
-			// act on it, as it could not apply.
+		switch {
+		case removed(nh):
+		case !nh.Spec.Remove:
+			// Not while the node is not Ready: its agent could not act
+			// on it, as it could not apply.
 			if node.NotReady == "" {
-				removals = append(removals, candidate{nh.Name, nh, busy})
+				k.removals = append(k.removals, candidate{nh.Name, nh, busy})
 			}
+		default:
+			k.holdPast(approvedAt(nh), func(age time.Duration) string {
+				return fmt.Sprintf("%s (left the selector; the removal of the hooks approved %s ago and not done: %s)",
+					nh.Spec.NodeName, age, nh.Status.Phase)
+			})
+		}
+	}
+	slices.SortFunc(k.removals, func(a, b candidate) int { return strings.Compare(a.nh.Spec.NodeName, b.nh.Spec.NodeName) })
+}
+
+// degraded reports whether more nodes failed than the threshold allows.
+func (k *decider) degraded() bool { return len(k.failedNodes) > k.threshold }
+
+// approve approves removals, then nodes for the current hooks, while
+// fewer than maxUnavailable are unavailable. A candidate busy for another
+// HostHooks takes no further slot: it is approved whatever the count, and
+// the node is disrupted once for both.
+func (k *decider) approve() {
+	k.late = len(k.holds)
+	if k.degraded() && !k.deleting {
+		for _, nh := range k.failedNodes {
+			k.holds = append(k.holds, nh.Spec.NodeName+" (failed the current hooks)")
+		}
+	}
+	if k.specErr != nil || k.deleting {
+		return
+	}
+	for _, c := range k.removals {
+		if !c.busy && k.unavail >= k.maxUnavailable {
 			continue
 		}
-		at := nh.CreationTimestamp.Time
-		if nh.Spec.ApprovedAt != nil {
-			at = nh.Spec.ApprovedAt.Time
+		k.d.Remove = append(k.d.Remove, c.name)
+		if !c.busy && !removed(c.nh) {
+			k.unavail++
 		}
-		if at.IsZero() {
+	}
+	if k.degraded() || k.hh.Spec.Rollout.Pause {
+		return
+	}
+	for _, c := range k.candidates {
+		if !c.busy && k.unavail >= k.maxUnavailable {
 			continue
 		}
-		if due := at.Add(deadline); now.Before(due) {
-			ahead(due)
+		k.d.Approve = append(k.d.Approve, c.name)
+		if !c.busy && (c.nh == nil || !doneAt(c.nh, k.h)) {
+			k.unavail++
+		}
+	}
+}
+
+// deletion decides the finalizer of a HostHooks being deleted: removed
+// once every node that exists pruned its hooks, or once the prune timeout
+// has passed, the nodes left then reported orphaned.
+func (k *decider) deletion() {
+	if !k.deleting {
+		return
+	}
+	slices.Sort(k.pending)
+	if len(k.pending) > 0 {
+		due := k.hh.DeletionTimestamp.Add(seconds(k.hh.Spec.PruneTimeoutSeconds, DefaultPruneTimeout))
+		if k.now.Before(due) {
+			k.ahead(due)
 		} else {
-			holds = append(holds, fmt.Sprintf("%s (left the selector; the removal of the hooks approved %s ago and not done: %s)",
-				nh.Spec.NodeName, round(now.Sub(at)), nh.Status.Phase))
+			k.d.Orphaned = k.pending
 		}
 	}
-	slices.SortFunc(removals, func(a, b candidate) int { return strings.Compare(a.nh.Spec.NodeName, b.nh.Spec.NodeName) })
-	failed := len(failedNodes)
-	stalled := len(holds) > 0
-
-	paused := hh.Spec.Rollout.Pause
-	degraded := failed > threshold
-	// A candidate busy for another HostHooks takes no further slot: it
-	// is approved whatever the count, and the node is disrupted once for
-	// both.
-	if specErr == nil && !deleting {
-		for _, c := range removals {
-			if !c.busy && unavail >= maxUnavailable {
-				continue
-			}
-			d.Remove = append(d.Remove, c.name)
-			if !c.busy && !removed(c.nh) {
-				unavail++
-			}
-		}
-	}
-	if specErr == nil && !paused && !degraded && !deleting {
-		for _, c := range candidates {
-			if !c.busy && unavail >= maxUnavailable {
-				continue
-			}
-			d.Approve = append(d.Approve, c.name)
-			if !c.busy && (c.nh == nil || !doneAt(c.nh, h)) {
-				unavail++
-			}
-		}
-	}
-	if degraded && !deleting {
-		for _, nh := range failedNodes {
-			holds = append(holds, nh.Spec.NodeName+" (failed the current hooks)")
-		}
-	}
-
-	slices.Sort(pending)
-	if deleting && len(pending) > 0 {
-		due := hh.DeletionTimestamp.Add(seconds(hh.Spec.PruneTimeoutSeconds, DefaultPruneTimeout))
-		if now.Before(due) {
-			ahead(due)
-		} else {
-			d.Orphaned = pending
-		}
-	}
-	d.RemoveFinalizer = deleting && (len(pending) == 0 || d.Orphaned != nil)
-
-	st := v1alpha1.HostHooksStatus{
-		ObservedGeneration: hh.Generation,
-		HooksHash:          h,
-		MatchedNodes:       int32(len(matched)),
-		UpdatedNodes:       int32(updated),
-		SucceededNodes:     int32(succeeded),
-		FailedNodes:        int32(failed),
-		Errors:             summarize(hh, failedNodes),
-		Conditions:         slices.Clone(hh.Status.Conditions),
-	}
-	complete := specErr == nil && succeeded == len(matched)
-	switch {
-	case specErr != nil || degraded:
-		st.Phase = v1alpha1.PhaseDegraded
-	case complete:
-		st.Phase = v1alpha1.PhaseComplete
-	case settled:
-		st.Phase = v1alpha1.PhaseFinishedWithFailures
-	case stalled:
-		st.Phase = v1alpha1.PhaseStalled
-	case paused:
-		st.Phase = v1alpha1.PhasePaused
-	default:
-		st.Phase = v1alpha1.PhaseProgressing
-	}
-
-	gen := hh.Generation
-	set := func(typ string, ok bool, reason, format string, args ...any) {
-		s := metav1.ConditionFalse
-		if ok {
-			s = metav1.ConditionTrue
-		}
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: typ, Status: s, ObservedGeneration: gen,
-			LastTransitionTime: metav1.NewTime(now), Reason: reason, Message: fmt.Sprintf(format, args...),
-		})
-	}
-	progress := fmt.Sprintf("%d of %d matched nodes updated, %d succeeded, %d failed", updated, len(matched), succeeded, failed)
-	switch {
-	case deleting && d.Orphaned != nil:
-		set(v1alpha1.ConditionProgressing, false, ReasonOrphaned, "the HostHooks is being deleted; after the prune timeout of %s, %d nodes still have its units, orphaned: their agents never removed them (they do when they run again): %s",
-			seconds(hh.Spec.PruneTimeoutSeconds, DefaultPruneTimeout), len(pending), list(pending))
-	case deleting:
-		if len(pending) == 0 {
-			set(v1alpha1.ConditionProgressing, false, ReasonDeleting, "the HostHooks is being deleted; no node has its hooks any more")
-		} else {
-			set(v1alpha1.ConditionProgressing, false, ReasonDeleting, "the HostHooks is being deleted; waiting for %d nodes to remove its hooks: %s", len(pending), list(pending))
-		}
-	case specErr != nil:
-		set(v1alpha1.ConditionProgressing, false, ReasonInvalidSpec, "%v", specErr)
-	case degraded:
-		set(v1alpha1.ConditionProgressing, false, ReasonFailureThreshold, "the rollout stopped: %s", progress)
-	case complete:
-		set(v1alpha1.ConditionProgressing, false, ReasonComplete, "%s", progress)
-	case settled:
-		set(v1alpha1.ConditionProgressing, false, ReasonFinishedWithFailures, "every matched node applied the current hooks: %s, within the failure threshold of %d", progress, threshold)
-	case stalled:
-		set(v1alpha1.ConditionProgressing, false, ReasonProgressDeadline, "the rollout is stalled (the Stalled condition names the nodes): %s", progress)
-	case paused:
-		set(v1alpha1.ConditionProgressing, false, ReasonPaused, "the rollout is paused: %s", progress)
-	default:
-		set(v1alpha1.ConditionProgressing, true, ReasonRollingOut, "%s", progress)
-	}
-	if complete {
-		set(v1alpha1.ConditionComplete, true, ReasonComplete, "the current hooks succeeded on all %d matched nodes", len(matched))
-	} else {
-		set(v1alpha1.ConditionComplete, false, ReasonNodesPending, "%s", progress)
-	}
-	switch {
-	case specErr != nil:
-		set(v1alpha1.ConditionDegraded, true, ReasonInvalidSpec, "%v", specErr)
-	case degraded:
-		set(v1alpha1.ConditionDegraded, true, ReasonFailureThreshold, "%d nodes failed the current hooks, more than the failure threshold of %d", failed, threshold)
-	default:
-		set(v1alpha1.ConditionDegraded, false, ReasonWithinThreshold, "%d nodes failed the current hooks; the failure threshold is %d", failed, threshold)
-	}
-	if paused {
-		set(v1alpha1.ConditionPaused, true, ReasonPaused, "spec.rollout.pause is set: no further node is approved")
-	} else {
-		set(v1alpha1.ConditionPaused, false, ReasonNotPaused, "the rollout is not paused")
-	}
-	switch {
-	case stalled:
-		set(v1alpha1.ConditionStalled, true, ReasonProgressDeadline, "%d nodes hold the rollout (its progress deadline is %s): %s", len(holds), deadline, list(holds))
-	case degraded && len(holds) > 0:
-		set(v1alpha1.ConditionStalled, true, ReasonFailureThreshold, "%d nodes hold the rollout: %s", len(holds), list(holds))
-	default:
-		set(v1alpha1.ConditionStalled, false, ReasonNotStalled, "no node holds the rollout past its progress deadline of %s", deadline)
-	}
-
-	d.Status = st
-	d.StatusChanged = !equality.Semantic.DeepEqual(hh.Status, st)
-	d.Events = transitions(hh.Status.Conditions, st.Conditions)
-	if !next.IsZero() {
-		d.RequeueAfter = next.Sub(now)
-	}
-	return d
+	k.d.RemoveFinalizer = len(k.pending) == 0 || k.d.Orphaned != nil
 }
 
 // owned says whether nh is hh's: controlled by hh, or by nothing.
@@ -578,37 +498,6 @@ func preferred(hh *v1alpha1.HostHooks, a, b *v1alpha1.NodeHooks) bool {
 		return a.Name == want
 	}
 	return a.Name < b.Name
-}
-
-// transitions are the Events of the conditions that changed from old to
-// now: in status or reason. A condition that is new is an Event only when
-// True or a warning: a new HostHooks is not Stalled, Degraded or Paused,
-// and that is no news.
-func transitions(old, now []metav1.Condition) []Event {
-	var out []Event
-	for _, c := range now {
-		o := meta.FindStatusCondition(old, c.Type)
-		if o != nil && o.Status == c.Status && o.Reason == c.Reason {
-			continue
-		}
-		typ := corev1.EventTypeNormal
-		switch c.Type {
-		case v1alpha1.ConditionDegraded, v1alpha1.ConditionStalled:
-			if c.Status == metav1.ConditionTrue {
-				typ = corev1.EventTypeWarning
-			}
-		case v1alpha1.ConditionProgressing:
-			switch c.Reason {
-			case ReasonFailureThreshold, ReasonProgressDeadline, ReasonOrphaned, ReasonInvalidSpec:
-				typ = corev1.EventTypeWarning
-			}
-		}
-		if o == nil && c.Status != metav1.ConditionTrue && typ == corev1.EventTypeNormal {
-			continue
-		}
-		out = append(out, Event{Type: typ, Reason: c.Reason, Message: fmt.Sprintf("%s is %s: %s", c.Type, c.Status, c.Message)})
-	}
-	return out
 }
 
 // list is the first MaxErrorNodes of items, and how many more there are.
@@ -688,65 +577,4 @@ func newNodeHooks(hh *v1alpha1.HostHooks, node string) *v1alpha1.NodeHooks {
 		},
 		Spec: v1alpha1.NodeHooksSpec{NodeName: node, HostHooks: hh.Name},
 	}
-}
-
-// BusyNodes is, by node name, the names of the HostHooks each node is
-// unavailable for, sorted, from every HostHooks and every NodeHooks there are:
-// the budget of Decide is shared by every HostHooks that selects a node.
-// A node is busy for a HostHooks when its NodeHooks is approved for the
-// HostHooks' current hooks, the HostHooks selects the node, and it is not
-// done with them; when the HostHooks no longer selects it, its removal is
-// approved (spec.remove), and the agent did not remove the units yet; and
-// when the HostHooks is being deleted or gone (or the NodeHooks is an
-// earlier one's of its name) and the agent did not remove them yet, since
-// agents prune those at once. A node that is not Ready is no HostHooks'
-// business here: Decide counts it of itself.
-func BusyNodes(hhs []v1alpha1.HostHooks, nodes []Node, nhs []v1alpha1.NodeHooks) map[string][]string {
-	type hostHooks struct {
-		hh   *v1alpha1.HostHooks
-		hash string
-		sel  labels.Selector // nil when it cannot be read: it selects nothing
-	}
-	byName := make(map[string]hostHooks, len(hhs))
-	for i := range hhs {
-		hh := &hhs[i]
-		sel, err := selector(hh.Spec.NodeSelector)
-		if err != nil {
-			sel = nil
-		}
-		byName[hh.Name] = hostHooks{hh, v1alpha1.HooksHash(hh.Spec.Hooks), sel}
-	}
-	nodeLabels := make(map[string]labels.Set, len(nodes))
-	for _, n := range nodes {
-		nodeLabels[n.Name] = labels.Set(n.Labels)
-	}
-	busy := make(map[string][]string)
-	for i := range nhs {
-		nh := &nhs[i]
-		ls, ok := nodeLabels[nh.Spec.NodeName]
-		if !ok || slices.Contains(busy[nh.Spec.NodeName], nh.Spec.HostHooks) {
-			continue
-		}
-		b, ok := byName[nh.Spec.HostHooks]
-		var is bool
-		switch {
-		case !ok || !owned(b.hh, nh) || b.hh.DeletionTimestamp != nil:
-			is = !removed(nh)
-		case b.sel == nil:
-			// The agents neither apply nor prune what an unreadable
-			// selector names.
-		case !b.sel.Matches(ls):
-			is = nh.Spec.Remove && !removed(nh)
-		default:
-			is = nh.Spec.HooksHash == b.hash && !nh.Spec.Remove && !doneAt(nh, b.hash)
-		}
-		if !is {
-			continue
-		}
-		busy[nh.Spec.NodeName] = append(busy[nh.Spec.NodeName], nh.Spec.HostHooks)
-	}
-	for _, names := range busy {
-		slices.Sort(names)
-	}
-	return busy
 }
