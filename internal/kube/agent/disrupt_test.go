@@ -82,22 +82,7 @@ func (k *drainCluster) startAgent(set func(*Config)) (stop func()) {
 	if err != nil {
 		k.t.Fatal(err)
 	}
-	actx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(actx) }()
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			k.t.Errorf("agent: %v", err)
-		}
-	}
-	k.t.Cleanup(stop)
-	return stop
+	return runAgent(k.t, a)
 }
 
 // kubelet plays the kubelets: a pod that is terminating is deleted for

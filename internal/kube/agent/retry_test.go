@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -85,25 +84,8 @@ func TestKubeAgentRetryOnce(t *testing.T) {
 	}
 }
 
-// start runs a until the test ends or the returned stop is called (once
-// or more), and waits for it to end.
-func (k *writtenCluster) start(a *Agent) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			k.t.Errorf("agent: %v", err)
-		}
-	}
-	return stop
-}
+// start runs a until the test ends or the returned stop is called.
+func (k *writtenCluster) start(a *Agent) (stop func()) { return runAgent(k.t, a) }
 
 // setRetry sets the spec.retry of hh to n, as hostprov retry does.
 func (k *writtenCluster) setRetry(hh *v1alpha1.HostHooks, n int32) {

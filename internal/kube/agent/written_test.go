@@ -97,16 +97,25 @@ func newWrittenCluster(t *testing.T, nodeName string) *writtenCluster {
 	return k
 }
 
-func (k *writtenCluster) run() {
-	actx, cancel := context.WithCancel(context.Background())
+func (k *writtenCluster) run() { runAgent(k.t, k.agent) }
+
+// runAgent runs a until the test ends or the returned stop is called (once
+// or more), and waits for it to end, failing the test on its error.
+func runAgent(t testing.TB, a *Agent) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- k.agent.Run(actx) }()
-	k.t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			k.t.Errorf("agent: %v", err)
-		}
-	})
+	go func() { done <- a.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("agent: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // create makes hh and its NodeHooks for the node, approved for its hooks,
