@@ -849,7 +849,11 @@ func newPlan(_ context.Context, desired []render.Unit, st *State, opts Options, 
 	if err := p.planPaths(r.paths, r.accounts, next, prunePath); err != nil {
 		return nil, err
 	}
-	next.Sets = st.clone().Sets
+	// The owners the state records, and those of the sets applied; the
+	// records of sets left with nothing go (usedSets).
+	for _, rec := range st.Sets {
+		next.Sets = append(next.Sets, &SetState{Name: rec.Name, Owner: rec.Owner})
+	}
 	for set, owner := range r.owners {
 		next.recordOwner(set, owner)
 	}
