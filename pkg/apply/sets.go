@@ -189,13 +189,15 @@ func newPlanSets(ctx context.Context, sets []SpecSet, st *State, opts Options) (
 // ownerConflicts are the conflicts of set s, which the state records as
 // owner's: one at each of its units and paths, of the state and of s.
 func ownerConflicts(s SpecSet, st *State, owner string, opts Options) []Problem {
-	msg := fmt.Sprintf("spec set %s belongs to %s on this node (the state records it so), and %s may not apply or remove it: give the spec another name",
+	msg := fmt.Sprintf("spec set %s belongs to %s on this node (the state records it so), and %s may not apply or remove it",
 		s.Name, ownerName(owner), ownerName(s.Owner))
+	fix := &Fix{Spec: "give the spec another metadata.name"}
 	var out []Problem
 	seen := map[string]bool{}
 	add := func(pr Problem) {
 		if key := pr.Unit + "\x00" + pr.Path; !seen[key] {
 			seen[key] = true
+			pr.Fix = fix
 			out = append(out, pr)
 		}
 	}
@@ -205,7 +207,7 @@ func ownerConflicts(s SpecSet, st *State, owner string, opts Options) []Problem 
 		}
 	}
 	for _, u := range s.Units {
-		add(Problem{Unit: u.Name, Path: opts.nodePath(u.Name), Message: msg})
+		add(Problem{Unit: u.Name, Path: opts.nodePath(u.Name), Message: msg + " (its hook at " + u.Pos.String() + ")"})
 	}
 	for _, sp := range st.Paths {
 		if sp.Set == s.Name {

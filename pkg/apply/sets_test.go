@@ -251,8 +251,12 @@ func TestSpecSetOwners(t *testing.T) {
 	var at []string
 	for _, c := range p.Conflicts {
 		at = append(at, c.Unit)
-		if !strings.Contains(c.Message, "belongs to the agent") || !strings.Contains(c.Message, "the node's own specs may not") {
-			t.Errorf("conflict message: %s", c.Message)
+		if !strings.Contains(c.Message, "belongs to the agent") || !strings.Contains(c.Message, "the node's own specs may not") ||
+			c.Fix == nil || !strings.Contains(c.Fix.Spec, "another metadata.name") {
+			t.Errorf("conflict: %s (fix %+v)", c.Message, c.Fix)
+		}
+		if c.Unit == "other.service" && !strings.Contains(c.Message, "hooks.d/base.yaml:4:3") {
+			t.Errorf("the conflict at the spec's unit does not say where its hook is: %s", c.Message)
 		}
 	}
 	if !slices.Equal(at, []string{"agent1.service", "other.service"}) {
