@@ -181,13 +181,13 @@ func readAccounts(n nodeFS) (*accounts, error) {
 			}
 		}
 	}
-	a.readShadow(n)
 	return a, nil
 }
 
 // readShadow reads the users' password hashes from the node's /etc/shadow,
 // when this process may (a plan need not run as root): a user missing from
-// shadow is one whose hash is not known.
+// shadow is one whose hash is not known. Only a plan with a passwordHash
+// reads it.
 func (a *accounts) readShadow(n nodeFS) {
 	w, err := n.walk("/etc/shadow")
 	if err != nil || w.dir == nil {

@@ -192,6 +192,9 @@ func (p *planner) planPaths(desired []Path, accounts []Account, next *State, pru
 	if err != nil {
 		return err
 	}
+	if slices.ContainsFunc(accounts, func(a Account) bool { return a.PasswordHash != "" }) {
+		acc.readShadow(n)
+	}
 	keys, problems := keyPaths(accounts, acc)
 	desired = append(desired, keys...)
 	p.Conflicts = append(p.Conflicts, problems...)
