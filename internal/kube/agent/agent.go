@@ -94,6 +94,9 @@ type Agent struct {
 	node   *node
 	cache  cache.Cache
 	client client.Client
+	// nodeHooks are the node's NodeHooks, watched by name as the
+	// HostHooks come and go.
+	nodeHooks *nodeHooksWatches
 
 	kick         chan struct{}
 	mu           sync.Mutex
@@ -172,26 +175,28 @@ func New(cfg Config) (*Agent, error) {
 			// the labels and its own mark of a cordon. A Node's status
 			// is most of it, and changes.
 			&corev1.Node{}: {Field: fields.OneTermEqualSelector("metadata.name", cfg.NodeName), Transform: nodeLabelsOnly},
-			&v1alpha1.NodeHooks{}: {Label: labels.SelectorFromSet(labels.Set{
-				v1alpha1.LabelNode: v1alpha1.LabelValue(cfg.NodeName)})},
+			// The NodeHooks are watched one by one, by name: see
+			// nodeHooksWatches.
 		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	cl, err := client.New(cfg.REST, client.Options{HTTPClient: hc, Scheme: scheme, Mapper: mapper})
+	cl, err := client.NewWithWatch(cfg.REST, client.Options{HTTPClient: hc, Scheme: scheme, Mapper: mapper})
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	log := cfg.Log
 	dr := &drainer{c: cl, node: cfg.NodeName, timeout: cfg.DrainTimeout, retry: time.Second, maxRetry: 30 * time.Second,
 		logf: func(msg string, args ...any) { log.Info(msg, args...) }}
-	return &Agent{cfg: cfg, cache: c, client: cl,
+	a := &Agent{cfg: cfg, cache: c, client: cl,
 		node: &node{opts: cfg.Options, log: cfg.Log, builds: map[string]built{}, metrics: cfg.Metrics, drainer: dr,
 			rebooter: newRebooter(cl, cfg)},
 		kick:    make(chan struct{}, 1),
 		written: map[types.UID]writtenStatus{},
-		units:   map[string]UnitState{}}, nil
+		units:   map[string]UnitState{}}
+	a.nodeHooks = newNodeHooksWatches(cfg.NodeName, cl, a.nodeHooksHandler(), func() { a.want(true) })
+	return a, nil
 }
 
 // restMapper knows the kinds the agent reads and writes (with the pods it
@@ -311,15 +316,7 @@ func (a *Agent) watch(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("agent: watch %T: %w", obj, err)
 		}
-		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc: func(any) { a.want(true) },
-			UpdateFunc: func(old, new any) {
-				if changed(old, new) {
-					a.want(true)
-				}
-			},
-			DeleteFunc: func(any) { a.want(true) },
-		})
+		_, err = inf.AddEventHandler(a.handler(changed))
 		return err
 	}
 	if err := add(&v1alpha1.HostHooks{}, func(o, n any) bool {
@@ -329,12 +326,29 @@ func (a *Agent) watch(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if err := add(&corev1.Node{}, func(o, n any) bool {
+	return add(&corev1.Node{}, func(o, n any) bool {
 		return !labels.Equals(o.(*corev1.Node).Labels, n.(*corev1.Node).Labels)
-	}); err != nil {
-		return err
+	})
+}
+
+// handler asks for a sync at every add and delete, and at the updates
+// that changed says matter.
+func (a *Agent) handler(changed func(old, new any) bool) toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { a.want(true) },
+		UpdateFunc: func(old, new any) {
+			if changed(old, new) {
+				a.want(true)
+			}
+		},
+		DeleteFunc: func(any) { a.want(true) },
 	}
-	return add(&v1alpha1.NodeHooks{}, func(o, n any) bool {
+}
+
+// nodeHooksHandler is the handler of the NodeHooks watches: a change of
+// the spec matters, and a status someone else wrote.
+func (a *Agent) nodeHooksHandler() toolscache.ResourceEventHandler {
+	return a.handler(func(o, n any) bool {
 		on, nn := o.(*v1alpha1.NodeHooks), n.(*v1alpha1.NodeHooks)
 		if on.Spec != nn.Spec {
 			return true
@@ -441,6 +455,12 @@ func (a *Agent) sync(ctx context.Context, sd *Systemd) error {
 		a.cfg.Log.Info("waiting for the Node to be seen", "node", a.cfg.NodeName)
 		return nil
 	}
+	if v.listing {
+		// A NodeHooks not listed yet would look absent, and the set of
+		// a node no longer selected would be pruned without its
+		// approval: the end of the listing asks for the sync again.
+		return nil
+	}
 	// A reboot the agent asked for comes first: nothing is applied
 	// before it, and the node is uncordoned only after it.
 	if err := a.resume(ctx, sd); err != nil {
@@ -532,13 +552,18 @@ func (a *Agent) view(ctx context.Context) (*view, error) {
 	for i := range hhs.Items {
 		v.hostHooks[hhs.Items[i].Name] = &hhs.Items[i]
 	}
-	var nhs v1alpha1.NodeHooksList
-	if err := a.cache.List(ctx, &nhs, client.UnsafeDisableDeepCopy); err != nil {
+	names := make([]string, 0, len(hhs.Items))
+	for i := range hhs.Items {
+		names = append(names, hhs.Items[i].Name)
+	}
+	if err := a.nodeHooks.ensure(ctx, names); err != nil {
 		return nil, err
 	}
-	for i := range nhs.Items {
-		if nhs.Items[i].Spec.NodeName == a.cfg.NodeName {
-			v.nodeHooks = append(v.nodeHooks, a.known(&nhs.Items[i]))
+	nhs, synced := a.nodeHooks.list()
+	v.listing = !synced
+	for _, nh := range nhs {
+		if nh.Spec.NodeName == a.cfg.NodeName && nh.Spec.HostHooks != "" {
+			v.nodeHooks = append(v.nodeHooks, a.known(nh))
 		}
 	}
 	return v, nil

@@ -27,6 +27,9 @@ type view struct {
 	// cordoned is set when the Node has the agent's mark of a cordon
 	// (AnnotationCordoned): the agent cordoned it and is to uncordon it.
 	cordoned bool
+	// listing is set while a watch of a NodeHooks has not listed yet:
+	// nodeHooks may lack one that exists.
+	listing bool
 }
 
 // nodeHooksOf is the NodeHooks of the node for the HostHooks named hh, or

@@ -102,8 +102,8 @@ const (
 // condition that changes, and of the deadlines).
 //
 // The rules, with H the hash of the current hooks: every node the
-// selector matches gets a NodeHooks, found by its spec.nodeName (not by
-// its name, which an earlier controller may have made otherwise). A
+// selector matches gets a NodeHooks, named v1alpha1.NodeHooksName, as its
+// agent watches it; one of another name (an earlier naming) is deleted. A
 // matched node is unavailable when it is approved for H (spec.hooksHash
 // == H) and is not done with H: it has not applied H, or H's units still
 // start. A node that applied H and failed is done: it counts against the
@@ -233,7 +233,10 @@ func newDecider(hh *v1alpha1.HostHooks, nodes []Node, nhs []v1alpha1.NodeHooks, 
 			k.foreign[nh.Spec.NodeName] = true
 			continue
 		}
-		if cur := k.own[nh.Spec.NodeName]; cur == nil || preferred(hh, nh, cur) {
+		// The agents watch a NodeHooks by its name (the API server
+		// indexes watches by name): one of another name, of an
+		// earlier naming, is never read, and is replaced.
+		if nh.Name == v1alpha1.NodeHooksName(hh.Name, nh.Spec.NodeName) {
 			k.own[nh.Spec.NodeName] = nh
 		}
 	}
@@ -375,6 +378,10 @@ func (k *decider) leftNodes(nhs []v1alpha1.NodeHooks) {
 		if !owned(k.hh, nh) {
 			continue
 		}
+		if nh.Name != v1alpha1.NodeHooksName(k.hh.Name, nh.Spec.NodeName) {
+			k.d.Delete = append(k.d.Delete, nh)
+			continue
+		}
 		node, nodeExists := k.byName[nh.Spec.NodeName]
 		if k.deleting {
 			if nodeExists && !removed(nh) && !slices.Contains(k.pending, nh.Spec.NodeName) {
@@ -487,17 +494,6 @@ func (k *decider) deletion() {
 func owned(hh *v1alpha1.HostHooks, nh *v1alpha1.NodeHooks) bool {
 	ref := metav1.GetControllerOf(nh)
 	return ref == nil || ref.UID == hh.UID
-}
-
-// preferred says whether a is to be a node's NodeHooks rather than b,
-// when hh has two for one node: the one of today's name, else the first
-// by name, so that every reconcile picks the same.
-func preferred(hh *v1alpha1.HostHooks, a, b *v1alpha1.NodeHooks) bool {
-	want := v1alpha1.NodeHooksName(hh.Name, a.Spec.NodeName)
-	if (a.Name == want) != (b.Name == want) {
-		return a.Name == want
-	}
-	return a.Name < b.Name
 }
 
 // list is the first MaxErrorNodes of items, and how many more there are.

@@ -919,16 +919,28 @@ func TestDecideDeadlines(t *testing.T) {
 	}
 }
 
-// TestDecideNodeHooksBySpec: a node's NodeHooks is found by its spec, so
-// that one of an earlier name goes on working, and a second one goes.
-func TestDecideNodeHooksBySpec(t *testing.T) {
+// TestDecideNodeHooksByName: a node's NodeHooks is the one of today's
+// name, which its agent watches; one of an earlier name, which no agent
+// reads, is replaced, and is not counted.
+func TestDecideNodeHooksByName(t *testing.T) {
 	old := nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded)
 	old.Name, old.UID = "hh.n01", "uid-old-name"
 	d := Decide(hostHooks(), nodes(2, nil), []v1alpha1.NodeHooks{old, nodeHooks("n02", "", "", v1alpha1.NodePending)}, t0)
-	if len(d.Create) != 0 || len(d.Delete) != 0 || !slices.Equal(d.Approve, nhNames("n02")) ||
-		countsOf(d.Status) != (counts{2, 1, 1, 0, v1alpha1.PhaseProgressing}) {
+	if !slices.Equal(names(d.Create), nhNames("n01")) || !slices.Equal(names(d.Delete), []string{"hh.n01"}) ||
+		countsOf(d.Status) != (counts{2, 0, 0, 0, v1alpha1.PhaseProgressing}) {
 		t.Errorf("with a NodeHooks of the earlier name: create %v, delete %v, approve %v, %+v",
 			names(d.Create), names(d.Delete), d.Approve, countsOf(d.Status))
+	}
+	// While the HostHooks is deleted: deleted, and not waited for, as no
+	// agent reports on it.
+	deleting := hostHooks(func(hh *v1alpha1.HostHooks) {
+		ts := ago(time.Minute)
+		hh.DeletionTimestamp = &ts
+	})
+	d = Decide(deleting, nodes(1, nil), []v1alpha1.NodeHooks{old}, t0)
+	if !slices.Equal(names(d.Delete), []string{"hh.n01"}) || !d.RemoveFinalizer {
+		t.Errorf("of a HostHooks being deleted: delete %v, finalizer removed %v; want hh.n01 deleted, the finalizer removed",
+			names(d.Delete), d.RemoveFinalizer)
 	}
 
 	// Two of one node: today's name is kept, and counted once.

@@ -862,7 +862,8 @@ func TestControllerFailureWithinThreshold(t *testing.T) {
 
 // TestControllerNameCollision: base on node w1.lab and base.w1 on node
 // lab, whose NodeHooks had one name, each get one; the one of the earlier
-// name, base.w1.lab, goes on working.
+// name, base.w1.lab, is replaced by one of today's name, which its agent
+// watches.
 func TestControllerNameCollision(t *testing.T) {
 	c, cl := startCluster(t)
 	ctx := t.Context()
@@ -904,9 +905,14 @@ func TestControllerNameCollision(t *testing.T) {
 			return nil
 		})
 	}
-	if err := cl.Get(ctx, client.ObjectKey{Name: "base.w1.lab"}, &v1alpha1.NodeHooks{}); err != nil {
-		t.Errorf("the NodeHooks of the earlier name: %v", err)
-	}
+	// The one of the earlier name, which no agent watches, is replaced.
+	eventually(t, "the NodeHooks of the earlier name deleted", func() error {
+		err := cl.Get(ctx, client.ObjectKey{Name: "base.w1.lab"}, &v1alpha1.NodeHooks{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("getting it: %v, want not found", err)
+		}
+		return nil
+	})
 	report(t, cl, "base.w1", "lab", succeeded(h))
 	statusIs(t, cl, "base.w1", 1, 1, 1, 0, v1alpha1.PhaseComplete)
 }

@@ -31,9 +31,11 @@ func HostHooksOfSet(set string) string {
 // on node lab are both base.w1.lab); HASH, of the two names apart, tells
 // such pairs from each other.
 //
-// The controller and the agents find a NodeHooks by its spec (spec.hostHooks
-// and spec.nodeName), never by this name, which only the controller uses
-// to create one: a NodeHooks of an earlier naming works as well.
+// The agent of the node watches its NodeHooks by this name: the API
+// server's watch cache indexes watches by name, so that an event of one
+// NodeHooks wakes only its agent's watch, where a watch by label would wake
+// every agent's. The controller replaces a NodeHooks of another name (an
+// earlier naming), which no agent reads.
 func NodeHooksName(hostHooks, node string) string {
 	// "/" is in neither name: each pair has a text of its own.
 	sum := sha256.Sum256([]byte(hostHooks + "/" + node))

@@ -1,0 +1,150 @@
+package agent
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hostprov/hostprov/internal/kubetest"
+	"github.com/hostprov/hostprov/pkg/apis/hostprov/v1alpha1"
+	"github.com/hostprov/hostprov/pkg/apply"
+	"github.com/hostprov/hostprov/pkg/apply/applytest"
+)
+
+// readsOf records the agent's reads (lists and watches) of NodeHooks, as
+// their queries.
+type readsOf struct {
+	mu    sync.Mutex
+	next  http.RoundTripper
+	reads []url.Values
+}
+
+func (r *readsOf) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/nodehooks") {
+		r.mu.Lock()
+		r.reads = append(r.reads, req.URL.Query())
+		r.mu.Unlock()
+	}
+	return r.next.RoundTrip(req)
+}
+
+func (r *readsOf) all() []url.Values {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.reads)
+}
+
+// TestKubeAgentWatchesNodeHooksByName: the agent reads its NodeHooks by
+// name, one watch for each HostHooks, never by a label that the API
+// server would match against every NodeHooks event of the cluster for
+// every agent. A NodeHooks of the node under another name is not read;
+// the watch of a new HostHooks starts with it.
+func TestKubeAgentWatchesNodeHooksByName(t *testing.T) {
+	c := kubetest.Start(t)
+	c.InstallCRDs(t, "../../../deploy/crds")
+	cl := c.Client(t)
+	ctx := t.Context()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", Labels: map[string]string{"role": "worker"}}}
+	if err := cl.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	hc, err := rest.HTTPClientFor(c.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := &readsOf{next: hc.Transport}
+	hc.Transport = reads
+	opts := apply.Options{Root: t.TempDir()}
+	if err := apply.PrepareDirs(opts); err != nil {
+		t.Fatal(err)
+	}
+	sd := &Systemd{Systemd: applytest.New()}
+	a, err := New(Config{NodeName: node.Name, REST: c.Config(), HTTPClient: hc, Options: opts,
+		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Connect: func(context.Context) (*Systemd, error) { return sd, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(actx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("agent: %v", err)
+		}
+	})
+
+	approve := func(hh *v1alpha1.HostHooks, name string) *v1alpha1.NodeHooks {
+		t.Helper()
+		nh := &v1alpha1.NodeHooks{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+				v1alpha1.LabelNode: v1alpha1.LabelValue(node.Name), v1alpha1.LabelHostHooks: v1alpha1.LabelValue(hh.Name)}},
+			Spec: v1alpha1.NodeHooksSpec{NodeName: node.Name, HostHooks: hh.Name, HooksHash: v1alpha1.HooksHash(hh.Spec.Hooks)}}
+		if err := cl.Create(ctx, nh); err != nil {
+			t.Fatal(err)
+		}
+		return nh
+	}
+	phase := func(nh *v1alpha1.NodeHooks) v1alpha1.NodePhase {
+		var got v1alpha1.NodeHooks
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(nh), &got); err != nil {
+			t.Fatal(err)
+		}
+		return got.Status.Phase
+	}
+	var want []string // the names the agent may read
+	for _, name := range []string{"web", "db"} {
+		hh := &v1alpha1.HostHooks{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.HostHooksSpec{
+			Hooks: []v1alpha1.Hook{service(name + "-svc")}}}
+		if err := cl.Create(ctx, hh); err != nil {
+			t.Fatal(err)
+		}
+		// Of the node, for hh, but not of the name the controller
+		// gives it: an earlier naming, which the controller replaces.
+		other := approve(hh, hh.Name+"."+node.Name)
+		nh := approve(hh, v1alpha1.NodeHooksName(hh.Name, node.Name))
+		want = append(want, nh.Name)
+		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			return phase(nh) == v1alpha1.NodeSucceeded, nil
+		})
+		if err != nil {
+			t.Fatalf("the NodeHooks of %s: phase %q, want Succeeded", name, phase(nh))
+		}
+		if p := phase(other); p != "" {
+			t.Errorf("the NodeHooks of %s under another name: phase %q, want none written", name, p)
+		}
+	}
+
+	var watches int
+	named := map[string]bool{}
+	for _, q := range reads.all() {
+		if q.Get("labelSelector") != "" {
+			t.Errorf("a read of NodeHooks by label: %v", q)
+		}
+		name, ok := strings.CutPrefix(q.Get("fieldSelector"), "metadata.name=")
+		if !ok || !slices.Contains(want, name) {
+			t.Errorf("a read of NodeHooks not by the name of one of %v: %v", want, q)
+		}
+		named[name] = true
+		if q.Get("watch") == "true" {
+			watches++
+		}
+	}
+	if len(named) != len(want) || watches < len(want) {
+		t.Errorf("the NodeHooks read by name: %v, with %d watches; want %v, each watched", named, watches, want)
+	}
+}
