@@ -378,3 +378,28 @@ func TestDecideRelabelOutCountsTillAllRemoved(t *testing.T) {
 		t.Errorf("n03 done: delete %v, approve %v; want n03 deleted, n02 approved", names(d.Delete), d.Approve)
 	}
 }
+
+// TestStatusWaitGrowsWithTheCluster: a HostHooks' status, which every
+// agent watches, is written at most once a StatusInterval, and in a large
+// cluster at most once StatusIntervalPerNode per node.
+func TestStatusWaitGrowsWithTheCluster(t *testing.T) {
+	for _, tt := range []struct {
+		nodes int
+		want  time.Duration // the wait right after a write
+	}{
+		{3, DefaultStatusInterval},
+		{1000, DefaultStatusInterval},
+		{10000, 10 * time.Second},
+	} {
+		r := &Reconciler{}
+		if w := r.statusWait("hh", t0, tt.nodes); w != 0 {
+			t.Errorf("%d nodes: the first write waits %v, want none", tt.nodes, w)
+		}
+		if w := r.statusWait("hh", t0.Add(time.Millisecond), tt.nodes); w != tt.want-time.Millisecond {
+			t.Errorf("%d nodes: a write 1ms after it waits %v, want %v", tt.nodes, w, tt.want-time.Millisecond)
+		}
+		if w := r.statusWait("hh", t0.Add(tt.want), tt.nodes); w != 0 {
+			t.Errorf("%d nodes: a write %v after it waits %v, want none", tt.nodes, tt.want, w)
+		}
+	}
+}

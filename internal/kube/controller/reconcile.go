@@ -44,7 +44,8 @@ type Reconciler struct {
 	// Events; nil records none.
 	Recorder recorder.EventRecorder
 	// StatusInterval is the least time between two status writes of a
-	// HostHooks; zero is DefaultStatusInterval. A change within it is
+	// HostHooks; zero is DefaultStatusInterval. It is at least
+	// StatusIntervalPerNode for each node of the cluster. A change within it is
 	// written when it ends: a rollout over 1,000 nodes, each reporting,
 	// writes the status about once a StatusInterval, not once a node.
 	StatusInterval time.Duration
@@ -70,14 +71,24 @@ type Reconciler struct {
 // a HostHooks, unless Reconciler.StatusInterval says otherwise.
 const DefaultStatusInterval = time.Second
 
+// StatusIntervalPerNode lengthens the interval in large clusters: the
+// least time between two status writes of a HostHooks is at least this
+// much per node of the cluster (10 s at 10,000 nodes). Every agent watches
+// every HostHooks, so that the API server sends each status write to as
+// many watchers as there are nodes; the interval bounds those sends to
+// about a thousand a second for each HostHooks, whatever the cluster's
+// size.
+const StatusIntervalPerNode = time.Millisecond
+
 // statusWait is how long the status of the HostHooks named hh must wait
-// before it is written at now; zero when it may be written, which is then
-// taken to be done.
-func (r *Reconciler) statusWait(hh string, now time.Time) time.Duration {
+// before it is written at now, in a cluster of the number of nodes given;
+// zero when it may be written, which is then taken to be done.
+func (r *Reconciler) statusWait(hh string, now time.Time, nodes int) time.Duration {
 	interval := r.StatusInterval
 	if interval <= 0 {
 		interval = DefaultStatusInterval
 	}
+	interval = max(interval, time.Duration(nodes)*StatusIntervalPerNode)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if last, ok := r.wrote[hh]; ok && now.Sub(last) < interval && now.Sub(last) >= 0 {
@@ -527,7 +538,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// but for the nodes it leaves orphaned: it says so as it goes.
 	write := d.StatusChanged && (!d.RemoveFinalizer || d.Orphaned != nil)
 	if write && d.Orphaned == nil {
-		result.RequeueAfter = r.statusWait(hh.Name, time.Now())
+		result.RequeueAfter = r.statusWait(hh.Name, time.Now(), len(nodes))
 	}
 	if write && result.RequeueAfter == 0 {
 		patch, err := statusPatch(hh.Status, d.Status)
