@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -39,6 +41,7 @@ import (
 
 	"github.com/hostprov/hostprov/internal/deploytest"
 	"github.com/hostprov/hostprov/internal/kube/admission"
+	"github.com/hostprov/hostprov/internal/kube/controller"
 	"github.com/hostprov/hostprov/internal/kubetest"
 	"github.com/hostprov/hostprov/pkg/apis/hostprov/v1alpha1"
 )
@@ -48,6 +51,7 @@ const (
 	controllerSA = "hostprov-controller"
 	webhookName  = "hostprov-hosthooks"
 	certSecret   = "hostprov-webhook-cert"
+	flowSchema   = "hostprov-controller-leader-election"
 )
 
 // applier applies objects as `kubectl apply --server-side` does.
@@ -121,7 +125,8 @@ func testDeploy(t *testing.T, objs []deploytest.Object, ns string) {
 		other.Status.Message = "probe"
 		return agent.Status().Update(ctx, other, client.DryRunAll)
 	})
-	ctrl := newClient(t, c.NodeIdentity(t, ns, controllerSA, "node-c"))
+	ctrlCfg := c.NodeIdentity(t, ns, controllerSA, "node-c")
+	ctrl := newClient(t, ctrlCfg)
 	waitPolicy(ctx, t, "hostprov-controller-limits", func() error {
 		h := get(ctx, t, admin, hh)
 		h.Spec.Hooks[0].Name = "probe"
@@ -137,6 +142,9 @@ func testDeploy(t *testing.T, objs []deploytest.Object, ns string) {
 	t.Run("controller", func(t *testing.T) { testController(ctx, t, ns, admin, ctrl, a, others, hh) })
 	t.Run("people", func(t *testing.T) { testPeople(ctx, t, c, admin, hh) })
 	t.Run("webhook", func(t *testing.T) { testWebhook(ctx, t, admin, hh) })
+	t.Run("priority", func(t *testing.T) {
+		testPriority(ctx, t, admin, flowSchema, ns, ctrlCfg, agentCfg)
+	})
 }
 
 // installed is a real API server with deploy/ (or an overlay's build of
@@ -740,5 +748,41 @@ func waitPolicy(ctx context.Context, t *testing.T, policy string, try func() err
 	})
 	if werr != nil {
 		t.Fatalf("policy %s never took effect: the last try gave %v", policy, err)
+	}
+}
+
+// testPriority: the API server puts the controller's requests of Leases
+// (its leader election) under deploy/'s FlowSchema, named schema, and
+// the agent's under another: the response's X-Kubernetes-PF-FlowSchema-UID
+// names the schema that classified a request.
+func testPriority(ctx context.Context, t *testing.T, admin client.Client, schema, ns string, ctrlCfg, agentCfg *rest.Config) {
+	t.Helper()
+	fs := &flowcontrolv1.FlowSchema{ObjectMeta: metav1.ObjectMeta{Name: schema}}
+	if err := admin.Get(ctx, client.ObjectKeyFromObject(fs), fs); err != nil {
+		t.Fatalf("the controller's FlowSchema: %v", err)
+	}
+	classified := func(cfg *rest.Config) string {
+		t.Helper()
+		hc, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet,
+			strings.TrimSuffix(cfg.Host, "/")+"/apis/coordination.k8s.io/v1/namespaces/"+ns+"/leases/"+controller.LeaseName, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.Header.Get("X-Kubernetes-PF-FlowSchema-UID")
+	}
+	if got := classified(ctrlCfg); got != string(fs.UID) {
+		t.Errorf("the controller's Lease request classified by FlowSchema %q, want %s's, %s", got, schema, fs.UID)
+	}
+	if got := classified(agentCfg); got == string(fs.UID) || got == "" {
+		t.Errorf("the agent's Lease request classified by FlowSchema %q, want another than %s's", got, schema)
 	}
 }

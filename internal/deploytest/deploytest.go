@@ -22,6 +22,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -36,7 +37,10 @@ type Kustomization struct {
 	APIVersion string   `json:"apiVersion"`
 	Kind       string   `json:"kind"`
 	Resources  []string `json:"resources"`
-	Images     []Image  `json:"images,omitempty"`
+	// Configurations are kustomize's transformer configurations: where
+	// it writes namespaces and names that it does not know of itself.
+	Configurations []string `json:"configurations,omitempty"`
+	Images         []Image  `json:"images,omitempty"`
 }
 
 // Image is one entry of a kustomization's images: containers whose image
@@ -77,12 +81,12 @@ func ReadKustomization(dir string) (*Kustomization, error) {
 	}
 	var k Kustomization
 	if err := yaml.UnmarshalStrict(data, &k); err != nil {
-		return nil, fmt.Errorf("%s: %w (deploytest reads only resources and images)", p, err)
+		return nil, fmt.Errorf("%s: %w (deploytest reads only resources, configurations and images)", p, err)
 	}
 	if k.APIVersion != "kustomize.config.k8s.io/v1beta1" || k.Kind != "Kustomization" {
 		return nil, fmt.Errorf("%s: %s %s, want a kustomize.config.k8s.io/v1beta1 Kustomization", p, k.APIVersion, k.Kind)
 	}
-	for _, r := range k.Resources {
+	for _, r := range slices.Concat(k.Resources, k.Configurations) {
 		if !filepath.IsLocal(r) || strings.Contains(r, "://") {
 			return nil, fmt.Errorf("%s: resource %q is not a path inside %s", p, r, dir)
 		}

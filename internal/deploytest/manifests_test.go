@@ -57,7 +57,7 @@ func TestKustomizationListsEveryFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	listed := slices.Clone(k.Resources)
+	listed := slices.Concat(k.Resources, k.Configurations)
 	sort.Strings(files)
 	sort.Strings(listed)
 	if !slices.Equal(files, listed) {
@@ -74,6 +74,7 @@ func TestKustomizationListsEveryFile(t *testing.T) {
 var clusterScoped = map[string]bool{
 	"Namespace": true, "CustomResourceDefinition": true, "ClusterRole": true, "ClusterRoleBinding": true,
 	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true, "ValidatingWebhookConfiguration": true,
+	"FlowSchema": true,
 }
 
 // Every object of deploy/ decodes into its Go type with no field the type

@@ -4,11 +4,14 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -91,9 +94,14 @@ func TestDeployUnderPrefixOverlay(t *testing.T) {
 	decode[admissionv1.ValidatingAdmissionPolicy](t, objs, "ValidatingAdmissionPolicy", prefix+"hostprov-agent-own-node"+suffix)
 	decode[admissionv1.ValidatingAdmissionPolicy](t, objs, "ValidatingAdmissionPolicy", prefix+"hostprov-controller-limits"+suffix)
 
-	agent := newClient(t, in.c.NodeIdentity(t, overlayNamespace, agentName, "node-a"))
+	agentCfg := in.c.NodeIdentity(t, overlayNamespace, agentName, "node-a")
+	agent := newClient(t, agentCfg)
 	in.c.NodeIdentity(t, overlayNamespace, agentName, "node-b")
-	ctrl := newClient(t, in.c.NodeIdentity(t, overlayNamespace, controllerName, "node-c"))
+	ctrlCfg := in.c.NodeIdentity(t, overlayNamespace, controllerName, "node-c")
+	ctrl := newClient(t, ctrlCfg)
+	// The FlowSchema of the controller's leader election names its
+	// renamed service account (kustomizeconfig.yaml).
+	testPriority(ctx, t, admin, prefix+flowSchema+suffix, overlayNamespace, ctrlCfg, agentCfg)
 	waitPolicy(ctx, t, prefix+"hostprov-agent-own-node"+suffix, func() error {
 		other := get(ctx, t, agent, nodeHooks["node-b"])
 		other.Status.Message = "probe"
@@ -134,5 +142,35 @@ func TestDeployUnderPrefixOverlay(t *testing.T) {
 	}
 	if got := get(ctx, t, admin, vwc); *got.Webhooks[0].FailurePolicy != admissionv1.Fail || len(got.Webhooks[0].ClientConfig.CABundle) != 0 {
 		t.Errorf("the webhook after the controller's patches: failurePolicy %s, caBundle %q", *got.Webhooks[0].FailurePolicy, got.Webhooks[0].ClientConfig.CABundle)
+	}
+}
+
+// The FlowSchema of the controller's leader election names the
+// controller's service account as an overlay moves and renames it
+// (kustomizeconfig.yaml). Kustomize, whose schemas predate FlowSchema v1,
+// also gives it the overlay's namespace, which the API server drops from
+// a cluster-scoped object: TestDeployUnderNamespaceOverlay applies it.
+func TestFlowSchemaUnderOverlay(t *testing.T) {
+	const prefix, suffix = "team-", "-v2"
+	for _, tt := range []struct{ fields, ns, sa, schema string }{
+		{"", namespace, controllerSA, flowSchema},
+		{"namespace: " + overlayNamespace + "\n", overlayNamespace, controllerSA, flowSchema},
+		{"namespace: " + overlayNamespace + "\nnamePrefix: " + prefix + "\nnameSuffix: " + suffix + "\n",
+			overlayNamespace, prefix + controllerSA + suffix, prefix + flowSchema + suffix},
+	} {
+		objs := buildOverlay(t, tt.fields)
+		fs := decode[flowcontrolv1.FlowSchema](t, objs, "FlowSchema", tt.schema)
+		decode[corev1.ServiceAccount](t, objs, "ServiceAccount", tt.sa)
+		var subjects []string
+		for _, r := range fs.Spec.Rules {
+			for _, s := range r.Subjects {
+				if s.ServiceAccount != nil {
+					subjects = append(subjects, s.ServiceAccount.Namespace+"/"+s.ServiceAccount.Name)
+				}
+			}
+		}
+		if want := []string{tt.ns + "/" + tt.sa}; !slices.Equal(subjects, want) {
+			t.Errorf("overlay %q: the FlowSchema's subjects %q, want %q", tt.fields, subjects, want)
+		}
 	}
 }

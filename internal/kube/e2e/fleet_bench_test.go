@@ -27,7 +27,6 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -192,19 +191,11 @@ func benchFleet(b *testing.B, n int) {
 		b.Fatal(err)
 	}
 
-	// deploy/ gives hostprov no priority and fairness of its own: its
-	// service accounts share the service-accounts flow schema (priority
-	// level workload-low). There, at 10,000 nodes, the controller's Lease
-	// renewals queued behind its own NodeHooks creates and the agents'
-	// writes, were refused for its renew deadline, and it lost its lease
-	// on the first rollout (on a 2-core API server). What a large
-	// cluster's operator adds, as Kubernetes does for its own
-	// controllers' Leases: the controller's Lease requests in the
-	// leader-election priority level. Nothing else of it, and nothing of
-	// the agents, changes level.
-	if err := cl.Create(ctx, leaseFlowSchema()); err != nil {
-		b.Fatal(err)
-	}
+	// The controller's Lease requests are in the leader-election
+	// priority level by deploy/'s FlowSchema (flowschema.yaml), which
+	// install applied: without it, at 10,000 nodes, its renewals queued
+	// behind its own creates and the agents' writes, and it lost its
+	// lease on the first rollout.
 	mgr, err := controller.NewManager(ctrlCfg, controller.Options{Namespace: fleetNS, LeaderElection: true, Logger: logr.Discard()})
 	if err != nil {
 		b.Fatal(err)
@@ -504,27 +495,6 @@ func agentConfigs(b *testing.B, c *kubetest.Cluster, nodes []string, tokens map[
 		cfgs[i] = agentConfig{rest: cfg, http: hc}
 	}
 	return cfgs
-}
-
-// leaseFlowSchema puts the controller's requests of Leases in its
-// namespace into the built-in leader-election priority level.
-func leaseFlowSchema() *flowcontrolv1.FlowSchema {
-	return &flowcontrolv1.FlowSchema{
-		ObjectMeta: metav1.ObjectMeta{Name: "hostprov-controller-leader-election"},
-		Spec: flowcontrolv1.FlowSchemaSpec{
-			PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: "leader-election"},
-			// Before service-accounts (9000), as Kubernetes' own
-			// leader-election schema (200) is.
-			MatchingPrecedence:  300,
-			DistinguisherMethod: &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
-			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
-				Subjects: []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindServiceAccount,
-					ServiceAccount: &flowcontrolv1.ServiceAccountSubject{Namespace: fleetNS, Name: controllerSA}}},
-				ResourceRules: []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"get", "create", "update"},
-					APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, Namespaces: []string{fleetNS}}},
-			}},
-		},
-	}
 }
 
 // waitReady waits until every agent says it is ready (its /readyz).
