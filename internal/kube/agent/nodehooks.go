@@ -40,6 +40,18 @@ type nodeHooksWatches struct {
 	watches map[string]*nodeHooksWatch // by HostHooks name
 }
 
+// listByName is a ListWatch that starts with a list, not with a watch
+// that streams the initial state (client-go's WatchListClient). Such a
+// stream asks etcd for its current revision before it starts; a list at
+// resourceVersion 0 of one name is an index lookup in the API server's
+// watch cache. When a HostHooks is made, every agent starts a watch at
+// once: at 10,000 nodes the streams' reads of etcd took the API server
+// minutes, and the controller lost its lease.
+type listByName struct{ *toolscache.ListWatch }
+
+// IsWatchListSemanticsUnSupported tells client-go's reflector to list.
+func (listByName) IsWatchListSemanticsUnSupported() bool { return true }
+
 type nodeHooksWatch struct {
 	name string // of the NodeHooks
 	inf  toolscache.SharedIndexInformer
@@ -49,7 +61,7 @@ type nodeHooksWatch struct {
 // newNodeHooksWatches watches the NodeHooks of node through c.
 func newNodeHooksWatches(node string, c client.WithWatch, handler toolscache.ResourceEventHandler, synced func()) *nodeHooksWatches {
 	lw := func(sel fields.Selector) toolscache.ListerWatcher {
-		return &toolscache.ListWatch{
+		return listByName{&toolscache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				o.FieldSelector = sel.String()
 				l := &v1alpha1.NodeHooksList{}
@@ -59,7 +71,7 @@ func newNodeHooksWatches(node string, c client.WithWatch, handler toolscache.Res
 				o.FieldSelector = sel.String()
 				return c.Watch(ctx, &v1alpha1.NodeHooksList{}, &client.ListOptions{Raw: &o})
 			},
-		}
+		}}
 	}
 	return &nodeHooksWatches{node: node, lw: lw, handler: handler, synced: synced, watches: map[string]*nodeHooksWatch{}}
 }

@@ -50,8 +50,9 @@ func (r *readsOf) all() []url.Values {
 // TestKubeAgentWatchesNodeHooksByName: the agent reads its NodeHooks by
 // name, one watch for each HostHooks, never by a label that the API
 // server would match against every NodeHooks event of the cluster for
-// every agent. A NodeHooks of the node under another name is not read;
-// the watch of a new HostHooks starts with it.
+// every agent. Each watch starts with a list from the API server's watch
+// cache. A NodeHooks of the node under another name is not read; the watch
+// of a new HostHooks starts with it.
 func TestKubeAgentWatchesNodeHooksByName(t *testing.T) {
 	c := kubetest.Start(t)
 	c.InstallCRDs(t, "../../../deploy/crds")
@@ -142,6 +143,12 @@ func TestKubeAgentWatchesNodeHooksByName(t *testing.T) {
 		named[name] = true
 		if q.Get("watch") == "true" {
 			watches++
+			if q.Get("sendInitialEvents") != "" {
+				// A stream of the initial state asks etcd first.
+				t.Errorf("a watch of NodeHooks that streams the initial state: %v", q)
+			}
+		} else if q.Get("resourceVersion") != "0" {
+			t.Errorf("a list of NodeHooks not from the watch cache (resourceVersion 0): %v", q)
 		}
 	}
 	if len(named) != len(want) || watches < len(want) {
