@@ -116,6 +116,7 @@ func importButane(in Input) (*Result, hooks.Diagnostics) {
 	res, d := importIgnition(in, out, in.Data, aheadOf)
 	if res != nil {
 		res.Format = FormatButane
+		res.butaneVariant, res.butaneVersion = head.Variant, head.Version
 	}
 	return res, append(diags, d...)
 }
@@ -243,6 +244,7 @@ func importIgnition(in Input, raw, butaneSrc []byte, aheadOf string) (*Result, h
 			Hint:    "render it with --ignition-version " + newestWritten + ", which a machine whose Ignition reads " + strings.TrimSuffix(version, "-experimental") + " reads too"})
 	}
 	res.Hooks, res.origins = im.hooks, im.origins
+	res.generic, res.rest = generic, im.rest
 	if im.storageHook.HasStorage() {
 		im.storageHook.Name = StorageHook(in.setName, im.hooks)
 		res.Hooks = append([]hooks.Hook{im.storageHook}, im.hooks...)
@@ -318,6 +320,8 @@ type ignImporter struct {
 	// origins are those of hooks, and storageOrigins those of storageHook.
 	origins        []hookOrigins
 	storageOrigins hookOrigins
+	// rest are the parts of the config that go to the leftovers.
+	rest marks
 }
 
 // origin is the origin of the part of the config at p.
@@ -329,11 +333,19 @@ func (im *ignImporter) warn(p []any, msg, hint string) {
 	im.diags = append(im.diags, warn(im.loc.at(p...), jsonPath(p), msg, hint))
 }
 
-// drop warns that the whole entry at path entry is kept out, for what
-// its field at entry+field says.
+// move puts the part at p into the leftovers, with a warning that says
+// why.
+func (im *ignImporter) move(p []any, msg, hint string) {
+	im.rest.add(p...)
+	im.warn(p, Leftovers+msg, hint)
+}
+
+// drop puts the whole entry at path entry into the leftovers, with a
+// warning at its field at entry+field, which says why.
 func (im *ignImporter) drop(entry []any, field []any, msg, hint string) {
 	at := append(append([]any(nil), entry...), field...)
-	im.diags = append(im.diags, warn(im.loc.at(at...), jsonPath(entry), "kept out: "+msg, hint))
+	im.rest.add(entry...)
+	im.diags = append(im.diags, warn(im.loc.at(at...), jsonPath(entry), Leftovers+msg, hint))
 }
 
 func jsonPath(p []any) string { return vreport.Join(p) }
@@ -376,11 +388,11 @@ func (im *ignImporter) keptOut(cfg any) {
 		}
 		if l, ok := v.([]any); ok {
 			for i := range l {
-				im.warn(append(append([]any(nil), p...), i), "kept out: "+k.what+", which hostprov has no equivalent of", k.hint)
+				im.move(append(append([]any(nil), p...), i), k.what+", which hostprov has no equivalent of", k.hint)
 			}
 			continue
 		}
-		im.warn(p, "kept out: "+k.what+", which hostprov has no equivalent of", k.hint)
+		im.move(p, k.what+", which hostprov has no equivalent of", k.hint)
 	}
 }
 
@@ -396,7 +408,7 @@ func (im *ignImporter) units(us []types.Unit) {
 		if mask {
 			h.Mask = true
 			if u.Contents != nil {
-				im.warn(append(p, "contents"), "kept out: the contents of a masked unit",
+				im.move(append(p, "contents"), "the contents of a masked unit",
 					"a masked unit is linked to /dev/null and its file is never read; unmask it to have its contents")
 			}
 			if u.Enabled != nil {
@@ -431,7 +443,7 @@ func (im *ignImporter) units(us []types.Unit) {
 				im.warn(append(p, "name"), "the config neither enables nor disables "+u.Name+", which Ignition leaves to the system's presets; imported with enabled: false",
 					"set enabled: true on the hook if the unit is to start at boot")
 			case u.Enabled != nil && *u.Enabled && !install:
-				im.warn(append(p, "enabled"), u.Name+" is enabled but has no [Install] section with entries, so enabling it does nothing; hostprov does not tell Ignition to enable it",
+				im.move(append(p, "enabled"), u.Name+" is enabled but has no [Install] section with entries, so enabling it does nothing; hostprov does not tell Ignition to enable it",
 					"add an [Install] section (for example WantedBy=multi-user.target), or remove enabled: true")
 			case u.Enabled != nil && !*u.Enabled:
 				h.Enabled = u.Enabled
@@ -442,7 +454,7 @@ func (im *ignImporter) units(us []types.Unit) {
 		for j, d := range u.Dropins {
 			dp := append(append([]any(nil), p...), "dropins", j)
 			if d.Contents == nil {
-				im.warn(dp, "kept out: the drop-in "+d.Name+" has no contents",
+				im.move(dp, "the drop-in "+d.Name+" has no contents",
 					"give the drop-in its contents, or remove it")
 				continue
 			}
@@ -460,7 +472,7 @@ func (im *ignImporter) units(us []types.Unit) {
 			o.dropins = append(o.dropins, im.origin(dp))
 		}
 		if !h.Mask && !h.UseRawManifest && len(h.Dropins) == 0 && h.Enabled == nil {
-			im.warn(p, "kept out: the unit "+u.Name+" has nothing hostprov can say: no contents, drop-ins, enabled or mask",
+			im.move(p, "the unit "+u.Name+" has nothing hostprov can say: no contents, drop-ins, enabled or mask",
 				"remove the unit, or say what Ignition is to do with it")
 			continue
 		}
@@ -533,8 +545,11 @@ func (im *ignImporter) storage(c types.Config) {
 	for i, d := range c.Storage.Directories {
 		p := []any{"storage", "directories", i}
 		if d.Overwrite != nil && *d.Overwrite {
-			im.warn(append(p, "overwrite"), d.Path+": overwrite of a directory (replace what is at the path) has no hostprov equivalent; imported without it",
+			// A merge takes an entry of a path whole: the directory goes
+			// with its overwrite.
+			im.drop(p, []any{"overwrite"}, d.Path+": overwrite of a directory (replace what is at the path) has no hostprov equivalent",
 				"remove what is at the path with a command hook, if it must go")
+			continue
 		}
 		hd := hooks.Directory{Path: d.Path, Mode: modePtr(d.Mode), User: owner(d.User), Group: groupOwner(d.Group)}
 		if !im.ownersOK(p, d.Path, hd.User, hd.Group) {
@@ -546,18 +561,24 @@ func (im *ignImporter) storage(c types.Config) {
 	for i, l := range c.Storage.Links {
 		p := []any{"storage", "links", i}
 		if l.Target == nil {
-			im.warn(p, "kept out: the link "+l.Path+" has no target", "give the link its target")
+			im.move(p, "the link "+l.Path+" has no target", "give the link its target")
 			continue
 		}
-		for field, set := range map[string]bool{"user": owner(l.User) != "", "group": groupOwner(l.Group) != ""} {
-			if set {
-				im.warn(append(p, field), l.Path+": the "+field+" of a link has no hostprov equivalent; imported without it",
-					"a link is owned by root; nothing reads its owner but lchown")
+		// A merge takes an entry of a path whole: the link goes with
+		// what the spec cannot say of it.
+		if owner(l.User) != "" || groupOwner(l.Group) != "" {
+			field := "user"
+			if owner(l.User) == "" {
+				field = "group"
 			}
+			im.drop(p, []any{field}, l.Path+": the owner of a link has no hostprov equivalent",
+				"a link is owned by root; nothing reads its owner but lchown")
+			continue
 		}
 		if l.Overwrite != nil && *l.Overwrite {
-			im.warn(append(p, "overwrite"), l.Path+": overwrite of a link has no hostprov equivalent; imported without it",
+			im.drop(p, []any{"overwrite"}, l.Path+": overwrite of a link has no hostprov equivalent",
 				"remove what is at the path with a command hook, if it must go")
+			continue
 		}
 		h.Links = append(h.Links, hooks.Link{Path: l.Path, Target: *l.Target, Hard: l.Hard != nil && *l.Hard})
 		im.storageOrigins.links = append(im.storageOrigins.links, im.origin(p))
@@ -681,7 +702,7 @@ func (im *ignImporter) passwd(pw types.Passwd) {
 		}
 		for k, key := range u.SSHAuthorizedKeys {
 			if problem := hooks.AuthorizedKeyProblem(string(key)); problem != "" {
-				im.warn(append(p, "sshAuthorizedKeys", k), "kept out: a key of the user "+u.Name+": "+problem,
+				im.move(append(p, "sshAuthorizedKeys", k), "a key of the user "+u.Name+": "+problem,
 					"give the line of the key's .pub file")
 				continue
 			}
@@ -689,7 +710,7 @@ func (im *ignImporter) passwd(pw types.Passwd) {
 		}
 		if u.PasswordHash != nil {
 			if problem := hooks.PasswordHashProblem(*u.PasswordHash); problem != "" {
-				im.warn(append(p, "passwordHash"), "kept out: the password of the user "+u.Name+": "+problem,
+				im.move(append(p, "passwordHash"), "the password of the user "+u.Name+": "+problem,
 					"make a hash with mkpasswd -m yescrypt or openssl passwd -6, and give it as passwordHash")
 			} else {
 				hu.PasswordHash = *u.PasswordHash
@@ -714,7 +735,7 @@ func (im *ignImporter) passwd(pw types.Passwd) {
 			"primaryGroup": u.PrimaryGroup != nil,
 		}
 		for _, k := range sortedTrue(unsupported) {
-			im.warn(append(p, k), "kept out: "+k+" of the user "+u.Name+": a hostprov user has name, uid, system, home, shell, groups, sshAuthorizedKeys and passwordHash",
+			im.move(append(p, k), k+" of the user "+u.Name+": a hostprov user has name, uid, system, home, shell, groups, sshAuthorizedKeys and passwordHash",
 				userHints[k])
 		}
 		h.Users = append(h.Users, hu)
@@ -738,7 +759,7 @@ func (im *ignImporter) passwd(pw types.Passwd) {
 			hg.GID = &id
 		}
 		if g.PasswordHash != nil {
-			im.warn(append(p, "passwordHash"), "kept out: passwordHash of the group "+g.Name+": a hostprov group has name, gid and system",
+			im.move(append(p, "passwordHash"), "passwordHash of the group "+g.Name+": a hostprov group has name, gid and system",
 				"set group passwords, if you need them, with a command hook")
 		}
 		h.Groups = append(h.Groups, hg)
