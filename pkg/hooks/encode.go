@@ -218,6 +218,10 @@ func encodeStorage(n *yaml.Node, h *Hook) {
 				yamlnode.Pairs(e, "sshAuthorizedKeys", keys)
 			}
 			optStr(e, "passwordHash", u.PasswordHash)
+			optStr(e, "primaryGroup", u.PrimaryGroup)
+			if u.NoCreateHome {
+				yamlnode.Pairs(e, "noCreateHome", yamlnode.Bool(true))
+			}
 			seq.Content = append(seq.Content, e)
 		}
 		yamlnode.Pairs(n, "users", seq)

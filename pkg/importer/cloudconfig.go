@@ -300,14 +300,12 @@ var ccUserHints = map[string]string{
 	"plain_text_passwd": "hostprov writes no clear-text password: make a hash with mkpasswd -m yescrypt or openssl passwd -6, and give it as hashed_passwd",
 	"sudo":              "write a file under /etc/sudoers.d on the hook",
 	"lock_passwd":       "hostprov's outputs lock a user's password unless the user has a passwordHash: give the hash as hashed_passwd",
-	"primary_group":     "systemd-sysusers gives every user a group of its name; add the user to the group with groups:",
 	"gecos":             "the comment of an account is not kept; set it with a command hook (usermod -c)",
-	"no_create_home":    "cloud-init makes no home for a system user: make the user system: true if it is one (the Ignition output makes a home all the same, and apply makes none)",
 }
 
 // ccUserDefaults are cloud-init user fields at the value every output
 // gives them anyway, which lose nothing when left out.
-var ccUserDefaults = map[string]bool{"no_create_home": false, "lock_passwd": true}
+var ccUserDefaults = map[string]bool{"lock_passwd": true}
 
 // yaml11Bool is a boolean as cloud-init's YAML (1.1) reads it.
 func yaml11Bool(n *yaml.Node) (v, ok bool) {
@@ -364,6 +362,14 @@ func (c *ccImporter) users(v *yaml.Node) {
 				u.Home, _ = c.scalar(val, fp)
 			case "shell":
 				u.Shell, _ = c.scalar(val, fp)
+			case "primary_group":
+				u.PrimaryGroup, _ = c.scalar(val, fp)
+			case "no_create_home":
+				if b, ok := yaml11Bool(val); ok {
+					u.NoCreateHome = b
+				} else {
+					c.move(k, fp, append(entry, k.Value), "no_create_home of the user "+u.Name+" is not a boolean", "write no_create_home: true or false")
+				}
 			case "ssh_authorized_keys":
 				if val.Kind != yaml.SequenceNode {
 					c.move(val, fp, append(entry, k.Value), "ssh_authorized_keys of the user "+u.Name+" is not a list", "write it as a list of keys")
@@ -416,7 +422,7 @@ func (c *ccImporter) users(v *yaml.Node) {
 				}
 				hint := ccUserHints[k.Value]
 				if hint == "" {
-					hint = "a hostprov user has name, uid, system, home, shell, groups, sshAuthorizedKeys and passwordHash"
+					hint = "a hostprov user has name, uid, system, home, shell, groups, sshAuthorizedKeys, passwordHash, primaryGroup and noCreateHome"
 				}
 				c.move(k, fp, append(entry, k.Value), k.Value+" of the user "+u.Name+" has no hostprov equivalent", hint)
 			}

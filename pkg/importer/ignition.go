@@ -716,26 +716,23 @@ func (im *ignImporter) passwd(pw types.Passwd) {
 				hu.PasswordHash = *u.PasswordHash
 			}
 		}
-		ownGroup := groups[u.Name]
-		switch {
-		case ownGroup && u.PrimaryGroup == nil:
+		if groups[u.Name] && u.PrimaryGroup == nil {
 			im.warn(p, "the config creates a group named as the user "+u.Name+": hostprov makes it the user's primary group (primaryGroup: "+u.Name+"), as useradd refuses to create a group of that name again",
 				"nothing to do; rename the group if it is meant to be another one")
-		case ownGroup && *u.PrimaryGroup == u.Name:
-			// What hostprov writes anyway.
-			u.PrimaryGroup = nil
 		}
+		if u.PrimaryGroup != nil {
+			hu.PrimaryGroup = *u.PrimaryGroup
+		}
+		hu.NoCreateHome = u.NoCreateHome != nil && *u.NoCreateHome
 		// The no* fields false are what every output does: only true
 		// is lost.
 		unsupported := map[string]bool{
-			"gecos":        u.Gecos != nil,
-			"noCreateHome": u.NoCreateHome != nil && *u.NoCreateHome,
-			"noLogInit":    u.NoLogInit != nil && *u.NoLogInit,
-			"noUserGroup":  u.NoUserGroup != nil && *u.NoUserGroup,
-			"primaryGroup": u.PrimaryGroup != nil,
+			"gecos":       u.Gecos != nil,
+			"noLogInit":   u.NoLogInit != nil && *u.NoLogInit,
+			"noUserGroup": u.NoUserGroup != nil && *u.NoUserGroup,
 		}
 		for _, k := range sortedTrue(unsupported) {
-			im.move(append(p, k), k+" of the user "+u.Name+": a hostprov user has name, uid, system, home, shell, groups, sshAuthorizedKeys and passwordHash",
+			im.move(append(p, k), k+" of the user "+u.Name+": a hostprov user has name, uid, system, home, shell, groups, sshAuthorizedKeys, passwordHash, primaryGroup and noCreateHome",
 				userHints[k])
 		}
 		h.Users = append(h.Users, hu)
@@ -769,10 +766,8 @@ func (im *ignImporter) passwd(pw types.Passwd) {
 
 var userHints = map[string]string{
 	"gecos":        "the comment of an account is not kept; set it with a command hook (usermod -c) if it matters",
-	"noCreateHome": "Ignition makes a home for every user it creates, system users too (cloud-init none for a system: true user, apply none at all); remove it with a command hook if it must not exist",
 	"noLogInit":    "hostprov creates accounts with systemd-sysusers, which writes no lastlog",
 	"noUserGroup":  "systemd-sysusers gives every user a group of its name",
-	"primaryGroup": "systemd-sysusers gives every user a group of its name; add the user to the group with groups:",
 }
 
 func sortedTrue(m map[string]bool) []string {

@@ -44,7 +44,10 @@ type User struct {
 	// SSHAuthorizedKeys and PasswordHash are hooks.User's.
 	SSHAuthorizedKeys []string
 	PasswordHash      string
-	Hook              int
+	// PrimaryGroup and NoCreateHome are hooks.User's.
+	PrimaryGroup string
+	NoCreateHome bool
+	Hook         int
 	Pos               hooks.Position
 }
 

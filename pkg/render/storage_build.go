@@ -117,7 +117,8 @@ func (b *builder) accounts(st *Storage) {
 				continue
 			}
 			ru := User{Name: u.Name, UID: u.UID, System: u.System, Home: u.Home, Shell: u.Shell, Groups: u.Groups,
-				SSHAuthorizedKeys: u.SSHAuthorizedKeys, PasswordHash: u.PasswordHash, Hook: i, Pos: b.spec.Where(p)}
+				SSHAuthorizedKeys: u.SSHAuthorizedKeys, PasswordHash: u.PasswordHash, PrimaryGroup: u.PrimaryGroup,
+				NoCreateHome: u.NoCreateHome, Hook: i, Pos: b.spec.Where(p)}
 			j, dup := users[u.Name]
 			if !dup {
 				users[u.Name] = len(st.Users)
@@ -135,6 +136,8 @@ func (b *builder) accounts(st *Storage) {
 				{"groups", strings.Join(first.Groups, ","), strings.Join(ru.Groups, ",")},
 				{"sshAuthorizedKeys", strings.Join(first.SSHAuthorizedKeys, "\n"), strings.Join(ru.SSHAuthorizedKeys, "\n")},
 				{"passwordHash", first.PasswordHash, ru.PasswordHash},
+				{"primaryGroup", first.PrimaryGroup, ru.PrimaryGroup},
+				{"noCreateHome", strconv.FormatBool(first.NoCreateHome), strconv.FormatBool(ru.NoCreateHome)},
 			} {
 				if d.a != d.b {
 					b.errorf(p, fmt.Sprintf("the first is on line %d: give both entries the same %s, or write the user once", first.Pos.Line, d.field),

@@ -265,6 +265,11 @@ type User struct {
 	// PasswordHash is the user's password as a crypt(3) hash, or "!" or
 	// "*" for none; never a clear-text password.
 	PasswordHash string `json:"passwordHash,omitempty"`
+	// PrimaryGroup is the name of the user's primary group, which must
+	// exist; unset for a group of the user's name.
+	PrimaryGroup string `json:"primaryGroup,omitempty"`
+	// NoCreateHome makes no home directory for the user.
+	NoCreateHome bool `json:"noCreateHome,omitempty"`
 }
 
 // Group is a group a hook needs, created when the node lacks it.
