@@ -765,9 +765,9 @@ func (im *ignImporter) passwd(pw types.Passwd) {
 }
 
 var userHints = map[string]string{
-	"gecos":        "the comment of an account is not kept; set it with a command hook (usermod -c) if it matters",
-	"noLogInit":    "hostprov creates accounts with systemd-sysusers, which writes no lastlog",
-	"noUserGroup":  "systemd-sysusers gives every user a group of its name",
+	"gecos":       "the comment of an account is not kept; set it with a command hook (usermod -c) if it matters",
+	"noLogInit":   "hostprov creates accounts with systemd-sysusers, which writes no lastlog",
+	"noUserGroup": "systemd-sysusers gives every user a group of its name",
 }
 
 func sortedTrue(m map[string]bool) []string {

@@ -48,7 +48,7 @@ type User struct {
 	PrimaryGroup string
 	NoCreateHome bool
 	Hook         int
-	Pos               hooks.Position
+	Pos          hooks.Position
 }
 
 // Group is a rendered entry of a hook's groups.
