@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -39,7 +40,9 @@ FILE "-" reads standard input. The spec goes to standard output, or with -o OUT 
 a file is replaced atomically (through a link, the file it leads to), a device or a pipe
 (/dev/stdout) is written into. The leftovers go to --rest REST, or, with -o OUT and no
 --rest, beside OUT as OUT's name with .rest.ign, .rest.bu or .rest.yaml for its
-extension; without either, import says that they are written nowhere. Warnings do not
+extension; without either, import says that they are written nowhere. With -o OUT, file
+contents that are not UTF-8 text, which a spec's contents: cannot hold, are written
+beside OUT as SET.files/PATH and named with local:; without -o they go to the leftovers. Warnings do not
 change the exit status; an input that cannot be read is an error, and nothing is written.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -73,6 +76,9 @@ change the exit status; an input that cannot be read is an error, and nothing is
 			if len(in.Data) > hooks.MaxSize {
 				return invalid("%s: larger than %d bytes", displayName(file), hooks.MaxSize)
 			}
+			// A spec written to a file has a directory: contents it
+			// cannot hold as text go beside it as local: files.
+			in.Locals = out != "" && besideOutput(out, importer.FormatIgnition) != ""
 			res, diags := importer.Import(in)
 			printDiags(c.ErrOrStderr(), diags)
 			if res == nil {
@@ -80,6 +86,9 @@ change the exit status; an input that cannot be read is an error, and nothing is
 			}
 			if res.Format == importer.FormatKops && rest != "" {
 				return invalid("--rest: a kops manifest leaves nothing over: what is not hooks or fileAssets stays kops's, in the manifest")
+			}
+			if err := writeLocals(out, res.Locals); err != nil {
+				return err
 			}
 			restFile := rest
 			if restFile == "" && out != "" && res.Rest != nil {
@@ -129,6 +138,26 @@ func besideOutput(out, format string) string {
 	}
 	ext := map[string]string{importer.FormatIgnition: ".ign", importer.FormatButane: ".bu", importer.FormatCloudConfig: ".yaml"}[format]
 	return strings.TrimSuffix(out, filepath.Ext(out)) + ".rest" + ext
+}
+
+// writeLocals writes the local: files of an imported spec into the
+// directory of out, where the spec goes, before the spec itself.
+func writeLocals(out string, locals map[string][]byte) error {
+	names := make([]string, 0, len(locals))
+	for name := range locals {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		p := filepath.Join(filepath.Dir(out), filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return failure("%v", err)
+		}
+		if err := fsutil.WriteOutput(p, locals[name], 0o644); err != nil {
+			return failure("%v", err)
+		}
+	}
+	return nil
 }
 
 // emptyRest is a config of the input's kind with nothing in it.

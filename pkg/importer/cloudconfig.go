@@ -26,6 +26,8 @@ type ccImporter struct {
 	origins hookOrigins
 	// rest are the parts of the cloud-config that go to the leftovers.
 	rest marks
+	// locals are the contents that go beside the spec.
+	locals *localFiles
 }
 
 // move puts the part of the cloud-config at p into the leftovers, with a
@@ -52,7 +54,7 @@ func (c *ccImporter) fail(n *yaml.Node, path, msg, hint string) {
 }
 
 func importCloudConfig(in Input) (*Result, hooks.Diagnostics) {
-	c := &ccImporter{file: in.Name}
+	c := &ccImporter{file: in.Name, locals: newLocalFiles(in)}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(in.Data))
 	if err := yamlnode.Decode(dec, &doc); err != nil {
@@ -87,7 +89,7 @@ func importCloudConfig(in Input) (*Result, hooks.Diagnostics) {
 	if c.diags.HasErrors(false) {
 		return nil, c.diags
 	}
-	res := &Result{Format: FormatCloudConfig, doc: root, rest: c.rest}
+	res := &Result{Format: FormatCloudConfig, doc: root, rest: c.rest, Locals: c.locals.files}
 	if c.h.HasStorage() {
 		c.h.Name = StorageHook(in.setName, nil)
 		res.Hooks = []hooks.Hook{c.h}
@@ -283,8 +285,14 @@ func (c *ccImporter) writeFiles(v *yaml.Node) {
 			return
 		}
 		if !utf8.Valid(data) {
-			c.move(item, p, entry, f.Path+": the contents are not UTF-8 text, which a hook spec's contents: cannot carry",
-				"put the file next to the spec and name it with local:")
+			if name := c.locals.add(f.Path, data); name != "" {
+				f.Local = name
+				c.h.Files = append(c.h.Files, f)
+				c.origins.files = append(c.origins.files, c.origin(item, p))
+				return
+			}
+			c.move(item, p, entry, f.Path+": the contents are not UTF-8 text, which a hook spec's contents: cannot carry, and the spec goes to no directory for a local: file to be beside it",
+				"import with -o FILE: such contents go beside it as local: files")
 			return
 		}
 		s := string(data)

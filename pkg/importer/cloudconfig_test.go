@@ -129,7 +129,7 @@ func TestCloudConfigRoundTrip(t *testing.T) {
 			if bytes.HasPrefix(data, []byte("#cloud-config")) && !bytes.HasPrefix(body, []byte("#cloud-config")) {
 				body = append([]byte("#cloud-config\n"), body...)
 			}
-			res, diags := importer.Import(importer.Input{Name: filepath.Base(file), Data: body})
+			res, diags := importer.Import(importer.Input{Name: filepath.Base(file), Data: body, Locals: true})
 			if res == nil {
 				if !diags.HasErrors(false) || diags[0].Pos.Line == 0 {
 					t.Fatalf("refused without an error at a line:\n%s", diags.Error())
@@ -140,7 +140,7 @@ func TestCloudConfigRoundTrip(t *testing.T) {
 			if res.Format != importer.FormatCloudConfig {
 				t.Skipf("a %s config, not a cloud-config", res.Format)
 			}
-			r, bad := render.BuildAll(res.Name+".yaml", res.Spec)
+			r, bad := render.BuildAllLocals(res.Name+".yaml", res.Spec, res.Locals)
 			if bad.HasErrors(false) {
 				t.Fatal(bad.Error())
 			}

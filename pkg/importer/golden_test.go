@@ -35,7 +35,9 @@ func TestGoldens(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			in := importer.Input{Name: name, Data: data, Dir: dir}
+			// As import -o FILE: contents that are not text go beside
+			// the spec as local: files.
+			in := importer.Input{Name: name, Data: data, Dir: dir, Locals: true}
 			res, diags := importer.Import(in)
 			if res == nil {
 				t.Fatalf("import refused the config:\n%s", diags.Error())

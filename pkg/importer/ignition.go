@@ -223,7 +223,7 @@ func importIgnition(in Input, raw, butaneSrc []byte, aheadOf string) (*Result, h
 	if butaneSrc != nil {
 		loc = newLocator(file, butaneSrc, true, generic)
 	}
-	im := &ignImporter{loc: loc}
+	im := &ignImporter{loc: loc, locals: newLocalFiles(in)}
 	im.keptOut(generic)
 	im.units(c.Systemd.Units)
 	im.storage(c)
@@ -244,7 +244,7 @@ func importIgnition(in Input, raw, butaneSrc []byte, aheadOf string) (*Result, h
 			Hint:    "render it with --ignition-version " + newestWritten + ", which a machine whose Ignition reads " + strings.TrimSuffix(version, "-experimental") + " reads too"})
 	}
 	res.Hooks, res.origins = im.hooks, im.origins
-	res.generic, res.rest = generic, im.rest
+	res.generic, res.rest, res.Locals = generic, im.rest, im.locals.files
 	if im.storageHook.HasStorage() {
 		im.storageHook.Name = StorageHook(in.setName, im.hooks)
 		res.Hooks = append([]hooks.Hook{im.storageHook}, im.hooks...)
@@ -322,6 +322,8 @@ type ignImporter struct {
 	storageOrigins hookOrigins
 	// rest are the parts of the config that go to the leftovers.
 	rest marks
+	// locals are the contents that go beside the spec.
+	locals *localFiles
 }
 
 // origin is the origin of the part of the config at p.
@@ -655,7 +657,12 @@ func (im *ignImporter) contents(f *hooks.File, r types.Resource, entry []any) bo
 		}
 	}
 	if !utf8.Valid(data) {
-		return drop("source", "the contents are not UTF-8 text, which a hook spec's contents: cannot carry", "put the file next to the spec and name it with local:, or fetch it from a source with its hash")
+		if name := im.locals.add(f.Path, data); name != "" {
+			f.Local = name
+			return true
+		}
+		return drop("source", "the contents are not UTF-8 text, which a hook spec's contents: cannot carry, and the spec goes to no directory for a local: file to be beside it",
+			"import with -o FILE: such contents go beside it as local: files")
 	}
 	s := string(data)
 	f.Contents = &s

@@ -48,6 +48,11 @@ type Input struct {
 	// Dir is where a Butane config's local: files are read from: the
 	// file's own directory.
 	Dir string
+	// Locals says that the spec will be written to a directory, beside
+	// which the contents it cannot hold as text (bytes that are not
+	// UTF-8) may go as local: files (Result.Locals). Without it they go
+	// to the leftovers.
+	Locals bool
 
 	// InstanceGroup and Role say, for kops manifests with several
 	// InstanceGroups, which machine's hooks to import, as render's
@@ -80,6 +85,10 @@ type Result struct {
 	// back as they are (a warning says so).
 	Rest       []byte
 	RestFormat string
+	// Locals are the files the spec names with local:, by that name (a
+	// path relative to the spec's directory), to be written there: file
+	// contents that are not text (see Input.Locals).
+	Locals map[string][]byte
 
 	// origins are where each hook and its entries come from, index for
 	// index with Hooks.
@@ -218,7 +227,7 @@ func Import(in Input) (*Result, hooks.Diagnostics) {
 			return nil, append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: file},
 				Message: "cannot write the spec: " + err.Error()})
 		}
-		_, bad := render.BuildAll(res.Name+".yaml", spec)
+		_, bad := render.BuildAllLocals(res.Name+".yaml", spec, res.Locals)
 		if !bad.HasErrors(false) {
 			break
 		}

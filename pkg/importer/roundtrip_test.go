@@ -60,7 +60,7 @@ func roundTrip(t *testing.T, in importer.Input, original []byte) (got, want any,
 	if res == nil {
 		return nil, nil, nil, diags
 	}
-	r, bdiags := render.BuildAll(res.Name+".yaml", res.Spec)
+	r, bdiags := render.BuildAllLocals(res.Name+".yaml", res.Spec, res.Locals)
 	if bdiags.HasErrors(false) {
 		t.Fatalf("the imported spec does not render:\n%s\n%s", bdiags.Error(), res.Spec)
 	}
@@ -374,7 +374,7 @@ func TestCorpusRoundTrip(t *testing.T) {
 			} else {
 				body, original = data, data
 			}
-			in := importer.Input{Name: filepath.Base(file), Data: body, Dir: butaneCorpus}
+			in := importer.Input{Name: filepath.Base(file), Data: body, Dir: butaneCorpus, Locals: true}
 			got, want, res, diags := roundTrip(t, in, original)
 			if res == nil {
 				t.Fatalf("import refused a config of Ignition %s:\n%s", ignitionVersion(t, original), diags.Error())

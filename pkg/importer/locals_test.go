@@ -1,0 +1,56 @@
+package importer_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/hostprov/hostprov/pkg/importer"
+	"github.com/hostprov/hostprov/pkg/render"
+)
+
+// TestLocalFiles: file contents that are not UTF-8 text, which a spec's
+// contents: cannot hold, become local: files beside the spec when the
+// spec goes to a directory (Input.Locals), named after the set and the
+// file's path, and the spec renders them (its check reads them from
+// Result.Locals); without a directory they go to the leftovers, with a
+// warning that says how to have them beside the spec.
+func TestLocalFiles(t *testing.T) {
+	bin := []byte{0, 0xff, 0, 0xff}
+	for _, c := range []struct{ name, data string }{
+		{"bin.ign", `{"ignition": {"version": "3.4.0"}, "storage": {"files": [{"path": "/etc/key.bin", "mode": 384, "contents": {"source": "data:;base64,AP8A/w=="}}]}}`},
+		{"bin.cfg", "#cloud-config\nwrite_files:\n  - {path: /etc/key.bin, encoding: b64, content: AP8A/w==, permissions: '0600'}\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, diags := importer.Import(importer.Input{Name: c.name, Data: []byte(c.data), Locals: true})
+			if res == nil {
+				t.Fatal(diags.Error())
+			}
+			if res.Rest != nil || len(diags) > 0 {
+				t.Errorf("leftovers or warnings:\n%s\n%s", res.Rest, diags.Error())
+			}
+			const name = "bin.files/etc/key.bin"
+			if f := res.Hooks[0].Files[0]; f.Local != name || !bytes.Equal(res.Locals[name], bin) {
+				t.Errorf("file local %q, locals %q; want %q with the bytes", f.Local, res.Locals, name)
+			}
+			r, bad := render.BuildAllLocals(res.Name+".yaml", res.Spec, res.Locals)
+			if bad.HasErrors(false) {
+				t.Fatal(bad.Error())
+			}
+			if f := r.Storage.Files[0]; !bytes.Equal(f.Contents, bin) || f.Mode != 0o600 {
+				t.Errorf("rendered %q mode %04o", f.Contents, f.Mode)
+			}
+
+			res, diags = importer.Import(importer.Input{Name: c.name, Data: []byte(c.data)})
+			if res == nil {
+				t.Fatal(diags.Error())
+			}
+			if len(res.Locals) > 0 || res.Rest == nil || !bytes.Contains(res.Rest, []byte("/etc/key.bin")) {
+				t.Errorf("without a directory: locals %q, leftovers:\n%s", res.Locals, res.Rest)
+			}
+			if len(diags) != 1 || !strings.Contains(diags[0].Message, importer.Leftovers) || !strings.Contains(diags[0].Hint, "-o FILE") {
+				t.Errorf("warnings:\n%s", diags.Error())
+			}
+		})
+	}
+}
