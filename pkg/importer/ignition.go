@@ -566,23 +566,12 @@ func (im *ignImporter) storage(c types.Config) {
 			im.move(p, "the link "+l.Path+" has no target", "give the link its target")
 			continue
 		}
-		// A merge takes an entry of a path whole: the link goes with
-		// what the spec cannot say of it.
-		if owner(l.User) != "" || groupOwner(l.Group) != "" {
-			field := "user"
-			if owner(l.User) == "" {
-				field = "group"
-			}
-			im.drop(p, []any{field}, l.Path+": the owner of a link has no hostprov equivalent",
-				"a link is owned by root; nothing reads its owner but lchown")
+		hl := hooks.Link{Path: l.Path, Target: *l.Target, Hard: l.Hard != nil && *l.Hard, User: owner(l.User), Group: groupOwner(l.Group),
+			Overwrite: l.Overwrite != nil && *l.Overwrite}
+		if !im.ownersOK(p, l.Path, hl.User, hl.Group) {
 			continue
 		}
-		if l.Overwrite != nil && *l.Overwrite {
-			im.drop(p, []any{"overwrite"}, l.Path+": overwrite of a link has no hostprov equivalent",
-				"remove what is at the path with a command hook, if it must go")
-			continue
-		}
-		h.Links = append(h.Links, hooks.Link{Path: l.Path, Target: *l.Target, Hard: l.Hard != nil && *l.Hard})
+		h.Links = append(h.Links, hl)
 		im.storageOrigins.links = append(im.storageOrigins.links, im.origin(p))
 	}
 }

@@ -112,8 +112,12 @@ type Link struct {
 	// Target is what the link points to, as written.
 	Target string
 	Hard   bool
-	Hook   int
-	Pos    hooks.Position
+	// User and Group own a symbolic link (lchown); Overwrite replaces
+	// what is at Path.
+	User, Group Owner
+	Overwrite   bool
+	Hook        int
+	Pos         hooks.Position
 }
 
 // Owner is a user or group as the spec names it: by Name, or by ID when

@@ -105,7 +105,8 @@ func (b *builder) storage(file string) Storage {
 			if b.refusedBelow(p) {
 				continue
 			}
-			st.Links = append(st.Links, Link{Path: l.Path, Target: l.Target, Hard: l.Hard, Hook: i, Pos: b.spec.Where(p)})
+			st.Links = append(st.Links, Link{Path: l.Path, Target: l.Target, Hard: l.Hard, User: owner(l.User), Group: owner(l.Group),
+				Overwrite: l.Overwrite, Hook: i, Pos: b.spec.Where(p)})
 		}
 	}
 	b.accounts(&st)

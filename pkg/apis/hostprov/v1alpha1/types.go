@@ -241,6 +241,12 @@ type Link struct {
 	// +kubebuilder:validation:MinLength=1
 	Target string `json:"target"`
 	Hard   bool   `json:"hard,omitempty"`
+	// User and Group own a symbolic link itself; a hard link has no
+	// owner of its own.
+	User  string `json:"user,omitempty"`
+	Group string `json:"group,omitempty"`
+	// Overwrite replaces what is at the path already.
+	Overwrite bool `json:"overwrite,omitempty"`
 }
 
 // User is an account a hook needs, created when the node lacks it.
