@@ -109,7 +109,8 @@ json.dump(out, sys.stdout, default=str)
 // TestCloudConfigRoundTrip: a cloud-config imported, then rendered with
 // --format cloud-init and its leftovers merged (render --merge REST), is
 // the original as cloud-init reads both (pyCloudConfig): the project's
-// own, and every cloud-config of the shared corpus that import takes. The
+// own (its input golden, and every cloud-config render's goldens hold),
+// and every cloud-config of the shared corpus that import takes. The
 // one addition hostprov makes is the distribution's default user, which
 // its users: keeps; a corpus file import refuses must be refused with an
 // error at a place in it.
@@ -118,6 +119,10 @@ func TestCloudConfigRoundTrip(t *testing.T) {
 	inputs := []string{filepath.Join("testdata", "in", "web.cloud-config.yaml")}
 	shared, _ := filepath.Glob(filepath.Join(corpus.Path("cloudinit"), "*"))
 	inputs = append(inputs, shared...)
+	// The project's own: what render writes for cloud-init.
+	own, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "golden", "*.cloud-init.yml"))
+	own2, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "golden", "*", "*.cloud-init.yml"))
+	inputs = append(append(inputs, own...), own2...)
 	var compared, rest, refused int
 	for _, file := range inputs {
 		t.Run(filepath.Base(file), func(t *testing.T) {

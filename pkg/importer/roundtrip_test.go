@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	butane "github.com/coreos/butane/config"
+	butanecommon "github.com/coreos/butane/config/common"
 	"github.com/coreos/vcontext/report"
 	"github.com/google/go-cmp/cmp"
 	"github.com/vincent-petithory/dataurl"
@@ -400,4 +402,63 @@ func TestCorpusRoundTrip(t *testing.T) {
 	if compared == 0 {
 		t.Fatal("no config round-tripped")
 	}
+}
+
+// TestOwnCorpusRoundTrip: the project's own corpus of Ignition and Butane
+// configs, what render writes in testdata/golden (every golden of those
+// outputs), goes round too: imported, rendered to Ignition of its version
+// with the leftovers merged, it is the config again, as data, with the
+// changes the warnings name (see roundTrip). A Butane config's local:
+// files are read from its directory (an example's from the example's), as
+// render wrote them for.
+func TestOwnCorpusRoundTrip(t *testing.T) {
+	root := filepath.Join("..", "..", "testdata", "golden")
+	var inputs []string
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && (strings.HasSuffix(p, ".ign.json") || strings.HasSuffix(p, ".bu")) {
+			inputs = append(inputs, p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inputs) < 10 {
+		t.Fatalf("found %d Ignition and Butane goldens in %s; the test expects the repository's", len(inputs), root)
+	}
+	var rest int
+	for _, file := range inputs {
+		rel, _ := filepath.Rel(root, file)
+		t.Run(rel, func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The local: files of an example's golden are the
+			// example's.
+			dir := filepath.Dir(file)
+			if filepath.Base(dir) == "examples" {
+				dir = filepath.Join("..", "..", "examples", strings.TrimSuffix(strings.TrimSuffix(filepath.Base(file), ".bu"), ".ign.json"))
+			}
+			original := data
+			if strings.HasSuffix(file, ".bu") {
+				original, _, err = butane.TranslateBytes(data, butanecommon.TranslateBytesOptions{TranslateOptions: butanecommon.TranslateOptions{FilesDir: dir}})
+				if err != nil {
+					t.Fatalf("Butane does not translate render's golden: %v", err)
+				}
+			}
+			in := importer.Input{Name: filepath.Base(file), Data: data, Dir: dir, Locals: true}
+			got, want, res, diags := roundTrip(t, in, original)
+			if res == nil {
+				t.Fatalf("import refused render's own output:\n%s", diags.Error())
+			}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("import, render --merge of the leftovers differs from the original (-original +rendered):\n%s\nleftovers:\n%s\nwarnings:\n%s", d, res.Rest, diags.Error())
+			}
+			if res.Rest != nil {
+				rest++
+			}
+		})
+	}
+	t.Logf("%d configs of render's goldens round-tripped, %d of them with leftovers", len(inputs), rest)
 }
