@@ -148,6 +148,13 @@ func writeLocals(out string, locals map[string][]byte) error {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	if len(names) > 0 {
+		// Below the spec's directory only: a missing one is refused, as
+		// for the spec itself.
+		if fi, err := os.Stat(filepath.Dir(out)); err != nil || !fi.IsDir() {
+			return failure("%s: the spec's directory %s is missing", out, filepath.Dir(out))
+		}
+	}
 	for _, name := range names {
 		p := filepath.Join(filepath.Dir(out), filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
