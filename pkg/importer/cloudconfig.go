@@ -81,7 +81,7 @@ func importCloudConfig(in Input) (*Result, hooks.Diagnostics) {
 		default:
 			hint := moduleHints[k.Value]
 			if hint == "" {
-				hint = "keep it in a cloud-config of your own and render hostprov's spec with --merge FILE"
+				hint = "render the spec with --merge of the leftovers, which keep it"
 			}
 			c.move(k, k.Value, restPath{k.Value}, "the cloud-init module "+k.Value+" has no hostprov equivalent", hint)
 		}
@@ -103,12 +103,12 @@ func importCloudConfig(in Input) (*Result, hooks.Diagnostics) {
 var moduleHints = map[string]string{
 	"runcmd":              "make each command a step of a command hook (steps: [{run: [...]}]) with when: Once",
 	"bootcmd":             "make each command a step of a command hook with when: Always",
-	"packages":            "install packages in a command hook, or render hostprov's spec with --merge of your cloud-config",
-	"package_update":      "update packages in a command hook, or render hostprov's spec with --merge of your cloud-config",
-	"package_upgrade":     "upgrade packages in a command hook, or render hostprov's spec with --merge of your cloud-config",
-	"ssh_authorized_keys": "put the keys in a file on a hook, owned by the user, or keep them in your cloud-config and render with --merge",
-	"mounts":              "write mount units as hooks, or keep mounts in your cloud-config and render with --merge",
-	"hostname":            "write /etc/hostname as a file of a hook, or keep it in your cloud-config and render with --merge",
+	"packages":            "install packages in a command hook, or render the spec with --merge of the leftovers, which keep it",
+	"package_update":      "update packages in a command hook, or render the spec with --merge of the leftovers, which keep it",
+	"package_upgrade":     "upgrade packages in a command hook, or render the spec with --merge of the leftovers, which keep it",
+	"ssh_authorized_keys": "put the keys in a file on a hook, owned by the user, or render the spec with --merge of the leftovers, which keep them",
+	"mounts":              "write mount units as hooks, or render the spec with --merge of the leftovers, which keep them",
+	"hostname":            "write /etc/hostname as a file of a hook, or render the spec with --merge of the leftovers, which keep it",
 }
 
 func yamlErrPos(file string, err error) hooks.Position {

@@ -359,16 +359,16 @@ var keptOutHints = []struct {
 	what string
 	hint string
 }{
-	{[]string{"ignition", "config", "merge"}, "a config that Ignition fetches and merges at boot", "import that config on its own, or render hostprov's spec with --merge FILE"},
+	{[]string{"ignition", "config", "merge"}, "a config that Ignition fetches and merges at boot", "render the spec with --merge of the leftovers, which keep the reference; or import that config on its own"},
 	{[]string{"ignition", "config", "replace"}, "a config that Ignition uses instead of this one", "import that config instead"},
 	{[]string{"ignition", "proxy"}, "Ignition's proxy for fetching", "hostprov fetches a file's source itself; set the proxy in the environment of apply"},
 	{[]string{"ignition", "security"}, "Ignition's TLS settings for fetching", "hostprov fetches with the system's certificate authorities"},
 	{[]string{"ignition", "timeouts"}, "Ignition's fetch timeouts", "hostprov's apply has a fetch timeout of its own"},
-	{[]string{"kernelArguments"}, "the kernel arguments", "kernel arguments are not a hook's business: keep them in a Butane or Ignition config and render hostprov's spec with --merge"},
-	{[]string{"storage", "disks"}, "a disk (partitions)", "partition with a Butane or Ignition config of your own, merged with render --merge"},
-	{[]string{"storage", "filesystems"}, "a file system", "create file systems with a Butane or Ignition config of your own, merged with render --merge; a mount unit for it is imported as a hook"},
-	{[]string{"storage", "raid"}, "a RAID array", "create arrays with a Butane or Ignition config of your own, merged with render --merge"},
-	{[]string{"storage", "luks"}, "a LUKS volume", "create encrypted volumes with a Butane or Ignition config of your own, merged with render --merge"},
+	{[]string{"kernelArguments"}, "the kernel arguments", "kernel arguments are not a hook's business: render the spec with --merge of the leftovers, which keep them"},
+	{[]string{"storage", "disks"}, "a disk (partitions)", "render the spec with --merge of the leftovers, which keep it"},
+	{[]string{"storage", "filesystems"}, "a file system", "render the spec with --merge of the leftovers, which keep it; a mount unit for it is imported as a hook"},
+	{[]string{"storage", "raid"}, "a RAID array", "render the spec with --merge of the leftovers, which keep it"},
+	{[]string{"storage", "luks"}, "a LUKS volume", "render the spec with --merge of the leftovers, which keep it"},
 }
 
 // keptOut warns about every part of the config (pruned generic JSON)
