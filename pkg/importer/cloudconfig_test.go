@@ -3,13 +3,16 @@ package importer_test
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"gopkg.in/yaml.v3"
@@ -112,8 +115,9 @@ json.dump(out, sys.stdout, default=str)
 // own (its input golden, and every cloud-config render's goldens hold),
 // and every cloud-config of the shared corpus that import takes. The
 // one addition hostprov makes is the distribution's default user, which
-// its users: keeps; a corpus file import refuses must be refused with an
-// error at a place in it.
+// its users: keeps. What cloud-init's schema check accepts of the
+// original it accepts of the round trip. A corpus file import refuses
+// must be refused with an error at a place in it.
 func TestCloudConfigRoundTrip(t *testing.T) {
 	py := sdtool.CloudInitPython(t)
 	inputs := []string{filepath.Join("testdata", "in", "web.cloud-config.yaml")}
@@ -123,7 +127,7 @@ func TestCloudConfigRoundTrip(t *testing.T) {
 	own, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "golden", "*.cloud-init.yml"))
 	own2, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "golden", "*", "*.cloud-init.yml"))
 	inputs = append(append(inputs, own...), own2...)
-	var compared, rest, refused int
+	var compared, rest, refused, valid int
 	for _, file := range inputs {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			data, err := os.ReadFile(file)
@@ -173,9 +177,34 @@ func TestCloudConfigRoundTrip(t *testing.T) {
 				t.Errorf("import, render --merge of the leftovers differs from the original as cloud-init reads both (-original +rendered):\n%s\nrendered:\n%s\nleftovers:\n%s", d, out, res.Rest)
 			}
 			compared++
+			// What cloud-init's schema accepts of the original, it
+			// accepts of the round trip.
+			if schemaValid(t, body) {
+				valid++
+				if !schemaValid(t, out) {
+					t.Errorf("cloud-init schema accepts the original, but not the round trip:\n%s", out)
+				}
+			}
 		})
 	}
-	t.Logf("%d cloud-configs round-tripped, %d of them with leftovers; %d refused with an error at a line", compared, rest, refused)
+	t.Logf("%d cloud-configs round-tripped, %d of them with leftovers, %d of them valid to cloud-init's schema and so the round trip; %d refused with an error at a line",
+		compared, rest, valid, refused)
+}
+
+// schemaValid reports whether cloud-init's own schema check (cloud-init
+// schema -c) accepts a cloud-config.
+func schemaValid(t *testing.T, doc []byte) bool {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "user-data")
+	if err := os.WriteFile(file, doc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "cloud-init", "schema", "-c", file)
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"}
+	out, err := cmd.CombinedOutput()
+	return err == nil && strings.HasPrefix(string(out), "Valid cloud-config")
 }
 
 // jsonOfYAML decodes YAML into v through JSON.
