@@ -19,6 +19,7 @@ import (
 	"github.com/coreos/vcontext/report"
 	"github.com/google/go-cmp/cmp"
 	"github.com/vincent-petithory/dataurl"
+	"gopkg.in/yaml.v3"
 
 	v30 "github.com/coreos/ignition/v2/config/v3_0"
 	v31 "github.com/coreos/ignition/v2/config/v3_1"
@@ -55,7 +56,10 @@ var parsers = map[string]func([]byte) (any, report.Report, error){
 // spec version with the leftovers merged, as render --format ignition
 // --merge REST does, and returns the rendered config and the original
 // (want), both as normalised data (see normalise), with the changes the
-// warnings name made to the original (see applyWarnings).
+// warnings name made to the original (see applyWarnings). The Butane
+// output with the leftovers merged (render --format butane --merge REST),
+// translated with Butane, must be the rendered config too, unless the
+// leftovers are an Ignition config, which the Butane output cannot merge.
 func roundTrip(t *testing.T, in importer.Input, original []byte) (got, want any, res *importer.Result, diags hooks.Diagnostics) {
 	t.Helper()
 	res, diags = importer.Import(in)
@@ -92,6 +96,45 @@ func roundTrip(t *testing.T, in importer.Input, original []byte) (got, want any,
 	applyWarnings(t, want, diags)
 	canonicalLists(got)
 	canonicalLists(want)
+
+	// render --format butane --merge REST, translated with Butane, is
+	// the same config: the Butane leftovers go round through Butane too
+	// (the Butane output takes no Ignition config to merge).
+	if res.Rest != nil && res.RestFormat != importer.FormatButane {
+		return got, want, res, diags
+	}
+	// The Butane output is of the leftovers' variant (render --variant).
+	var head struct{ Variant string }
+	_ = yaml.Unmarshal(res.Rest, &head)
+	bu, bdiags, err := render.MergeButane(r.Units, render.ButaneOptions{Variant: head.Variant, IgnitionVersion: res.IgnitionVersion, Storage: r.Storage}, merge)
+	if err != nil || bdiags.HasErrors(false) {
+		t.Fatalf("render --format butane --merge of the leftovers: %v\n%s\nleftovers:\n%s", err, bdiags.Error(), res.Rest)
+	}
+	filesDir := t.TempDir()
+	for name, data := range res.Locals {
+		p := filepath.Join(filesDir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ign, rpt, err := butane.TranslateBytes(bu, butanecommon.TranslateBytesOptions{TranslateOptions: butanecommon.TranslateOptions{FilesDir: filesDir}})
+	if err != nil || rpt.IsFatal() {
+		t.Fatalf("Butane does not translate the Butane output: %v %s\n%s", err, rpt, bu)
+	}
+	viaButane := normalise(t, ignitionVersion(t, ign), ign)
+	if ig, ok := get(viaButane, "ignition").(map[string]any); ok {
+		delete(ig, "version")
+		if len(ig) == 0 {
+			delete(viaButane.(map[string]any), "ignition")
+		}
+	}
+	canonicalLists(viaButane)
+	if d := cmp.Diff(got, viaButane); d != "" {
+		t.Errorf("the Butane output with the leftovers merged, translated, differs from the Ignition output (-Ignition +Butane):\n%s\n%s", d, bu)
+	}
 	return got, want, res, diags
 }
 
