@@ -960,7 +960,18 @@ func storageText(st render.Storage) []byte {
 		if x.Hard {
 			kind = "hard link"
 		}
-		fmt.Fprintf(&b, "\n# %s %s -> %s\n", kind, x.Path, x.Target)
+		var extra []string
+		if !x.User.IsZero() || !x.Group.IsZero() {
+			extra = append(extra, "owner "+x.User.String()+":"+x.Group.String())
+		}
+		if x.Overwrite {
+			extra = append(extra, "overwrite")
+		}
+		more := ""
+		if len(extra) > 0 {
+			more = " (" + strings.Join(extra, ", ") + ")"
+		}
+		fmt.Fprintf(&b, "\n# %s %s -> %s%s\n", kind, x.Path, x.Target, more)
 	}
 	return []byte(b.String())
 }

@@ -55,6 +55,11 @@ type Account struct {
 	// own chpasswd, never logged.
 	SSHAuthorizedKeys []string
 	PasswordHash      string
+	// PrimaryGroup is a user's primary group when it is not the group of
+	// the user's name, which systemd-sysusers makes otherwise; the group
+	// must exist, or be made by the same file. A user's noCreateHome has
+	// nothing to say here: systemd-sysusers makes no home.
+	PrimaryGroup string
 	// Where is the entry's place in the spec ("FILE:LINE:COL").
 	Where string
 
@@ -73,6 +78,9 @@ func AccountsOf(st render.Storage, hookNames []string) []Account {
 		as = append(as, Account{Hook: name(u.Hook), Kind: KindUser, Name: u.Name, ID: u.UID, System: u.System,
 			Home: u.Home, Shell: u.Shell, Groups: slices.Clone(u.Groups), Where: u.Pos.String(),
 			SSHAuthorizedKeys: slices.Clone(u.SSHAuthorizedKeys), PasswordHash: u.PasswordHash})
+		if pg := st.PrimaryGroup(u); pg != u.Name {
+			as[len(as)-1].PrimaryGroup = pg
+		}
 	}
 	return as
 }
@@ -113,6 +121,10 @@ func sysusersFile(set string, accounts []Account) []byte {
 			if kind == KindGroup {
 				fmt.Fprintf(&b, "g %s %s\n", a.Name, id)
 				continue
+			}
+			if a.PrimaryGroup != "" {
+				// "uid:groupname", "-:groupname" without a uid.
+				id += ":" + a.PrimaryGroup
 			}
 			fmt.Fprintf(&b, "u %s %s - %s %s\n", a.Name, id, dashIfEmpty(a.Home), dashIfEmpty(a.Shell))
 		}

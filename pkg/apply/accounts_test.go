@@ -215,3 +215,44 @@ func TestAccountsNoSysusers(t *testing.T) {
 		t.Error("apply wrote the sysusers.d file")
 	}
 }
+
+// A user's primaryGroup is its group in the sysusers.d line
+// ("-:GROUPNAME"), which systemd-sysusers gives the user instead of a
+// group of its name; noCreateHome says nothing to systemd-sysusers, which
+// makes no home anyway.
+func TestAccountsPrimaryGroup(t *testing.T) {
+	needSysusers(t)
+	n := newNode(t)
+	n.writeNode("/etc/passwd", "root:x:0:0:root:/root:/bin/sh\n")
+	n.writeNode("/etc/group", "root:x:0:\n")
+	const spec = `- name: web
+  exec: [/usr/bin/web]
+  users: [{name: web, primaryGroup: www, noCreateHome: true}, {name: db, primaryGroup: db}]
+  groups: [{name: www, gid: 4243}]
+`
+	p, err := n.planStorage(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	p.WriteText(&b)
+	for _, want := range []string{"+g www 4243\n", "+u web -:www - - -\n", "+u db - - - -\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("plan lacks %q:\n%s", want, b.String())
+		}
+	}
+	if _, _, err := n.applyStorage(spec); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(n.readNode("/etc/passwd"), "\n") {
+		if f := strings.Split(line, ":"); len(f) > 3 && f[0] == "web" && f[3] != "4243" {
+			t.Errorf("web's primary group is %s, want 4243 (www):\n%s", f[3], line)
+		}
+	}
+	if n.accountID("/etc/group", "web") != -1 {
+		t.Errorf("systemd-sysusers made a group web, which primaryGroup: www says the user has not:\n%s", n.readNode("/etc/group"))
+	}
+	if _, err := os.Lstat(n.at("/home/web")); err == nil {
+		t.Errorf("a home /home/web was made")
+	}
+}

@@ -426,7 +426,12 @@ func (p *planner) planPath(n nodeFS, pc *pathChange) (FileChange, *PathState, er
 	fc := FileChange{Hook: want.Hook, Path: want.Path, Kind: want.Kind, Mode: fmt.Sprintf("%04o", modeNum(pc.mode)),
 		Owner: pc.ownerText(), Target: want.Target, Source: want.Source, path: pc, parentDir: pc.parent}
 	if want.Kind == KindLink {
-		fc.Mode, fc.Owner = "", "" // a link has neither of its own
+		// A link has no mode of its own, and an owner only when the
+		// spec gives a symbolic link one.
+		fc.Mode = ""
+		if want.Hard || want.User == "" && want.Group == "" {
+			fc.Owner = ""
+		}
 	}
 	prev := p.state.Path(want.Path)
 	conflict := func(why string) (FileChange, *PathState, error) {
@@ -544,13 +549,20 @@ func (p *planner) planPath(n nodeFS, pc *pathChange) (FileChange, *PathState, er
 				fc.Op, done.Inode = OpUnchanged, cur.st.Ino
 				return fc, done, nil
 			}
-		} else if cur.isLink() && cur.link == want.Target {
+		} else if cur.isLink() && cur.link == want.Target && cur.st.UID == pc.owner.UID && cur.st.GID == pc.owner.GID {
 			fc.Op, done.Inode = OpUnchanged, cur.st.Ino
 			return fc, done, nil
 		}
 		switch {
 		case !cur.exists:
 			fc.Op, fc.Reason = OpAdd, "new"
+		case !want.Hard && cur.isLink() && cur.link == want.Target:
+			// Made again, with the owner (a link's owner is set as
+			// it is made).
+			fc.Op, fc.Reason = OpChange, "owner differs from the spec"
+			if prev == nil {
+				adopt("exists already; owner set as the spec says")
+			}
 		case cur.isDir():
 			return conflict("a directory is where the spec puts a link; move it away")
 		case prev != nil && prev.Kind == KindLink && (cur.isLink() && cur.link == prev.Target && !prev.Hard || prev.Hard && cur.st.Ino == prev.Inode):
@@ -872,7 +884,7 @@ func PathsOf(st render.Storage, hookNames []string) []Path {
 	}
 	for _, l := range st.Links {
 		ps = append(ps, Path{Hook: name(l.Hook), Kind: KindLink, Path: l.Path, Target: l.Target, Hard: l.Hard,
-			Where: l.Pos.String()})
+			User: ownerOf(l.User), Group: ownerOf(l.Group), Overwrite: l.Overwrite, Where: l.Pos.String()})
 	}
 	return ps
 }

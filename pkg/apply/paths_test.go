@@ -806,3 +806,54 @@ func TestPathsSourceFailsItsHook(t *testing.T) {
 		t.Errorf("state after convergence: inputs %q, tool %+v", st.Inputs, st.Path("/usr/local/bin/tool"))
 	}
 }
+
+// A symbolic link's owner is set on the link itself (never on what it
+// points to), shown in the plan, and checked again: a link of the right
+// target and another owner is made again. overwrite: true lets a link
+// replace a file hostprov did not place, which is a conflict without it.
+func TestPathsLinkOwnerOverwrite(t *testing.T) {
+	needRoot(t)
+	n := newNode(t)
+	n.writeNode("/opt/app/v1", "v1\n")
+	n.writeNode("/etc/app/current", "the user's\n")
+	spec := "- name: app\n  links: [{path: /etc/app/current, target: /opt/app/v1, user: 1501, group: 1502}]\n"
+	p, err := n.planStorage(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Conflicts) != 1 || !strings.Contains(p.Conflicts[0].String(), "overwrite: true") {
+		t.Fatalf("conflicts = %v, want one naming overwrite", p.Conflicts)
+	}
+	spec = strings.Replace(spec, "}]", ", overwrite: true}]", 1)
+	p, _ = n.mustApplyStorage(spec)
+	var b strings.Builder
+	p.WriteText(&b)
+	if !strings.Contains(b.String(), "owner 1501:1502") {
+		t.Errorf("the plan does not show the link's owner:\n%s", b.String())
+	}
+	if target, err := os.Readlink(n.at("/etc/app/current")); err != nil || target != "/opt/app/v1" {
+		t.Fatalf("link = %q, %v", target, err)
+	}
+	if u, g := n.owner("/etc/app/current"); u != 1501 || g != 1502 {
+		t.Errorf("the link is owned by %d:%d, want 1501:1502", u, g)
+	}
+	if u, g := n.owner("/opt/app/v1"); u != 0 || g != 0 {
+		t.Errorf("the link's target was given its owner: %d:%d", u, g)
+	}
+	if sp := n.state().Path("/etc/app/current"); sp == nil || !sp.Existed {
+		t.Errorf("state = %+v, want a link that replaced what existed", sp)
+	}
+	p, _ = n.mustApplyStorage(spec)
+	for _, f := range p.Files {
+		if f.Path == "/etc/app/current" && f.Op != apply.OpUnchanged {
+			t.Errorf("second apply: %s %s (%s)", f.Op, f.Path, f.Reason)
+		}
+	}
+	if err := os.Lchown(n.at("/etc/app/current"), 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	p, _ = n.mustApplyStorage(spec)
+	if u, g := n.owner("/etc/app/current"); u != 1501 || g != 1502 {
+		t.Errorf("a changed owner was not set again: %d:%d", u, g)
+	}
+}

@@ -13,7 +13,7 @@ import (
 )
 
 var (
-	userFields  = []string{"name", "uid", "system", "home", "shell", "groups", "sshAuthorizedKeys", "passwordHash"}
+	userFields  = []string{"name", "uid", "system", "home", "shell", "groups", "sshAuthorizedKeys", "passwordHash", "primaryGroup", "noCreateHome"}
 	groupFields = []string{"name", "gid", "system"}
 )
 
@@ -49,6 +49,14 @@ type User struct {
 	// password as it is. A clear-text password is refused: a spec is
 	// read by many, and ends up in user data that others can read.
 	PasswordHash string
+	// PrimaryGroup is the name of the user's primary group, which must
+	// exist (a group of the spec, or of the machine); empty for a group
+	// of the user's name (see render.Storage.PrimaryGroup).
+	PrimaryGroup string
+	// NoCreateHome makes no home directory for the user. Without it,
+	// Ignition makes one for every user it creates and cloud-init for a
+	// user that is not a system one; apply makes none either way.
+	NoCreateHome bool
 }
 
 // Group is an entry of a hook's groups.
@@ -109,6 +117,10 @@ func (d *decoder) users(v value) []User {
 				u.SSHAuthorizedKeys = d.authorizedKeys(e.value)
 			case "passwordHash":
 				u.PasswordHash = d.passwordHash(e.value)
+			case "primaryGroup":
+				u.PrimaryGroup = d.accountName(e.value)
+			case "noCreateHome":
+				u.NoCreateHome, _ = d.boolean(e.value)
 			default:
 				d.unknownStorageField(e, "user", userFields)
 			}
@@ -156,7 +168,10 @@ func (d *decoder) accountName(v value) string {
 	}
 	if p := AccountNameProblem(s); p != "" {
 		hint := fmt.Sprintf("a name starts with a letter or _, has only letters, digits, _ and -, and at most %d characters", MaxAccountName)
-		if digitsRE.MatchString(s) {
+		switch {
+		case digitsRE.MatchString(s) && strings.HasSuffix(v.path, ".primaryGroup"):
+			hint = "primaryGroup names the group: give the group with that gid a name in groups: (name: ..., gid: " + s + "), and write that name here"
+		case digitsRE.MatchString(s):
 			hint = "a name cannot be a number: write the id as uid: or gid:, and give the account a name"
 		}
 		what := "group"

@@ -48,6 +48,11 @@ func TestParseAccountsDiagnostics(t *testing.T) {
 			[]want{{"6:21", "hooks[0].users[0].homedir", `unknown field "homedir" in a user entry`, "Butane and cloud-init call it home_dir and homedir: write home:", Error}}},
 		{"system not a boolean", svc + "  groups: [{name: a, system: yes}]\n",
 			[]want{{"6:30", "hooks[0].groups[0].system", "not a boolean", "", Error}}},
+		{"primary group and no home", svc + "  users: [{name: a, primaryGroup: users, noCreateHome: true}]\n", nil},
+		{"primary group not a name", svc + "  users: [{name: a, primaryGroup: \"100\"}]\n",
+			[]want{{"6:35", "hooks[0].users[0].primaryGroup", `group name "100" is not valid`, "give the group with that gid a name in groups:", Error}}},
+		{"noCreateHome not a boolean", svc + "  users: [{name: a, noCreateHome: no}]\n",
+			[]want{{"6:35", "hooks[0].users[0].noCreateHome", "not a boolean", "", Error}}},
 
 		// Keys and password hashes.
 		{"keys and a hash", svc + "  users:\n    - name: a\n      sshAuthorizedKeys:\n        - ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl me@laptop\n" +

@@ -191,6 +191,11 @@ func encodeStorage(n *yaml.Node, h *Hook) {
 			if l.Hard {
 				yamlnode.Pairs(e, "hard", yamlnode.Bool(true))
 			}
+			optOwner(e, "user", l.User)
+			optOwner(e, "group", l.Group)
+			if l.Overwrite {
+				yamlnode.Pairs(e, "overwrite", yamlnode.Bool(true))
+			}
 			seq.Content = append(seq.Content, e)
 		}
 		yamlnode.Pairs(n, "links", seq)
@@ -218,6 +223,10 @@ func encodeStorage(n *yaml.Node, h *Hook) {
 				yamlnode.Pairs(e, "sshAuthorizedKeys", keys)
 			}
 			optStr(e, "passwordHash", u.PasswordHash)
+			optStr(e, "primaryGroup", u.PrimaryGroup)
+			if u.NoCreateHome {
+				yamlnode.Pairs(e, "noCreateHome", yamlnode.Bool(true))
+			}
 			seq.Content = append(seq.Content, e)
 		}
 		yamlnode.Pairs(n, "users", seq)

@@ -18,7 +18,7 @@ import (
 var (
 	fileFields         = []string{"path", "contents", "local", "source", "verification", "mode", "user", "group", "overwrite"}
 	directoryFields    = []string{"path", "mode", "user", "group"}
-	linkFields         = []string{"path", "target", "hard"}
+	linkFields         = []string{"path", "target", "hard", "user", "group", "overwrite"}
 	verificationFields = []string{"hash"}
 
 	// storageFields are the hook fields that put things on the machine
@@ -166,7 +166,7 @@ func (d *decoder) links(v value) []Link {
 	d.entries(v, "link", "{path: /etc/myapp/current, target: /opt/myapp/v2}", func(i int, item value) {
 		var l Link
 		var hasPath, hasTarget bool
-		var targetValue value
+		var targetValue, ownerValue value
 		d.mapping(item.node, item.path, func(e entry) {
 			switch e.name {
 			case "path":
@@ -178,10 +178,22 @@ func (d *decoder) links(v value) []Link {
 				l.Target, _ = d.str(e.value, false)
 			case "hard":
 				l.Hard, _ = d.boolean(e.value)
+			case "user":
+				l.User = d.owner(e.value)
+				ownerValue = e.value
+			case "group":
+				l.Group = d.owner(e.value)
+				ownerValue = e.value
+			case "overwrite":
+				l.Overwrite, _ = d.boolean(e.value)
 			default:
 				d.unknownStorageField(e, "link", linkFields)
 			}
 		})
+		if l.Hard && (l.User != "" || l.Group != "") {
+			d.add(Error, ownerValue.pos, ownerValue.path, "a hard link has no owner of its own: it is another name of its target, whose owner it shares",
+				"give the owner to the target's file entry, or drop hard: true for a symbolic link")
+		}
 		if !hasPath {
 			d.add(Error, item.pos, item.path+".path", "the link has no path", "add path: with where the link is, such as path: /etc/myapp/current")
 		}

@@ -93,6 +93,11 @@ func TestParseStorageDiagnostics(t *testing.T) {
 			[]want{{"6:11", "hooks[0].links[0].target", "no target", "", Error}}},
 		{"relative hard link", svc + "  links: [{path: /a, target: b, hard: true}]\n",
 			[]want{{"6:30", "hooks[0].links[0].target", "hard link's target must be an absolute path", "drop hard: true", Error}}},
+		{"link owner and overwrite", svc + "  links: [{path: /a, target: b, user: www, group: 33, overwrite: true}]\n", nil},
+		{"hard link owner", svc + "  links: [{path: /a, target: /b, hard: true, group: www}]\n",
+			[]want{{"6:53", "hooks[0].links[0].group", "a hard link has no owner of its own", "give the owner to the target's file entry", Error}}},
+		{"link overwrite not a boolean", svc + "  links: [{path: /a, target: b, overwrite: 1}]\n",
+			[]want{{"6:44", "hooks[0].links[0].overwrite", "must be true or false", "", Error}}},
 
 		// Paths claimed twice, and what is below links and files.
 		{"a path claimed by two hooks", svc + "  files: [{path: /etc/a, contents: x}]\n- name: b\n  directories: [{path: /etc/a}]\n",

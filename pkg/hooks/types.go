@@ -297,6 +297,13 @@ type Link struct {
 	Target string
 	// Hard makes a hard link instead of a symbolic one.
 	Hard bool
+	// User and Group own a symbolic link itself (lchown): a name or a
+	// decimal id; empty means root. A hard link has no owner of its own.
+	User  string
+	Group string
+	// Overwrite replaces what is at Path already, which is otherwise a
+	// conflict (apply) or a failed boot (Ignition).
+	Overwrite bool
 }
 
 // Default modes of files and directories that give none.

@@ -24,6 +24,17 @@ type ccImporter struct {
 	diags   hooks.Diagnostics
 	h       hooks.Hook
 	origins hookOrigins
+	// rest are the parts of the cloud-config that go to the leftovers.
+	rest marks
+	// locals are the contents that go beside the spec.
+	locals *localFiles
+}
+
+// move puts the part of the cloud-config at p into the leftovers, with a
+// warning at n that says why.
+func (c *ccImporter) move(n *yaml.Node, path string, p restPath, msg, hint string) {
+	c.rest.add(p...)
+	c.warn(n, path, Leftovers+msg, hint)
 }
 
 func (c *ccImporter) origin(n *yaml.Node, path string) origin {
@@ -43,7 +54,7 @@ func (c *ccImporter) fail(n *yaml.Node, path, msg, hint string) {
 }
 
 func importCloudConfig(in Input) (*Result, hooks.Diagnostics) {
-	c := &ccImporter{file: in.Name}
+	c := &ccImporter{file: in.Name, locals: newLocalFiles(in)}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(in.Data))
 	if err := yamlnode.Decode(dec, &doc); err != nil {
@@ -70,15 +81,15 @@ func importCloudConfig(in Input) (*Result, hooks.Diagnostics) {
 		default:
 			hint := moduleHints[k.Value]
 			if hint == "" {
-				hint = "keep it in a cloud-config of your own and render hostprov's spec with --merge FILE"
+				hint = "render the spec with --merge of the leftovers, which keep it"
 			}
-			c.warn(k, k.Value, "kept out: the cloud-init module "+k.Value+" has no hostprov equivalent", hint)
+			c.move(k, k.Value, restPath{k.Value}, "the cloud-init module "+k.Value+" has no hostprov equivalent", hint)
 		}
 	}
 	if c.diags.HasErrors(false) {
 		return nil, c.diags
 	}
-	res := &Result{Format: FormatCloudConfig}
+	res := &Result{Format: FormatCloudConfig, doc: root, rest: c.rest, Locals: c.locals.files}
 	if c.h.HasStorage() {
 		c.h.Name = StorageHook(in.setName, nil)
 		res.Hooks = []hooks.Hook{c.h}
@@ -92,12 +103,12 @@ func importCloudConfig(in Input) (*Result, hooks.Diagnostics) {
 var moduleHints = map[string]string{
 	"runcmd":              "make each command a step of a command hook (steps: [{run: [...]}]) with when: Once",
 	"bootcmd":             "make each command a step of a command hook with when: Always",
-	"packages":            "install packages in a command hook, or render hostprov's spec with --merge of your cloud-config",
-	"package_update":      "update packages in a command hook, or render hostprov's spec with --merge of your cloud-config",
-	"package_upgrade":     "upgrade packages in a command hook, or render hostprov's spec with --merge of your cloud-config",
-	"ssh_authorized_keys": "put the keys in a file on a hook, owned by the user, or keep them in your cloud-config and render with --merge",
-	"mounts":              "write mount units as hooks, or keep mounts in your cloud-config and render with --merge",
-	"hostname":            "write /etc/hostname as a file of a hook, or keep it in your cloud-config and render with --merge",
+	"packages":            "install packages in a command hook, or render the spec with --merge of the leftovers, which keep it",
+	"package_update":      "update packages in a command hook, or render the spec with --merge of the leftovers, which keep it",
+	"package_upgrade":     "upgrade packages in a command hook, or render the spec with --merge of the leftovers, which keep it",
+	"ssh_authorized_keys": "put the keys in a file on a hook, owned by the user, or render the spec with --merge of the leftovers, which keep them",
+	"mounts":              "write mount units as hooks, or render the spec with --merge of the leftovers, which keep them",
+	"hostname":            "write /etc/hostname as a file of a hook, or render the spec with --merge of the leftovers, which keep it",
 }
 
 func yamlErrPos(file string, err error) hooks.Position {
@@ -134,6 +145,9 @@ func (c *ccImporter) scalar(n *yaml.Node, path string) (string, bool) {
 
 func (c *ccImporter) writeFiles(v *yaml.Node) {
 	c.entries(v, "write_files", "file", func(i int, item *yaml.Node, p string) {
+		// What a spec cannot say of a file takes the whole entry to the
+		// leftovers: a merge takes an entry of a path whole.
+		entry := restPath{"write_files", i}
 		if item.Kind != yaml.MappingNode {
 			c.fail(item, p, "a write_files entry must be a mapping, not "+yamlnode.KindName(item), "write it as {path: ..., content: ...}")
 			return
@@ -143,6 +157,10 @@ func (c *ccImporter) writeFiles(v *yaml.Node) {
 			f.Path = v.Value // for messages about fields before it
 		}
 		var content, encoding string
+		// binary is content given as YAML's !!binary: base64 of the
+		// bytes, which cloud-init's YAML reading decodes before the
+		// encoding is applied.
+		binary := false
 		ok := true
 		for j := 0; j+1 < len(item.Content); j += 2 {
 			k, val := item.Content[j], item.Content[j+1]
@@ -152,6 +170,7 @@ func (c *ccImporter) writeFiles(v *yaml.Node) {
 				f.Path, ok = c.scalar(val, fp)
 			case "content":
 				content, ok = c.scalar(val, fp)
+				binary = val.ShortTag() == "!!binary"
 			case "encoding":
 				encoding, ok = c.scalar(val, fp)
 			case "permissions":
@@ -190,7 +209,7 @@ func (c *ccImporter) writeFiles(v *yaml.Node) {
 				user, group, _ := strings.Cut(s, ":")
 				for _, o := range []string{user, group} {
 					if problem := hooks.OwnerProblem(o); o != "" && problem != "" {
-						c.warn(val, p, fmt.Sprintf("kept out: %s: the owner %q is not one a hook spec can name: %s", f.Path, o, problem),
+						c.move(val, p, entry, fmt.Sprintf("%s: the owner %q is not one a hook spec can name: %s", f.Path, o, problem),
 							"rename the account, or give its numeric id")
 						return
 					}
@@ -205,17 +224,18 @@ func (c *ccImporter) writeFiles(v *yaml.Node) {
 				// hostprov writes a file after the users it needs exist.
 			case "append":
 				if val.Value == "true" {
-					c.warn(k, p, "kept out: "+f.Path+": append adds to a file, and a hostprov file is the whole file",
+					c.move(k, p, entry, f.Path+": append adds to a file, and a hostprov file is the whole file",
 						"write the whole file as the hook's file, or append in a command hook")
 					return
 				}
 			case "source":
-				c.warn(k, p, "kept out: "+f.Path+": a file from a source URL, which cloud-init fetches without a hash and a hostprov file from a source needs one",
+				c.move(k, p, entry, f.Path+": a file from a source URL, which cloud-init fetches without a hash and a hostprov file from a source needs one",
 					"give the file as a hook's file with source: and verification: {hash: sha512-HEX}")
 				return
 			default:
-				c.warn(k, fp, "kept out: "+k.Value+" of a write_files entry has no hostprov equivalent",
+				c.move(k, p, entry, f.Path+": "+k.Value+" of a write_files entry has no hostprov equivalent",
 					"the fields of a hostprov file are path, contents, local, source, verification, mode, user, group and overwrite")
+				return
 			}
 			if !ok {
 				return
@@ -226,10 +246,18 @@ func (c *ccImporter) writeFiles(v *yaml.Node) {
 			return
 		}
 		data := []byte(content)
+		if binary {
+			b, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(content), ""))
+			if err != nil {
+				c.fail(item, p+".content", "the !!binary content is not base64: "+err.Error(), "fix the content")
+				return
+			}
+			data = b
+		}
 		switch strings.ToLower(encoding) {
 		case "", "text/plain":
 		case "b64", "base64":
-			b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(content))
+			b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(data)))
 			if err != nil {
 				c.fail(item, p+".content", "the content is not base64: "+err.Error(), "fix the content, or its encoding")
 				return
@@ -237,7 +265,7 @@ func (c *ccImporter) writeFiles(v *yaml.Node) {
 			data = b
 		case "gz", "gzip", "gz+b64", "gz+base64", "gzip+b64", "gzip+base64":
 			if strings.Contains(encoding, "b") {
-				b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(content))
+				b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(data)))
 				if err != nil {
 					c.fail(item, p+".content", "the content is not base64: "+err.Error(), "fix the content, or its encoding")
 					return
@@ -257,8 +285,14 @@ func (c *ccImporter) writeFiles(v *yaml.Node) {
 			return
 		}
 		if !utf8.Valid(data) {
-			c.warn(item, p, "kept out: "+f.Path+": the contents are not UTF-8 text, which a hook spec's contents: cannot carry",
-				"put the file next to the spec and name it with local:")
+			if name := c.locals.add(f.Path, data); name != "" {
+				f.Local = name
+				c.h.Files = append(c.h.Files, f)
+				c.origins.files = append(c.origins.files, c.origin(item, p))
+				return
+			}
+			c.move(item, p, entry, f.Path+": the contents are not UTF-8 text, which a hook spec's contents: cannot carry, and the spec goes to no directory for a local: file to be beside it",
+				"import with -o FILE: such contents go beside it as local: files")
 			return
 		}
 		s := string(data)
@@ -274,14 +308,12 @@ var ccUserHints = map[string]string{
 	"plain_text_passwd": "hostprov writes no clear-text password: make a hash with mkpasswd -m yescrypt or openssl passwd -6, and give it as hashed_passwd",
 	"sudo":              "write a file under /etc/sudoers.d on the hook",
 	"lock_passwd":       "hostprov's outputs lock a user's password unless the user has a passwordHash: give the hash as hashed_passwd",
-	"primary_group":     "systemd-sysusers gives every user a group of its name; add the user to the group with groups:",
 	"gecos":             "the comment of an account is not kept; set it with a command hook (usermod -c)",
-	"no_create_home":    "cloud-init makes no home for a system user: make the user system: true if it is one (the Ignition output makes a home all the same, and apply makes none)",
 }
 
 // ccUserDefaults are cloud-init user fields at the value every output
 // gives them anyway, which lose nothing when left out.
-var ccUserDefaults = map[string]bool{"no_create_home": false, "lock_passwd": true}
+var ccUserDefaults = map[string]bool{"lock_passwd": true}
 
 // yaml11Bool is a boolean as cloud-init's YAML (1.1) reads it.
 func yaml11Bool(n *yaml.Node) (v, ok bool) {
@@ -299,8 +331,9 @@ func yaml11Bool(n *yaml.Node) (v, ok bool) {
 
 func (c *ccImporter) users(v *yaml.Node) {
 	c.entries(v, "users", "user", func(i int, item *yaml.Node, p string) {
+		entry := restPath{"users", i}
 		if item.Kind == yaml.ScalarNode {
-			c.warn(item, p, fmt.Sprintf("kept out: the user %q: cloud-init's distribution default user has no hostprov equivalent", item.Value),
+			c.move(item, p, entry, fmt.Sprintf("the user %q: cloud-init's distribution default user has no hostprov equivalent", item.Value),
 				"name the user in full, as {name: ...}, to create it")
 			return
 		}
@@ -337,14 +370,22 @@ func (c *ccImporter) users(v *yaml.Node) {
 				u.Home, _ = c.scalar(val, fp)
 			case "shell":
 				u.Shell, _ = c.scalar(val, fp)
+			case "primary_group":
+				u.PrimaryGroup, _ = c.scalar(val, fp)
+			case "no_create_home":
+				if b, ok := yaml11Bool(val); ok {
+					u.NoCreateHome = b
+				} else {
+					c.move(k, fp, append(entry, k.Value), "no_create_home of the user "+u.Name+" is not a boolean", "write no_create_home: true or false")
+				}
 			case "ssh_authorized_keys":
 				if val.Kind != yaml.SequenceNode {
-					c.warn(val, fp, "kept out: ssh_authorized_keys of the user "+u.Name+" is not a list", "write it as a list of keys")
+					c.move(val, fp, append(entry, k.Value), "ssh_authorized_keys of the user "+u.Name+" is not a list", "write it as a list of keys")
 					continue
 				}
 				for ki, key := range val.Content {
 					if problem := hooks.AuthorizedKeyProblem(key.Value); key.Kind != yaml.ScalarNode || problem != "" {
-						c.warn(key, fmt.Sprintf("%s[%d]", fp, ki), "kept out: a key of the user "+u.Name+": "+problem, "give the line of the key's .pub file")
+						c.move(key, fmt.Sprintf("%s[%d]", fp, ki), append(entry, k.Value, ki), "a key of the user "+u.Name+": "+problem, "give the line of the key's .pub file")
 						continue
 					}
 					u.SSHAuthorizedKeys = append(u.SSHAuthorizedKeys, key.Value)
@@ -356,7 +397,7 @@ func (c *ccImporter) users(v *yaml.Node) {
 					continue
 				}
 				if problem := hooks.PasswordHashProblem(s); problem != "" {
-					c.warn(val, fp, "kept out: the password of the user "+u.Name+": "+problem,
+					c.move(val, fp, append(entry, k.Value), "the password of the user "+u.Name+": "+problem,
 						"make a hash with mkpasswd -m yescrypt or openssl passwd -6, and give it as hashed_passwd")
 					continue
 				}
@@ -389,13 +430,13 @@ func (c *ccImporter) users(v *yaml.Node) {
 				}
 				hint := ccUserHints[k.Value]
 				if hint == "" {
-					hint = "a hostprov user has name, uid, system, home, shell, groups, sshAuthorizedKeys and passwordHash"
+					hint = "a hostprov user has name, uid, system, home, shell, groups, sshAuthorizedKeys, passwordHash, primaryGroup and noCreateHome"
 				}
-				c.warn(k, fp, "kept out: "+k.Value+" of the user "+u.Name+" has no hostprov equivalent", hint)
+				c.move(k, fp, append(entry, k.Value), k.Value+" of the user "+u.Name+" has no hostprov equivalent", hint)
 			}
 		}
 		if problem := hooks.AccountNameProblem(u.Name); problem != "" {
-			c.warn(item, p+".name", fmt.Sprintf("kept out: the user name %q is not one systemd-sysusers accepts: %s", u.Name, problem),
+			c.move(item, p+".name", entry, fmt.Sprintf("the user name %q is not one systemd-sysusers accepts: %s", u.Name, problem),
 				"rename the user: a letter or _ first, then letters, digits, _ or -")
 			return
 		}
@@ -416,7 +457,7 @@ func (c *ccImporter) groups(v *yaml.Node) {
 			for j := 0; j+1 < len(item.Content); j += 2 {
 				names = append(names, item.Content[j])
 				if m := item.Content[j+1]; !isNullNode(m) {
-					c.warn(m, p+"."+item.Content[j].Value, "kept out: the members of the group "+item.Content[j].Value+": a hostprov group has no members list",
+					c.move(m, p+"."+item.Content[j].Value, restPath{"groups", i}, "the members of the group "+item.Content[j].Value+": a hostprov group has no members list",
 						"give each member groups: ["+item.Content[j].Value+"] in its user entry")
 				}
 			}
@@ -426,7 +467,7 @@ func (c *ccImporter) groups(v *yaml.Node) {
 		}
 		for _, n := range names {
 			if problem := hooks.AccountNameProblem(n.Value); problem != "" {
-				c.warn(n, p, fmt.Sprintf("kept out: the group name %q is not one systemd-sysusers accepts: %s", n.Value, problem),
+				c.move(n, p, restPath{"groups", i}, fmt.Sprintf("the group name %q is not one systemd-sysusers accepts: %s", n.Value, problem),
 					"rename the group: a letter or _ first, then letters, digits, _ or -")
 				continue
 			}
@@ -434,4 +475,34 @@ func (c *ccImporter) groups(v *yaml.Node) {
 			c.origins.groups = append(c.origins.groups, c.origin(n, p))
 		}
 	})
+}
+
+// cloudConfigRest writes the marked parts of a cloud-config (root, its
+// mapping) as a cloud-config; nil when nothing is marked.
+func cloudConfigRest(root *yaml.Node, ms marks) ([]byte, error) {
+	if len(ms) == 0 || root == nil {
+		return nil, nil
+	}
+	n := projectYAML(root, ms, false)
+	if n == nil {
+		return nil, nil
+	}
+	// The input's own #cloud-config line is a comment of its first key,
+	// which may be among the leftovers: the header is written once.
+	if len(n.Content) > 0 {
+		k := *n.Content[0]
+		k.HeadComment = strings.TrimPrefix(strings.TrimPrefix(k.HeadComment, "#cloud-config"), "\n")
+		n.Content[0] = &k
+	}
+	var buf bytes.Buffer
+	buf.WriteString("#cloud-config\n")
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(n); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }

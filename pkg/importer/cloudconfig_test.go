@@ -1,16 +1,23 @@
 package importer_test
 
 import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"gopkg.in/yaml.v3"
 
+	"github.com/hostprov/hostprov/internal/corpus"
 	"github.com/hostprov/hostprov/internal/sdtool"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/importer"
@@ -55,65 +62,149 @@ type ccData struct {
 	Groups []string                  `json:"groups"`
 }
 
-// TestCloudConfigRoundTrip: a cloud-config imported and rendered with
-// --format cloud-init writes, as cloud-init itself reads both, the same
-// files (bytes, mode, owner), users (system, homedir, shell, groups) and
-// group names as the original, less the write_files entries import warned
-// it kept out.
+// pyCloudConfig reads cloud-configs (a JSON list of their texts on stdin)
+// with cloud-init's own YAML loading and write_files decoding, and prints
+// each as the data cloud-init acts on: write_files by path (bytes as
+// base64, the mode decode_perms gives, owner, and the entry's other
+// fields), users by name (the distribution's default user as "default";
+// groups as a list; lock_passwd, true unless false, only with a hash),
+// groups by name with their members, and every other module as it is.
+const pyCloudConfig = `
+import base64, json, sys, yaml
+from cloudinit.config import cc_write_files as w
+out = []
+for text in json.load(sys.stdin):
+    doc = yaml.safe_load(text) or {}
+    files = {}
+    for f in doc.pop("write_files", None) or []:
+        data = w.extract_contents(f.get("content", ""), w.canonicalize_extraction(f.get("encoding")))
+        if isinstance(data, str):
+            data = data.encode()
+        e = {k: v for k, v in f.items() if k not in ("path", "content", "encoding", "permissions", "owner")}
+        e.update({"bytes": base64.b64encode(data).decode(), "mode": w.decode_perms(f.get("permissions"), 0o644),
+                  "owner": f.get("owner", "root:root"), "append": bool(f.get("append", False)), "defer": bool(f.get("defer", False))})
+        files[f["path"]] = e
+    users = {}
+    for u in doc.pop("users", None) or []:
+        if not isinstance(u, dict):
+            users[str(u)] = {}
+            continue
+        u = dict(u)
+        g = u.get("groups") or []
+        if isinstance(g, str):
+            g = [x.strip() for x in g.split(",") if x.strip()]
+        u["groups"] = g
+        if not (u.get("hashed_passwd") or u.get("passwd")):
+            u.pop("lock_passwd", None)
+        elif "lock_passwd" not in u:
+            u["lock_passwd"] = True
+        users[u.pop("name")] = u
+    groups = {}
+    for g in doc.pop("groups", None) or []:
+        for name, members in (g.items() if isinstance(g, dict) else [(g, [])]):
+            if isinstance(members, str):
+                members = [members]
+            groups[name] = sorted(set(groups.get(name, []) + list(members or [])))
+    out.append({"files": files, "users": users, "groups": groups, "other": doc})
+json.dump(out, sys.stdout, default=str)
+`
+
+// TestCloudConfigRoundTrip: a cloud-config imported, then rendered with
+// --format cloud-init and its leftovers merged (render --merge REST), is
+// the original as cloud-init reads both (pyCloudConfig): the project's
+// own (its input golden, and every cloud-config render's goldens hold),
+// and every cloud-config of the shared corpus that import takes. The
+// one addition hostprov makes is the distribution's default user, which
+// its users: keeps. What cloud-init's schema check accepts of the
+// original it accepts of the round trip. A corpus file import refuses
+// must be refused with an error at a place in it.
 func TestCloudConfigRoundTrip(t *testing.T) {
 	py := sdtool.CloudInitPython(t)
-	name := "web.cloud-config.yaml"
-	data, err := os.ReadFile(filepath.Join("testdata", "in", name))
-	if err != nil {
+	inputs := []string{filepath.Join("testdata", "in", "web.cloud-config.yaml")}
+	shared, _ := filepath.Glob(filepath.Join(corpus.Path("cloudinit"), "*"))
+	inputs = append(inputs, shared...)
+	// The project's own: what render writes for cloud-init.
+	own, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "golden", "*.cloud-init.yml"))
+	own2, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "golden", "*", "*.cloud-init.yml"))
+	inputs = append(append(inputs, own...), own2...)
+	var compared, rest, refused, valid int
+	for _, file := range inputs {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := corpus.Strip(data)
+			if bytes.HasPrefix(data, []byte("#cloud-config")) && !bytes.HasPrefix(body, []byte("#cloud-config")) {
+				body = append([]byte("#cloud-config\n"), body...)
+			}
+			res, diags := importer.Import(importer.Input{Name: filepath.Base(file), Data: body, Locals: true})
+			if res == nil {
+				if !diags.HasErrors(false) || diags[0].Pos.Line == 0 {
+					t.Fatalf("refused without an error at a line:\n%s", diags.Error())
+				}
+				refused++
+				return
+			}
+			if res.Format != importer.FormatCloudConfig {
+				t.Skipf("a %s config, not a cloud-config", res.Format)
+			}
+			r, bad := render.BuildAllLocals(res.Name+".yaml", res.Spec, res.Locals)
+			if bad.HasErrors(false) {
+				t.Fatal(bad.Error())
+			}
+			var merge []render.MergeFile
+			if res.Rest != nil {
+				merge = append(merge, render.MergeFile{Name: "leftovers", Data: res.Rest})
+				rest++
+			}
+			out, mdiags, err := render.MergeCloudInit(r.Units, render.CloudInitOptions{Storage: r.Storage}, merge)
+			if err != nil || mdiags.HasErrors(false) {
+				t.Fatalf("render --merge of the leftovers: %v\n%s\nleftovers:\n%s", err, mdiags.Error(), res.Rest)
+			}
+			in, _ := json.Marshal([]string{string(body), string(out)})
+			var both []map[string]any
+			if err := json.Unmarshal(sdtool.RunPython(t, py, pyCloudConfig, in), &both); err != nil {
+				t.Fatal(err)
+			}
+			want, got := both[0], both[1]
+			if users, _ := got["users"].(map[string]any); users != nil {
+				if _, ok := want["users"].(map[string]any)["default"]; !ok {
+					delete(users, "default")
+				}
+			}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("import, render --merge of the leftovers differs from the original as cloud-init reads both (-original +rendered):\n%s\nrendered:\n%s\nleftovers:\n%s", d, out, res.Rest)
+			}
+			compared++
+			// What cloud-init's schema accepts of the original, it
+			// accepts of the round trip.
+			if schemaValid(t, body) {
+				valid++
+				if !schemaValid(t, out) {
+					t.Errorf("cloud-init schema accepts the original, but not the round trip:\n%s", out)
+				}
+			}
+		})
+	}
+	t.Logf("%d cloud-configs round-tripped, %d of them with leftovers, %d of them valid to cloud-init's schema and so the round trip; %d refused with an error at a line",
+		compared, rest, valid, refused)
+}
+
+// schemaValid reports whether cloud-init's own schema check (cloud-init
+// schema -c) accepts a cloud-config.
+func schemaValid(t *testing.T, doc []byte) bool {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "user-data")
+	if err := os.WriteFile(file, doc, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res, diags := importer.Import(importer.Input{Name: name, Data: data})
-	if res == nil {
-		t.Fatal(diags.Error())
-	}
-	r, bad := render.BuildAll(res.Name+".yaml", res.Spec)
-	if bad.HasErrors(false) {
-		t.Fatal(bad.Error())
-	}
-	out, err := render.CloudInit(r.Units, render.CloudInitOptions{Storage: r.Storage})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, _ := json.Marshal([]string{string(data), string(out)})
-	var both []ccData
-	if err := json.Unmarshal(sdtool.RunPython(t, py, pyFiles, in), &both); err != nil {
-		t.Fatal(err)
-	}
-	want, got := both[0], both[1]
-	// Take out of the original what import kept out, by the entry the
-	// warning names.
-	var doc struct {
-		WriteFiles []struct {
-			Path string `json:"path"`
-		} `json:"write_files"`
-	}
-	if err := jsonOfYAML(data, &doc); err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range diags {
-		if d.Severity != hooks.Warning || !strings.HasPrefix(d.Message, "kept out: ") {
-			continue
-		}
-		// A user's field hostprov lacks is not among those compared, nor
-		// is a group's members list; the default user is no mapping.
-		if p := splitPath(d.Path); len(p) == 2 && p[0] == "write_files" {
-			delete(want.Files, doc.WriteFiles[p[1].(int)].Path)
-		}
-	}
-	if d := cmp.Diff(want.Files, got.Files); d != "" {
-		t.Errorf("files differ (-original +rendered):\n%s\n%s", d, out)
-	}
-	if d := cmp.Diff(want.Users, got.Users); d != "" {
-		t.Errorf("users differ (-original +rendered):\n%s\n%s", d, out)
-	}
-	if d := cmp.Diff(want.Groups, got.Groups); d != "" {
-		t.Errorf("groups differ (-original +rendered):\n%s\n%s", d, out)
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "cloud-init", "schema", "-c", file)
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"}
+	out, err := cmd.CombinedOutput()
+	return err == nil && strings.HasPrefix(string(out), "Valid cloud-config")
 }
 
 // jsonOfYAML decodes YAML into v through JSON.
@@ -181,5 +272,34 @@ func TestCloudConfigIntegerPermissions(t *testing.T) {
 	}
 	if kept["/etc/int"] != 0o600 || kept["/etc/decimal"] != 0o600 {
 		t.Errorf("modes kept: %v", kept)
+	}
+}
+
+// TestCloudConfigBinaryContent: content given as YAML's !!binary is the
+// bytes its base64 says, which an encoding (gzip) then applies to, as
+// cloud-init's own YAML reading and write_files decoding have it.
+func TestCloudConfigBinaryContent(t *testing.T) {
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write([]byte("#!/bin/sh\necho hello\n"))
+	zw.Close()
+	b64 := base64.StdEncoding.EncodeToString(z.Bytes())
+	plain := base64.StdEncoding.EncodeToString([]byte("plain\n"))
+	data := "#cloud-config\nwrite_files:\n" +
+		"  - path: /usr/bin/hello\n    encoding: gzip\n    content: !!binary |\n      " + b64 + "\n" +
+		"  - path: /etc/plain\n    content: !!binary |\n      " + plain + "\n"
+	res, diags := importer.Import(importer.Input{Name: "bin.cfg", Data: []byte(data)})
+	if res == nil {
+		t.Fatal(diags.Error())
+	}
+	got := map[string]string{}
+	for _, f := range res.Hooks[0].Files {
+		if f.Contents != nil {
+			got[f.Path] = *f.Contents
+		}
+	}
+	want := map[string]string{"/usr/bin/hello": "#!/bin/sh\necho hello\n", "/etc/plain": "plain\n"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("contents (-want +got):\n%s", d)
 	}
 }

@@ -22,7 +22,8 @@ var goldenInputs = []string{"metrics.bu", "app.ign", "web.cloud-config.yaml", "c
 // and the warnings with testdata/golden/NAME.yaml and NAME.warnings. The
 // Butane and Ignition ones also go round: imported and rendered to
 // Ignition of their version, they give the config (for Butane, as Butane
-// translates it) less what the warnings say was kept out or changed.
+// translates it), the leftovers merged, less what the warnings say was
+// changed.
 func TestGoldens(t *testing.T) {
 	for _, name := range goldenInputs {
 		t.Run(name, func(t *testing.T) {
@@ -34,7 +35,9 @@ func TestGoldens(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			in := importer.Input{Name: name, Data: data, Dir: dir}
+			// As import -o FILE: contents that are not text go beside
+			// the spec as local: files.
+			in := importer.Input{Name: name, Data: data, Dir: dir, Locals: true}
 			res, diags := importer.Import(in)
 			if res == nil {
 				t.Fatalf("import refused the config:\n%s", diags.Error())
@@ -45,6 +48,9 @@ func TestGoldens(t *testing.T) {
 				warnings.WriteString(d.String() + "\n")
 			}
 			golden.Check(t, filepath.Join("testdata", "golden", name+".warnings"), []byte(warnings.String()))
+			if res.Format != importer.FormatKops {
+				golden.Check(t, filepath.Join("testdata", "golden", name+".rest"), res.Rest)
+			}
 
 			var original []byte
 			switch res.Format {

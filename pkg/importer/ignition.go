@@ -116,6 +116,7 @@ func importButane(in Input) (*Result, hooks.Diagnostics) {
 	res, d := importIgnition(in, out, in.Data, aheadOf)
 	if res != nil {
 		res.Format = FormatButane
+		res.butaneVariant, res.butaneVersion = head.Variant, head.Version
 	}
 	return res, append(diags, d...)
 }
@@ -222,7 +223,7 @@ func importIgnition(in Input, raw, butaneSrc []byte, aheadOf string) (*Result, h
 	if butaneSrc != nil {
 		loc = newLocator(file, butaneSrc, true, generic)
 	}
-	im := &ignImporter{loc: loc}
+	im := &ignImporter{loc: loc, locals: newLocalFiles(in)}
 	im.keptOut(generic)
 	im.units(c.Systemd.Units)
 	im.storage(c)
@@ -243,6 +244,7 @@ func importIgnition(in Input, raw, butaneSrc []byte, aheadOf string) (*Result, h
 			Hint:    "render it with --ignition-version " + newestWritten + ", which a machine whose Ignition reads " + strings.TrimSuffix(version, "-experimental") + " reads too"})
 	}
 	res.Hooks, res.origins = im.hooks, im.origins
+	res.generic, res.rest, res.Locals = generic, im.rest, im.locals.files
 	if im.storageHook.HasStorage() {
 		im.storageHook.Name = StorageHook(in.setName, im.hooks)
 		res.Hooks = append([]hooks.Hook{im.storageHook}, im.hooks...)
@@ -318,6 +320,10 @@ type ignImporter struct {
 	// origins are those of hooks, and storageOrigins those of storageHook.
 	origins        []hookOrigins
 	storageOrigins hookOrigins
+	// rest are the parts of the config that go to the leftovers.
+	rest marks
+	// locals are the contents that go beside the spec.
+	locals *localFiles
 }
 
 // origin is the origin of the part of the config at p.
@@ -329,11 +335,19 @@ func (im *ignImporter) warn(p []any, msg, hint string) {
 	im.diags = append(im.diags, warn(im.loc.at(p...), jsonPath(p), msg, hint))
 }
 
-// drop warns that the whole entry at path entry is kept out, for what
-// its field at entry+field says.
+// move puts the part at p into the leftovers, with a warning that says
+// why.
+func (im *ignImporter) move(p []any, msg, hint string) {
+	im.rest.add(p...)
+	im.warn(p, Leftovers+msg, hint)
+}
+
+// drop puts the whole entry at path entry into the leftovers, with a
+// warning at its field at entry+field, which says why.
 func (im *ignImporter) drop(entry []any, field []any, msg, hint string) {
 	at := append(append([]any(nil), entry...), field...)
-	im.diags = append(im.diags, warn(im.loc.at(at...), jsonPath(entry), "kept out: "+msg, hint))
+	im.rest.add(entry...)
+	im.diags = append(im.diags, warn(im.loc.at(at...), jsonPath(entry), Leftovers+msg, hint))
 }
 
 func jsonPath(p []any) string { return vreport.Join(p) }
@@ -345,16 +359,16 @@ var keptOutHints = []struct {
 	what string
 	hint string
 }{
-	{[]string{"ignition", "config", "merge"}, "a config that Ignition fetches and merges at boot", "import that config on its own, or render hostprov's spec with --merge FILE"},
+	{[]string{"ignition", "config", "merge"}, "a config that Ignition fetches and merges at boot", "render the spec with --merge of the leftovers, which keep the reference; or import that config on its own"},
 	{[]string{"ignition", "config", "replace"}, "a config that Ignition uses instead of this one", "import that config instead"},
 	{[]string{"ignition", "proxy"}, "Ignition's proxy for fetching", "hostprov fetches a file's source itself; set the proxy in the environment of apply"},
 	{[]string{"ignition", "security"}, "Ignition's TLS settings for fetching", "hostprov fetches with the system's certificate authorities"},
 	{[]string{"ignition", "timeouts"}, "Ignition's fetch timeouts", "hostprov's apply has a fetch timeout of its own"},
-	{[]string{"kernelArguments"}, "the kernel arguments", "kernel arguments are not a hook's business: keep them in a Butane or Ignition config and render hostprov's spec with --merge"},
-	{[]string{"storage", "disks"}, "a disk (partitions)", "partition with a Butane or Ignition config of your own, merged with render --merge"},
-	{[]string{"storage", "filesystems"}, "a file system", "create file systems with a Butane or Ignition config of your own, merged with render --merge; a mount unit for it is imported as a hook"},
-	{[]string{"storage", "raid"}, "a RAID array", "create arrays with a Butane or Ignition config of your own, merged with render --merge"},
-	{[]string{"storage", "luks"}, "a LUKS volume", "create encrypted volumes with a Butane or Ignition config of your own, merged with render --merge"},
+	{[]string{"kernelArguments"}, "the kernel arguments", "kernel arguments are not a hook's business: render the spec with --merge of the leftovers, which keep them"},
+	{[]string{"storage", "disks"}, "a disk (partitions)", "render the spec with --merge of the leftovers, which keep it"},
+	{[]string{"storage", "filesystems"}, "a file system", "render the spec with --merge of the leftovers, which keep it; a mount unit for it is imported as a hook"},
+	{[]string{"storage", "raid"}, "a RAID array", "render the spec with --merge of the leftovers, which keep it"},
+	{[]string{"storage", "luks"}, "a LUKS volume", "render the spec with --merge of the leftovers, which keep it"},
 }
 
 // keptOut warns about every part of the config (pruned generic JSON)
@@ -376,11 +390,11 @@ func (im *ignImporter) keptOut(cfg any) {
 		}
 		if l, ok := v.([]any); ok {
 			for i := range l {
-				im.warn(append(append([]any(nil), p...), i), "kept out: "+k.what+", which hostprov has no equivalent of", k.hint)
+				im.move(append(append([]any(nil), p...), i), k.what+", which hostprov has no equivalent of", k.hint)
 			}
 			continue
 		}
-		im.warn(p, "kept out: "+k.what+", which hostprov has no equivalent of", k.hint)
+		im.move(p, k.what+", which hostprov has no equivalent of", k.hint)
 	}
 }
 
@@ -396,7 +410,7 @@ func (im *ignImporter) units(us []types.Unit) {
 		if mask {
 			h.Mask = true
 			if u.Contents != nil {
-				im.warn(append(p, "contents"), "kept out: the contents of a masked unit",
+				im.move(append(p, "contents"), "the contents of a masked unit",
 					"a masked unit is linked to /dev/null and its file is never read; unmask it to have its contents")
 			}
 			if u.Enabled != nil {
@@ -431,7 +445,7 @@ func (im *ignImporter) units(us []types.Unit) {
 				im.warn(append(p, "name"), "the config neither enables nor disables "+u.Name+", which Ignition leaves to the system's presets; imported with enabled: false",
 					"set enabled: true on the hook if the unit is to start at boot")
 			case u.Enabled != nil && *u.Enabled && !install:
-				im.warn(append(p, "enabled"), u.Name+" is enabled but has no [Install] section with entries, so enabling it does nothing; hostprov does not tell Ignition to enable it",
+				im.move(append(p, "enabled"), u.Name+" is enabled but has no [Install] section with entries, so enabling it does nothing; hostprov does not tell Ignition to enable it",
 					"add an [Install] section (for example WantedBy=multi-user.target), or remove enabled: true")
 			case u.Enabled != nil && !*u.Enabled:
 				h.Enabled = u.Enabled
@@ -442,7 +456,7 @@ func (im *ignImporter) units(us []types.Unit) {
 		for j, d := range u.Dropins {
 			dp := append(append([]any(nil), p...), "dropins", j)
 			if d.Contents == nil {
-				im.warn(dp, "kept out: the drop-in "+d.Name+" has no contents",
+				im.move(dp, "the drop-in "+d.Name+" has no contents",
 					"give the drop-in its contents, or remove it")
 				continue
 			}
@@ -460,7 +474,7 @@ func (im *ignImporter) units(us []types.Unit) {
 			o.dropins = append(o.dropins, im.origin(dp))
 		}
 		if !h.Mask && !h.UseRawManifest && len(h.Dropins) == 0 && h.Enabled == nil {
-			im.warn(p, "kept out: the unit "+u.Name+" has nothing hostprov can say: no contents, drop-ins, enabled or mask",
+			im.move(p, "the unit "+u.Name+" has nothing hostprov can say: no contents, drop-ins, enabled or mask",
 				"remove the unit, or say what Ignition is to do with it")
 			continue
 		}
@@ -533,8 +547,11 @@ func (im *ignImporter) storage(c types.Config) {
 	for i, d := range c.Storage.Directories {
 		p := []any{"storage", "directories", i}
 		if d.Overwrite != nil && *d.Overwrite {
-			im.warn(append(p, "overwrite"), d.Path+": overwrite of a directory (replace what is at the path) has no hostprov equivalent; imported without it",
+			// A merge takes an entry of a path whole: the directory goes
+			// with its overwrite.
+			im.drop(p, []any{"overwrite"}, d.Path+": overwrite of a directory (replace what is at the path) has no hostprov equivalent",
 				"remove what is at the path with a command hook, if it must go")
+			continue
 		}
 		hd := hooks.Directory{Path: d.Path, Mode: modePtr(d.Mode), User: owner(d.User), Group: groupOwner(d.Group)}
 		if !im.ownersOK(p, d.Path, hd.User, hd.Group) {
@@ -546,20 +563,15 @@ func (im *ignImporter) storage(c types.Config) {
 	for i, l := range c.Storage.Links {
 		p := []any{"storage", "links", i}
 		if l.Target == nil {
-			im.warn(p, "kept out: the link "+l.Path+" has no target", "give the link its target")
+			im.move(p, "the link "+l.Path+" has no target", "give the link its target")
 			continue
 		}
-		for field, set := range map[string]bool{"user": owner(l.User) != "", "group": groupOwner(l.Group) != ""} {
-			if set {
-				im.warn(append(p, field), l.Path+": the "+field+" of a link has no hostprov equivalent; imported without it",
-					"a link is owned by root; nothing reads its owner but lchown")
-			}
+		hl := hooks.Link{Path: l.Path, Target: *l.Target, Hard: l.Hard != nil && *l.Hard, User: owner(l.User), Group: groupOwner(l.Group),
+			Overwrite: l.Overwrite != nil && *l.Overwrite}
+		if !im.ownersOK(p, l.Path, hl.User, hl.Group) {
+			continue
 		}
-		if l.Overwrite != nil && *l.Overwrite {
-			im.warn(append(p, "overwrite"), l.Path+": overwrite of a link has no hostprov equivalent; imported without it",
-				"remove what is at the path with a command hook, if it must go")
-		}
-		h.Links = append(h.Links, hooks.Link{Path: l.Path, Target: *l.Target, Hard: l.Hard != nil && *l.Hard})
+		h.Links = append(h.Links, hl)
 		im.storageOrigins.links = append(im.storageOrigins.links, im.origin(p))
 	}
 }
@@ -634,7 +646,12 @@ func (im *ignImporter) contents(f *hooks.File, r types.Resource, entry []any) bo
 		}
 	}
 	if !utf8.Valid(data) {
-		return drop("source", "the contents are not UTF-8 text, which a hook spec's contents: cannot carry", "put the file next to the spec and name it with local:, or fetch it from a source with its hash")
+		if name := im.locals.add(f.Path, data); name != "" {
+			f.Local = name
+			return true
+		}
+		return drop("source", "the contents are not UTF-8 text, which a hook spec's contents: cannot carry, and the spec goes to no directory for a local: file to be beside it",
+			"import with -o FILE: such contents go beside it as local: files")
 	}
 	s := string(data)
 	f.Contents = &s
@@ -681,7 +698,7 @@ func (im *ignImporter) passwd(pw types.Passwd) {
 		}
 		for k, key := range u.SSHAuthorizedKeys {
 			if problem := hooks.AuthorizedKeyProblem(string(key)); problem != "" {
-				im.warn(append(p, "sshAuthorizedKeys", k), "kept out: a key of the user "+u.Name+": "+problem,
+				im.move(append(p, "sshAuthorizedKeys", k), "a key of the user "+u.Name+": "+problem,
 					"give the line of the key's .pub file")
 				continue
 			}
@@ -689,32 +706,29 @@ func (im *ignImporter) passwd(pw types.Passwd) {
 		}
 		if u.PasswordHash != nil {
 			if problem := hooks.PasswordHashProblem(*u.PasswordHash); problem != "" {
-				im.warn(append(p, "passwordHash"), "kept out: the password of the user "+u.Name+": "+problem,
+				im.move(append(p, "passwordHash"), "the password of the user "+u.Name+": "+problem,
 					"make a hash with mkpasswd -m yescrypt or openssl passwd -6, and give it as passwordHash")
 			} else {
 				hu.PasswordHash = *u.PasswordHash
 			}
 		}
-		ownGroup := groups[u.Name]
-		switch {
-		case ownGroup && u.PrimaryGroup == nil:
+		if groups[u.Name] && u.PrimaryGroup == nil {
 			im.warn(p, "the config creates a group named as the user "+u.Name+": hostprov makes it the user's primary group (primaryGroup: "+u.Name+"), as useradd refuses to create a group of that name again",
 				"nothing to do; rename the group if it is meant to be another one")
-		case ownGroup && *u.PrimaryGroup == u.Name:
-			// What hostprov writes anyway.
-			u.PrimaryGroup = nil
 		}
+		if u.PrimaryGroup != nil {
+			hu.PrimaryGroup = *u.PrimaryGroup
+		}
+		hu.NoCreateHome = u.NoCreateHome != nil && *u.NoCreateHome
 		// The no* fields false are what every output does: only true
 		// is lost.
 		unsupported := map[string]bool{
-			"gecos":        u.Gecos != nil,
-			"noCreateHome": u.NoCreateHome != nil && *u.NoCreateHome,
-			"noLogInit":    u.NoLogInit != nil && *u.NoLogInit,
-			"noUserGroup":  u.NoUserGroup != nil && *u.NoUserGroup,
-			"primaryGroup": u.PrimaryGroup != nil,
+			"gecos":       u.Gecos != nil,
+			"noLogInit":   u.NoLogInit != nil && *u.NoLogInit,
+			"noUserGroup": u.NoUserGroup != nil && *u.NoUserGroup,
 		}
 		for _, k := range sortedTrue(unsupported) {
-			im.warn(append(p, k), "kept out: "+k+" of the user "+u.Name+": a hostprov user has name, uid, system, home, shell, groups, sshAuthorizedKeys and passwordHash",
+			im.move(append(p, k), k+" of the user "+u.Name+": a hostprov user has name, uid, system, home, shell, groups, sshAuthorizedKeys, passwordHash, primaryGroup and noCreateHome",
 				userHints[k])
 		}
 		h.Users = append(h.Users, hu)
@@ -738,7 +752,7 @@ func (im *ignImporter) passwd(pw types.Passwd) {
 			hg.GID = &id
 		}
 		if g.PasswordHash != nil {
-			im.warn(append(p, "passwordHash"), "kept out: passwordHash of the group "+g.Name+": a hostprov group has name, gid and system",
+			im.move(append(p, "passwordHash"), "passwordHash of the group "+g.Name+": a hostprov group has name, gid and system",
 				"set group passwords, if you need them, with a command hook")
 		}
 		h.Groups = append(h.Groups, hg)
@@ -747,11 +761,9 @@ func (im *ignImporter) passwd(pw types.Passwd) {
 }
 
 var userHints = map[string]string{
-	"gecos":        "the comment of an account is not kept; set it with a command hook (usermod -c) if it matters",
-	"noCreateHome": "Ignition makes a home for every user it creates, system users too (cloud-init none for a system: true user, apply none at all); remove it with a command hook if it must not exist",
-	"noLogInit":    "hostprov creates accounts with systemd-sysusers, which writes no lastlog",
-	"noUserGroup":  "systemd-sysusers gives every user a group of its name",
-	"primaryGroup": "systemd-sysusers gives every user a group of its name; add the user to the group with groups:",
+	"gecos":       "the comment of an account is not kept; set it with a command hook (usermod -c) if it matters",
+	"noLogInit":   "hostprov creates accounts with systemd-sysusers, which writes no lastlog",
+	"noUserGroup": "systemd-sysusers gives every user a group of its name",
 }
 
 func sortedTrue(m map[string]bool) []string {

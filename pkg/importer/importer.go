@@ -8,9 +8,11 @@
 // groups entries of one hook named after the config (see StorageHook).
 // Everything else (disks, partitions, file systems, RAID, kernel
 // arguments, cloud-init modules other than write_files, users and groups,
-// kops fields other than hooks and fileAssets, ...) is a warning at its
-// place in the input, with a hint, and is kept out of the spec. Input that
-// cannot be read is an error at its place, and there is no spec then.
+// ...) is a warning at its place in the input, with a hint, and goes to
+// the leftovers (Result.Rest, see rest.go), a config of the input's kind
+// that render --merge takes back; kops fields other than hooks and
+// fileAssets are warned about and stay kops's. Input that cannot be read
+// is an error at its place, and there is no spec then.
 package importer
 
 import (
@@ -46,6 +48,11 @@ type Input struct {
 	// Dir is where a Butane config's local: files are read from: the
 	// file's own directory.
 	Dir string
+	// Locals says that the spec will be written to a directory, beside
+	// which the contents it cannot hold as text (bytes that are not
+	// UTF-8) may go as local: files (Result.Locals). Without it they go
+	// to the leftovers.
+	Locals bool
 
 	// InstanceGroup and Role say, for kops manifests with several
 	// InstanceGroups, which machine's hooks to import, as render's
@@ -71,10 +78,29 @@ type Result struct {
 	Hooks []hooks.Hook
 	// Spec is the spec document, as hooks.Encode writes it.
 	Spec []byte
+	// Rest is the leftovers: what the spec cannot say, as a config of
+	// RestFormat (the input's own kind, see rest.go) that render --merge
+	// takes back; nil when the spec says everything. A Butane input's
+	// leftovers are an Ignition config when Butane would not give them
+	// back as they are (a warning says so).
+	Rest       []byte
+	RestFormat string
+	// Locals are the files the spec names with local:, by that name (a
+	// path relative to the spec's directory), to be written there: file
+	// contents that are not text (see Input.Locals).
+	Locals map[string][]byte
 
 	// origins are where each hook and its entries come from, index for
 	// index with Hooks.
 	origins []hookOrigins
+	// rest marks the parts of the input that go to the leftovers: of
+	// generic (an Ignition config as data, also a Butane config's
+	// translation) or of doc (a cloud-config).
+	rest    marks
+	generic any
+	doc     *yaml.Node
+	// butaneVariant and butaneVersion are a Butane input's.
+	butaneVariant, butaneVersion string
 }
 
 // displayName is the input's name in positions.
@@ -189,9 +215,10 @@ func Import(in Input) (*Result, hooks.Diagnostics) {
 	}
 	res.Name = in.setName
 	// What import writes must be a spec hostprov renders: it is checked
-	// as validate does. An entry hostprov's checks refuse is kept out,
-	// with a warning at its place in the input that says why, and the
-	// rest checked again; a problem import cannot place is an error.
+	// as validate does. An entry hostprov's checks refuse goes to the
+	// leftovers, with a warning at its place in the input that says why,
+	// and the rest is checked again; a problem import cannot place is an
+	// error.
 	var spec []byte
 	for {
 		var err error
@@ -200,7 +227,7 @@ func Import(in Input) (*Result, hooks.Diagnostics) {
 			return nil, append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: file},
 				Message: "cannot write the spec: " + err.Error()})
 		}
-		_, bad := render.BuildAll(res.Name+".yaml", spec)
+		_, bad := render.BuildAllLocals(res.Name+".yaml", spec, res.Locals)
 		if !bad.HasErrors(false) {
 			break
 		}
@@ -222,9 +249,52 @@ func Import(in Input) (*Result, hooks.Diagnostics) {
 		}
 		diags = append(diags, refused...)
 	}
-	diags.Sort()
 	res.Spec = spec
+	if d := res.leftovers(file); d != nil {
+		diags = append(diags, *d)
+		if d.Severity == hooks.Error {
+			diags.Sort()
+			return nil, diags
+		}
+	}
+	diags.Sort()
 	return res, diags
+}
+
+// leftovers writes res.Rest of the marked parts of the input, and says
+// so when they cannot be written as a config of the input's kind.
+func (res *Result) leftovers(file string) *hooks.Diagnostic {
+	if len(res.rest) == 0 {
+		return nil
+	}
+	switch res.Format {
+	case FormatIgnition, FormatButane:
+		b, err := ignitionRest(res.generic, res.rest, res.IgnitionVersion)
+		if err != nil {
+			return &hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: file},
+				Message: "cannot write the leftovers: " + err.Error(),
+				Hint:    "leave out of the input what the warnings say goes to the leftovers, and import it again"}
+		}
+		res.Rest, res.RestFormat = b, FormatIgnition
+		if res.Format == FormatButane && b != nil {
+			if bu, ok := butaneRest(b, res.butaneVariant, res.butaneVersion); ok {
+				res.Rest, res.RestFormat = bu, FormatButane
+			} else {
+				return &hooks.Diagnostic{Severity: hooks.Warning, Pos: hooks.Position{File: file},
+					Message: "the leftovers are written as an Ignition config: Butane does not translate them back as they are when written as a Butane config",
+					Hint:    "render --merge takes an Ignition config as well as a Butane one"}
+			}
+		}
+	case FormatCloudConfig:
+		b, err := cloudConfigRest(res.doc, res.rest)
+		if err != nil {
+			return &hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: file},
+				Message: "cannot write the leftovers: " + err.Error(),
+				Hint:    "leave out of the input what the warnings say goes to the leftovers, and import it again"}
+		}
+		res.Rest, res.RestFormat = b, FormatCloudConfig
+	}
+	return nil
 }
 
 // detect says what config data is, by its first bytes and its head. When

@@ -108,13 +108,13 @@ func importKops(in Input) (*Result, hooks.Diagnostics) {
 			}
 		}
 	}
-	k := &kopsImporter{file: in.Name, role: role, group: group}
+	k := &kopsImporter{file: in.Name, role: role, group: group, locals: newLocalFiles(in)}
 	k.docs(in.Data)
 	diags = append(diags, k.diags...)
 	if diags.HasErrors(false) {
 		return nil, diags
 	}
-	res := &Result{Format: FormatKops, Hooks: spec.Hooks, origins: make([]hookOrigins, len(spec.Hooks))}
+	res := &Result{Format: FormatKops, Hooks: spec.Hooks, origins: make([]hookOrigins, len(spec.Hooks)), Locals: k.locals.files}
 	if k.h.HasStorage() {
 		k.h.Name = StorageHook(in.setName, res.Hooks)
 		res.Hooks = append([]hooks.Hook{k.h}, res.Hooks...)
@@ -125,6 +125,8 @@ func importKops(in Input) (*Result, hooks.Diagnostics) {
 
 type kopsImporter struct {
 	file string
+	// locals are the contents that go beside the spec.
+	locals *localFiles
 	// role and group are the machine's role and InstanceGroup, when the
 	// manifests say.
 	role    kops.Role
@@ -251,12 +253,17 @@ func (k *kopsImporter) fileAssets(v *yaml.Node) {
 			data = b
 		}
 		if !utf8.Valid(data) {
-			k.diags = append(k.diags, warn(k.pos(item), p, "kept out: "+f.Path+": the contents are not UTF-8 text, which a hook spec's contents: cannot carry",
-				"put the file next to the spec and name it with local:"))
-			continue
+			name := k.locals.add(f.Path, data)
+			if name == "" {
+				k.diags = append(k.diags, warn(k.pos(item), p, "kept out: "+f.Path+": the contents are not UTF-8 text, which a hook spec's contents: cannot carry, and the spec goes to no directory for a local: file to be beside it",
+					"import with -o FILE: such contents go beside it as local: files"))
+				continue
+			}
+			f.Local = name
+		} else {
+			s := string(data)
+			f.Contents = &s
 		}
-		s := string(data)
-		f.Contents = &s
 		k.h.Files = append(k.h.Files, f)
 		k.origins.files = append(k.origins.files, origin{pos: k.pos(item), path: p})
 	}

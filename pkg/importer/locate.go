@@ -203,8 +203,9 @@ func mapEntry(n *yaml.Node, key string) (k, v *yaml.Node) {
 }
 
 // snake spells an Ignition key as Butane does: kernelArguments is
-// kernel_arguments.
+// kernel_arguments, sizeMiB size_mib.
 func snake(s string) string {
+	s = strings.ReplaceAll(s, "MiB", "Mib")
 	var b strings.Builder
 	for i, r := range s {
 		if unicode.IsUpper(r) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,9 +14,12 @@ import (
 	"strings"
 	"testing"
 
+	butane "github.com/coreos/butane/config"
+	butanecommon "github.com/coreos/butane/config/common"
 	"github.com/coreos/vcontext/report"
 	"github.com/google/go-cmp/cmp"
 	"github.com/vincent-petithory/dataurl"
+	"gopkg.in/yaml.v3"
 
 	v30 "github.com/coreos/ignition/v2/config/v3_0"
 	v31 "github.com/coreos/ignition/v2/config/v3_1"
@@ -51,23 +53,30 @@ var parsers = map[string]func([]byte) (any, report.Report, error){
 }
 
 // roundTrip imports in, renders the spec to Ignition of the input's own
-// spec version as render --format ignition does, and returns the
-// rendered config and the original (want), both as normalised data (see
-// normalise), with the warned-about parts taken out of the original as
-// the warnings say (see applyWarnings).
+// spec version with the leftovers merged, as render --format ignition
+// --merge REST does, and returns the rendered config and the original
+// (want), both as normalised data (see normalise), with the changes the
+// warnings name made to the original (see applyWarnings). The Butane
+// output with the leftovers merged (render --format butane --merge REST),
+// translated with Butane, must be the rendered config too, unless the
+// leftovers are an Ignition config, which the Butane output cannot merge.
 func roundTrip(t *testing.T, in importer.Input, original []byte) (got, want any, res *importer.Result, diags hooks.Diagnostics) {
 	t.Helper()
 	res, diags = importer.Import(in)
 	if res == nil {
 		return nil, nil, nil, diags
 	}
-	r, bdiags := render.BuildAll(res.Name+".yaml", res.Spec)
+	r, bdiags := render.BuildAllLocals(res.Name+".yaml", res.Spec, res.Locals)
 	if bdiags.HasErrors(false) {
 		t.Fatalf("the imported spec does not render:\n%s\n%s", bdiags.Error(), res.Spec)
 	}
-	out, err := render.Ignition(r.Units, render.IgnitionOptions{Version: res.IgnitionVersion, Storage: r.Storage})
-	if err != nil {
-		t.Fatalf("render: %v", err)
+	var merge []render.MergeFile
+	if res.Rest != nil {
+		merge = append(merge, render.MergeFile{Name: "leftovers", Data: res.Rest, Dir: t.TempDir()})
+	}
+	out, mdiags, err := render.MergeIgnition(r.Units, render.IgnitionOptions{Version: res.IgnitionVersion, Storage: r.Storage}, merge)
+	if err != nil || mdiags.HasErrors(false) {
+		t.Fatalf("render --merge of the leftovers: %v\n%s\nleftovers:\n%s", err, mdiags.Error(), res.Rest)
 	}
 	if d := render.ValidateIgnition(res.IgnitionVersion, out); d.HasErrors(false) {
 		t.Fatalf("Ignition refuses the rendered config: %s", d.Error())
@@ -87,6 +96,45 @@ func roundTrip(t *testing.T, in importer.Input, original []byte) (got, want any,
 	applyWarnings(t, want, diags)
 	canonicalLists(got)
 	canonicalLists(want)
+
+	// render --format butane --merge REST, translated with Butane, is
+	// the same config: the Butane leftovers go round through Butane too
+	// (the Butane output takes no Ignition config to merge).
+	if res.Rest != nil && res.RestFormat != importer.FormatButane {
+		return got, want, res, diags
+	}
+	// The Butane output is of the leftovers' variant (render --variant).
+	var head struct{ Variant string }
+	_ = yaml.Unmarshal(res.Rest, &head)
+	bu, bdiags, err := render.MergeButane(r.Units, render.ButaneOptions{Variant: head.Variant, IgnitionVersion: res.IgnitionVersion, Storage: r.Storage}, merge)
+	if err != nil || bdiags.HasErrors(false) {
+		t.Fatalf("render --format butane --merge of the leftovers: %v\n%s\nleftovers:\n%s", err, bdiags.Error(), res.Rest)
+	}
+	filesDir := t.TempDir()
+	for name, data := range res.Locals {
+		p := filepath.Join(filesDir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ign, rpt, err := butane.TranslateBytes(bu, butanecommon.TranslateBytesOptions{TranslateOptions: butanecommon.TranslateOptions{FilesDir: filesDir}})
+	if err != nil || rpt.IsFatal() {
+		t.Fatalf("Butane does not translate the Butane output: %v %s\n%s", err, rpt, bu)
+	}
+	viaButane := normalise(t, ignitionVersion(t, ign), ign)
+	if ig, ok := get(viaButane, "ignition").(map[string]any); ok {
+		delete(ig, "version")
+		if len(ig) == 0 {
+			delete(viaButane.(map[string]any), "ignition")
+		}
+	}
+	canonicalLists(viaButane)
+	if d := cmp.Diff(got, viaButane); d != "" {
+		t.Errorf("the Butane output with the leftovers merged, translated, differs from the Ignition output (-Ignition +Butane):\n%s\n%s", d, bu)
+	}
 	return got, want, res, diags
 }
 
@@ -177,14 +225,20 @@ func normalise(t *testing.T, version string, data []byte) any {
 	return v
 }
 
-// canonicalLists orders units, files, directories, links, users and
-// groups by their name or path: Ignition reads them as sets keyed so
+// canonicalLists orders units (and their drop-ins), files, directories,
+// links, users and groups by their name or path: Ignition reads them as sets keyed so
 // (its merge and its validation of duplicates both key them by it), and
 // import puts the storage hook first whatever the config's order.
 func canonicalLists(v any) {
 	for _, p := range [][]string{{"systemd", "units"}, {"storage", "files"}, {"storage", "directories"}, {"storage", "links"}, {"passwd", "users"}, {"passwd", "groups"}} {
 		parent, _ := get(v, p[0]).(map[string]any)
 		l := list(get(parent, p[1]))
+		sort.SliceStable(l, func(i, j int) bool { return key(l[i]) < key(l[j]) })
+	}
+	// A unit's drop-ins are a set by name too: a merge appends those of
+	// the leftovers.
+	for _, u := range list(get(get(v, "systemd"), "units")) {
+		l := list(get(u, "dropins"))
 		sort.SliceStable(l, func(i, j int) bool { return key(l[i]) < key(l[j]) })
 	}
 }
@@ -198,12 +252,11 @@ func key(e any) string {
 	return s
 }
 
-// applyWarnings takes out of want what import warned about, at the
+// applyWarnings makes in want the changes import warned about, at the
 // warning's path (a path into the Ignition config, such as
 // storage.disks[0] or systemd.units[1].contents):
 //
-//   - "kept out: ...": the part at the path is removed (a list entry, or a
-//     field of an entry);
+//   - what went to the leftovers changes nothing: they are merged back;
 //   - a unit file's or drop-in's contents that hostprov writes with line
 //     feeds and one final newline: the original's contents get that
 //     normalisation (units.NormalizeRaw, the one change hostprov makes to a
@@ -211,15 +264,12 @@ func key(e any) string {
 //   - a unit the config neither enables nor disables, imported with
 //     enabled: false: the original's unit gets enabled: false;
 //   - a user named as a group the config creates: the original's user
-//     gets that group as its primaryGroup, which hostprov writes for it;
-//   - any other warning says that a field was imported without: it is
-//     removed.
+//     gets that group as its primaryGroup, which hostprov writes for it.
 //
 // A warning of another kind fails the test, so that a new kind of change
 // is described here before it passes.
 func applyWarnings(t *testing.T, want any, diags hooks.Diagnostics) {
 	t.Helper()
-	var removals []string
 	for _, d := range diags {
 		if d.Severity != hooks.Warning || strings.HasPrefix(d.Message, "Ignition: ") || strings.HasPrefix(d.Message, "Butane: ") ||
 			d.Path == "ignition.version" && strings.Contains(d.Message, "the spec renders to Ignition 3.5.0 at most") {
@@ -228,8 +278,8 @@ func applyWarnings(t *testing.T, want any, diags hooks.Diagnostics) {
 			continue
 		}
 		switch {
-		case strings.HasPrefix(d.Message, "kept out: "):
-			removals = append(removals, d.Path)
+		case strings.HasPrefix(d.Message, importer.Leftovers):
+			// Merged back from the leftovers.
 		case strings.Contains(d.Message, "hostprov writes it with line feeds and one final newline"):
 			parent, k := locate(t, want, d.Path)
 			s, _ := parent.(map[string]any)[k.(string)].(string)
@@ -242,47 +292,14 @@ func applyWarnings(t *testing.T, want any, diags hooks.Diagnostics) {
 			parent, k := locate(t, want, d.Path)
 			u := parent.([]any)[k.(int)].(map[string]any)
 			u["primaryGroup"] = u["name"]
-		case strings.Contains(d.Message, "imported without it") || strings.Contains(d.Message, "does not tell Ignition to enable it"):
-			removals = append(removals, d.Path)
 		default:
 			t.Fatalf("a warning the round trip does not know how to apply: %s", d)
-		}
-	}
-	// Remove list entries from the last, so that earlier indexes stay.
-	sort.SliceStable(removals, func(i, j int) bool { return pathLess(removals[j], removals[i]) })
-	for _, p := range removals {
-		parent, k := locate(t, want, p)
-		switch k := k.(type) {
-		case string:
-			delete(parent.(map[string]any), k)
-		case int:
-			l := parent.([]any)
-			setAt(t, want, parentPath(p), append(l[:k:k], l[k+1:]...))
 		}
 	}
 	pruneEmpty(want)
 }
 
 var indexRE = regexp.MustCompile(`\[(\d+)\]`)
-
-// pathLess orders paths so that a later index of the same list comes
-// later.
-func pathLess(a, b string) bool {
-	pa, pb := splitPath(a), splitPath(b)
-	for i := 0; i < len(pa) && i < len(pb); i++ {
-		x, y := pa[i], pb[i]
-		if xi, ok := x.(int); ok {
-			if yi, ok := y.(int); ok && xi != yi {
-				return xi < yi
-			}
-			continue
-		}
-		if x != y {
-			return fmt.Sprint(x) < fmt.Sprint(y)
-		}
-	}
-	return len(pa) < len(pb)
-}
 
 func splitPath(p string) []any {
 	var out []any
@@ -298,14 +315,6 @@ func splitPath(p string) []any {
 		}
 	}
 	return out
-}
-
-func parentPath(p string) string {
-	i := strings.LastIndexAny(p, ".[")
-	if i < 0 {
-		return ""
-	}
-	return p[:i]
 }
 
 // locate returns the container of the value at path p and its key or
@@ -330,16 +339,6 @@ func locate(t *testing.T, v any, p string) (any, any) {
 	}
 	t.Fatalf("empty path")
 	return nil, nil
-}
-
-func setAt(t *testing.T, v any, p string, val any) {
-	parent, k := locate(t, v, p)
-	switch k := k.(type) {
-	case string:
-		parent.(map[string]any)[k] = val
-	case int:
-		parent.([]any)[k] = val
-	}
 }
 
 func get(v any, k string) any {
@@ -402,7 +401,7 @@ func TestCorpusRoundTrip(t *testing.T) {
 	if len(inputs) == 0 {
 		t.Fatalf("no configs in %s", butaneCorpus)
 	}
-	var compared, ahead int
+	var compared, ahead, rest int
 	for _, file := range inputs {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			data, err := os.ReadFile(file)
@@ -420,7 +419,7 @@ func TestCorpusRoundTrip(t *testing.T) {
 			} else {
 				body, original = data, data
 			}
-			in := importer.Input{Name: filepath.Base(file), Data: body, Dir: butaneCorpus}
+			in := importer.Input{Name: filepath.Base(file), Data: body, Dir: butaneCorpus, Locals: true}
 			got, want, res, diags := roundTrip(t, in, original)
 			if res == nil {
 				t.Fatalf("import refused a config of Ignition %s:\n%s", ignitionVersion(t, original), diags.Error())
@@ -434,13 +433,75 @@ func TestCorpusRoundTrip(t *testing.T) {
 				ahead++
 			}
 			if d := cmp.Diff(want, got); d != "" {
-				t.Errorf("import, render differs from the original (-original +rendered):\n%s\nspec:\n%s\nwarnings:\n%s", d, res.Spec, diags.Error())
+				t.Errorf("import, render --merge of the leftovers differs from the original (-original +rendered):\n%s\nspec:\n%s\nleftovers:\n%s\nwarnings:\n%s", d, res.Spec, res.Rest, diags.Error())
 			}
 			compared++
+			if res.Rest != nil {
+				rest++
+			}
 		})
 	}
-	t.Logf("%d configs round-tripped, %d of them Ignition 3.6.0 (rendered as 3.5.0)", compared, ahead)
+	t.Logf("%d configs round-tripped, %d of them with leftovers, %d of them Ignition 3.6.0 (rendered as 3.5.0)", compared, rest, ahead)
 	if compared == 0 {
 		t.Fatal("no config round-tripped")
 	}
+}
+
+// TestOwnCorpusRoundTrip: the project's own corpus of Ignition and Butane
+// configs, what render writes in testdata/golden (every golden of those
+// outputs), goes round too: imported, rendered to Ignition of its version
+// with the leftovers merged, it is the config again, as data, with the
+// changes the warnings name (see roundTrip). A Butane config's local:
+// files are read from its directory (an example's from the example's), as
+// render wrote them for.
+func TestOwnCorpusRoundTrip(t *testing.T) {
+	root := filepath.Join("..", "..", "testdata", "golden")
+	var inputs []string
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && (strings.HasSuffix(p, ".ign.json") || strings.HasSuffix(p, ".bu")) {
+			inputs = append(inputs, p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inputs) < 10 {
+		t.Fatalf("found %d Ignition and Butane goldens in %s; the test expects the repository's", len(inputs), root)
+	}
+	var rest int
+	for _, file := range inputs {
+		rel, _ := filepath.Rel(root, file)
+		t.Run(rel, func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The local: files of an example's golden are the
+			// example's.
+			dir := filepath.Dir(file)
+			if filepath.Base(dir) == "examples" {
+				dir = filepath.Join("..", "..", "examples", strings.TrimSuffix(strings.TrimSuffix(filepath.Base(file), ".bu"), ".ign.json"))
+			}
+			original := data
+			if strings.HasSuffix(file, ".bu") {
+				original, _, err = butane.TranslateBytes(data, butanecommon.TranslateBytesOptions{TranslateOptions: butanecommon.TranslateOptions{FilesDir: dir}})
+				if err != nil {
+					t.Fatalf("Butane does not translate render's golden: %v", err)
+				}
+			}
+			in := importer.Input{Name: filepath.Base(file), Data: data, Dir: dir, Locals: true}
+			got, want, res, diags := roundTrip(t, in, original)
+			if res == nil {
+				t.Fatalf("import refused render's own output:\n%s", diags.Error())
+			}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("import, render --merge of the leftovers differs from the original (-original +rendered):\n%s\nleftovers:\n%s\nwarnings:\n%s", d, res.Rest, diags.Error())
+			}
+			if res.Rest != nil {
+				rest++
+			}
+		})
+	}
+	t.Logf("%d configs of render's goldens round-tripped, %d of them with leftovers", len(inputs), rest)
 }

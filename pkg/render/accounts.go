@@ -26,6 +26,7 @@ type ignitionUserJSON struct {
 	Groups            []string `json:"groups,omitempty"`
 	HomeDir           *string  `json:"homeDir,omitempty"`
 	Name              string   `json:"name"`
+	NoCreateHome      *bool    `json:"noCreateHome,omitempty"`
 	PasswordHash      *string  `json:"passwordHash,omitempty"`
 	PrimaryGroup      *string  `json:"primaryGroup,omitempty"`
 	Shell             *string  `json:"shell,omitempty"`
@@ -40,11 +41,14 @@ type ignitionGroupJSON struct {
 	System *bool  `json:"system,omitempty"`
 }
 
-// PrimaryGroup is the group of u's name when s creates one, which is then
-// the user's primary group; "" when the tool that creates the user is to
-// make the user's group itself. Without it, useradd would refuse to make a
-// group that exists already.
+// PrimaryGroup is u's primary group: the one the spec names, or else the
+// group of u's name when s creates one; "" when the tool that creates the
+// user is to make the user's group itself. Without the group of u's name,
+// useradd would refuse to make a group that exists already.
 func (s Storage) PrimaryGroup(u User) string {
+	if u.PrimaryGroup != "" {
+		return u.PrimaryGroup
+	}
 	for _, g := range s.Groups {
 		if g.Name == u.Name {
 			return g.Name
@@ -86,7 +90,7 @@ func ignitionPasswd(st Storage) *ignitionPasswdJSON {
 		out.Groups = append(out.Groups, ignitionGroupJSON{Gid: idPtr(g.GID), Name: g.Name, System: trueOrNil(g.System)})
 	}
 	for _, u := range st.Users {
-		out.Users = append(out.Users, ignitionUserJSON{Groups: u.Groups, HomeDir: strPtr(u.Home), Name: u.Name,
+		out.Users = append(out.Users, ignitionUserJSON{Groups: u.Groups, HomeDir: strPtr(u.Home), Name: u.Name, NoCreateHome: trueOrNil(u.NoCreateHome),
 			PasswordHash: strPtr(u.PasswordHash), PrimaryGroup: strPtr(st.PrimaryGroup(u)), Shell: strPtr(u.Shell),
 			SSHAuthorizedKeys: u.SSHAuthorizedKeys, System: trueOrNil(u.System), UID: idPtr(u.UID)})
 	}
@@ -227,8 +231,10 @@ func (s *Storage) AddAccounts(o Storage) hooks.Diagnostics {
 			clash("user", u.Name, "passwordHash", "(one hash)", "(another hash)", first.Pos, u.Pos)
 			continue
 		}
-		if f := accountDiff(first.UID, u.UID, []string{strconv.FormatBool(first.System), first.Home, first.Shell, strings.Join(first.Groups, ",")},
-			[]string{strconv.FormatBool(u.System), u.Home, u.Shell, strings.Join(u.Groups, ",")}, "uid", "system", "home", "shell", "groups"); f != nil {
+		if f := accountDiff(first.UID, u.UID,
+			[]string{strconv.FormatBool(first.System), first.Home, first.Shell, strings.Join(first.Groups, ","), first.PrimaryGroup, strconv.FormatBool(first.NoCreateHome)},
+			[]string{strconv.FormatBool(u.System), u.Home, u.Shell, strings.Join(u.Groups, ","), u.PrimaryGroup, strconv.FormatBool(u.NoCreateHome)},
+			"uid", "system", "home", "shell", "groups", "primaryGroup", "noCreateHome"); f != nil {
 			clash("user", u.Name, f[0], f[1], f[2], first.Pos, u.Pos)
 		} else if first.UID == nil {
 			first.UID = u.UID
@@ -297,6 +303,9 @@ func userYAML(st Storage, u User, homeKey string) *yaml.Node {
 	}
 	if u.Home != "" {
 		yamlnode.Pairs(e, homeKey, yamlnode.Str(u.Home))
+	}
+	if u.NoCreateHome {
+		yamlnode.Pairs(e, "no_create_home", yamlnode.Bool(true))
 	}
 	if u.Shell != "" {
 		yamlnode.Pairs(e, "shell", yamlnode.Str(u.Shell))

@@ -117,6 +117,9 @@ func (b *builder) units() []Unit {
 // builder carries the spec being rendered and the problems found so far.
 type builder struct {
 	spec *hooks.Spec
+	// locals, when not nil, are the local: files of the spec by name,
+	// read from here rather than from beside the spec file.
+	locals map[string][]byte
 	// scratch is the gen generate builds each unit with (see there):
 	// its file is the last generated unit's until the next one.
 	scratch *gen

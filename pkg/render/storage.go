@@ -44,8 +44,11 @@ type User struct {
 	// SSHAuthorizedKeys and PasswordHash are hooks.User's.
 	SSHAuthorizedKeys []string
 	PasswordHash      string
-	Hook              int
-	Pos               hooks.Position
+	// PrimaryGroup and NoCreateHome are hooks.User's.
+	PrimaryGroup string
+	NoCreateHome bool
+	Hook         int
+	Pos          hooks.Position
 }
 
 // Group is a rendered entry of a hook's groups.
@@ -109,8 +112,12 @@ type Link struct {
 	// Target is what the link points to, as written.
 	Target string
 	Hard   bool
-	Hook   int
-	Pos    hooks.Position
+	// User and Group own a symbolic link (lchown); Overwrite replaces
+	// what is at Path.
+	User, Group Owner
+	Overwrite   bool
+	Hook        int
+	Pos         hooks.Position
 }
 
 // Owner is a user or group as the spec names it: by Name, or by ID when

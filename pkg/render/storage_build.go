@@ -32,11 +32,20 @@ const stdinName = "<stdin>"
 // when they hold an error. Build and BuildSpec are BuildAll for callers
 // that need only the units.
 func BuildAll(file string, data []byte) (Result, hooks.Diagnostics) {
+	return BuildAllLocals(file, data, nil)
+}
+
+// BuildAllLocals is BuildAll with the spec's local: files given by name
+// (the name local: gives) rather than read from beside file: the spec
+// import writes is checked before its files are written anywhere. A name
+// locals lacks is read from beside file, as BuildAll reads it.
+func BuildAllLocals(file string, data []byte, locals map[string][]byte) (Result, hooks.Diagnostics) {
 	spec, diags := hooks.Parse(file, data)
 	if spec == nil {
 		return Result{}, diags
 	}
 	b := newBuilder(spec, diags)
+	b.locals = locals
 	us := b.units()
 	st := b.storage(file)
 	b.checkUnitPaths(us, st)
@@ -96,7 +105,8 @@ func (b *builder) storage(file string) Storage {
 			if b.refusedBelow(p) {
 				continue
 			}
-			st.Links = append(st.Links, Link{Path: l.Path, Target: l.Target, Hard: l.Hard, Hook: i, Pos: b.spec.Where(p)})
+			st.Links = append(st.Links, Link{Path: l.Path, Target: l.Target, Hard: l.Hard, User: owner(l.User), Group: owner(l.Group),
+				Overwrite: l.Overwrite, Hook: i, Pos: b.spec.Where(p)})
 		}
 	}
 	b.accounts(&st)
@@ -117,7 +127,8 @@ func (b *builder) accounts(st *Storage) {
 				continue
 			}
 			ru := User{Name: u.Name, UID: u.UID, System: u.System, Home: u.Home, Shell: u.Shell, Groups: u.Groups,
-				SSHAuthorizedKeys: u.SSHAuthorizedKeys, PasswordHash: u.PasswordHash, Hook: i, Pos: b.spec.Where(p)}
+				SSHAuthorizedKeys: u.SSHAuthorizedKeys, PasswordHash: u.PasswordHash, PrimaryGroup: u.PrimaryGroup,
+				NoCreateHome: u.NoCreateHome, Hook: i, Pos: b.spec.Where(p)}
 			j, dup := users[u.Name]
 			if !dup {
 				users[u.Name] = len(st.Users)
@@ -135,6 +146,8 @@ func (b *builder) accounts(st *Storage) {
 				{"groups", strings.Join(first.Groups, ","), strings.Join(ru.Groups, ",")},
 				{"sshAuthorizedKeys", strings.Join(first.SSHAuthorizedKeys, "\n"), strings.Join(ru.SSHAuthorizedKeys, "\n")},
 				{"passwordHash", first.PasswordHash, ru.PasswordHash},
+				{"primaryGroup", first.PrimaryGroup, ru.PrimaryGroup},
+				{"noCreateHome", strconv.FormatBool(first.NoCreateHome), strconv.FormatBool(ru.NoCreateHome)},
 			} {
 				if d.a != d.b {
 					b.errorf(p, fmt.Sprintf("the first is on line %d: give both entries the same %s, or write the user once", first.Pos.Line, d.field),
@@ -224,6 +237,14 @@ func (b *builder) refusedBelow(p string) bool {
 // refusing a file outside that directory (through a symbolic link too)
 // and anything but a regular file.
 func (b *builder) readLocal(p, file, local string) ([]byte, bool) {
+	if data, ok := b.locals[local]; ok {
+		if len(data) > MaxLocalSize {
+			b.errorf(p, "put a file this large behind source: (an https:// URL with verification.hash)",
+				"local %s is %d bytes; user data carries at most %d", local, len(data), MaxLocalSize)
+			return nil, false
+		}
+		return data, true
+	}
 	if file == stdinName || file == "-" || file == "" {
 		b.errorf(p, "write the spec to a file next to the file it names, and render that", "a spec read from standard input has no directory for local %s to be relative to", local)
 		return nil, false

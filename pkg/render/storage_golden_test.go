@@ -369,6 +369,10 @@ func withoutAccounts(r render.Result) render.Result {
 	for i := range st.Directories {
 		st.Directories[i].User, st.Directories[i].Group = byID("u", st.Directories[i].User), byID("g", st.Directories[i].Group)
 	}
+	st.Links = slices.Clone(st.Links)
+	for i := range st.Links {
+		st.Links[i].User, st.Links[i].Group = byID("u", st.Links[i].User), byID("g", st.Links[i].Group)
+	}
 	r.Storage = st
 	return r
 }
@@ -440,6 +444,7 @@ func checkIgnitionApplied(t *testing.T, m *ignitionMachine, r render.Result) {
 			if target, err := os.Readlink(p); err != nil || target != l.Target {
 				t.Errorf("%s links to %q (%v), want %q", l.Path, target, err, l.Target)
 			}
+			owner(l.Path, fi, l.User, l.Group)
 			continue
 		}
 		tfi, err := os.Lstat(filepath.Join(root, l.Target))

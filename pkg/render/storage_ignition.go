@@ -52,9 +52,12 @@ type ignitionDirectoryJSON struct {
 }
 
 type ignitionLinkJSON struct {
-	Hard   *bool  `json:"hard,omitempty"`
-	Path   string `json:"path"`
-	Target string `json:"target"`
+	Group     *ignitionOwnerJSON `json:"group,omitempty"`
+	Hard      *bool              `json:"hard,omitempty"`
+	Overwrite *bool              `json:"overwrite,omitempty"`
+	Path      string             `json:"path"`
+	Target    string             `json:"target"`
+	User      *ignitionOwnerJSON `json:"user,omitempty"`
 }
 
 // ignitionOwner is a user or group of an Ignition node; nil for root,
@@ -131,9 +134,12 @@ func ignitionStorage(st Storage, version string) (*ignitionStorageJSON, error) {
 		out.Files = append(out.Files, jf)
 	}
 	for _, l := range st.Links {
-		jl := ignitionLinkJSON{Path: l.Path, Target: l.Target}
+		jl := ignitionLinkJSON{Path: l.Path, Target: l.Target, User: ignitionOwner(l.User), Group: ignitionOwner(l.Group)}
 		if l.Hard {
 			jl.Hard = boolPtr(true)
+		}
+		if l.Overwrite {
+			jl.Overwrite = boolPtr(true)
 		}
 		out.Links = append(out.Links, jl)
 	}

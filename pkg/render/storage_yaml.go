@@ -85,6 +85,10 @@ func butaneStorage(st Storage, ignitionVersion string) (*yaml.Node, error) {
 			if l.Hard {
 				yamlnode.Pairs(e, "hard", yamlnode.Bool(true))
 			}
+			butaneOwners(e, l.User, l.Group)
+			if l.Overwrite {
+				yamlnode.Pairs(e, "overwrite", yamlnode.Bool(true))
+			}
 			seq.Content = append(seq.Content, e)
 		}
 		yamlnode.Pairs(n, "links", seq)
@@ -176,10 +180,19 @@ func cloudInitStorage(st Storage) (files []*yaml.Node, cmds [][]string, err erro
 		if dir := path.Dir(l.Path); dir != "/" {
 			cmds = append(cmds, []string{"mkdir", "-p", dir})
 		}
+		if l.Overwrite {
+			// What is there goes, a directory too, as Ignition's
+			// overwrite removes it (ln -f replaces only a file).
+			cmds = append(cmds, []string{"rm", "-rf", "--", l.Path})
+		}
 		if l.Hard {
 			cmds = append(cmds, []string{"ln", "-f", l.Target, l.Path})
 		} else {
 			cmds = append(cmds, []string{"ln", "-sfn", l.Target, l.Path})
+			if c := chownCmd(l.User, l.Group, l.Path, false); c != nil {
+				// The link itself, not what it points to.
+				cmds = append(cmds, append([]string{c[0], "-h"}, c[1:]...))
+			}
 		}
 	}
 	if len(diags) > 0 {

@@ -241,6 +241,12 @@ type Link struct {
 	// +kubebuilder:validation:MinLength=1
 	Target string `json:"target"`
 	Hard   bool   `json:"hard,omitempty"`
+	// User and Group own a symbolic link itself; a hard link has no
+	// owner of its own.
+	User  string `json:"user,omitempty"`
+	Group string `json:"group,omitempty"`
+	// Overwrite replaces what is at the path already.
+	Overwrite bool `json:"overwrite,omitempty"`
 }
 
 // User is an account a hook needs, created when the node lacks it.
@@ -265,6 +271,11 @@ type User struct {
 	// PasswordHash is the user's password as a crypt(3) hash, or "!" or
 	// "*" for none; never a clear-text password.
 	PasswordHash string `json:"passwordHash,omitempty"`
+	// PrimaryGroup is the name of the user's primary group, which must
+	// exist; unset for a group of the user's name.
+	PrimaryGroup string `json:"primaryGroup,omitempty"`
+	// NoCreateHome makes no home directory for the user.
+	NoCreateHome bool `json:"noCreateHome,omitempty"`
 }
 
 // Group is a group a hook needs, created when the node lacks it.

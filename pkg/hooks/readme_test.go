@@ -1,0 +1,66 @@
+package hooks
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var backticked = regexp.MustCompile("`([A-Za-z]+)`")
+
+// TestREADMEStorageFields: the README's table of user and group fields
+// names every field a user and a group have, and no other; its sentence on
+// directories and links names every field of theirs.
+func TestREADMEStorageFields(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(data)
+	got := map[string][]string{}
+	for _, line := range strings.Split(readme, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 {
+			continue
+		}
+		entry := strings.TrimSpace(cells[2])
+		if entry != "user" && entry != "group" && entry != "user, group" {
+			continue
+		}
+		for _, m := range backticked.FindAllStringSubmatch(cells[1], -1) {
+			for _, e := range strings.Split(entry, ", ") {
+				got[e] = append(got[e], m[1])
+			}
+		}
+	}
+	for kind, want := range map[string][]string{"user": userFields, "group": groupFields} {
+		g := slices.Clone(got[kind])
+		slices.Sort(g)
+		w := slices.Clone(want)
+		slices.Sort(w)
+		// The table writes the ids as one row: uid for users, gid for
+		// groups.
+		if kind == "user" {
+			g = slices.DeleteFunc(g, func(s string) bool { return s == "gid" })
+		} else {
+			g = slices.DeleteFunc(g, func(s string) bool { return s == "uid" })
+		}
+		if !slices.Equal(g, w) {
+			t.Errorf("the README's table has the %s fields %v, the spec %v", kind, g, w)
+		}
+	}
+	i := strings.Index(readme, "`links` entries have")
+	if i < 0 {
+		t.Fatal("the README does not say what links entries have")
+	}
+	sentence := readme[i:]
+	sentence = sentence[:strings.Index(sentence, "\n\n")]
+	for _, f := range linkFields {
+		if !strings.Contains(sentence, "`"+f+"`") {
+			t.Errorf("the README's sentence on links does not name %s:\n%s", f, sentence)
+		}
+	}
+}
