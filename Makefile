@@ -94,8 +94,9 @@ bench-butane:
 # Complete status, API requests per node per change, webhook calls, policy
 # denials, lease renewals, the request rate at rest, peak memory and the
 # machine's load. See BenchmarkFleet. The default is 1,000 nodes:
-# FLEET_NODES=1000,10000 also runs 10,000, which today stalls in its first
-# rollout on the API server's watch fan-out (README, Scale).
+# FLEET_NODES=1000,10000 also runs 10,000, which has not completed a
+# rollout on a shared 2-core machine yet: the controller loses its lease
+# (README, Scale).
 FLEET_NODES ?= 1000
 bench-fleet:
 	HOSTPROV_FLEET_NODES=$(FLEET_NODES) $(GO) test -run '^$$' -bench '^BenchmarkFleet$$' -benchtime 1x -timeout 120m -v ./internal/kube/e2e
