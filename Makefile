@@ -96,7 +96,7 @@ bench-butane:
 # machine's load. See BenchmarkFleet. The default is 1,000 nodes:
 # FLEET_NODES=1000,10000 also runs 10,000, which has not completed a
 # rollout on a shared 2-core machine yet: the controller loses its lease
-# (README, Scale).
+# (docs/kubernetes.md, Scale).
 FLEET_NODES ?= 1000
 bench-fleet:
 	HOSTPROV_FLEET_NODES=$(FLEET_NODES) $(GO) test -run '^$$' -bench '^BenchmarkFleet$$' -benchtime 1x -timeout 120m -v ./internal/kube/e2e
