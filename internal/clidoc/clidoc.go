@@ -1,9 +1,9 @@
 // Package clidoc reads hostprov's command tree for its documentation: the
-// commands a user can run (Commands), their flags (Flags) and the
-// paragraphs of their help text (Paragraphs), as the man pages of the
-// packages (internal/cmd/package) describe them, so that every document
-// made from the tree describes the same commands, flags and defaults as
-// --help.
+// man pages of the packages (internal/cmd/package) and the command-line
+// reference docs/cli.md (Markdown, written by make generate). Both walk the
+// tree with Commands, list flags with Flags and split help text with
+// Paragraphs, so that the pages and the reference describe the same
+// commands, flags and defaults as --help.
 package clidoc
 
 import (
@@ -97,4 +97,11 @@ func Paragraphs(text string) []Paragraph {
 		ps = append(ps, p)
 	}
 	return ps
+}
+
+// KubeBuild reports whether root's tree has the Kubernetes commands
+// (agent, controller, retry), which the node's build hides.
+func KubeBuild(root *cobra.Command) bool {
+	c, _, err := root.Find([]string{"agent"})
+	return err == nil && c != root && Shown(c)
 }
