@@ -109,7 +109,7 @@ func TestWarningPlaces(t *testing.T) {
 				// written (its path is the Ignition config's, as every
 				// warning's).
 				"order.bu:5:7: warning: systemd.units[0].contents: the unit file does not end with a newline; hostprov writes it with line feeds and one final newline",
-				"order.bu:11:13: warning: systemd.units[1].name: the config neither enables nor disables b.service, which Ignition leaves to the system's presets; imported with enabled: false",
+				"order.bu:11:13: warning: systemd.units[1]: to the leftovers: the config neither enables nor disables b.service, which Ignition leaves to the system's presets; a hook is enabled or disabled, so the unit stays as written",
 			}},
 		// A swap unit of with_mount_unit is named after the device, and
 		// a unit the config writes itself is at its own entry.

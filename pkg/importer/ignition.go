@@ -438,12 +438,20 @@ func (im *ignImporter) units(us []types.Unit) {
 			switch {
 			case u.Enabled == nil && install:
 				// Ignition leaves a unit it is not told to enable or
-				// disable as presets have it; hostprov enables the units
-				// it installs unless told not to.
-				no := false
-				h.Enabled = &no
-				im.warn(append(p, "name"), "the config neither enables nor disables "+u.Name+", which Ignition leaves to the system's presets; imported with enabled: false",
-					"set enabled: true on the hook if the unit is to start at boot")
+				// disable as the system's presets have it (systemd's
+				// preset-all at first boot, with the image's preset
+				// files). A hook is enabled or disabled, never "as the
+				// presets say": kops has no way to say it (nodeup starts
+				// a hook whose unit has WantedBy=multi-user.target), and
+				// a cloud-init or apply node would have to run systemctl
+				// preset, which decides by files of the image that differ
+				// between images. So the unit, with its drop-ins, goes to
+				// the leftovers as written, rather than into the spec with
+				// enabled: false, which would disable a unit the presets
+				// may enable.
+				im.drop(p, []any{"name"}, "the config neither enables nor disables "+u.Name+", which Ignition leaves to the system's presets; a hook is enabled or disabled, so the unit stays as written",
+					"to have the unit as a hook, write enabled: true or enabled: false on it in the config and import it again")
+				continue
 			case u.Enabled != nil && *u.Enabled && !install:
 				im.move(append(p, "enabled"), u.Name+" is enabled but has no [Install] section with entries, so enabling it does nothing; hostprov does not tell Ignition to enable it",
 					"add an [Install] section (for example WantedBy=multi-user.target), or remove enabled: true")
@@ -662,14 +670,11 @@ func (im *ignImporter) contents(f *hooks.File, r types.Resource, entry []any) bo
 // the fields hostprov has; the others are warned about and kept out.
 func (im *ignImporter) passwd(pw types.Passwd) {
 	h := &im.storageHook
-	// The groups hostprov creates: a user of the same name gets it as
-	// its primary group in every output (render.Storage.PrimaryGroup).
-	groups := map[string]bool{}
-	for _, g := range pw.Groups {
-		if hooks.AccountNameProblem(g.Name) == "" && (g.ShouldExist == nil || *g.ShouldExist) {
-			groups[g.Name] = true
-		}
-	}
+	// ownGroup are the users of the spec without a primaryGroup: a group
+	// of the spec named as one of them would be its primary group in
+	// every output (render.Storage.PrimaryGroup), which the config does
+	// not say (see below).
+	ownGroup := map[string]bool{}
 	for i, u := range pw.Users {
 		p := []any{"passwd", "users", i}
 		if problem := hooks.AccountNameProblem(u.Name); problem != "" {
@@ -712,12 +717,10 @@ func (im *ignImporter) passwd(pw types.Passwd) {
 				hu.PasswordHash = *u.PasswordHash
 			}
 		}
-		if groups[u.Name] && u.PrimaryGroup == nil {
-			im.warn(p, "the config creates a group named as the user "+u.Name+": hostprov makes it the user's primary group (primaryGroup: "+u.Name+"), as useradd refuses to create a group of that name again",
-				"nothing to do; rename the group if it is meant to be another one")
-		}
 		if u.PrimaryGroup != nil {
 			hu.PrimaryGroup = *u.PrimaryGroup
+		} else {
+			ownGroup[u.Name] = true
 		}
 		hu.NoCreateHome = u.NoCreateHome != nil && *u.NoCreateHome
 		// The no* fields false are what every output does: only true
@@ -744,6 +747,21 @@ func (im *ignImporter) passwd(pw types.Passwd) {
 		if g.ShouldExist != nil && !*g.ShouldExist {
 			im.drop(p, []any{"shouldExist"}, "the group "+g.Name+" is to be deleted, which hostprov does not do",
 				"delete the group with a command hook")
+			continue
+		}
+		if ownGroup[g.Name] {
+			// With the group in the spec, every output would make it the
+			// user's primary group (Ignition's and cloud-init's useradd
+			// refuse to create a user whose name is a group's that
+			// exists, without --gid), a field the config does not have.
+			// Without it, each output creates the user with a group of
+			// its name (useradd's user group, systemd-sysusers' group of
+			// the user's name), which is what the config most likely
+			// means; the group as written, its gid with it, goes to the
+			// leftovers, so that render --merge gives the config back
+			// as it is.
+			im.drop(p, []any{"name"}, "the group "+g.Name+" is named as a user the config creates without a primaryGroup: in the spec, hostprov would make it that user's primary group, which the config does not say; without it, the user gets a group of its own name",
+				"if the group is the user's own, write primaryGroup: "+g.Name+" on the user in the config (useradd refuses to create the user otherwise, as the group exists) and import it again")
 			continue
 		}
 		hg := hooks.Group{Name: g.Name, System: g.System != nil && *g.System}
