@@ -62,6 +62,22 @@ func TestRoundTripExact(t *testing.T) {
 				t.Errorf("users %v, groups %v; want app without primaryGroup, web with its own, and the groups web and ops:\n%s", users, groups, res.Spec)
 			}
 		},
+	}, {
+		// A unit file with carriage returns and a drop-in without a
+		// final newline: hostprov would write both with line feeds and
+		// one final newline; exactBytes keeps them as written.
+		name: "newlines.ign",
+		data: "{\"ignition\": {\"version\": \"3.2.0\"},\n \"systemd\": {\"units\": [\n  {\"name\": \"a.service\", \"enabled\": true, \"contents\": \"[Service]\\r\\nExecStart=/bin/true\\r\\n[Install]\\r\\nWantedBy=multi-user.target\\r\\n\",\n" +
+			"   \"dropins\": [{\"name\": \"x.conf\", \"contents\": \"[Service]\\nEnvironment=A=1\"}]},\n" +
+			"  {\"name\": \"b.service\", \"dropins\": [{\"name\": \"y.conf\", \"contents\": \"[Unit]\\nDescription=b\\n\\n\\n\"}]}]}}\n",
+		warning: "newlines.ign:3:54: warning: systemd.units[0].contents: the unit file has carriage returns, which hostprov would write with line feeds and one final newline; kept byte for byte with exactBytes: true on its hook",
+		check: func(t *testing.T, res *importer.Result) {
+			if len(res.Hooks) != 2 || !res.Hooks[0].ExactBytes || !res.Hooks[1].ExactBytes ||
+				!strings.Contains(res.Hooks[0].Manifest, "\r\n") || res.Hooks[0].Dropins[0].Contents != "[Service]\nEnvironment=A=1" ||
+				res.Hooks[1].Dropins[0].Contents != "[Unit]\nDescription=b\n\n\n" {
+				t.Errorf("want both hooks with exactBytes and their texts as written:\n%s", res.Spec)
+			}
+		},
 	}} {
 		t.Run(c.name, func(t *testing.T) {
 			in := importer.Input{Name: c.name, Data: []byte(c.data), Dir: t.TempDir()}

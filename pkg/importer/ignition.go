@@ -429,10 +429,13 @@ func (im *ignImporter) units(us []types.Unit) {
 				continue
 			}
 			h.UseRawManifest = true
-			h.Manifest = string(units.NormalizeRaw([]byte(contents)))
-			if h.Manifest != contents {
-				im.warn(append(p, "contents"), "the unit file "+describeNewlines(contents)+"; hostprov writes it with line feeds and one final newline",
-					"nothing to do: systemd reads both the same")
+			h.Manifest = contents
+			if string(units.NormalizeRaw([]byte(contents))) != contents {
+				// hostprov would write it with line feeds and one
+				// final newline; exactBytes keeps the config's bytes
+				// in every output (see exactBytes).
+				h.ExactBytes = true
+				im.warn(append(p, "contents"), exactBytesMsg("unit file", contents), exactBytesHint)
 			}
 			install := hasInstall(f)
 			switch {
@@ -473,12 +476,11 @@ func (im *ignImporter) units(us []types.Unit) {
 					"fix the drop-in; systemd would not load it as meant either")
 				continue
 			}
-			norm := string(units.NormalizeRaw([]byte(*d.Contents)))
-			if norm != *d.Contents {
-				im.warn(append(dp, "contents"), "the drop-in "+describeNewlines(*d.Contents)+"; hostprov writes it with line feeds and one final newline",
-					"nothing to do: systemd reads both the same")
+			if string(units.NormalizeRaw([]byte(*d.Contents))) != *d.Contents {
+				h.ExactBytes = true
+				im.warn(append(dp, "contents"), exactBytesMsg("drop-in", *d.Contents), exactBytesHint)
 			}
-			h.Dropins = append(h.Dropins, hooks.Dropin{Name: d.Name, Contents: norm})
+			h.Dropins = append(h.Dropins, hooks.Dropin{Name: d.Name, Contents: *d.Contents})
 			o.dropins = append(o.dropins, im.origin(dp))
 		}
 		if !h.Mask && !h.UseRawManifest && len(h.Dropins) == 0 && h.Enabled == nil {
@@ -490,6 +492,19 @@ func (im *ignImporter) units(us []types.Unit) {
 		im.origins = append(im.origins, o)
 	}
 }
+
+// exactBytesMsg says that a unit file's or drop-in's text, which hostprov
+// would write with line feeds and one final newline, is kept as it is.
+// The spec could hold the normalised text, which systemd reads the same,
+// but then no output would be the config's bytes, and a unit of a node the
+// config made would be another file to apply. The leftovers cannot hold
+// the text instead: a merge refuses a unit whose contents the spec and the
+// leftovers both give, and in the leftovers the unit would be no hook.
+func exactBytesMsg(what, text string) string {
+	return "the " + what + " " + describeNewlines(text) + ", which hostprov would write with line feeds and one final newline; kept byte for byte with exactBytes: true on its hook"
+}
+
+const exactBytesHint = "nothing to do: systemd reads both the same; drop exactBytes from the hook to have hostprov's line endings"
 
 func describeNewlines(s string) string {
 	switch {
