@@ -1,6 +1,7 @@
 package importer_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -8,8 +9,10 @@ import (
 	butanecommon "github.com/coreos/butane/config/common"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/hostprov/hostprov/internal/sdtool"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/importer"
+	"github.com/hostprov/hostprov/pkg/render"
 )
 
 // TestRoundTripExact: what a hook spec cannot say as the config says it
@@ -118,4 +121,43 @@ func translate(t *testing.T, bu []byte) []byte {
 		t.Fatalf("Butane does not translate the config: %v %s", err, rpt)
 	}
 	return ign
+}
+
+// TestCloudConfigOwnGroup: a cloud-config's group named as one of its
+// users without primary_group goes to the leftovers, so that the spec
+// does not make it the user's primary_group (it once did, without a
+// word); import, render --format cloud-init --merge of the leftovers is
+// the cloud-config as cloud-init reads both.
+func TestCloudConfigOwnGroup(t *testing.T) {
+	py := sdtool.CloudInitPython(t)
+	data := "#cloud-config\ngroups:\n  - app\n  - ops: [root]\n    web:\nusers:\n  - name: app\n    uid: 1000\n  - name: web\n  - name: db\n    primary_group: ops\n"
+	res, diags := importer.Import(importer.Input{Name: "own.cfg", Data: []byte(data)})
+	if res == nil {
+		t.Fatal(diags.Error())
+	}
+	for _, w := range []string{
+		"own.cfg:3:5: warning: groups[0]: to the leftovers: the group app is named as a user the cloud-config creates without a primary_group: in the spec, hostprov would make it that user's primary group, which the cloud-config does not say; without it, the user gets a group of its own name",
+		"own.cfg:5:5: warning: groups[1]: to the leftovers: the group web is named as a user the cloud-config creates without a primary_group: in the spec, hostprov would make it that user's primary group, which the cloud-config does not say; without it, the user gets a group of its own name",
+	} {
+		if !hasWarning(diags, w) {
+			t.Errorf("no warning %q:\n%s", w, diags.Error())
+		}
+	}
+	r, bad := render.BuildAllLocals(res.Name+".yaml", res.Spec, res.Locals)
+	if bad.HasErrors(false) {
+		t.Fatal(bad.Error())
+	}
+	out, mdiags, err := render.MergeCloudInit(r.Units, render.CloudInitOptions{Storage: r.Storage}, []render.MergeFile{{Name: "leftovers", Data: res.Rest}})
+	if err != nil || mdiags.HasErrors(false) {
+		t.Fatalf("render --merge of the leftovers: %v\n%s\nleftovers:\n%s", err, mdiags.Error(), res.Rest)
+	}
+	in, _ := json.Marshal([]string{data, string(out)})
+	var both []map[string]any
+	if err := json.Unmarshal(sdtool.RunPython(t, py, pyCloudConfig, in), &both); err != nil {
+		t.Fatal(err)
+	}
+	delete(both[1]["users"].(map[string]any), "default")
+	if d := cmp.Diff(both[0], both[1]); d != "" {
+		t.Errorf("import, render --merge of the leftovers differs from the cloud-config as cloud-init reads both (-original +rendered):\n%s\nspec:\n%s\nleftovers:\n%s\nrendered:\n%s", d, res.Spec, res.Rest, out)
+	}
 }
