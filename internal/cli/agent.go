@@ -34,6 +34,7 @@ func newAgent() *cobra.Command {
 
 		metricsAddr, healthAddr string
 		drainTimeout            time.Duration
+		watchSpread             time.Duration
 		leaseNamespace          string
 	)
 	c := &cobra.Command{
@@ -86,6 +87,12 @@ have synced and it has reached systemd.`,
 			if nodeName == "" {
 				return invalid("no node name: give --node-name, or set NODE_NAME (a DaemonSet sets it from spec.nodeName)")
 			}
+			if watchSpread < 0 {
+				return invalid("--watch-spread %s: give a duration of 0 or more, such as 10s", watchSpread)
+			}
+			if drainTimeout <= 0 {
+				return invalid("--drain-timeout %s: give a positive duration, such as 10m", drainTimeout)
+			}
 			cfg, err := kubeConfig(kubeconfig)
 			if err != nil {
 				return failure("%v", err)
@@ -109,11 +116,8 @@ have synced and it has reached systemd.`,
 			// logr: to the same place, in the same form.
 			klog.SetSlogLogger(log)
 			ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
-			if drainTimeout <= 0 {
-				return invalid("--drain-timeout %s: give a positive duration, such as 10m", drainTimeout)
-			}
 			a, err := agent.New(agent.Config{NodeName: nodeName, REST: cfg, Options: opts, SystemdSocket: socket, Log: log,
-				DrainTimeout: drainTimeout, LeaseNamespace: leaseNamespace})
+				DrainTimeout: drainTimeout, LeaseNamespace: leaseNamespace, WatchSpread: watchSpread})
 			if err != nil {
 				return invalid("%v", err)
 			}
@@ -146,6 +150,7 @@ have synced and it has reached systemd.`,
 	}
 	c.Flags().StringVar(&leaseNamespace, "lease-namespace", defNamespace, "`NAMESPACE` of the reboot locks (default $POD_NAMESPACE, or hostprov-system)")
 	c.Flags().DurationVar(&drainTimeout, "drain-timeout", agent.DefaultDrainTimeout, "how long a drain for a hook with a disruption may take before the agent gives up on it and tries again later")
+	c.Flags().DurationVar(&watchSpread, "watch-spread", agent.DefaultWatchSpread, "start the watch of a new HostHooks' NodeHooks at a random moment of this window (longer in large clusters: 1ms per node), so that the agents of a fleet do not all call the API server at once; 0 starts it at once")
 	return c
 }
 

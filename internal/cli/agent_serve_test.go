@@ -132,3 +132,21 @@ func TestMetricsAddressesDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentCommandRefusesBadDurations: a negative --watch-spread or a
+// --drain-timeout that is not positive is refused, as invalid input, before
+// the agent reaches for the API server.
+func TestAgentCommandRefusesBadDurations(t *testing.T) {
+	for _, tt := range []struct{ flag, want string }{
+		{"--watch-spread=-1s", "--watch-spread -1s: give a duration of 0 or more"},
+		{"--drain-timeout=0s", "--drain-timeout 0s: give a positive duration"},
+	} {
+		var out, errOut bytes.Buffer
+		// A kubeconfig that names no server: were it read first, the
+		// error would be about it.
+		code := Run([]string{"agent", "--node-name=n", "--kubeconfig=" + filepath.Join(t.TempDir(), "none"), tt.flag}, nil, &out, &errOut)
+		if code != ExitInvalid || !strings.Contains(errOut.String(), tt.want) {
+			t.Errorf("agent %s: exit %d, %q; want exit %d and %q", tt.flag, code, errOut.String(), ExitInvalid, tt.want)
+		}
+	}
+}

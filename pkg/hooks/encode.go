@@ -64,6 +64,9 @@ func encodeHook(h *Hook) *yaml.Node {
 	if h.Manifest != "" {
 		yamlnode.Pairs(n, "manifest", yamlnode.Text([]byte(h.Manifest)))
 	}
+	if h.ExactBytes {
+		yamlnode.Pairs(n, "exactBytes", yamlnode.Bool(true))
+	}
 	optList(n, "requires", h.Requires)
 	optList(n, "wants", h.Wants)
 	optList(n, "before", h.Before)

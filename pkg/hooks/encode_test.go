@@ -32,6 +32,8 @@ func TestEncodeRoundTrip(t *testing.T) {
 		{Name: "raw.service", UseRawName: true, UseRawManifest: true,
 			Manifest: "[Service]\nExecStart=/bin/true\n\n[Install]\nWantedBy=multi-user.target\n"},
 		{Name: "noeol.service", UseRawName: true, UseRawManifest: true, Manifest: "[Service]\nExecStart=/bin/true"},
+		{Name: "crlf.service", UseRawName: true, UseRawManifest: true, ExactBytes: true, Manifest: "[Service]\r\nExecStart=/bin/true\r\n\r\n",
+			Dropins: []hooks.Dropin{{Name: "a.conf", Contents: "[Service]\r\nNice=1"}}},
 		{Name: "m.timer", Mask: true},
 		{Name: "mnt-lun.mount", Manifest: "What=/dev/sdb\nWhere=/mnt/lun", DeviceTimeout: "10min"},
 		{Name: "getty@tty1.service", UseRawName: true, Dropins: []hooks.Dropin{{Name: "a.conf", Contents: "[Service]\nTTYVTDisallocate=no\n"}}},

@@ -13,7 +13,7 @@ import (
 
 // hookFields are the fields of a hook, in the order they are documented.
 var hookFields = []string{
-	"name", "description", "enabled", "mask", "useRawName", "useRawManifest", "manifest",
+	"name", "description", "enabled", "mask", "useRawName", "useRawManifest", "manifest", "exactBytes",
 	"requires", "wants", "before", "after", "wantedBy",
 	"type", "exec", "pre", "expandEnv", "specifiers", "remainAfterExit", "env", "environmentFile", "workingDirectory",
 	"user", "group", "restart", "restartSec", "timeoutStartSec", "timeoutStopSec",
@@ -131,6 +131,8 @@ func (d *decoder) hook(v value) (Hook, bool) {
 			}
 		case "manifest":
 			h.Manifest, _ = d.str(e.value, true)
+		case "exactBytes":
+			h.ExactBytes, _ = d.boolean(e.value)
 		case "requires":
 			h.Requires, _ = d.strList(e.value, `["network-online.target"]`)
 		case "wants":
@@ -294,6 +296,14 @@ func (d *decoder) checkHook(v value, h *Hook, st hookState) {
 				break
 			}
 		}
+	}
+
+	if h.ExactBytes && !h.UseRawManifest && !present("dropins") {
+		// Generated units are canonical: only texts written as they are
+		// have bytes to keep.
+		pos, p := where("exactBytes")
+		d.add(Error, pos, p, "exactBytes keeps the bytes of a raw manifest and of drop-ins, and the hook has neither",
+			"drop exactBytes, or set useRawManifest: true with the whole unit file as the manifest")
 	}
 
 	if present("steps") {

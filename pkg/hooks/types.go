@@ -78,6 +78,12 @@ type Hook struct {
 	// Manifest is, without UseRawManifest, the body of the unit type's own
 	// section ([Service] for services); with it, the whole unit file.
 	Manifest string
+	// ExactBytes writes the raw manifest and the drop-ins byte for byte:
+	// without it, their line endings become LF and each ends with one
+	// newline. systemd reads both the same; it is for a unit that must be
+	// the same bytes as elsewhere, such as one imported from a config
+	// that has it so (the bytes are then the config's in every output).
+	ExactBytes bool
 
 	// Dependencies and ordering, written to [Unit].
 	Requires []string
@@ -213,7 +219,7 @@ type Dropin struct {
 	// Name is the file name inside NAME.d/; it ends in ".conf".
 	Name string
 	// Contents is the drop-in's text, used as written (line endings become
-	// LF and the file ends with one newline).
+	// LF and the file ends with one newline, unless the hook's ExactBytes).
 	Contents string
 }
 

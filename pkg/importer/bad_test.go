@@ -108,16 +108,16 @@ func TestWarningPlaces(t *testing.T) {
 				// with_mount_unit: at the file system, not at the units
 				// written (its path is the Ignition config's, as every
 				// warning's).
-				"order.bu:5:7: warning: systemd.units[0].contents: the unit file does not end with a newline; hostprov writes it with line feeds and one final newline",
-				"order.bu:11:13: warning: systemd.units[1].name: the config neither enables nor disables b.service, which Ignition leaves to the system's presets; imported with enabled: false",
+				"order.bu:5:7: warning: systemd.units[0].contents: the unit file does not end with a newline, which hostprov would write with line feeds and one final newline; kept byte for byte with exactBytes: true on its hook",
+				"order.bu:11:13: warning: systemd.units[1]: to the leftovers: the config neither enables nor disables b.service, which Ignition leaves to the system's presets; a hook is enabled or disabled, so the unit stays as written",
 			}},
 		// A swap unit of with_mount_unit is named after the device, and
 		// a unit the config writes itself is at its own entry.
 		{"swap.bu", "variant: fcos\nversion: 1.5.0\nsystemd:\n  units:\n    - name: a.service\n      enabled: true\n      contents: \"[Service]\\nExecStart=/bin/true\\n[Install]\\nWantedBy=multi-user.target\"\nstorage:\n  filesystems:\n    - device: /dev/disk/by-partlabel/swap\n      format: swap\n      with_mount_unit: true\n",
 			[]string{
-				"swap.bu:7:17: warning: systemd.units[1].contents: the unit file does not end with a newline; hostprov writes it with line feeds and one final newline",
+				"swap.bu:7:17: warning: systemd.units[1].contents: the unit file does not end with a newline, which hostprov would write with line feeds and one final newline; kept byte for byte with exactBytes: true on its hook",
 				"swap.bu:10:7: warning: storage.filesystems[0]: to the leftovers: a file system, which hostprov has no equivalent of",
-				"swap.bu:10:7: warning: systemd.units[0].contents: the unit file does not end with a newline; hostprov writes it with line feeds and one final newline",
+				"swap.bu:10:7: warning: systemd.units[0].contents: the unit file does not end with a newline, which hostprov would write with line feeds and one final newline; kept byte for byte with exactBytes: true on its hook",
 			}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -28,6 +28,16 @@ type ccImporter struct {
 	rest marks
 	// locals are the contents that go beside the spec.
 	locals *localFiles
+	// groupPlaces are where each of h.Groups is written, index for index.
+	groupPlaces []groupPlace
+}
+
+// groupPlace is where a group of the spec is written in the cloud-config:
+// its name's node, its path for messages, and its path in the input.
+type groupPlace struct {
+	node *yaml.Node
+	path string
+	rest restPath
 }
 
 // move puts the part of the cloud-config at p into the leftovers, with a
@@ -86,6 +96,7 @@ func importCloudConfig(in Input) (*Result, hooks.Diagnostics) {
 			c.move(k, k.Value, restPath{k.Value}, "the cloud-init module "+k.Value+" has no hostprov equivalent", hint)
 		}
 	}
+	c.ownGroups()
 	if c.diags.HasErrors(false) {
 		return nil, c.diags
 	}
@@ -473,8 +484,44 @@ func (c *ccImporter) groups(v *yaml.Node) {
 			}
 			c.h.Groups = append(c.h.Groups, hooks.Group{Name: n.Value})
 			c.origins.groups = append(c.origins.groups, c.origin(n, p))
+			gp := groupPlace{node: n, path: p, rest: restPath{"groups", i}}
+			if item.Kind == yaml.MappingNode {
+				gp.rest = append(gp.rest, n.Value)
+			}
+			c.groupPlaces = append(c.groupPlaces, gp)
 		}
 	})
+}
+
+// ownGroups takes out of the spec each group named as a user of the spec
+// without a primary_group, and puts it into the leftovers as written. In
+// the spec it would be that user's primary group in every output
+// (render.Storage.PrimaryGroup: cloud-init's useradd, like Ignition's,
+// refuses to create a user whose name is a group's that exists, without
+// --gid), a primary_group the cloud-config does not have. Without it, each
+// output gives the user a group of its own name, which is what the
+// cloud-config most likely means, and render --merge of the leftovers
+// gives the cloud-config back as it is.
+func (c *ccImporter) ownGroups() {
+	own := map[string]bool{}
+	for _, u := range c.h.Users {
+		if u.PrimaryGroup == "" {
+			own[u.Name] = true
+		}
+	}
+	var groups []hooks.Group
+	var origins []origin
+	for i, g := range c.h.Groups {
+		gp := c.groupPlaces[i]
+		if own[g.Name] {
+			c.move(gp.node, gp.path, gp.rest, "the group "+g.Name+" is named as a user the cloud-config creates without a primary_group: in the spec, hostprov would make it that user's primary group, which the cloud-config does not say; without it, the user gets a group of its own name",
+				"if the group is the user's own, write primary_group: "+g.Name+" on the user in the cloud-config (useradd refuses to create the user otherwise, as the group exists) and import it again")
+			continue
+		}
+		groups = append(groups, g)
+		origins = append(origins, c.origins.groups[i])
+	}
+	c.h.Groups, c.origins.groups = groups, origins
 }
 
 // cloudConfigRest writes the marked parts of a cloud-config (root, its

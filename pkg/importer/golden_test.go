@@ -22,8 +22,7 @@ var goldenInputs = []string{"metrics.bu", "app.ign", "web.cloud-config.yaml", "c
 // and the warnings with testdata/golden/NAME.yaml and NAME.warnings. The
 // Butane and Ignition ones also go round: imported and rendered to
 // Ignition of their version, they give the config (for Butane, as Butane
-// translates it), the leftovers merged, less what the warnings say was
-// changed.
+// translates it), the leftovers merged, exactly.
 func TestGoldens(t *testing.T) {
 	for _, name := range goldenInputs {
 		t.Run(name, func(t *testing.T) {

@@ -429,21 +429,32 @@ func (im *ignImporter) units(us []types.Unit) {
 				continue
 			}
 			h.UseRawManifest = true
-			h.Manifest = string(units.NormalizeRaw([]byte(contents)))
-			if h.Manifest != contents {
-				im.warn(append(p, "contents"), "the unit file "+describeNewlines(contents)+"; hostprov writes it with line feeds and one final newline",
-					"nothing to do: systemd reads both the same")
+			h.Manifest = contents
+			if string(units.NormalizeRaw([]byte(contents))) != contents {
+				// hostprov would write it with line feeds and one
+				// final newline; exactBytes keeps the config's bytes
+				// in every output (see exactBytes).
+				h.ExactBytes = true
+				im.warn(append(p, "contents"), exactBytesMsg("unit file", contents), exactBytesHint)
 			}
 			install := hasInstall(f)
 			switch {
 			case u.Enabled == nil && install:
 				// Ignition leaves a unit it is not told to enable or
-				// disable as presets have it; hostprov enables the units
-				// it installs unless told not to.
-				no := false
-				h.Enabled = &no
-				im.warn(append(p, "name"), "the config neither enables nor disables "+u.Name+", which Ignition leaves to the system's presets; imported with enabled: false",
-					"set enabled: true on the hook if the unit is to start at boot")
+				// disable as the system's presets have it (systemd's
+				// preset-all at first boot, with the image's preset
+				// files). A hook is enabled or disabled, never "as the
+				// presets say": kops has no way to say it (nodeup starts
+				// a hook whose unit has WantedBy=multi-user.target), and
+				// a cloud-init or apply node would have to run systemctl
+				// preset, which decides by files of the image that differ
+				// between images. So the unit, with its drop-ins, goes to
+				// the leftovers as written, rather than into the spec with
+				// enabled: false, which would disable a unit the presets
+				// may enable.
+				im.drop(p, []any{"name"}, "the config neither enables nor disables "+u.Name+", which Ignition leaves to the system's presets; a hook is enabled or disabled, so the unit stays as written",
+					"to have the unit as a hook, write enabled: true or enabled: false on it in the config and import it again")
+				continue
 			case u.Enabled != nil && *u.Enabled && !install:
 				im.move(append(p, "enabled"), u.Name+" is enabled but has no [Install] section with entries, so enabling it does nothing; hostprov does not tell Ignition to enable it",
 					"add an [Install] section (for example WantedBy=multi-user.target), or remove enabled: true")
@@ -465,12 +476,11 @@ func (im *ignImporter) units(us []types.Unit) {
 					"fix the drop-in; systemd would not load it as meant either")
 				continue
 			}
-			norm := string(units.NormalizeRaw([]byte(*d.Contents)))
-			if norm != *d.Contents {
-				im.warn(append(dp, "contents"), "the drop-in "+describeNewlines(*d.Contents)+"; hostprov writes it with line feeds and one final newline",
-					"nothing to do: systemd reads both the same")
+			if string(units.NormalizeRaw([]byte(*d.Contents))) != *d.Contents {
+				h.ExactBytes = true
+				im.warn(append(dp, "contents"), exactBytesMsg("drop-in", *d.Contents), exactBytesHint)
 			}
-			h.Dropins = append(h.Dropins, hooks.Dropin{Name: d.Name, Contents: norm})
+			h.Dropins = append(h.Dropins, hooks.Dropin{Name: d.Name, Contents: *d.Contents})
 			o.dropins = append(o.dropins, im.origin(dp))
 		}
 		if !h.Mask && !h.UseRawManifest && len(h.Dropins) == 0 && h.Enabled == nil {
@@ -482,6 +492,19 @@ func (im *ignImporter) units(us []types.Unit) {
 		im.origins = append(im.origins, o)
 	}
 }
+
+// exactBytesMsg says that a unit file's or drop-in's text, which hostprov
+// would write with line feeds and one final newline, is kept as it is.
+// The spec could hold the normalised text, which systemd reads the same,
+// but then no output would be the config's bytes, and a unit of a node the
+// config made would be another file to apply. The leftovers cannot hold
+// the text instead: a merge refuses a unit whose contents the spec and the
+// leftovers both give, and in the leftovers the unit would be no hook.
+func exactBytesMsg(what, text string) string {
+	return "the " + what + " " + describeNewlines(text) + ", which hostprov would write with line feeds and one final newline; kept byte for byte with exactBytes: true on its hook"
+}
+
+const exactBytesHint = "nothing to do: systemd reads both the same; drop exactBytes from the hook to have hostprov's line endings"
 
 func describeNewlines(s string) string {
 	switch {
@@ -662,14 +685,11 @@ func (im *ignImporter) contents(f *hooks.File, r types.Resource, entry []any) bo
 // the fields hostprov has; the others are warned about and kept out.
 func (im *ignImporter) passwd(pw types.Passwd) {
 	h := &im.storageHook
-	// The groups hostprov creates: a user of the same name gets it as
-	// its primary group in every output (render.Storage.PrimaryGroup).
-	groups := map[string]bool{}
-	for _, g := range pw.Groups {
-		if hooks.AccountNameProblem(g.Name) == "" && (g.ShouldExist == nil || *g.ShouldExist) {
-			groups[g.Name] = true
-		}
-	}
+	// ownGroup are the users of the spec without a primaryGroup: a group
+	// of the spec named as one of them would be its primary group in
+	// every output (render.Storage.PrimaryGroup), which the config does
+	// not say (see below).
+	ownGroup := map[string]bool{}
 	for i, u := range pw.Users {
 		p := []any{"passwd", "users", i}
 		if problem := hooks.AccountNameProblem(u.Name); problem != "" {
@@ -712,12 +732,10 @@ func (im *ignImporter) passwd(pw types.Passwd) {
 				hu.PasswordHash = *u.PasswordHash
 			}
 		}
-		if groups[u.Name] && u.PrimaryGroup == nil {
-			im.warn(p, "the config creates a group named as the user "+u.Name+": hostprov makes it the user's primary group (primaryGroup: "+u.Name+"), as useradd refuses to create a group of that name again",
-				"nothing to do; rename the group if it is meant to be another one")
-		}
 		if u.PrimaryGroup != nil {
 			hu.PrimaryGroup = *u.PrimaryGroup
+		} else {
+			ownGroup[u.Name] = true
 		}
 		hu.NoCreateHome = u.NoCreateHome != nil && *u.NoCreateHome
 		// The no* fields false are what every output does: only true
@@ -744,6 +762,21 @@ func (im *ignImporter) passwd(pw types.Passwd) {
 		if g.ShouldExist != nil && !*g.ShouldExist {
 			im.drop(p, []any{"shouldExist"}, "the group "+g.Name+" is to be deleted, which hostprov does not do",
 				"delete the group with a command hook")
+			continue
+		}
+		if ownGroup[g.Name] {
+			// With the group in the spec, every output would make it the
+			// user's primary group (Ignition's and cloud-init's useradd
+			// refuse to create a user whose name is a group's that
+			// exists, without --gid), a field the config does not have.
+			// Without it, each output creates the user with a group of
+			// its name (useradd's user group, systemd-sysusers' group of
+			// the user's name), which is what the config most likely
+			// means; the group as written, its gid with it, goes to the
+			// leftovers, so that render --merge gives the config back
+			// as it is.
+			im.drop(p, []any{"name"}, "the group "+g.Name+" is named as a user the config creates without a primaryGroup: in the spec, hostprov would make it that user's primary group, which the config does not say; without it, the user gets a group of its own name",
+				"if the group is the user's own, write primaryGroup: "+g.Name+" on the user in the config (useradd refuses to create the user otherwise, as the group exists) and import it again")
 			continue
 		}
 		hg := hooks.Group{Name: g.Name, System: g.System != nil && *g.System}

@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hostprov/hostprov/internal/golden"
+	"github.com/hostprov/hostprov/internal/yamlnode"
 	"github.com/hostprov/hostprov/pkg/render"
 )
 
@@ -93,7 +94,10 @@ func TestButaneTranslatesToIgnition(t *testing.T) {
 }
 
 // TestButaneReadable: every unit file and drop-in of the goldens is a
-// literal block in the Butane config, so that it reads as the file itself.
+// literal block in the Butane config, so that it reads as the file itself,
+// unless a literal block cannot keep its bytes (a text of a hook with
+// exactBytes that has carriage returns or no final newline, see
+// yamlnode.BlockSafe).
 func TestButaneReadable(t *testing.T) {
 	for name, path := range goldenSpecs(t) {
 		bu, err := render.Butane(build(t, path), render.ButaneOptions{})
@@ -107,7 +111,7 @@ func TestButaneReadable(t *testing.T) {
 		n := 0
 		walkContents(&doc, func(v *yaml.Node) {
 			n++
-			if v.Style != yaml.LiteralStyle {
+			if v.Style != yaml.LiteralStyle && yamlnode.BlockSafe([]byte(v.Value)) {
 				t.Errorf("%s: line %d: contents are not a literal block:\n%s", name, v.Line, v.Value)
 			}
 		})

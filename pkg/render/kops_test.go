@@ -51,6 +51,10 @@ var kopsRefusals = map[string]map[string]error{
 		"systemd-timesyncd.service": render.ErrKopsExisting,
 		"metrics.service":           render.ErrKopsDropin,
 	},
+	"exact-bytes-dropins": {
+		"agent.service":      render.ErrKopsDropin,
+		"getty@tty1.service": render.ErrKopsDropin,
+	},
 	"raw": {
 		"no-install.service": render.ErrKopsDisabledUnit,
 	},

@@ -237,7 +237,7 @@ func (b *builder) hook(i int) (Unit, bool) {
 		mp := p + ".manifest"
 		file = b.parseText(mp, h.Manifest, "")
 		if file != nil {
-			u.Contents = units.NormalizeRaw([]byte(h.Manifest))
+			u.Contents = rawText(h, h.Manifest)
 			b.checkFile(p, name, file, entryPlaces{path: mp})
 			b.recordMount(i, name, file)
 		}
@@ -271,9 +271,23 @@ func (b *builder) hook(i int) (Unit, bool) {
 		}
 		b.checkDirectives(df, entryPlaces{path: dp})
 		b.checkExec(df, entryPlaces{path: dp})
-		u.Dropins = append(u.Dropins, Dropin{Name: d.Name, Contents: units.NormalizeRaw([]byte(d.Contents))})
+		u.Dropins = append(u.Dropins, Dropin{Name: d.Name, Contents: rawText(h, d.Contents)})
 	}
 	return u, true
+}
+
+// rawText is the bytes of a raw manifest or drop-in of h: with LF line
+// endings and one final newline (units.NormalizeRaw), or, with
+// exactBytes, as written. Every output and apply take these bytes, so
+// exactBytes needs nothing of them: the YAML outputs write a text that a
+// literal block cannot keep as a double-quoted string (yamlnode.Text), and
+// systemd reads CR, CRLF and LF line ends, and a last line without one,
+// the same.
+func rawText(h *hooks.Hook, text string) []byte {
+	if h.ExactBytes {
+		return []byte(text)
+	}
+	return units.NormalizeRaw([]byte(text))
 }
 
 // entryPlaces says where in the spec the entries of a unit file come

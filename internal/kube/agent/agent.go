@@ -76,6 +76,12 @@ type Config struct {
 	// boot; default ReadBootID.
 	LeaseNamespace string
 	BootID         func() (string, error)
+	// WatchSpread is the least window over which the agents of a cluster
+	// start their watches of a new HostHooks' NodeHooks, each at a random
+	// moment of it, so that a new HostHooks does not make every agent
+	// call the API server at once (see DefaultWatchSpread, the agent
+	// command's default). Zero starts them at once.
+	WatchSpread time.Duration
 }
 
 // Stats count what an agent did, for tests and benchmarks.
@@ -195,7 +201,7 @@ func New(cfg Config) (*Agent, error) {
 		kick:    make(chan struct{}, 1),
 		written: map[types.UID]writtenStatus{},
 		units:   map[string]UnitState{}}
-	a.nodeHooks = newNodeHooksWatches(cfg.NodeName, cl, a.nodeHooksHandler(), func() { a.want(true) })
+	a.nodeHooks = newNodeHooksWatches(cfg.NodeName, cl, a.nodeHooksHandler(), func() { a.want(true) }, cfg.WatchSpread)
 	return a, nil
 }
 
@@ -553,10 +559,12 @@ func (a *Agent) view(ctx context.Context) (*view, error) {
 		v.hostHooks[hhs.Items[i].Name] = &hhs.Items[i]
 	}
 	names := make([]string, 0, len(hhs.Items))
+	var matched int32
 	for i := range hhs.Items {
 		names = append(names, hhs.Items[i].Name)
+		matched = max(matched, hhs.Items[i].Status.MatchedNodes)
 	}
-	if err := a.nodeHooks.ensure(ctx, names); err != nil {
+	if err := a.nodeHooks.ensure(ctx, names, matched); err != nil {
 		return nil, err
 	}
 	nhs, synced := a.nodeHooks.list()

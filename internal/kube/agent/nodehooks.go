@@ -2,8 +2,10 @@ package agent
 
 import (
 	"context"
+	"math/rand/v2"
 	"sort"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -36,9 +38,35 @@ type nodeHooksWatches struct {
 	handler toolscache.ResourceEventHandler
 	synced  func()
 
+	// spread is the least window over which the watches of a new
+	// HostHooks start (see startDelay); zero starts them at once.
+	spread time.Duration
+	// delay picks a start delay in [0, window); default a uniform one.
+	delay func(window time.Duration) time.Duration
+
 	mu      sync.Mutex
 	watches map[string]*nodeHooksWatch // by HostHooks name
+	// started: the agent's first view started its watches; a HostHooks
+	// seen later is new to the cluster, not to the agent.
+	started bool
 }
+
+// WatchSpreadPerNode widens the window over which the agents start their
+// watches of a new HostHooks' NodeHooks: by 1 ms for each node that the
+// largest HostHooks the agent sees matches, as the controller spaces its
+// status writes (controller.StatusIntervalPerNode).
+const WatchSpreadPerNode = time.Millisecond
+
+// DefaultWatchSpread is the agent command's least window for those starts.
+//
+// Why spread them: a new HostHooks reaches every agent at the same moment,
+// and each then lists and watches its NodeHooks: two requests per node in
+// a second or two, 20,000 at 10,000 nodes, which starved the API server of
+// the time to renew the controller's Lease. Nothing is lost by waiting:
+// the controller creates the NodeHooks 16 at a time, seconds of work at
+// that size, and a node only acts once the controller approves. Only the
+// first rollout of a new HostHooks waits; its changes reach open watches.
+const DefaultWatchSpread = 10 * time.Second
 
 // listByName is a ListWatch that starts with a list, not with a watch
 // that streams the initial state (client-go's WatchListClient). Such a
@@ -59,7 +87,8 @@ type nodeHooksWatch struct {
 }
 
 // newNodeHooksWatches watches the NodeHooks of node through c.
-func newNodeHooksWatches(node string, c client.WithWatch, handler toolscache.ResourceEventHandler, synced func()) *nodeHooksWatches {
+// spread is the least window for the starts of a new HostHooks' watch.
+func newNodeHooksWatches(node string, c client.WithWatch, handler toolscache.ResourceEventHandler, synced func(), spread time.Duration) *nodeHooksWatches {
 	lw := func(sel fields.Selector) toolscache.ListerWatcher {
 		return listByName{&toolscache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -73,18 +102,36 @@ func newNodeHooksWatches(node string, c client.WithWatch, handler toolscache.Res
 			},
 		}}
 	}
-	return &nodeHooksWatches{node: node, lw: lw, handler: handler, synced: synced, watches: map[string]*nodeHooksWatch{}}
+	return &nodeHooksWatches{node: node, lw: lw, handler: handler, synced: synced, spread: spread,
+		delay: func(window time.Duration) time.Duration { return rand.N(window) }, watches: map[string]*nodeHooksWatch{}}
+}
+
+// startDelay is how long the watch of a HostHooks waits before it starts:
+// none for those of the agent's first view (the agents of a fleet start
+// over minutes, as a DaemonSet's pods come up), and for a HostHooks made
+// later a random part of a window: the agent's spread, or
+// WatchSpreadPerNode for each node that the largest HostHooks matches, if
+// that is longer. A HostHooks' status gives its matched nodes; a new one
+// has no status yet, and another's tells the size of the fleet.
+func (w *nodeHooksWatches) startDelay(matched int32) time.Duration {
+	if !w.started || w.spread <= 0 {
+		return 0
+	}
+	window := max(w.spread, time.Duration(matched)*WatchSpreadPerNode)
+	return w.delay(window)
 }
 
 // ensure makes the watches those of the HostHooks named, until ctx ends:
-// it starts the missing ones and stops those of HostHooks gone. The watch
+// it starts the missing ones (after startDelay; matched is the most nodes
+// a HostHooks' status says it matches) and stops those of HostHooks gone. The watch
 // of a HostHooks gone lingers while its NodeHooks is there and does not
 // say Removed yet: the agent prunes the set whatever the NodeHooks says,
 // and then says so in it (without the controller's finalizer, the
 // HostHooks goes before the node has pruned).
-func (w *nodeHooksWatches) ensure(ctx context.Context, hostHooks []string) error {
+func (w *nodeHooksWatches) ensure(ctx context.Context, hostHooks []string, matched int32) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	defer func() { w.started = true }()
 	want := make(map[string]bool, len(hostHooks))
 	for _, hh := range hostHooks {
 		want[hh] = true
@@ -108,7 +155,16 @@ func (w *nodeHooksWatches) ensure(ctx context.Context, hostHooks []string) error
 		}
 		wctx, stop := context.WithCancel(ctx)
 		w.watches[hh] = &nodeHooksWatch{name: name, inf: inf, stop: stop}
-		go inf.RunWithContext(wctx)
+		// Until it has started and listed, the watch has not synced, and
+		// the agent's view says it is listing: no sync decides, and
+		// nothing is pruned, for a NodeHooks not seen yet.
+		d := w.startDelay(matched)
+		go func() {
+			if d > 0 {
+				sleep(wctx, d)
+			}
+			inf.RunWithContext(wctx)
+		}()
 		go func() {
 			if toolscache.WaitForCacheSync(wctx.Done(), inf.HasSynced) {
 				w.synced()

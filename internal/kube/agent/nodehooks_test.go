@@ -155,3 +155,134 @@ func TestKubeAgentWatchesNodeHooksByName(t *testing.T) {
 		t.Errorf("the NodeHooks read by name: %v, with %d watches; want %v, each watched", named, watches, want)
 	}
 }
+
+// TestKubeAgentSpreadsNewWatches: the watch of a HostHooks made while the
+// agent runs starts at a random moment of the spread, so that a fleet's
+// agents do not all list and watch at once; one that the agent found at
+// its start is watched at once. The window grows with the largest
+// HostHooks' matched nodes. Until its watch has listed, the new
+// HostHooks' NodeHooks is neither read nor applied.
+func TestKubeAgentSpreadsNewWatches(t *testing.T) {
+	c := kubetest.Start(t)
+	c.InstallCRDs(t, "../../../deploy/crds")
+	cl := c.Client(t)
+	ctx := t.Context()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}
+	if err := cl.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	hc, err := rest.HTTPClientFor(c.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := &readsOf{next: hc.Transport}
+	hc.Transport = reads
+	opts := apply.Options{Root: t.TempDir()}
+	if err := apply.PrepareDirs(opts); err != nil {
+		t.Fatal(err)
+	}
+	const spread = time.Hour
+	create := func(name string, matched int32) (*v1alpha1.HostHooks, *v1alpha1.NodeHooks) {
+		t.Helper()
+		hh := &v1alpha1.HostHooks{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.HostHooksSpec{
+			Hooks: []v1alpha1.Hook{service(name + "-svc")}}}
+		if err := cl.Create(ctx, hh); err != nil {
+			t.Fatal(err)
+		}
+		if matched > 0 {
+			hh.Status.MatchedNodes = matched
+			if err := cl.Status().Update(ctx, hh); err != nil {
+				t.Fatal(err)
+			}
+		}
+		nh := &v1alpha1.NodeHooks{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.NodeHooksName(name, node.Name)},
+			Spec: v1alpha1.NodeHooksSpec{NodeName: node.Name, HostHooks: name, HooksHash: v1alpha1.HooksHash(hh.Spec.Hooks)}}
+		if err := cl.Create(ctx, nh); err != nil {
+			t.Fatal(err)
+		}
+		return hh, nh
+	}
+	phase := func(nh *v1alpha1.NodeHooks) v1alpha1.NodePhase {
+		var got v1alpha1.NodeHooks
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(nh), &got); err != nil {
+			t.Fatal(err)
+		}
+		return got.Status.Phase
+	}
+	waitPhase := func(nh *v1alpha1.NodeHooks, want v1alpha1.NodePhase) {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			return phase(nh) == want, nil
+		})
+		if err != nil {
+			t.Fatalf("NodeHooks %s: phase %q, want %q", nh.Name, phase(nh), want)
+		}
+	}
+	readOf := func(name string) bool {
+		for _, q := range reads.all() {
+			if q.Get("fieldSelector") == "metadata.name="+name {
+				return true
+			}
+		}
+		return false
+	}
+
+	// Found at the start: watched and applied at once, whatever the
+	// spread. Its status says the fleet has 7,200 nodes.
+	_, first := create("first", 7200)
+	sd := &Systemd{Systemd: applytest.New()}
+	a, err := New(Config{NodeName: node.Name, REST: c.Config(), HTTPClient: hc, Options: opts, WatchSpread: spread,
+		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Connect: func(context.Context) (*Systemd, error) { return sd, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The delays the agent draws, by the window it draws them from. The
+	// new watch is held back for the whole hour.
+	windows := make(chan time.Duration, 10)
+	a.nodeHooks.delay = func(window time.Duration) time.Duration {
+		windows <- window
+		return window
+	}
+	actx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(actx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("agent: %v", err)
+		}
+	})
+	waitPhase(first, v1alpha1.NodeSucceeded)
+	select {
+	case w := <-windows:
+		t.Fatalf("the watch of a HostHooks found at the start waited (a window of %s)", w)
+	default:
+	}
+
+	// Made while the agent runs: its watch waits for a moment of the
+	// window, the spread or 1 ms for each of the 7,200 nodes (2h).
+	_, late := create("late", 0)
+	select {
+	case w := <-windows:
+		if want := 7200 * WatchSpreadPerNode; w != max(spread, want) {
+			t.Errorf("the window of a new HostHooks' watch: %s, want %s", w, max(spread, want))
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the watch of a new HostHooks started without waiting")
+	}
+	// A later sync (another event) must not read or apply the held back
+	// NodeHooks either.
+	_, other := create("other", 0)
+	<-windows
+	time.Sleep(time.Second) // give a wrong start its chance to show
+	if readOf(late.Name) || readOf(other.Name) {
+		t.Errorf("the NodeHooks of a new HostHooks read before its moment in the spread")
+	}
+	if p := phase(late); p != "" {
+		t.Errorf("the NodeHooks of a new HostHooks: phase %q before its watch started, want none", p)
+	}
+	if p := phase(first); p != v1alpha1.NodeSucceeded {
+		t.Errorf("the NodeHooks found at the start: phase %q, want it left Succeeded", p)
+	}
+}

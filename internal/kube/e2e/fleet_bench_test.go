@@ -227,8 +227,12 @@ func benchFleet(b *testing.B, n int) {
 				b.Fatal(err)
 			}
 			sd := &agent.Systemd{Systemd: applytest.New()}
+			// The agent command's spread of watch starts, as in
+			// production: the first rollout of a new HostHooks waits for
+			// it, and its time says so.
 			a, err := agent.New(agent.Config{NodeName: names[i], REST: agentCfgs[i].rest, HTTPClient: agentCfgs[i].http, Options: opts, Log: quiet,
-				Connect: func(context.Context) (*agent.Systemd, error) { return sd, nil }})
+				WatchSpread: agent.DefaultWatchSpread,
+				Connect:     func(context.Context) (*agent.Systemd, error) { return sd, nil }})
 			if err != nil {
 				b.Fatal(err)
 			}

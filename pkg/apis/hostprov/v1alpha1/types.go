@@ -114,6 +114,7 @@ type Hook struct {
 	UseRawName     bool   `json:"useRawName,omitempty"`
 	UseRawManifest bool   `json:"useRawManifest,omitempty"`
 	Manifest       string `json:"manifest,omitempty"`
+	ExactBytes     bool   `json:"exactBytes,omitempty"`
 
 	// +listType=atomic
 	Requires []string `json:"requires,omitempty"`
