@@ -96,7 +96,7 @@ bench-butane:
 # machine's load. See BenchmarkFleet. The default is 1,000 nodes:
 # FLEET_NODES=1000,10000 also runs 10,000, which has not completed a
 # rollout on a shared 2-core machine yet: the controller loses its lease
-# (README, Scale).
+# (docs/kubernetes.md, Scale).
 FLEET_NODES ?= 1000
 bench-fleet:
 	HOSTPROV_FLEET_NODES=$(FLEET_NODES) $(GO) test -run '^$$' -bench '^BenchmarkFleet$$' -benchtime 1x -timeout 120m -v ./internal/kube/e2e
@@ -128,13 +128,18 @@ fuzz:
 golden:
 	$(GO) test -tags kube ./... -update
 
-# The Kubernetes API's generated code: deep-copy functions and the CRD
-# manifests in deploy/crds, from the Go types in pkg/apis by controller-gen.
-# Run it after changing those types, and commit what it writes.
+# The generated files: the Kubernetes API's deep-copy functions and the CRD
+# manifests in deploy/crds, from the Go types in pkg/apis by controller-gen;
+# and docs/cli.md, the command-line reference, from the command tree of the
+# build with the Kubernetes commands (internal/gen/clidoc; built as make
+# test builds, to share its compile). Run it after changing those types or
+# a command's help or flags, and commit what it writes (internal/clidoc's
+# test fails while docs/cli.md is out of date).
 CONTROLLER_GEN ?= sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 generate:
 	$(GO) run $(CONTROLLER_GEN) object paths=./pkg/apis/...
 	$(GO) run $(CONTROLLER_GEN) crd paths=./pkg/apis/... output:crd:artifacts:config=deploy/crds
+	$(TEST_FLAGS) $(GO) run -tags kube ./internal/gen/clidoc -o docs/cli.md
 
 # Real tools the tests check hostprov's output with that Debian does not
 # package, built from their own sources into $(TOOLS) (under bin/, never

@@ -64,31 +64,31 @@ func TestISCSIHostHooks(t *testing.T) {
 	}
 }
 
-// TestReadmeHostHooks checks the HostHooks of the README's Kubernetes
-// section as the API server and the agent would: no field the type lacks,
-// and hostprov's validation passes its hooks.
-func TestReadmeHostHooks(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+// TestDocHostHooks checks the HostHooks of docs/kubernetes.md as the API
+// server and the agent would: no field the type lacks, and hostprov's
+// validation passes its hooks.
+func TestDocHostHooks(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "docs", "kubernetes.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "\n### HostHooks\n")
+	_, section, ok := strings.Cut(string(readme), "\n## HostHooks\n")
 	if !ok {
-		t.Fatal("README.md has no HostHooks section")
+		t.Fatal("docs/kubernetes.md has no HostHooks section")
 	}
 	_, block, ok := strings.Cut(section, "```yaml\n")
 	block, _, ok2 := strings.Cut(block, "```\n")
 	if !ok || !ok2 {
-		t.Fatal("the README's HostHooks section has no YAML block")
+		t.Fatal("docs/kubernetes.md's HostHooks section has no YAML block")
 	}
 	var hh v1alpha1.HostHooks
 	if err := yaml.UnmarshalStrict([]byte(block), &hh); err != nil {
-		t.Fatalf("the README's HostHooks: %v\n%s", err, block)
+		t.Fatalf("docs/kubernetes.md's HostHooks: %v\n%s", err, block)
 	}
 	if hh.Kind != "HostHooks" || hh.APIVersion != v1alpha1.GroupVersion.String() {
-		t.Errorf("the README's HostHooks is %s %s", hh.APIVersion, hh.Kind)
+		t.Errorf("docs/kubernetes.md's HostHooks is %s %s", hh.APIVersion, hh.Kind)
 	}
 	if _, diags := kube.Build(&hh); len(diags) != 0 {
-		t.Errorf("the README's HostHooks: %v", diags)
+		t.Errorf("docs/kubernetes.md's HostHooks: %v", diags)
 	}
 }

@@ -107,10 +107,10 @@ func TestAgentCommandServes(t *testing.T) {
 	}
 }
 
-// The README's table of metrics and probes gives each command's default
-// addresses.
+// The table of metrics and probes in docs/kubernetes.md gives each
+// command's default addresses.
 func TestMetricsAddressesDocumented(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/kubernetes.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,12 +122,12 @@ func TestMetricsAddressesDocumented(t *testing.T) {
 			}
 		}
 		if row == "" {
-			t.Errorf("the README's table of metrics and probes has no row for hostprov %s", name)
+			t.Errorf("docs/kubernetes.md's table of metrics and probes has no row for hostprov %s", name)
 			continue
 		}
 		for _, flag := range []string{"metrics-addr", "health-addr"} {
 			if def := c.Flags().Lookup(flag).DefValue; !strings.Contains(row, "`"+def+"`") {
-				t.Errorf("the README's row for hostprov %s lacks --%s's default %s: %s", name, flag, def, row)
+				t.Errorf("docs/kubernetes.md's row for hostprov %s lacks --%s's default %s: %s", name, flag, def, row)
 			}
 		}
 	}

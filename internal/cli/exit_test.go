@@ -63,11 +63,11 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
-// TestExitCodesDocumented: the README's table of exit codes has a row for
-// every code a command exits with, and says which commands give 3 and 4;
-// plan's and status's --help say what their codes mean.
+// TestExitCodesDocumented: the table of exit codes in docs/usage.md has a
+// row for every code a command exits with, and says which commands give 3
+// and 4; plan's and status's --help say what their codes mean.
 func TestExitCodesDocumented(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/usage.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,12 +96,12 @@ func TestExitCodesDocumented(t *testing.T) {
 	} {
 		row, ok := rows[fmt.Sprint(code)]
 		if !ok {
-			t.Errorf("the README's table of exit codes has no row for %d", code)
+			t.Errorf("the table of exit codes in docs/usage.md has no row for %d", code)
 			continue
 		}
 		for _, w := range want {
 			if !strings.Contains(row, w) {
-				t.Errorf("the README's row for exit code %d lacks %q: %s", code, w, row)
+				t.Errorf("docs/usage.md's row for exit code %d lacks %q: %s", code, w, row)
 			}
 		}
 	}

@@ -82,7 +82,7 @@ func TestDeployUnderNamespaceOverlay(t *testing.T) {
 // right to its webhook configuration is by name (resourceNames), which
 // kustomize leaves, so it can change nothing of the renamed one, not even
 // its CA, and with no CA the webhook, failurePolicy Fail, refuses every
-// HostHooks. The README says what to patch.
+// HostHooks. docs/kubernetes.md says what to patch.
 func TestDeployUnderPrefixOverlay(t *testing.T) {
 	const prefix, suffix = "team-", "-v2"
 	objs := buildOverlay(t, "namespace: "+overlayNamespace+"\nnamePrefix: "+prefix+"\nnameSuffix: "+suffix+"\n")

@@ -19,7 +19,7 @@ import (
 	"github.com/hostprov/hostprov/pkg/render"
 )
 
-// TestButaneMergesHostprov proves the README's way of adding one's own
+// TestButaneMergesHostprov proves docs/outputs.md's way of adding one's own
 // storage and passwd to hostprov's units without editing generated files:
 // a Butane config of one's own that merges hostprov's Ignition config as a
 // local file, translated by Butane with --files-dir. The merged config must

@@ -192,7 +192,7 @@ func TestMergeKindClashes(t *testing.T) {
 }
 
 // TestMergeButaneIsIgnition holds the Butane output of a merge to the
-// rule of the README: Butane's library translates it to the Ignition
+// rule of docs/outputs.md: Butane's library translates it to the Ignition
 // output of the same merge, as data, or it is refused with hostprov's own
 // message at places in the files the user wrote (never Butane's error at
 // a line of the merged config, which the user never saw).
@@ -263,7 +263,7 @@ func TestMergeButaneIsIgnition(t *testing.T) {
 			}
 			if c.refused == nil {
 				noDiags(t, "MergeButane", diags, err)
-				// As the README says: butane --files-dir, the spec's directory.
+				// As docs/outputs.md says: butane --files-dir, the spec's directory.
 				fromButane, rpt, err := butane.TranslateBytes(out, common.TranslateBytesOptions{TranslateOptions: common.TranslateOptions{FilesDir: specDir}})
 				if err != nil || len(rpt.Entries) > 0 {
 					t.Fatalf("Butane: %v\n%s\n%s", err, rpt, out)

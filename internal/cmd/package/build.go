@@ -53,7 +53,8 @@ var (
 // Config says what to build.
 type Config struct {
 	// Root is the repository: its cmd/hostprov is built and its packaging
-	// directory, VERSION, LICENSE, README.md and SECURITY.md are packaged.
+	// directory, VERSION, LICENSE, README.md and SECURITY.md are packaged,
+	// and docs/spec.md is the text of hostprov-hooks(5).
 	Root string
 	// Version is the packages' version and the one stamped into the binary;
 	// empty means the VERSION file's.
@@ -222,11 +223,11 @@ func stageShared(c Config, stage string) error {
 			return err
 		}
 	}
-	readme, err := os.ReadFile(filepath.Join(c.Root, "README.md"))
+	specText, err := os.ReadFile(filepath.Join(c.Root, specDoc))
 	if err != nil {
 		return err
 	}
-	spec, err := specManPage(readme, c.Version, c.Date)
+	spec, err := specManPage(specText, c.Version, c.Date)
 	if err != nil {
 		return err
 	}

@@ -3,12 +3,13 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/hostprov/hostprov/internal/clidoc"
 )
 
 // A man page is written here from the cobra command itself rather than
@@ -16,6 +17,8 @@ import (
 // blackfriday), two dependencies for what is a page of roff, and its pages
 // put every line of a command's hand-wrapped help into one filled
 // paragraph, which runs the example columns of hostprov's help together.
+// The walk of the tree, the flags and the paragraphs of help text are
+// clidoc's, which docs/cli.md is written with too.
 
 // manPage is one section-1 page: its file name (hostprov-render.1) and roff
 // source.
@@ -25,20 +28,13 @@ type manPage struct {
 }
 
 // manPages returns a page for root and for every command below it that a
-// user can run: hidden commands and cobra's help command have none.
+// user can run (clidoc.Commands): hidden commands and cobra's help command
+// have none.
 func manPages(root *cobra.Command, version string, date time.Time) []manPage {
 	var pages []manPage
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		if c.Hidden || c.Name() == "help" {
-			return
-		}
+	for _, c := range clidoc.Commands(root) {
 		pages = append(pages, manPage{name: manName(c) + ".1", roff: manRoff(c, version, date)})
-		for _, sub := range c.Commands() {
-			walk(sub)
-		}
 	}
-	walk(root)
 	return pages
 }
 
@@ -89,7 +85,7 @@ func manRoff(c *cobra.Command, version string, date time.Time) []byte {
 		see = append(see, manName(c.Parent()))
 	}
 	for _, sub := range c.Commands() {
-		if !sub.Hidden && sub.Name() != "help" {
+		if clidoc.Shown(sub) {
 			see = append(see, manName(sub))
 		}
 	}
@@ -120,27 +116,15 @@ func seeSection(page string) int {
 // of plain lines is filled, and a paragraph with an indented line (an
 // example, a table of commands) is kept line for line, as --help shows it.
 func writeProse(b *bytes.Buffer, text string) {
-	for _, para := range strings.Split(strings.TrimSpace(text), "\n\n") {
-		lines := strings.Split(strings.Trim(para, "\n"), "\n")
-		literal := false
-		for _, l := range lines {
-			if strings.HasPrefix(l, " ") || strings.HasPrefix(l, "\t") {
-				literal = true
-			}
-		}
+	for _, p := range clidoc.Paragraphs(text) {
 		b.WriteString(".PP\n")
-		if literal {
+		if p.Literal {
 			b.WriteString(".nf\n")
 		}
-		for _, l := range lines {
-			if literal {
-				l = strings.ReplaceAll(l, "\t", "    ")
-			} else {
-				l = strings.TrimSpace(l)
-			}
+		for _, l := range p.Lines {
 			b.WriteString(roffLine(l) + "\n")
 		}
-		if literal {
+		if p.Literal {
 			b.WriteString(".fi\n")
 		}
 	}
@@ -149,16 +133,10 @@ func writeProse(b *bytes.Buffer, text string) {
 // writeFlags writes the flags of fs that are not hidden under the heading,
 // in name order, or nothing when there are none.
 func writeFlags(b *bytes.Buffer, heading string, fs *pflag.FlagSet) {
-	var flags []*pflag.Flag
-	fs.VisitAll(func(f *pflag.Flag) {
-		if !f.Hidden {
-			flags = append(flags, f)
-		}
-	})
+	flags := clidoc.Flags(fs)
 	if len(flags) == 0 {
 		return
 	}
-	sort.Slice(flags, func(i, j int) bool { return flags[i].Name < flags[j].Name })
 	fmt.Fprintf(b, ".SH %s\n", roffArg(heading))
 	for _, f := range flags {
 		varname, usage := pflag.UnquoteUsage(f)
@@ -173,21 +151,11 @@ func writeFlags(b *bytes.Buffer, heading string, fs *pflag.FlagSet) {
 		}
 		b.WriteString(head.String() + "\n")
 		text := usage
-		if !zeroDefault(f) {
+		if !clidoc.ZeroDefault(f) {
 			text += fmt.Sprintf(" (default %s)", f.DefValue)
 		}
 		b.WriteString(roffLine(text) + "\n")
 	}
-}
-
-// zeroDefault reports whether f's default goes without saying: false, empty
-// or zero, which --help does not print either.
-func zeroDefault(f *pflag.Flag) bool {
-	switch f.DefValue {
-	case "", "false", "0", "0s", "[]":
-		return true
-	}
-	return false
 }
 
 // roffEscape makes s plain text to roff: a backslash is the escape

@@ -72,16 +72,16 @@ func TestManRoff(t *testing.T) {
 	}
 }
 
-// TestSpecManPage writes hostprov-hooks(5) from the repository's README,
-// formats it with groff as strictly as TestManPages does, and checks that
-// the spec's reference made it there: every field of the README's table a
+// TestSpecManPage writes hostprov-hooks(5) from the repository's spec
+// reference, formats it with groff as strictly as TestManPages does, and
+// checks that the reference made it there: every field of its table a
 // tagged entry, the example kept line for line.
 func TestSpecManPage(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	doc, err := os.ReadFile(filepath.Join(repoRoot, specDoc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := specManPage(readme, "0.1.0", date)
+	p, err := specManPage(doc, "0.1.0", date)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,12 +121,12 @@ func groffCheck(t *testing.T, p manPage) {
 	}
 }
 
-// TestMarkdownRoff: each kind of Markdown the README's spec section uses,
+// TestMarkdownRoff: each kind of Markdown the spec reference uses,
 // and what roff would misread in it.
 func TestMarkdownRoff(t *testing.T) {
 	md := "intro with `code`, **bold**, *em* and a [link](#there)\n" +
 		".starts with a period\n\n" +
-		"### A heading\n\n" +
+		"## A heading\n\n" +
 		"| field | type | meaning |\n|---|---|---|\n| `a` | bool | first → second |\n| `b` | string | |\n\n" +
 		"- one item\n  continued\n- two\n\n" +
 		"1. first\n\n" +

@@ -8,16 +8,19 @@ import (
 	"time"
 )
 
-// specSection is the README's heading of the hook spec's reference: the
-// text of hostprov-hooks(5), so that the page and the README cannot tell
-// two stories.
-const specSection = "## The hook spec"
+// specDoc is the hook spec's reference, and specSection its title: the
+// text of hostprov-hooks(5), so that the page and the reference cannot
+// tell two stories.
+const (
+	specDoc     = "docs/spec.md"
+	specSection = "# The hook spec"
+)
 
 // specManPage writes hostprov-hooks(5), the hook spec's file format, from
-// the README's section on it: its headings, paragraphs, lists, tables and
+// its reference (specDoc): its headings, paragraphs, lists, tables and
 // examples turned into man(7) macros.
-func specManPage(readme []byte, version string, date time.Time) (manPage, error) {
-	md, err := readmeSection(string(readme), specSection)
+func specManPage(doc []byte, version string, date time.Time) (manPage, error) {
+	md, err := docSection(string(doc), specSection)
 	if err != nil {
 		return manPage{}, err
 	}
@@ -32,14 +35,15 @@ func specManPage(readme []byte, version string, date time.Time) (manPage, error)
 	return manPage{name: "hostprov-hooks.5", roff: b.Bytes()}, nil
 }
 
-// readmeSection is the text under heading, up to the next heading of the
-// same level.
-func readmeSection(readme, heading string) (string, error) {
-	start := strings.Index(readme, "\n"+heading+"\n")
+// docSection is the text under heading, up to the next heading of the
+// same level; the heading may be the document's first line.
+func docSection(doc, heading string) (string, error) {
+	doc = "\n" + doc
+	start := strings.Index(doc, "\n"+heading+"\n")
 	if start < 0 {
-		return "", fmt.Errorf("README.md has no %q section", heading)
+		return "", fmt.Errorf("%s has no %q section", specDoc, heading)
 	}
-	body := readme[start+len(heading)+2:]
+	body := doc[start+len(heading)+2:]
 	level := heading[:strings.IndexByte(heading, ' ')+1]
 	inCode := false
 	off := 0
@@ -55,8 +59,8 @@ func readmeSection(readme, heading string) (string, error) {
 	return body, nil
 }
 
-// markdownRoff writes the Markdown the README uses (### headings,
-// paragraphs, - and 1. lists, tables, fenced code) as man(7).
+// markdownRoff writes the Markdown the docs use (## headings, paragraphs,
+// - and 1. lists, tables, fenced code) as man(7).
 func markdownRoff(b *bytes.Buffer, md string) {
 	lines := strings.Split(strings.TrimSpace(md), "\n")
 	para := false // inside a filled paragraph or list item
@@ -73,8 +77,8 @@ func markdownRoff(b *bytes.Buffer, md string) {
 			para = false
 		case t == "":
 			para = false
-		case strings.HasPrefix(l, "### "):
-			fmt.Fprintf(b, ".SS %s\n", fonts(roffArg(inline(strings.TrimPrefix(l, "### ")))))
+		case strings.HasPrefix(l, "## "):
+			fmt.Fprintf(b, ".SS %s\n", fonts(roffArg(inline(strings.TrimPrefix(l, "## ")))))
 			para = false
 		case strings.HasPrefix(t, "|"):
 			var rows [][]string
@@ -148,7 +152,7 @@ var (
 	mdEm   = regexp.MustCompile(`(^|[\s(])\*([^*\s][^*]*)\*`)
 )
 
-// inline turns the README's inline Markdown into plain text, marking code
+// inline turns the docs' inline Markdown into plain text, marking code
 // and emphasis with control characters that fonts makes font changes: a link
 // keeps its text, code and bold become bold, emphasis italic. Escape the
 // result for roff, then give it to fonts.

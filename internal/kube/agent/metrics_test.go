@@ -205,9 +205,10 @@ func metricNames(cs ...prometheus.Collector) []string {
 
 var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
 
-// The README's section on metrics names every metric of the agent's own.
+// The section on metrics in docs/kubernetes.md names every metric of the
+// agent's own.
 func TestMetricsDocumented(t *testing.T) {
-	readme, err := os.ReadFile("../../../README.md")
+	readme, err := os.ReadFile("../../../docs/kubernetes.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +219,7 @@ func TestMetricsDocumented(t *testing.T) {
 	}
 	for _, n := range names {
 		if !strings.Contains(string(readme), "`"+n) {
-			t.Errorf("the README does not name the agent's metric %s", n)
+			t.Errorf("docs/kubernetes.md does not name the agent's metric %s", n)
 		}
 	}
 }

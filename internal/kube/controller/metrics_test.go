@@ -169,9 +169,9 @@ func TestRolloutMetrics(t *testing.T) {
 	}
 }
 
-// The README's section on metrics names every rollout metric.
+// The section on metrics in docs/kubernetes.md names every rollout metric.
 func TestRolloutMetricsDocumented(t *testing.T) {
-	readme, err := os.ReadFile("../../../README.md")
+	readme, err := os.ReadFile("../../../docs/kubernetes.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestRolloutMetricsDocumented(t *testing.T) {
 		}
 		n++
 		if !strings.Contains(string(readme), "`"+m[1]+"`") {
-			t.Errorf("the README does not name the rollout metric %s", m[1])
+			t.Errorf("docs/kubernetes.md does not name the rollout metric %s", m[1])
 		}
 	}
 	if n != 8 {

@@ -11,17 +11,17 @@ import (
 
 var backticked = regexp.MustCompile("`([A-Za-z]+)`")
 
-// TestREADMEStorageFields: the README's table of user and group fields
-// names every field a user and a group have, and no other; its sentence on
-// directories and links names every field of theirs.
-func TestREADMEStorageFields(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+// TestSpecDocStorageFields: the spec reference's table of user and group
+// fields names every field a user and a group have, and no other; its
+// sentence on directories and links names every field of theirs.
+func TestSpecDocStorageFields(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "spec.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(data)
+	doc := string(data)
 	got := map[string][]string{}
-	for _, line := range strings.Split(readme, "\n") {
+	for _, line := range strings.Split(doc, "\n") {
 		cells := strings.Split(line, "|")
 		if len(cells) < 4 {
 			continue
@@ -49,18 +49,18 @@ func TestREADMEStorageFields(t *testing.T) {
 			g = slices.DeleteFunc(g, func(s string) bool { return s == "uid" })
 		}
 		if !slices.Equal(g, w) {
-			t.Errorf("the README's table has the %s fields %v, the spec %v", kind, g, w)
+			t.Errorf("docs/spec.md's table has the %s fields %v, the spec %v", kind, g, w)
 		}
 	}
-	i := strings.Index(readme, "`links` entries have")
+	i := strings.Index(doc, "`links` entries have")
 	if i < 0 {
-		t.Fatal("the README does not say what links entries have")
+		t.Fatal("docs/spec.md does not say what links entries have")
 	}
-	sentence := readme[i:]
+	sentence := doc[i:]
 	sentence = sentence[:strings.Index(sentence, "\n\n")]
 	for _, f := range linkFields {
 		if !strings.Contains(sentence, "`"+f+"`") {
-			t.Errorf("the README's sentence on links does not name %s:\n%s", f, sentence)
+			t.Errorf("docs/spec.md's sentence on links does not name %s:\n%s", f, sentence)
 		}
 	}
 }
