@@ -165,7 +165,7 @@ func TestVM(t *testing.T) {
 	run(t, root, "go", "build", "-o", bin, "./cmd/hostprov")
 	dist := filepath.Join(work, "dist")
 	run(t, root, "go", "run", "./internal/cmd/package", "-arch", "amd64", "-format", "deb", "-out", dist,
-		"-maintainer", "hostprov VM test <vmtest@hostprov.invalid>")
+		"-maintainer", "hostprov VM test <vm-test@hostprov.dev>")
 	debs, _ := filepath.Glob(filepath.Join(dist, "*.deb"))
 	if len(debs) != 1 {
 		t.Fatalf("the package build made %v, not one .deb", debs)
@@ -286,6 +286,8 @@ func TestVM(t *testing.T) {
 			copyFile(t, debs[0], filepath.Join(tree, "tmp/hostprov.deb"))
 			run(t, tree, "chroot", ".", "dpkg", "-i", "/tmp/hostprov.deb")
 			os.Remove(filepath.Join(tree, "tmp/hostprov.deb"))
+			// apply installs no part of a hook whose download failed.
+			os.Remove(filepath.Join(tree, "var/lib/vmtest/expected/missing-tool.service"))
 			ents, _ := os.ReadDir(specs)
 			for _, e := range ents {
 				copyFile(t, filepath.Join(specs, e.Name()), filepath.Join(tree, "etc/hostprov/hooks.d", e.Name()))
@@ -337,15 +339,13 @@ func hasLine(lines []string, prefix string) bool {
 	return false
 }
 
-// accel is qemu's accelerator: KVM when /dev/kvm can be opened, else TCG
-// (software emulation); VMTEST_ACCEL=tcg or kvm chooses.
+// accel is qemu's accelerator: TCG (software emulation) unless
+// VMTEST_ACCEL says kvm. Not KVM whenever /dev/kvm opens: on a machine that
+// is itself a VM, nested KVM may open and then fail to start the guest (or
+// start it and never run it), where TCG is slow but works everywhere.
 func accel() string {
 	if a := os.Getenv("VMTEST_ACCEL"); a != "" {
 		return a
-	}
-	if f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0); err == nil {
-		f.Close()
-		return "kvm"
 	}
 	return "tcg"
 }
