@@ -85,8 +85,15 @@ var customizeHooks = []string{
 	`mkdir -p "$1/etc/systemd/network"`,
 	`printf '[Match]\nName=eth0\n\n[Network]\nDHCP=ipv4\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n' > "$1/etc/systemd/network/80-vmtest.network"`,
 	`chroot "$1" systemctl enable systemd-networkd.service systemd-networkd-wait-online.service`,
-	// cloud-init: NoCloud only, and the network is systemd-networkd's.
-	`printf 'datasource_list: [NoCloud, None]\nnetwork: {config: disabled}\n' > "$1/etc/cloud/cloud.cfg.d/90-vmtest.cfg"`,
+	// cloud-init: NoCloud only, the network is systemd-networkd's, and no
+	// SSH host keys (no SSH server).
+	`printf 'datasource_list: [NoCloud, None]\nnetwork: {config: disabled}\nssh_genkeytypes: []\n' > "$1/etc/cloud/cloud.cfg.d/90-vmtest.cfg"`,
+	// The guest boots the kernel and initramfs the host gives qemu, so an
+	// initramfs rebuilt inside it (open-iscsi's install triggers one) is
+	// never used: minutes of emulated compression for nothing. dpkg
+	// skips its fsyncs: a crashed guest is booted afresh anyway.
+	`sed -i 's/^update_initramfs=.*/update_initramfs=no/' "$1/etc/initramfs-tools/update-initramfs.conf"`,
+	`echo force-unsafe-io > "$1/etc/dpkg/dpkg.cfg.d/vmtest-unsafe-io"`,
 	// Nothing that runs on a timer or scrubs disks during the test.
 	`chroot "$1" systemctl mask apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer e2scrub_reap.service fstrim.timer`,
 	// The target: tgt serves the file /var/lib/vmtest/lun.img as LUN 1

@@ -319,13 +319,13 @@ func TestVM(t *testing.T) {
 		}
 		for _, b := range []string{"1", "2"} {
 			if !hasLine(rt.lines, "VMTEST "+b+" DONE") {
-				t.Errorf("%s: boot %s did not finish its checks (console: %s)", rt.name, b, filepath.Join(work, rt.name+".console.log"))
+				t.Errorf("%s: boot %s did not finish its checks (console: %s)", rt.name, b, filepath.Join(work, rt.name+".console"+b+".log"))
 			}
 		}
 	}
 	fmt.Printf("timing: image %s; prepare (package, render, root images) %s\n", timings["image"], timings["prepare"])
 	for _, rt := range routes {
-		fmt.Printf("timing: %s: boot to checks %s, first boot's checks done %s; reboot to checks %s, done %s; accel %s\n",
+		fmt.Printf("timing: %s: boot to checks %s, first boot done (powered off) %s; reboot to checks %s, second boot done %s; accel %s\n",
 			rt.name, rt.times["boot1"], rt.times["done1"], rt.times["boot2"], rt.times["done2"], rt.times["accel"])
 	}
 }
@@ -350,8 +350,9 @@ func accel() string {
 	return "tcg"
 }
 
-// boot runs rt's VM until it powers off after its second boot, or a
-// deadline, reading the report from the second serial port as it comes.
+// boot runs rt's VM twice on the same disk, each time until the guest
+// powers off after its checks or a deadline, reading the report from the
+// second serial port as it comes.
 func boot(t *testing.T, work string, rt *route, kernel, initrd, repoAddr, fileAddr string) {
 	rt.times = map[string]string{"accel": accel()}
 	exe, err := os.Executable()
@@ -363,69 +364,64 @@ func boot(t *testing.T, work string, rt *route, kernel, initrd, repoAddr, fileAd
 		return fmt.Sprintf("guestfwd=tcp:%s:%d-cmd:env %s=%s %s", hostAddr, port, proxyEnv, addr, exe)
 	}
 	report := filepath.Join(work, rt.name+".report.log")
-	console := filepath.Join(work, rt.name+".console.log")
 	os.Remove(report)
-	args := []string{
-		"-machine", "q35", "-accel", rt.times["accel"], "-cpu", "max", "-smp", "1", "-m", "1536",
-		"-nodefaults", "-no-user-config", "-display", "none",
-		"-kernel", kernel, "-initrd", initrd,
-		"-append", "root=/dev/vda rw console=ttyS0,115200 net.ifnames=0 systemd.show_status=1" + rt.append,
-		"-drive", "file=" + rt.disk + ",format=raw,if=virtio,cache=unsafe",
-		"-serial", "file:" + console, "-serial", "file:" + report,
-		"-nic", "user,model=virtio-net-pci,restrict=on," + fwd(80, repoAddr) + "," + fwd(443, fileAddr),
-	}
-	if rt.seed != "" {
-		args = append(args, "-drive", "file="+rt.seed+",format=raw,if=virtio,readonly=on")
-	}
-	limit := 60 * time.Minute
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "qemu-system-x86_64", args...)
-	qlog, _ := os.Create(filepath.Join(work, rt.name+".qemu.log"))
-	defer qlog.Close()
-	cmd.Stdout, cmd.Stderr = qlog, qlog
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Errorf("%s: qemu: %v", rt.name, err)
-		return
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	var offset int64
-	var last time.Time
-	for {
-		select {
-		case err := <-exited:
-			rt.lines = append(rt.lines, readFrom(report, &offset)...)
-			stamp(rt, start, &last)
-			if err != nil {
-				t.Errorf("%s: qemu: %v after %s (see %s and %s)", rt.name, err, time.Since(start).Round(time.Second), console, filepath.Join(work, rt.name+".qemu.log"))
-			}
+	for _, b := range []string{"1", "2"} {
+		console := filepath.Join(work, rt.name+".console"+b+".log")
+		args := []string{
+			"-machine", "q35", "-accel", rt.times["accel"], "-cpu", "max", "-smp", "1", "-m", "1536",
+			"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+			"-kernel", kernel, "-initrd", initrd,
+			"-append", "root=/dev/vda rw console=ttyS0,115200 net.ifnames=0 systemd.show_status=1" + rt.append,
+			"-drive", "file=" + rt.disk + ",format=raw,if=virtio,cache=unsafe",
+			"-serial", "file:" + console, "-chardev", "file,id=report,path=" + report + ",append=on", "-serial", "chardev:report",
+			"-nic", "user,model=virtio-net-pci,restrict=on," + fwd(80, repoAddr) + "," + fwd(443, fileAddr),
+		}
+		if rt.seed != "" {
+			args = append(args, "-drive", "file="+rt.seed+",format=raw,if=virtio,readonly=on")
+		}
+		limit := 40 * time.Minute
+		ctx, cancel := context.WithTimeout(context.Background(), limit)
+		cmd := exec.CommandContext(ctx, "qemu-system-x86_64", args...)
+		qlog, _ := os.Create(filepath.Join(work, rt.name+".qemu"+b+".log"))
+		cmd.Stdout, cmd.Stderr = qlog, qlog
+		start := time.Now()
+		if err := cmd.Start(); err != nil {
+			cancel()
+			t.Errorf("%s: qemu: %v", rt.name, err)
 			return
-		case <-time.After(2 * time.Second):
-			rt.lines = append(rt.lines, readFrom(report, &offset)...)
-			stamp(rt, start, &last)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		var err error
+	wait:
+		for {
+			select {
+			case err = <-exited:
+				break wait
+			case <-time.After(2 * time.Second):
+			}
+			rt.read(report, &offset, b, start)
+		}
+		cancel()
+		qlog.Close()
+		rt.read(report, &offset, b, start)
+		rt.times["done"+b] = time.Since(start).Round(time.Second).String()
+		if err != nil {
+			t.Errorf("%s: boot %s: qemu: %v after %s (see %s)", rt.name, b, err, time.Since(start).Round(time.Second), console)
+			return
 		}
 	}
 }
 
-// stamp records when each boot's checks began and ended.
-func stamp(rt *route, start time.Time, last *time.Time) {
-	for _, l := range rt.lines {
-		for _, b := range []string{"1", "2"} {
-			if strings.HasPrefix(l, "VMTEST "+b+" ") && rt.times["boot"+b] == "" {
-				if b == "1" {
-					rt.times["boot1"] = time.Since(start).Round(time.Second).String()
-				} else {
-					rt.times["boot2"] = time.Since(*last).Round(time.Second).String()
-				}
-			}
-			if strings.HasPrefix(l, "VMTEST "+b+" DONE") && rt.times["done"+b] == "" {
-				rt.times["done"+b] = time.Since(start).Round(time.Second).String()
-				*last = time.Now()
-			}
-		}
+// read takes the report's new lines, and notes when boot b's first came:
+// the boot has settled and its checks begin.
+func (rt *route) read(report string, offset *int64, b string, start time.Time) {
+	lines := readFrom(report, offset)
+	if len(lines) > 0 && rt.times["boot"+b] == "" {
+		rt.times["boot"+b] = time.Since(start).Round(time.Second).String()
 	}
+	rt.lines = append(rt.lines, lines...)
 }
 
 // readFrom returns the whole lines of path after *off, and moves *off past them.
