@@ -86,8 +86,9 @@ var customizeHooks = []string{
 	`printf '[Match]\nName=eth0\n\n[Network]\nDHCP=ipv4\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n' > "$1/etc/systemd/network/80-vmtest.network"`,
 	`chroot "$1" systemctl enable systemd-networkd.service systemd-networkd-wait-online.service`,
 	// cloud-init: NoCloud only, the network is systemd-networkd's, and no
-	// SSH host keys (no SSH server).
-	`printf 'datasource_list: [NoCloud, None]\nnetwork: {config: disabled}\nssh_genkeytypes: []\n' > "$1/etc/cloud/cloud.cfg.d/90-vmtest.cfg"`,
+	// SSH host keys (no SSH server), no system locale set (the image has
+	// no locales to set, and update-locale fails without them).
+	`printf 'datasource_list: [NoCloud, None]\nnetwork: {config: disabled}\nssh_genkeytypes: []\nlocale: false\n' > "$1/etc/cloud/cloud.cfg.d/90-vmtest.cfg"`,
 	// The guest boots the kernel and initramfs the host gives qemu, so an
 	// initramfs rebuilt inside it (open-iscsi's install triggers one) is
 	// never used: minutes of emulated compression for nothing. dpkg
@@ -192,8 +193,11 @@ func buildBase(ctx context.Context, logf func(string, ...any)) (img baseImage, b
 	if err := cmd.Run(); err != nil {
 		return img, false, fmt.Errorf("mmdebstrap: %v (its output is in %s)", err, log.Name())
 	}
-	os.RemoveAll(final)
 	if err := os.Rename(tmp, final); err != nil {
+		// Another run built the same image meanwhile: use its.
+		if _, serr := os.Stat(img.Tar); serr == nil {
+			return img, true, nil
+		}
 		return img, false, err
 	}
 	return img, true, nil

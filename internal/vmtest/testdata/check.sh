@@ -142,7 +142,12 @@ fetch_fail_ok() {
 }
 
 if [ "$route" = cloud-init ]; then
-	check cloud-init-datasource sh -c 'cloud-init status --long | grep DataSourceNoCloud'
+	check cloud-init-datasource python3 -c '
+import json, sys
+ds = json.load(open("/run/cloud-init/result.json"))["v1"]["datasource"]
+print(ds)
+if not ds or not ds.startswith("DataSourceNoCloud"):
+    sys.exit("datasource %r, not NoCloud" % ds)'
 	check cloud-init-no-errors python3 -c '
 import json, subprocess, sys
 s = json.loads(subprocess.run(["cloud-init", "status", "--format", "json"], capture_output=True, text=True).stdout)
@@ -178,6 +183,7 @@ else
 	check fetch-https fetch_ok
 	if [ "$route" = node ]; then
 		check hostprov-status status_ok
+		say "INFO hostprov status: $(hostprov status 2>&1 | tr -s ' ' | tr '\n' '|' | cut -c1-1500)"
 	fi
 fi
 check unit-states states_ok
