@@ -241,7 +241,10 @@ const cloudInitFetcher = "/var/lib/hostprov/fetch.py"
 // ("sha256-HEX" or "sha512-HEX") before anything is written; they are
 // written beside the path with their mode and owner, synced, and renamed
 // over it, so that the path never holds a part or an unchecked file. A
-// failure is printed and exits non-zero, which cloud-init reports.
+// failure is printed (cloud-init-output.log and the journal have it) and
+// exits non-zero; runcmd goes on with its next command, and cloud-init's
+// status shows no error for it, as the VM test saw (runcmd's exit status
+// is its last command's).
 //
 // runcmd runs after network-online.target, but on a real boot that only
 // means an address: the server may not answer yet, a name may not resolve
