@@ -98,13 +98,21 @@ func repoRoot(t *testing.T) string {
 	return r
 }
 
+// run runs a command in dir and returns its standard output; what it
+// writes to standard error (render's warnings) is logged, never mixed
+// into the output, which may be user data.
 func run(t *testing.T, dir string, name string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+		t.Fatalf("%s %s: %v\n%s%s", name, strings.Join(args, " "), err, out, stderr.String())
+	}
+	if stderr.Len() > 0 {
+		t.Logf("%s %s:\n%s", name, strings.Join(args, " "), stderr.String())
 	}
 	return string(out)
 }
