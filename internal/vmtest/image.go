@@ -100,6 +100,11 @@ var customizeHooks = []string{
 	// The target: tgt serves the file /var/lib/vmtest/lun.img as LUN 1
 	// of one target, to the guest itself only.
 	`mkdir -p "$1/etc/tgt/conf.d"`,
+	// open-iscsi (installed at boot) logs out of every session at
+	// shutdown: after tgt has stopped, the logout waits 90 s for a target
+	// that is gone. Ordered after tgt, it is stopped first.
+	`mkdir -p "$1/etc/systemd/system/open-iscsi.service.d"`,
+	`printf '[Unit]\nAfter=tgt.service\n' > "$1/etc/systemd/system/open-iscsi.service.d/50-vmtest-after-tgt.conf"`,
 	`printf '<target iqn.2026-12.test.hostprov:lun>\n    backing-store /var/lib/vmtest/lun.img\n    initiator-address 127.0.0.1\n</target>\n' > "$1/etc/tgt/conf.d/vmtest.conf"`,
 }
 

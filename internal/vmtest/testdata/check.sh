@@ -113,6 +113,11 @@ status_ok() {
 	for u in $(awk '$2 != "absent" {print $1}' $V/units); do
 		echo "$out" | grep -q "^$u " || echo "$out" | grep -q " $u " || { echo "no row for $u"; return 1; }
 	done
+	# The phase of each when: Once command hook after the reboot: skipped,
+	# by its stamp.
+	for u in $(awk '$3 == "skipped" && $1 != "create-swapfile.service" {print $1}' $V/units); do
+		echo "$out" | grep -q "^$u: skipped" || { echo "$u is not shown skipped"; return 1; }
+	done
 }
 app_ok() {
 	local pid
