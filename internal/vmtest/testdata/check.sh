@@ -48,12 +48,15 @@ boot_time=$(date -d "$(uptime -s)" +%s)
 # The state of a unit as the units file says it: active, inactive, failed,
 # skipped (its condition was false) or absent (no unit file).
 unit_state() {
-	local u=$1 load active cond
+	local u=$1 load active cond checked
 	load=$(systemctl show -P LoadState "$u")
 	active=$(systemctl show -P ActiveState "$u")
 	cond=$(systemctl show -P ConditionResult "$u")
+	# ConditionResult is "no" too for a unit never started (a failed
+	# dependency): skipped only when its conditions were checked.
+	checked=$(systemctl show -P ConditionTimestampMonotonic "$u")
 	if [ "$load" = not-found ]; then echo absent
-	elif [ "$active" = inactive ] && [ "$cond" = no ]; then echo skipped
+	elif [ "$active" = inactive ] && [ "$cond" = no ] && [ "${checked:-0}" != 0 ]; then echo skipped
 	else echo "$active"; fi
 }
 states_ok() {
@@ -92,7 +95,7 @@ lun_kept() { [ "$(cat /mnt/lun/boot1)" = "boot1 $(cat /etc/machine-id)" ] || { c
 # A when: Once hook at the second boot: skipped, its stamp from before this boot.
 once_skipped() {
 	local u=$1 stamp
-	[ "$(systemctl show -P ConditionResult "$u")" = no ] || { echo "$u ran: $(systemctl status "$u")"; return 1; }
+	[ "$(unit_state "$u")" = skipped ] || { echo "$u ran: $(systemctl status "$u")"; return 1; }
 	stamp=$(systemctl cat "$u" | sed -n 's/^ConditionPathExists=!\(\/var\/lib\/hostprov\/stamps\/.*\)/\1/p')
 	[ -n "$stamp" ] && [ -e "$stamp" ] || { echo "no stamp $stamp"; return 1; }
 	[ "$(stat -c %Y "$stamp")" -lt "$boot_time" ] || { echo "stamp $stamp is from this boot"; return 1; }
