@@ -6,7 +6,7 @@ BIN ?= bin/hostprov
 FUZZTIME ?= 30s
 FUZZMINIMIZE ?= 60s
 
-.PHONY: build image test test-bins bench bench-butane bench-fleet crash lint fuzz golden generate tools package clean
+.PHONY: build image test vm-test test-bins bench bench-butane bench-fleet crash lint fuzz golden generate tools package clean
 
 build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/hostprov
@@ -65,6 +65,15 @@ test-bins:
 MAINTAINER ?=
 package:
 	SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)' $(GO) run ./internal/cmd/package -out dist -maintainer "$(MAINTAINER)"
+
+# hostprov's examples booted in a Debian 12 VM (internal/vmtest, behind the
+# vmtest build tag so that `make test` leaves it out): as cloud-init user
+# data and as the node package, each booted twice, checked from inside the
+# guest. Needs root and what .ci/setup installs (qemu, mmdebstrap, ...);
+# the guest image is built once and cached (VMTEST_CACHE). It prints each
+# check's PASS or FAIL and the timings. See docs/vm-test.md.
+vm-test:
+	$(TEST_FLAGS) $(GO) test -tags vmtest -count=1 -v -timeout 120m -run TestVM ./internal/vmtest
 
 # Speed and memory, as Go benchmarks (never as timed assertions in tests).
 # BenchmarkApplyRig (as root) runs the kops/cloud-init shell loop over 1,000

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"gopkg.in/yaml.v3"
@@ -95,4 +96,65 @@ func mustOctal(t *testing.T, s string) uint32 {
 		m = m*8 + uint32(c-'0')
 	}
 	return m
+}
+
+// TestCloudInitFetchRetries runs the cloud-init output's download script
+// against a server that fails the way a server does while a node boots
+// (503 twice), and against one that answers 404: the first download is
+// tried again and lands, the second fails after one request.
+func TestCloudInitFetchRetries(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		sdtool.Unavailable(t, "python3 not found (cloud-init's own language; Debian package python3)")
+	}
+	r := buildAll(t, filepath.Join(storageDir, "download.yaml"))
+	ci, err := render.CloudInit(r.Units, render.CloudInitOptions{Storage: r.Storage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		WriteFiles []struct{ Path, Content string } `yaml:"write_files"`
+	}
+	if err := yaml.Unmarshal(ci, &doc); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	fetcher := filepath.Join(dir, "fetch.py")
+	for _, f := range doc.WriteFiles {
+		if f.Path == "/var/lib/hostprov/fetch.py" {
+			os.WriteFile(fetcher, []byte(f.Content), 0o755)
+		}
+	}
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := requests.Add(1)
+		switch {
+		case r.URL.Path == "/missing":
+			http.NotFound(w, r)
+		case n <= 2:
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+		}
+		// else: no bytes, the hash the command below asks for.
+	}))
+	defer srv.Close()
+	const empty = "sha256-e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+	uid, gid := strconv.Itoa(os.Getuid()), strconv.Itoa(os.Getgid())
+	dest := filepath.Join(dir, "root", "tool")
+	out, err := exec.Command("python3", fetcher, srv.URL+"/tool", empty, dest, "0644", uid, gid).CombinedOutput()
+	if err != nil {
+		t.Fatalf("a download that fails twice with 503: %v\n%s", err, out)
+	}
+	if n := requests.Load(); n != 3 {
+		t.Errorf("%d requests, want 3 (two 503 answers, then the file)\n%s", n, out)
+	}
+	if _, err := os.Stat(dest); err != nil {
+		t.Error(err)
+	}
+	requests.Store(10)
+	out, err = exec.Command("python3", fetcher, srv.URL+"/missing", empty, dest+"2", "0644", uid, gid).CombinedOutput()
+	if err == nil {
+		t.Fatalf("a download answered 404 succeeded:\n%s", out)
+	}
+	if n := requests.Load(); n != 11 {
+		t.Errorf("%d requests for a 404, want 1: a final answer is not tried again\n%s", n-10, out)
+	}
 }

@@ -241,14 +241,39 @@ const cloudInitFetcher = "/var/lib/hostprov/fetch.py"
 // ("sha256-HEX" or "sha512-HEX") before anything is written; they are
 // written beside the path with their mode and owner, synced, and renamed
 // over it, so that the path never holds a part or an unchecked file. A
-// failure is printed and exits non-zero, which cloud-init reports.
+// failure is printed (cloud-init-output.log and the journal have it) and
+// exits non-zero; runcmd goes on with its next command, and cloud-init's
+// status shows no error for it, as the VM test saw (runcmd's exit status
+// is its last command's).
+//
+// runcmd runs after network-online.target, but on a real boot that only
+// means an address: the server may not answer yet, a name may not resolve
+// yet, a mirror may answer 503 for a moment. A failure that may pass (no
+// connection, a timeout, a 5xx, 408 or 429 answer) is tried again with
+// pauses of 1s, 2s, 4s, ... up to 30s, for at most 3 minutes (apply's
+// --fetch-wait default); a final answer (404, 403, ...) or a wrong hash is
+// not, so that a broken URL fails its file at once and the rest of runcmd
+// goes on.
 const downloadScript = `# Written by hostprov: downloads a file of a hook spec, checks its hash, and
 # only then puts it in place (python3 fetch.py URL HASH PATH MODE USER GROUP).
-import hashlib, os, shutil, sys, urllib.request
+import hashlib, os, shutil, sys, time, urllib.error, urllib.request
 url, want, path, mode, user, group = sys.argv[1:7]
 algo, digest = want.split("-", 1)
-with urllib.request.urlopen(url, timeout=300) as r:
-    data = r.read()
+deadline, pause = time.monotonic() + 180, 1
+while True:
+    try:
+        with urllib.request.urlopen(url, timeout=300) as r:
+            data = r.read()
+        break
+    except (urllib.error.URLError, OSError) as e:
+        code = getattr(e, "code", None)
+        if code is not None and not (code >= 500 or code in (408, 429)):
+            raise
+        if time.monotonic() + pause > deadline:
+            raise
+        print("hostprov: %s: %s; trying again in %ds" % (url, e, pause), file=sys.stderr)
+        time.sleep(pause)
+        pause = min(pause * 2, 30)
 got = hashlib.new(algo, data).hexdigest()
 if got != digest:
     sys.exit("hostprov: %s: %s has %s-%s, not the hash its verification gives; not written" % (path, url, algo, got))
