@@ -81,6 +81,11 @@ const runcmdStorageComment = `First the directories and links of the spec, which
 owners that write_files cannot set (numeric ids), and the files from a URL, each checked
 against its hash before it is written.`
 
+// runcmdHeldComment says what a failed download does, when there can be one.
+const runcmdHeldComment = `A hook whose download fails is neither enabled nor started (the commands behind its
+mark in ` + heldDir + `), and the last command then fails, so that
+cloud-init reports it.`
+
 // CloudInit returns a #cloud-config document that installs the units:
 // write_files writes every unit file and drop-in under CloudInitUnitDir
 // (mode 0644, owner root, content exactly the unit's bytes), and runcmd
@@ -149,7 +154,8 @@ func encodeCloudConfig(doc *yaml.Node, opts CloudInitOptions) ([]byte, error) {
 // cloudInitDoc is the root mapping of CloudInit's document.
 func cloudInitDoc(us []Unit, opts CloudInitOptions) (*yaml.Node, error) {
 	doc := &yaml.Node{Kind: yaml.MappingNode}
-	stFiles, stCmds, err := cloudInitStorage(opts.Storage)
+	held := cloudInitHeld(us, opts.Storage)
+	stFiles, stCmds, err := cloudInitStorage(opts.Storage, held)
 	if err != nil {
 		return nil, err
 	}
@@ -180,11 +186,14 @@ func cloudInitDoc(us []Unit, opts CloudInitOptions) (*yaml.Node, error) {
 		}
 		doc.Content = append(doc.Content, yamlnode.Str("write_files"), seq)
 	}
-	cmds, err := cloudInitCommands(us)
+	cmds, err := cloudInitCommands(us, held)
 	if err != nil {
 		return nil, err
 	}
 	cmds = append(stCmds, cmds...)
+	if len(held) > 0 {
+		cmds = append(cmds, heldReport)
+	}
 	if len(cmds) > 0 {
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, argv := range cmds {
@@ -198,6 +207,9 @@ func cloudInitDoc(us []Unit, opts CloudInitOptions) (*yaml.Node, error) {
 		key.HeadComment = runcmdComment
 		if len(stCmds) > 0 {
 			key.HeadComment = runcmdStorageComment + "\n" + runcmdComment
+		}
+		if len(held) > 0 {
+			key.HeadComment = runcmdStorageComment + "\n" + runcmdHeldComment + "\n" + runcmdComment
 		}
 		doc.Content = append(doc.Content, key, seq)
 	}
@@ -239,14 +251,72 @@ func newFileNodes() *fileNodes {
 		b64: yamlnode.Str("b64"), content: yamlnode.Str("content")}
 }
 
+// heldDir holds the marks of the hooks whose download failed, one file
+// named after each hook, for the rest of the boot (/run is emptied at the
+// next).
+const heldDir = "/run/hostprov/download-failed"
+
+// cloudInitHeld returns the hooks (by index) that have units and a file
+// to download, each with its mark: the file the download script makes
+// when a download of the hook fails.
+//
+// Why: runcmd goes on after a failed command, so a hook whose download
+// failed would be enabled and started without its file, and run with
+// what is missing, or with an older file of the image. As with apply on
+// a node, a failed download fails its hook and nothing else: the hook's
+// units are written, but neither enabled nor started, the other hooks'
+// are, and runcmd ends with heldReport, which fails when a mark is
+// there, so that cloud-init's status reports an error and says why.
+func cloudInitHeld(us []Unit, st Storage) map[int]string {
+	names := map[int]string{}
+	for _, u := range us {
+		names[u.Hook] = u.HookName
+	}
+	var held map[int]string
+	for _, f := range st.Files {
+		if name, ok := names[f.Hook]; ok && f.Source != "" {
+			if held == nil {
+				held = map[int]string{}
+			}
+			held[f.Hook] = heldDir + "/" + name
+		}
+	}
+	return held
+}
+
+// heldGate runs the command that follows its mark only while the mark is
+// not there: sh -c heldGate hostprov MARK COMMAND...
+const heldGate = `m=$1; shift; if [ -e "$m" ]; then echo "hostprov: a download of this hook failed ($m), so not: $*" >&2; exit 0; fi; exec "$@"`
+
+// heldReport ends runcmd: it fails, naming the hooks, when a download
+// failed. cloud-init takes runcmd's status from its last command.
+var heldReport = []string{"sh", "-c", `if [ -d ` + heldDir + ` ]; then echo "hostprov: downloads failed; these hooks were neither enabled nor started: $(ls ` + heldDir + ` | tr '\n' ' ')" >&2; exit 1; fi`}
+
 // cloudInitCommands returns the runcmd of CloudInit, in order; see there
-// for why each command is there.
-func cloudInitCommands(us []Unit) ([][]string, error) {
+// for why each command is there. The enabling and starting of the units of
+// a hook in held waits for its mark (heldGate).
+func cloudInitCommands(us []Unit, held map[int]string) ([][]string, error) {
 	var (
 		enable, disable, mask, restart, start []string
 		enableOne, disableOne                 [][]string
+		heldEnable, heldStart                 [][]string
 	)
+	// gated is cmd and names behind the mark of the hook at index h.
+	gated := func(h int, cmd []string, names ...string) []string {
+		return append(append([]string{"sh", "-c", heldGate, "hostprov", held[h]}, cmd...), names...)
+	}
 	for _, u := range us {
+		if _, ok := held[u.Hook]; ok && !u.Mask && u.Enabled != nil && *u.Enabled {
+			heldEnable = append(heldEnable, gated(u.Hook, []string{"systemctl", "enable", "--no-reload"}, u.Name))
+			name, ok, err := startName(u)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				heldStart = append(heldStart, gated(u.Hook, []string{"systemctl", "start", "--no-block"}, name))
+			}
+			continue
+		}
 		if u.Mask {
 			mask = append(mask, u.Name)
 			continue
@@ -285,12 +355,14 @@ func cloudInitCommands(us []Unit) ([][]string, error) {
 	}
 	cmds = appendCmd(cmds, []string{"systemctl", "enable", "--no-reload"}, enable)
 	cmds = append(cmds, enableOne...)
+	cmds = append(cmds, heldEnable...)
 	cmds = appendCmd(cmds, []string{"systemctl", "disable", "--no-reload"}, disable)
 	cmds = append(cmds, disableOne...)
 	cmds = appendCmd(cmds, []string{"systemctl", "mask"}, mask)
 	cmds = appendCmd(cmds, []string{"systemctl", "stop", "--no-block"}, mask)
 	cmds = appendCmd(cmds, []string{"systemctl", "try-restart", "--no-block"}, restart)
 	cmds = appendCmd(cmds, []string{"systemctl", "start", "--no-block"}, start)
+	cmds = append(cmds, heldStart...)
 	return cmds, nil
 }
 

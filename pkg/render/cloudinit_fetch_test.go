@@ -55,9 +55,10 @@ func TestCloudInitFetch(t *testing.T) {
 	root := filepath.Join(dir, "root")
 	var fetches [][]string
 	for _, c := range doc.Runcmd {
-		if len(c) == 8 && c[0] == "python3" && c[1] == "/var/lib/hostprov/fetch.py" {
+		if len(c) == 9 && c[0] == "python3" && c[1] == "/var/lib/hostprov/fetch.py" {
 			c = append([]string(nil), c...)
 			c[1], c[2], c[4] = fetcher, srv.URL+"/"+filepath.Base(c[2]), filepath.Join(root, c[4])
+			c[8] = filepath.Join(dir, "held", filepath.Base(c[8])) // the hook's mark
 			// The owners by id, as this machine need not have them:
 			// its own, so that the test runs as any user.
 			c[6], c[7] = strconv.Itoa(os.Getuid()), strconv.Itoa(os.Getgid())
@@ -156,5 +157,125 @@ func TestCloudInitFetchRetries(t *testing.T) {
 	}
 	if n := requests.Load(); n != 11 {
 		t.Errorf("%d requests for a 404, want 1: a final answer is not tried again\n%s", n-10, out)
+	}
+}
+
+// TestCloudInitFailedDownloadHoldsItsHook runs the whole runcmd of a
+// spec of two hooks, one with a download, with systemctl replaced by a
+// recorder and the marks below a scratch directory: when the download
+// fails, the other hook's unit is enabled and started, the downloading
+// hook's is neither, and the last command fails, naming the hook, so
+// that cloud-init reports it; when it lands, both are enabled and started
+// and runcmd ends well.
+func TestCloudInitFailedDownloadHoldsItsHook(t *testing.T) {
+	for _, tool := range []string{"python3", "sh"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			sdtool.Unavailable(t, "%s not found (cloud-init runs runcmd with sh, and is written in Python)", tool)
+		}
+	}
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "hooks.yaml")
+	os.WriteFile(spec, []byte(`apiVersion: hostprov/v1alpha1
+kind: Hooks
+hooks:
+  - name: other
+    exec: [/bin/true]
+  - name: tool
+    exec: [/usr/local/bin/tool, serve]
+    files:
+      - path: /usr/local/bin/tool
+        source: https://downloads.example.com/tool
+        verification:
+          hash: sha256-e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
+        mode: 0755
+`), 0o644)
+	r := buildAll(t, spec)
+	ci, err := render.CloudInit(r.Units, render.CloudInitOptions{Storage: r.Storage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		WriteFiles []struct{ Path, Content string } `yaml:"write_files"`
+		Runcmd     [][]string                       `yaml:"runcmd"`
+	}
+	if err := yaml.Unmarshal(ci, &doc); err != nil {
+		t.Fatal(err)
+	}
+	fetcher := filepath.Join(dir, "fetch.py")
+	for _, f := range doc.WriteFiles {
+		if f.Path == "/var/lib/hostprov/fetch.py" {
+			os.WriteFile(fetcher, []byte(f.Content), 0o755)
+		}
+	}
+	// systemctl records its arguments, one call a line.
+	bin := filepath.Join(dir, "bin")
+	os.Mkdir(bin, 0o755)
+	calls := filepath.Join(dir, "systemctl.log")
+	os.WriteFile(filepath.Join(bin, "systemctl"), []byte("#!/bin/sh\necho \"$*\" >> "+calls+"\n"), 0o755)
+	found := false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !found {
+			http.NotFound(w, r)
+		} // else: no bytes, the hash the spec asks for.
+	}))
+	defer srv.Close()
+	held := filepath.Join(dir, "held")
+	root := filepath.Join(dir, "root")
+	// run runs runcmd as cloud-init does, one command after the other
+	// whatever each returns, and returns the last one's error and the
+	// output of all.
+	run := func() (string, error) {
+		os.RemoveAll(held)
+		os.RemoveAll(root)
+		os.Remove(calls)
+		var last error
+		var out strings.Builder
+		for _, c := range doc.Runcmd {
+			c = append([]string(nil), c...)
+			for i := range c {
+				c[i] = strings.ReplaceAll(c[i], "/run/hostprov/download-failed", held)
+			}
+			if c[0] == "python3" {
+				c[1], c[2], c[4] = fetcher, srv.URL+"/tool", filepath.Join(root, c[4])
+				c[6], c[7] = strconv.Itoa(os.Getuid()), strconv.Itoa(os.Getgid())
+			}
+			if c[0] == "systemctl" {
+				// exec.Command looks its name up in this process's PATH.
+				c[0] = filepath.Join(bin, "systemctl")
+			}
+			cmd := exec.Command(c[0], c[1:]...)
+			cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+			b, err := cmd.CombinedOutput()
+			out.Write(b)
+			last = err
+		}
+		log, _ := os.ReadFile(calls)
+		return out.String() + "\n--- systemctl:\n" + string(log), last
+	}
+
+	out, err := run()
+	if err == nil {
+		t.Errorf("runcmd with a failed download ended well:\n%s", out)
+	}
+	for _, want := range []string{"enable --no-reload other.service", "start --no-block other.service",
+		"these hooks were neither enabled nor started: tool"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("runcmd with a failed download: no %q in:\n%s", want, out)
+		}
+	}
+	_, called, _ := strings.Cut(out, "--- systemctl:")
+	if strings.Contains(called, "tool.service") {
+		t.Errorf("runcmd enabled or started the hook whose download failed:\n%s", out)
+	}
+
+	found = true
+	out, err = run()
+	if err != nil {
+		t.Errorf("runcmd with every download: %v\n%s", err, out)
+	}
+	for _, want := range []string{"enable --no-reload tool.service", "start --no-block tool.service", "start --no-block other.service"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("runcmd with every download: no %q in:\n%s", want, out)
+		}
 	}
 }

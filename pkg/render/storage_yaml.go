@@ -119,8 +119,10 @@ func butaneOwners(e *yaml.Node, user, group Owner) {
 // file from an https:// source is fetched by runcmd with cloud-init's own
 // Python (downloadScript), checked against its hash and only then put in
 // place; an s3:// source, which needs credentials cloud-init does not
-// have, is refused at the file.
-func cloudInitStorage(st Storage) (files []*yaml.Node, cmds [][]string, err error) {
+// have, is refused at the file. A download for a hook in held (by its
+// index) names that hook's mark, which the download leaves when it fails
+// (see cloudInitHeld).
+func cloudInitStorage(st Storage, held map[int]string) (files []*yaml.Node, cmds [][]string, err error) {
 	var diags hooks.Diagnostics
 	fetcher := false
 	for _, d := range st.Directories {
@@ -144,8 +146,12 @@ func cloudInitStorage(st Storage) (files []*yaml.Node, cmds [][]string, err erro
 				files = append(files, yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "path", yamlnode.Str(cloudInitFetcher),
 					"permissions", perm, "owner", yamlnode.Str("root:root"), "content", yamlText([]byte(downloadScript))))
 			}
-			cmds = append(cmds, []string{"python3", cloudInitFetcher, f.Source, f.Hash, f.Path,
-				fmt.Sprintf("%04o", f.Mode), f.User.String(), f.Group.String()})
+			c := []string{"python3", cloudInitFetcher, f.Source, f.Hash, f.Path,
+				fmt.Sprintf("%04o", f.Mode), f.User.String(), f.Group.String()}
+			if mark, ok := held[f.Hook]; ok {
+				c = append(c, mark)
+			}
+			cmds = append(cmds, c)
 			continue
 		}
 		perm := yamlnode.Str(fmt.Sprintf("%04o", f.Mode))
@@ -254,43 +260,59 @@ const cloudInitFetcher = "/var/lib/hostprov/fetch.py"
 // --fetch-wait default); a final answer (404, 403, ...) or a wrong hash is
 // not, so that a broken URL fails its file at once and the rest of runcmd
 // goes on.
+//
+// A seventh argument, MARK, is a file the script makes when it fails,
+// whatever the failure: the hook's units are then neither enabled nor
+// started (cloudInitHeld).
 const downloadScript = `# Written by hostprov: downloads a file of a hook spec, checks its hash, and
-# only then puts it in place (python3 fetch.py URL HASH PATH MODE USER GROUP).
+# only then puts it in place (python3 fetch.py URL HASH PATH MODE USER GROUP [MARK]).
+# When it fails it makes MARK, if given, so that the hook's units are not started.
 import hashlib, os, shutil, sys, time, urllib.error, urllib.request
 url, want, path, mode, user, group = sys.argv[1:7]
+mark = sys.argv[7] if len(sys.argv) > 7 else None
 algo, digest = want.split("-", 1)
-deadline, pause = time.monotonic() + 180, 1
-while True:
+
+def fetch():
+    deadline, pause = time.monotonic() + 180, 1
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=300) as r:
+                data = r.read()
+            break
+        except (urllib.error.URLError, OSError) as e:
+            code = getattr(e, "code", None)
+            if code is not None and not (code >= 500 or code in (408, 429)):
+                raise
+            if time.monotonic() + pause > deadline:
+                raise
+            print("hostprov: %s: %s; trying again in %ds" % (url, e, pause), file=sys.stderr)
+            time.sleep(pause)
+            pause = min(pause * 2, 30)
+    got = hashlib.new(algo, data).hexdigest()
+    if got != digest:
+        sys.exit("hostprov: %s: %s has %s-%s, not the hash its verification gives; not written" % (path, url, algo, got))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = "%s.hostprov-%d" % (path, os.getpid())
     try:
-        with urllib.request.urlopen(url, timeout=300) as r:
-            data = r.read()
-        break
-    except (urllib.error.URLError, OSError) as e:
-        code = getattr(e, "code", None)
-        if code is not None and not (code >= 500 or code in (408, 429)):
-            raise
-        if time.monotonic() + pause > deadline:
-            raise
-        print("hostprov: %s: %s; trying again in %ds" % (url, e, pause), file=sys.stderr)
-        time.sleep(pause)
-        pause = min(pause * 2, 30)
-got = hashlib.new(algo, data).hexdigest()
-if got != digest:
-    sys.exit("hostprov: %s: %s has %s-%s, not the hash its verification gives; not written" % (path, url, algo, got))
-os.makedirs(os.path.dirname(path), exist_ok=True)
-tmp = "%s.hostprov-%d" % (path, os.getpid())
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        # The owner first: chown clears the set-user-ID and set-group-ID bits.
+        shutil.chown(tmp, int(user) if user.isdigit() else user, int(group) if group.isdigit() else group)
+        os.chmod(tmp, int(mode, 8))
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
 try:
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    # The owner first: chown clears the set-user-ID and set-group-ID bits.
-    shutil.chown(tmp, int(user) if user.isdigit() else user, int(group) if group.isdigit() else group)
-    os.chmod(tmp, int(mode, 8))
-    os.replace(tmp, path)
+    fetch()
 except BaseException:
-    if os.path.exists(tmp):
-        os.unlink(tmp)
+    if mark:
+        os.makedirs(os.path.dirname(mark), exist_ok=True)
+        open(mark, "a").close()
     raise
 `
 
