@@ -23,38 +23,14 @@ import (
 // the hash its verification gives lands with its mode, and one with
 // another hash fails and writes nothing.
 func TestCloudInitFetch(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		sdtool.Unavailable(t, "python3 not found (cloud-init's own language; Debian package python3)")
-	}
-	r := buildAll(t, filepath.Join(storageDir, "download.yaml"))
-	ci, err := render.CloudInit(r.Units, render.CloudInitOptions{Storage: r.Storage})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		WriteFiles []struct{ Path, Content string } `yaml:"write_files"`
-		Runcmd     [][]string                       `yaml:"runcmd"`
-	}
-	if err := yaml.Unmarshal(ci, &doc); err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	fetcher := ""
-	for _, f := range doc.WriteFiles {
-		if f.Path == "/var/lib/hostprov/fetch.py" {
-			fetcher = filepath.Join(dir, "fetch.py")
-			os.WriteFile(fetcher, []byte(f.Content), 0o755)
-		}
-	}
-	if fetcher == "" {
-		t.Fatalf("no fetcher in write_files:\n%s", ci)
-	}
+	fetcher, runcmd, ci := cloudInitRun(t, filepath.Join(storageDir, "download.yaml"), dir)
 	body := "" // the golden's hashes are those of no bytes
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(body)) }))
 	defer srv.Close()
 	root := filepath.Join(dir, "root")
 	var fetches [][]string
-	for _, c := range doc.Runcmd {
+	for _, c := range runcmd {
 		if len(c) == 9 && c[0] == "python3" && c[1] == "/var/lib/hostprov/fetch.py" {
 			c = append([]string(nil), c...)
 			c[1], c[2], c[4] = fetcher, srv.URL+"/"+filepath.Base(c[2]), filepath.Join(root, c[4])
@@ -104,27 +80,8 @@ func mustOctal(t *testing.T, s string) uint32 {
 // (503 twice), and against one that answers 404: the first download is
 // tried again and lands, the second fails after one request.
 func TestCloudInitFetchRetries(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		sdtool.Unavailable(t, "python3 not found (cloud-init's own language; Debian package python3)")
-	}
-	r := buildAll(t, filepath.Join(storageDir, "download.yaml"))
-	ci, err := render.CloudInit(r.Units, render.CloudInitOptions{Storage: r.Storage})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		WriteFiles []struct{ Path, Content string } `yaml:"write_files"`
-	}
-	if err := yaml.Unmarshal(ci, &doc); err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	fetcher := filepath.Join(dir, "fetch.py")
-	for _, f := range doc.WriteFiles {
-		if f.Path == "/var/lib/hostprov/fetch.py" {
-			os.WriteFile(fetcher, []byte(f.Content), 0o755)
-		}
-	}
+	fetcher, _, _ := cloudInitRun(t, filepath.Join(storageDir, "download.yaml"), dir)
 	var requests atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := requests.Add(1)
@@ -168,11 +125,6 @@ func TestCloudInitFetchRetries(t *testing.T) {
 // that cloud-init reports it; when it lands, both are enabled and started
 // and runcmd ends well.
 func TestCloudInitFailedDownloadHoldsItsHook(t *testing.T) {
-	for _, tool := range []string{"python3", "sh"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			sdtool.Unavailable(t, "%s not found (cloud-init runs runcmd with sh, and is written in Python)", tool)
-		}
-	}
 	dir := t.TempDir()
 	spec := filepath.Join(dir, "hooks.yaml")
 	os.WriteFile(spec, []byte(`apiVersion: hostprov/v1alpha1
@@ -189,23 +141,9 @@ hooks:
           hash: sha256-e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
         mode: 0755
 `), 0o644)
-	r := buildAll(t, spec)
-	ci, err := render.CloudInit(r.Units, render.CloudInitOptions{Storage: r.Storage})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		WriteFiles []struct{ Path, Content string } `yaml:"write_files"`
-		Runcmd     [][]string                       `yaml:"runcmd"`
-	}
-	if err := yaml.Unmarshal(ci, &doc); err != nil {
-		t.Fatal(err)
-	}
-	fetcher := filepath.Join(dir, "fetch.py")
-	for _, f := range doc.WriteFiles {
-		if f.Path == "/var/lib/hostprov/fetch.py" {
-			os.WriteFile(fetcher, []byte(f.Content), 0o755)
-		}
+	fetcher, runcmd, _ := cloudInitRun(t, spec, dir)
+	if _, err := exec.LookPath("sh"); err != nil {
+		sdtool.Unavailable(t, "sh not found (cloud-init runs runcmd with sh)")
 	}
 	// systemctl records its arguments, one call a line.
 	bin := filepath.Join(dir, "bin")
@@ -230,7 +168,7 @@ hooks:
 		os.Remove(calls)
 		var last error
 		var out strings.Builder
-		for _, c := range doc.Runcmd {
+		for _, c := range runcmd {
 			c = append([]string(nil), c...)
 			for i := range c {
 				c[i] = strings.ReplaceAll(c[i], "/run/hostprov/download-failed", held)
@@ -278,4 +216,36 @@ hooks:
 			t.Errorf("runcmd with every download: no %q in:\n%s", want, out)
 		}
 	}
+}
+
+// cloudInitRun renders the spec at path to cloud-init user data, writes
+// its download script into dir, and returns the script's path, the
+// runcmd and the user data.
+func cloudInitRun(t *testing.T, path, dir string) (fetcher string, runcmd [][]string, ci []byte) {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		sdtool.Unavailable(t, "python3 not found (cloud-init's own language; Debian package python3)")
+	}
+	r := buildAll(t, path)
+	ci, err := render.CloudInit(r.Units, render.CloudInitOptions{Storage: r.Storage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		WriteFiles []struct{ Path, Content string } `yaml:"write_files"`
+		Runcmd     [][]string                       `yaml:"runcmd"`
+	}
+	if err := yaml.Unmarshal(ci, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range doc.WriteFiles {
+		if f.Path == "/var/lib/hostprov/fetch.py" {
+			fetcher = filepath.Join(dir, "fetch.py")
+			os.WriteFile(fetcher, []byte(f.Content), 0o755)
+		}
+	}
+	if fetcher == "" {
+		t.Fatalf("no fetcher in write_files:\n%s", ci)
+	}
+	return fetcher, doc.Runcmd, ci
 }
