@@ -47,19 +47,15 @@ func (r *readsOf) all() []url.Values {
 	return slices.Clone(r.reads)
 }
 
-// TestKubeAgentWatchesNodeHooksByName: the agent reads its NodeHooks by
-// name, one watch for each HostHooks, never by a label that the API
-// server would match against every NodeHooks event of the cluster for
-// every agent. Each watch starts with a list from the API server's watch
-// cache. A NodeHooks of the node under another name is not read; the watch
-// of a new HostHooks starts with it.
-func TestKubeAgentWatchesNodeHooksByName(t *testing.T) {
+// readsCluster starts an API server with the CRDs and node in it, and
+// returns an HTTP client for it that records the reads of NodeHooks, and
+// the apply options of a scratch root.
+func readsCluster(t *testing.T, node *corev1.Node) (*kubetest.Cluster, client.Client, *http.Client, *readsOf, apply.Options) {
+	t.Helper()
 	c := kubetest.Start(t)
 	c.InstallCRDs(t, "../../../deploy/crds")
 	cl := c.Client(t)
-	ctx := t.Context()
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", Labels: map[string]string{"role": "worker"}}}
-	if err := cl.Create(ctx, node); err != nil {
+	if err := cl.Create(t.Context(), node); err != nil {
 		t.Fatal(err)
 	}
 	hc, err := rest.HTTPClientFor(c.Config())
@@ -72,6 +68,19 @@ func TestKubeAgentWatchesNodeHooksByName(t *testing.T) {
 	if err := apply.PrepareDirs(opts); err != nil {
 		t.Fatal(err)
 	}
+	return c, cl, hc, reads, opts
+}
+
+// TestKubeAgentWatchesNodeHooksByName: the agent reads its NodeHooks by
+// name, one watch for each HostHooks, never by a label that the API
+// server would match against every NodeHooks event of the cluster for
+// every agent. Each watch starts with a list from the API server's watch
+// cache. A NodeHooks of the node under another name is not read; the watch
+// of a new HostHooks starts with it.
+func TestKubeAgentWatchesNodeHooksByName(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", Labels: map[string]string{"role": "worker"}}}
+	c, cl, hc, reads, opts := readsCluster(t, node)
+	ctx := t.Context()
 	sd := &Systemd{Systemd: applytest.New()}
 	a, err := New(Config{NodeName: node.Name, REST: c.Config(), HTTPClient: hc, Options: opts,
 		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -163,24 +172,9 @@ func TestKubeAgentWatchesNodeHooksByName(t *testing.T) {
 // HostHooks' matched nodes. Until its watch has listed, the new
 // HostHooks' NodeHooks is neither read nor applied.
 func TestKubeAgentSpreadsNewWatches(t *testing.T) {
-	c := kubetest.Start(t)
-	c.InstallCRDs(t, "../../../deploy/crds")
-	cl := c.Client(t)
-	ctx := t.Context()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}
-	if err := cl.Create(ctx, node); err != nil {
-		t.Fatal(err)
-	}
-	hc, err := rest.HTTPClientFor(c.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	reads := &readsOf{next: hc.Transport}
-	hc.Transport = reads
-	opts := apply.Options{Root: t.TempDir()}
-	if err := apply.PrepareDirs(opts); err != nil {
-		t.Fatal(err)
-	}
+	c, cl, hc, reads, opts := readsCluster(t, node)
+	ctx := t.Context()
 	const spread = time.Hour
 	create := func(name string, matched int32) (*v1alpha1.HostHooks, *v1alpha1.NodeHooks) {
 		t.Helper()
