@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hostprov/hostprov/internal/yamlnode"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/units"
 )
 
@@ -29,7 +30,7 @@ type CloudInitOptions struct {
 	MIME bool
 	// Storage is what the document writes besides the units: files,
 	// directories and links.
-	Storage Storage
+	Storage compile.Storage
 }
 
 // CloudInitUnitDir is where the cloud-init output writes unit files and
@@ -121,7 +122,7 @@ against its hash before it is written.`
 // With opts.MIME the document is wrapped as CloudInitMIME does.
 //
 // The same units give the same bytes, every time.
-func CloudInit(us []Unit, opts CloudInitOptions) ([]byte, error) {
+func CloudInit(us []compile.Unit, opts CloudInitOptions) ([]byte, error) {
 	doc, err := cloudInitDoc(us, opts)
 	if err != nil {
 		return nil, err
@@ -147,7 +148,7 @@ func encodeCloudConfig(doc *yaml.Node, opts CloudInitOptions) ([]byte, error) {
 }
 
 // cloudInitDoc is the root mapping of CloudInit's document.
-func cloudInitDoc(us []Unit, opts CloudInitOptions) (*yaml.Node, error) {
+func cloudInitDoc(us []compile.Unit, opts CloudInitOptions) (*yaml.Node, error) {
 	doc := &yaml.Node{Kind: yaml.MappingNode}
 	stFiles, stCmds, err := cloudInitStorage(opts.Storage)
 	if err != nil {
@@ -241,7 +242,7 @@ func newFileNodes() *fileNodes {
 
 // cloudInitCommands returns the runcmd of CloudInit, in order; see there
 // for why each command is there.
-func cloudInitCommands(us []Unit) ([][]string, error) {
+func cloudInitCommands(us []compile.Unit) ([][]string, error) {
 	var (
 		enable, disable, mask, restart, start []string
 		enableOne, disableOne                 [][]string
@@ -305,7 +306,7 @@ func appendCmd(cmds [][]string, cmd, names []string) [][]string {
 // enabling it would not start it at boot either: it has no [Install] that
 // pulls it in, or it is a template without DefaultInstance=. A unit of the
 // image (no contents) is started: the spec enables it to have it run.
-func startName(u Unit) (string, bool, error) {
+func startName(u compile.Unit) (string, bool, error) {
 	if u.Contents == nil {
 		return u.Name, !isTemplateName(u.Name), nil
 	}
