@@ -17,6 +17,9 @@ import (
 	"github.com/hostprov/hostprov/pkg/units"
 )
 
+// header opens a spec; the tests write its hooks after it.
+const header = "apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n"
+
 // goldenSpecs lists every spec whose output is kept under testdata/golden:
 // the golden specs themselves and the bundled examples. The key is the
 // golden file's name without extension.

@@ -1,4 +1,4 @@
-package render_test
+package compile_test
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"github.com/hostprov/hostprov/pkg/hooks"
 )
 
+// header opens a spec; the tests write its hooks after it.
 const header = "apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n"
 
 // TestDiagnostics checks the problems that only the unit model can find,

@@ -1,4 +1,4 @@
-package render_test
+package compile_test
 
 import (
 	"slices"
