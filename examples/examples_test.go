@@ -12,7 +12,7 @@ import (
 
 	"github.com/hostprov/hostprov/internal/corpus"
 	_ "github.com/hostprov/hostprov/internal/golden" // defines -update
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/units"
 )
 
@@ -28,7 +28,7 @@ func iscsiStep(t *testing.T, step string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	us, diags := render.Build("hostprov.yaml", data)
+	us, diags := compile.Build("hostprov.yaml", data)
 	if diags.HasErrors(true) {
 		t.Fatal(diags)
 	}
@@ -42,7 +42,7 @@ func iscsiStep(t *testing.T, step string) string {
 			continue
 		}
 		for _, e := range s.Entries {
-			if e.Key != "ExecStart" || len(e.Comments) == 0 || e.Comments[0] != render.StepComment+step {
+			if e.Key != "ExecStart" || len(e.Comments) == 0 || e.Comments[0] != compile.StepComment+step {
 				continue
 			}
 			argv, err := units.SplitExec(e.Value)

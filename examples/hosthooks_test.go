@@ -11,7 +11,7 @@ import (
 
 	"github.com/hostprov/hostprov/internal/kube"
 	"github.com/hostprov/hostprov/pkg/apis/hostprov/v1alpha1"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/compile"
 )
 
 // TestISCSIHostHooks checks the iSCSI example's HostHooks: it is a valid
@@ -44,7 +44,7 @@ func TestISCSIHostHooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, diags := render.Build("hostprov.yaml", spec)
+	want, diags := compile.Build("hostprov.yaml", spec)
 	if len(diags) != 0 {
 		t.Fatalf("hostprov.yaml: %v", diags)
 	}

@@ -1,6 +1,6 @@
 // Package benchspec writes the hook spec the benchmarks measure, so that
-// the figures of pkg/render, internal/cli and internal/cmd/benchbutane
-// can be read side by side.
+// the figures of pkg/compile, pkg/render, internal/cli and
+// internal/cmd/benchbutane can be read side by side.
 package benchspec
 
 import (

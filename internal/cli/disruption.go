@@ -6,13 +6,13 @@ import (
 	"sort"
 
 	"github.com/hostprov/hostprov/pkg/apply"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
-	"github.com/hostprov/hostprov/pkg/render"
 )
 
 // noteDisruptions records, for each unit of us, the disruption its hook
 // of spec declares, when it declares one.
-func (f *specFlags) noteDisruptions(spec *hooks.Spec, us []render.Unit) {
+func (f *specFlags) noteDisruptions(spec *hooks.Spec, us []compile.Unit) {
 	for _, u := range us {
 		if u.Hook < 0 || u.Hook >= len(spec.Hooks) {
 			continue

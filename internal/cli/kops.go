@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hostprov/hostprov/internal/fsutil"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/kops"
-	"github.com/hostprov/hostprov/pkg/render"
 )
 
 func newKops() *cobra.Command {
@@ -96,7 +96,7 @@ paste by hand, use hostprov render --format kops.`,
 }
 
 // countFiles counts the units that become kops hooks: those with a file.
-func countFiles(us []render.Unit) int {
+func countFiles(us []compile.Unit) int {
 	n := 0
 	for _, u := range us {
 		if u.Contents != nil {

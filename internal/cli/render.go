@@ -17,6 +17,7 @@ import (
 
 	"github.com/hostprov/hostprov/internal/inputs"
 	"github.com/hostprov/hostprov/pkg/apply"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/kops"
 	"github.com/hostprov/hostprov/pkg/render"
@@ -55,7 +56,7 @@ type specFlags struct {
 	kops bool
 	// storage is what the specs put on the machine besides units: the
 	// files, directories and links of every spec, in order.
-	storage render.Storage
+	storage compile.Storage
 	// disruptions are the disruptions the hooks of sets declare, by
 	// unit.
 	disruptions map[string]disruption
@@ -90,7 +91,7 @@ func (f *specFlags) register(c *cobra.Command) {
 // diagnostic to stderr. It fails with ExitInvalid when the spec has errors
 // (or warnings under --strict), so that nothing is written. A file whose
 // apiVersion is kops's is read as kops manifests.
-func (f *specFlags) load(c *cobra.Command) ([]render.Unit, error) {
+func (f *specFlags) load(c *cobra.Command) ([]compile.Unit, error) {
 	in, err := f.read(c)
 	if err != nil {
 		return nil, err
@@ -130,7 +131,7 @@ func (f *specFlags) fingerprint(in []inputs.File) string {
 var renders atomic.Int64
 
 // build runs the render pipeline on the inputs.
-func (f *specFlags) build(c *cobra.Command, in []inputs.File) ([]render.Unit, error) {
+func (f *specFlags) build(c *cobra.Command, in []inputs.File) ([]compile.Unit, error) {
 	renders.Add(1)
 	isKops := false
 	for _, i := range in {
@@ -166,20 +167,20 @@ func (f *specFlags) build(c *cobra.Command, in []inputs.File) ([]render.Unit, er
 // buildSets renders each hostprov spec as its own spec set, named by its
 // metadata.name or else after its file, and reports, at both hooks, a unit
 // that two of them make and a name that two of them have.
-func (f *specFlags) buildSets(c *cobra.Command, in []inputs.File) ([]render.Unit, error) {
-	var all []render.Unit
+func (f *specFlags) buildSets(c *cobra.Command, in []inputs.File) ([]compile.Unit, error) {
+	var all []compile.Unit
 	var diags hooks.Diagnostics
 	var labels []string
 	bySet := map[string]hooks.Position{} // set name -> where it is named
-	byUnit := map[string]render.Unit{}   // unit -> the first hook that makes it
+	byUnit := map[string]compile.Unit{}  // unit -> the first hook that makes it
 	setOfUnit := map[string]string{}     // unit -> its set
 	f.sets = nil
 	f.disruptions = nil
-	f.storage = render.Storage{}
+	f.storage = compile.Storage{}
 	claimed := map[string]hooks.Position{} // path -> the entry that claims it
 	var specs []*hooks.Spec
 	for _, i := range in {
-		r, d := render.BuildAll(i.Name, i.Data)
+		r, d := compile.BuildAll(i.Name, i.Data)
 		spec, us := r.Spec, r.Units
 		diags = append(diags, d...)
 		diags = append(diags, f.addStorage(r.Storage, claimed)...)
@@ -246,7 +247,7 @@ func (f *specFlags) buildSets(c *cobra.Command, in []inputs.File) ([]render.Unit
 // addStorage adds a spec's storage to f.storage and reports what another
 // spec claims already, and, when the command cannot write storage, every
 // entry.
-func (f *specFlags) addStorage(st render.Storage, claimed map[string]hooks.Position) hooks.Diagnostics {
+func (f *specFlags) addStorage(st compile.Storage, claimed map[string]hooks.Position) hooks.Diagnostics {
 	var diags hooks.Diagnostics
 	check := func(kind, p string, pos hooks.Position) bool {
 		if f.noStorage != "" {
@@ -410,7 +411,7 @@ func specDir(dir string) ([]string, error) {
 }
 
 // buildKops renders the hooks of kops manifests.
-func (f *specFlags) buildKops(c *cobra.Command, in []inputs.File) ([]render.Unit, error) {
+func (f *specFlags) buildKops(c *cobra.Command, in []inputs.File) ([]compile.Unit, error) {
 
 	var ms []*kops.Manifests
 	var diags hooks.Diagnostics
@@ -465,7 +466,7 @@ func (f *specFlags) buildKops(c *cobra.Command, in []inputs.File) ([]render.Unit
 		if err != nil {
 			return nil, invalid("%v", err)
 		}
-		us := make([]render.Unit, len(tasks))
+		us := make([]compile.Unit, len(tasks))
 		for i, t := range tasks {
 			us[i] = t.Unit
 			if us[i].HookName == "" {
@@ -737,7 +738,7 @@ type renderFlags struct {
 	mime            bool
 	kopsAPIVersion  string
 	// storage is the specs' files, directories and links (specFlags.storage).
-	storage render.Storage
+	storage compile.Storage
 	// check, when set, runs the format's checks and writes nothing
 	// (validate --format).
 	check bool
@@ -756,7 +757,7 @@ type outputFormat struct {
 	help  string
 	flags []string
 	check func(f *renderFlags) error
-	write func(w io.Writer, f *renderFlags, us []render.Unit) error
+	write func(w io.Writer, f *renderFlags, us []compile.Unit) error
 }
 
 // formatSpecificFlags are the flags render refuses for a format that does
@@ -774,7 +775,7 @@ var outputFormats = []outputFormat{
 			_, err := f.ignitionOptions().Resolve()
 			return optionError(err)
 		},
-		write: func(w io.Writer, f *renderFlags, us []render.Unit) error {
+		write: func(w io.Writer, f *renderFlags, us []compile.Unit) error {
 			b, err := render.Ignition(us, f.ignitionOptions())
 			if err != nil {
 				if storageRefused(err) {
@@ -798,7 +799,7 @@ var outputFormats = []outputFormat{
 			_, err := f.butaneOptions().Resolve()
 			return optionError(err)
 		},
-		write: func(w io.Writer, f *renderFlags, us []render.Unit) error {
+		write: func(w io.Writer, f *renderFlags, us []compile.Unit) error {
 			b, err := render.Butane(us, f.butaneOptions())
 			if err != nil {
 				if storageRefused(err) {
@@ -818,7 +819,7 @@ var outputFormats = []outputFormat{
 		name:  "cloud-init",
 		help:  "a #cloud-config document (--mime wraps it in a MIME message) on standard output",
 		flags: []string{"mime"},
-		write: func(w io.Writer, f *renderFlags, us []render.Unit) error {
+		write: func(w io.Writer, f *renderFlags, us []compile.Unit) error {
 			if len(f.merge) > 0 {
 				// Merged into the document, then wrapped.
 				b, err := render.CloudInit(us, render.CloudInitOptions{Storage: f.storage})
@@ -853,7 +854,7 @@ var outputFormats = []outputFormat{
 			}
 			return invalid("unknown --kops-api-version %q: use %s or %s", f.kopsAPIVersion, render.KopsV1Alpha2, render.KopsV1Alpha3)
 		},
-		write: func(w io.Writer, f *renderFlags, us []render.Unit) error {
+		write: func(w io.Writer, f *renderFlags, us []compile.Unit) error {
 			b, err := render.Kops(us, render.KopsOptions{APIVersion: f.kopsAPIVersion, Storage: f.storage})
 			if err != nil {
 				// The spec asks for what kops cannot express: the
@@ -871,7 +872,7 @@ var outputFormats = []outputFormat{
 	{
 		name: "units",
 		help: `every unit file after a "# NAME" line, to read`,
-		write: func(w io.Writer, f *renderFlags, us []render.Unit) error {
+		write: func(w io.Writer, f *renderFlags, us []compile.Unit) error {
 			return write(w, append(render.Text(us), storageText(f.storage)...))
 		},
 	},
@@ -885,7 +886,7 @@ var outputFormats = []outputFormat{
 			}
 			return nil
 		},
-		write: func(_ io.Writer, f *renderFlags, us []render.Unit) error {
+		write: func(_ io.Writer, f *renderFlags, us []compile.Unit) error {
 			if !f.storage.Empty() {
 				return invalid("--format dir writes a unit directory, and the spec has files, directories, links, users or groups, which belong elsewhere on the machine: render them with --format ignition, butane or cloud-init")
 			}
@@ -931,7 +932,7 @@ func storageRefused(err error) bool {
 
 // storageText lists files, directories and links after the units of
 // --format units, one line each.
-func storageText(st render.Storage) []byte {
+func storageText(st compile.Storage) []byte {
 	var b strings.Builder
 	for _, x := range st.Directories {
 		fmt.Fprintf(&b, "\n# directory %s (%04o, %s:%s)\n", x.Path, x.Mode, x.User, x.Group)

@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
-	"github.com/hostprov/hostprov/pkg/render"
 )
 
 // newValidate is hostprov validate.
@@ -163,7 +163,7 @@ type diagnosticJSON struct {
 }
 
 // validation sums up what validate found, for -o json.
-func (f *specFlags) validation(format string, us []render.Unit, valid bool) validation {
+func (f *specFlags) validation(format string, us []compile.Unit, valid bool) validation {
 	v := validation{Valid: valid, Dir: f.dir, Format: format, Units: len(us), Diagnostics: []diagnosticJSON{}}
 	if valid {
 		v.SpecSets = len(f.sets)

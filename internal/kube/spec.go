@@ -12,8 +12,8 @@ import (
 
 	"github.com/hostprov/hostprov/pkg/apis/hostprov/v1alpha1"
 	"github.com/hostprov/hostprov/pkg/apply"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
-	"github.com/hostprov/hostprov/pkg/render"
 )
 
 // SetOwner is the owner (apply.SpecSet.Owner) of the spec sets the agent
@@ -35,7 +35,7 @@ const Place = "hosthooks/"
 // when the diagnostics hold an error.
 func Build(hh *v1alpha1.HostHooks) (apply.SpecSet, hooks.Diagnostics) {
 	file := Place + hh.Name
-	r, diags := render.BuildAll(file, hh.Spec.HookSpec(hh.Name))
+	r, diags := compile.BuildAll(file, hh.Spec.HookSpec(hh.Name))
 	for i := range diags {
 		diags[i].Path = fieldPath(diags[i].Path)
 		diags[i].Pos = hooks.Position{File: file}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/hostprov/hostprov/pkg/apis/hostprov/v1alpha1"
 	"github.com/hostprov/hostprov/pkg/apply"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
-	"github.com/hostprov/hostprov/pkg/render"
 )
 
 // A HostHooks renders to the units that the same hooks in a spec file
@@ -41,7 +41,7 @@ hooks:
         sh: |
           systemctl enable --now iscsid
 `
-	want, d := render.Build("hooks.yaml", []byte(file))
+	want, d := compile.Build("hooks.yaml", []byte(file))
 	if len(d) != 0 {
 		t.Fatal(d)
 	}
@@ -152,7 +152,7 @@ hooks:
     groups:
       - {name: metrics, gid: 991, system: true}
 `
-	r, d := render.BuildAll("hooks.yaml", []byte(file))
+	r, d := compile.BuildAll("hooks.yaml", []byte(file))
 	if len(d) != 0 {
 		t.Fatal(d)
 	}

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/hostprov/hostprov/internal/killpoint"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/compile"
 )
 
 // AccountKind is what an Account is: a user or a group.
@@ -68,7 +68,7 @@ type Account struct {
 
 // AccountsOf returns the users and groups of a rendered spec as apply
 // wants them; hookNames[i] is the name of hook i.
-func AccountsOf(st render.Storage, hookNames []string) []Account {
+func AccountsOf(st compile.Storage, hookNames []string) []Account {
 	name := hookNamer(hookNames)
 	var as []Account
 	for _, g := range st.Groups {

@@ -18,7 +18,7 @@ import (
 	"github.com/hostprov/hostprov/internal/inputs"
 	"github.com/hostprov/hostprov/internal/testbin"
 	"github.com/hostprov/hostprov/pkg/apply"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/compile"
 )
 
 // benchUnits is how many units the benchmarks install.
@@ -346,7 +346,7 @@ func (n *rigNode) timedApply(ctx context.Context, specYAML string) applyPhases {
 	opts := n.opts
 	opts.Inputs = inputs.Fingerprint(nil, inputs.File{Name: "hostprov.yaml", Data: []byte(specYAML)})
 	statePath := apply.StatePath(n.opts.StateDirPath())
-	var us []render.Unit
+	var us []compile.Unit
 	if apply.RecordedInputs(statePath) != opts.Inputs {
 		us, opts.HookNames = rigRender(n.t, specYAML)
 		ph.rendered = true

@@ -10,21 +10,21 @@ import (
 	"github.com/hostprov/hostprov/internal/golden"
 	"github.com/hostprov/hostprov/pkg/apply"
 	"github.com/hostprov/hostprov/pkg/apply/applytest"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
-	"github.com/hostprov/hostprov/pkg/render"
 )
 
 var _ = golden.Updating // every test package defines -update
 
 // spec turns hook YAML (the list under "hooks:") into units and the hook
 // names, as the CLI does.
-func spec(t testing.TB, hooksYAML string) ([]render.Unit, []string) {
+func spec(t testing.TB, hooksYAML string) ([]compile.Unit, []string) {
 	t.Helper()
 	if hooksYAML == "" {
 		hooksYAML = " []\n"
 	}
 	data := []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n" + hooksYAML)
-	us, diags := render.Build("spec.yaml", data)
+	us, diags := compile.Build("spec.yaml", data)
 	if diags.HasErrors(false) {
 		t.Fatalf("bad spec: %v", diags)
 	}

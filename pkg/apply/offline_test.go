@@ -12,6 +12,7 @@ import (
 
 	"github.com/hostprov/hostprov/internal/sdtool"
 	"github.com/hostprov/hostprov/pkg/apply"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
 )
@@ -48,7 +49,7 @@ func TestOfflineMatchesSystemctl(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			us, diags := render.Build(path, data)
+			us, diags := compile.Build(path, data)
 			if diags.HasErrors(false) {
 				t.Fatalf("%v", diags)
 			}
@@ -116,8 +117,8 @@ func TestOfflineMatchesSystemctl(t *testing.T) {
 	}
 }
 
-func withoutMasks(us []render.Unit) []render.Unit {
-	var out []render.Unit
+func withoutMasks(us []compile.Unit) []compile.Unit {
+	var out []compile.Unit
 	for _, u := range us {
 		if !u.Mask {
 			out = append(out, u)

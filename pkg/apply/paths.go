@@ -14,7 +14,7 @@ import (
 	"strings"
 
 	"github.com/hostprov/hostprov/internal/fsutil"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/compile"
 )
 
 // PathKind is what a Path places: a file, a directory or a link.
@@ -870,7 +870,7 @@ func hookNamer(hookNames []string) func(int) string {
 
 // PathsOf turns the storage of a rendered spec into the paths apply
 // places; hookNames[i] is the name of hook i (SpecSet.HookNames).
-func PathsOf(st render.Storage, hookNames []string) []Path {
+func PathsOf(st compile.Storage, hookNames []string) []Path {
 	name := hookNamer(hookNames)
 	var ps []Path
 	for _, d := range st.Directories {
@@ -905,7 +905,7 @@ func modeOf(m uint32) fs.FileMode {
 	return mode
 }
 
-func ownerOf(o render.Owner) string {
+func ownerOf(o compile.Owner) string {
 	if o.ID != nil {
 		return strconv.Itoa(*o.ID)
 	}

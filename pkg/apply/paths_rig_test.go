@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"github.com/hostprov/hostprov/pkg/apply"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/compile"
 )
 
 // applyStorage plans and executes a spec, its files, directories and links
 // included, as hostprov apply does.
 func (n *rigNode) applyStorage(ctx context.Context, specYAML string) (*apply.Plan, *apply.Result) {
 	n.t.Helper()
-	r, diags := render.BuildAll("hostprov.yaml", []byte(specYAML))
+	r, diags := compile.BuildAll("hostprov.yaml", []byte(specYAML))
 	if diags.HasErrors(false) {
 		n.t.Fatalf("spec: %v", diags)
 	}

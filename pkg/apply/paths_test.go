@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/hostprov/hostprov/pkg/apply"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/compile"
 )
 
 // planStorage plans hooksYAML, files, directories and links included, as
@@ -30,7 +30,7 @@ func (n *node) planStorage(hooksYAML string, mods ...func(*apply.Options)) (*app
 		hooksYAML = " []\n"
 	}
 	data := []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n" + hooksYAML)
-	r, diags := render.BuildAll("spec.yaml", data)
+	r, diags := compile.BuildAll("spec.yaml", data)
 	if diags.HasErrors(false) {
 		n.t.Fatalf("bad spec: %v", diags)
 	}
@@ -520,7 +520,7 @@ func TestPathsSets(t *testing.T) {
 	n := newNode(t)
 	set := func(name, hooksYAML string) apply.SpecSet {
 		data := []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n" + hooksYAML)
-		r, diags := render.BuildAll(name+".yaml", data)
+		r, diags := compile.BuildAll(name+".yaml", data)
 		if diags.HasErrors(false) {
 			t.Fatal(diags)
 		}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/hostprov/hostprov/internal/fsutil"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/units"
 )
 
@@ -50,9 +50,9 @@ type Options struct {
 	// Force overwrites (or removes) files hostprov wrote that were changed
 	// on disk since; without it they are left alone and reported.
 	Force bool
-	// HookNames[i] is the name of hook i of the spec (render.Unit.Hook),
+	// HookNames[i] is the name of hook i of the spec (compile.Unit.Hook),
 	// recorded in the state and shown by status, for units built without
-	// render.Unit.HookName.
+	// compile.Unit.HookName.
 	HookNames []string
 	// SpecDir is the directory the spec sets of NewPlanSets were read
 	// from (hostprov apply -d): the units of a set last applied from a
@@ -389,7 +389,7 @@ func (p *Plan) Summary() string {
 // Execute refuses a plan that has any; an error is returned only when the
 // plan cannot be made at all (unreadable files, invalid names, a state for
 // another unit directory).
-func NewPlan(ctx context.Context, desired []render.Unit, st *State, opts Options) (*Plan, error) {
+func NewPlan(ctx context.Context, desired []compile.Unit, st *State, opts Options) (*Plan, error) {
 	p, err := newSpecPlan(ctx, desired, st, opts)
 	if err == nil {
 		p.replan = func(hold map[hookKey]bool) (*Plan, error) {
@@ -400,7 +400,7 @@ func NewPlan(ctx context.Context, desired []render.Unit, st *State, opts Options
 	return p, err
 }
 
-func newSpecPlan(ctx context.Context, desired []render.Unit, st *State, opts Options) (*Plan, error) {
+func newSpecPlan(ctx context.Context, desired []compile.Unit, st *State, opts Options) (*Plan, error) {
 	seen := map[string]bool{}
 	for _, u := range desired {
 		if err := checkDesired(u, seen); err != nil {
@@ -422,7 +422,7 @@ func newSpecPlan(ctx context.Context, desired []render.Unit, st *State, opts Opt
 
 // checkDesired refuses a unit whose name or drop-in names would leave the
 // unit directory, or that seen holds already, and adds it to seen.
-func checkDesired(u render.Unit, seen map[string]bool) error {
+func checkDesired(u compile.Unit, seen map[string]bool) error {
 	if err := checkUnitName(u.Name); err != nil {
 		return err
 	}
@@ -521,7 +521,7 @@ type planner struct {
 	keepStamps map[string]bool
 	stamps     *stampDir
 	// desired are the desired units by name.
-	desired map[string]*render.Unit
+	desired map[string]*compile.Unit
 	// rewritten are the files of hooks the plan writes (node paths).
 	rewritten map[string]bool
 	// otherSet is rules.otherSet.
@@ -534,7 +534,7 @@ type planner struct {
 // newPlan plans the desired units and, of the state's other units, removes
 // those for which r.prune gives a reason (the action log's "why"), keeping
 // the others as they are.
-func newPlan(_ context.Context, desired []render.Unit, st *State, opts Options, r rules) (*Plan, error) {
+func newPlan(_ context.Context, desired []compile.Unit, st *State, opts Options, r rules) (*Plan, error) {
 	opts.defaults()
 	if st == nil {
 		st = &State{Version: StateVersion}
@@ -559,7 +559,7 @@ func newPlan(_ context.Context, desired []render.Unit, st *State, opts Options, 
 	}
 	next := &State{Version: StateVersion, UnitDir: opts.UnitDir}
 	inSpec := map[string]bool{}
-	p.desired = map[string]*render.Unit{}
+	p.desired = map[string]*compile.Unit{}
 	for i := range desired {
 		inSpec[desired[i].Name] = true
 		p.desired[desired[i].Name] = &desired[i]
@@ -645,9 +645,9 @@ func newPlan(_ context.Context, desired []render.Unit, st *State, opts Options, 
 // does nothing to a held hook, and the next state carries it over as the
 // last apply left it, so that an apply once the hook can be applied again
 // goes on from there.
-func holdHooks(desired []render.Unit, st *State, opts Options, r rules) ([]render.Unit, rules) {
+func holdHooks(desired []compile.Unit, st *State, opts Options, r rules) ([]compile.Unit, rules) {
 	heldUnits := map[string]bool{}
-	var kept []render.Unit
+	var kept []compile.Unit
 	for _, u := range desired {
 		hook := u.HookName
 		if hook == "" && u.Hook >= 0 && u.Hook < len(opts.HookNames) {
@@ -660,7 +660,7 @@ func holdHooks(desired []render.Unit, st *State, opts Options, r rules) ([]rende
 		kept = append(kept, u)
 	}
 	if kept == nil && desired != nil {
-		kept = []render.Unit{}
+		kept = []compile.Unit{}
 	}
 	heldPaths := map[string]bool{}
 	var paths []Path
@@ -722,7 +722,7 @@ func (up *unitPlan) act(kind ActionKind, unit, reason string) {
 }
 
 // unit plans one desired unit and returns its state after the apply.
-func (p *planner) unit(u *render.Unit) (*StateUnit, error) {
+func (p *planner) unit(u *compile.Unit) (*StateUnit, error) {
 	prev := p.state.Unit(u.Name)
 	up := &unitPlan{name: u.Name}
 	hook := u.HookName
@@ -1180,7 +1180,7 @@ func (p *planner) notHostprovs(f *FileChange, reason, short, why string) (*FileC
 // checkMask adds a conflict when the unit file's place is taken by a file
 // that will still be there when the unit is masked: systemd refuses to
 // mask over a file.
-func (p *planner) checkMask(u *render.Unit, prev *StateUnit, up *unitPlan) {
+func (p *planner) checkMask(u *compile.Unit, prev *StateUnit, up *unitPlan) {
 	for _, f := range up.files {
 		if f.rel == u.Name && f.Op == OpRemove {
 			return // hostprov's own file, removed before the mask

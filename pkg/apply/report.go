@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/compile"
 )
 
 // UnitReport is what status says of one owned unit: systemd's view of it
@@ -241,7 +241,7 @@ func Report(ctx context.Context, sd Systemd, st *State, opts Options) ([]UnitRep
 				t := s.InactiveEnter
 				r.InactiveEnter = &t
 			}
-			if steps := render.StepNames(content); len(steps) > 0 {
+			if steps := compile.StepNames(content); len(steps) > 0 {
 				r.Stamp, r.SucceededAt = opts.stampTime(content)
 				r.commandHook(steps, s)
 			}

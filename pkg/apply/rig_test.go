@@ -24,8 +24,8 @@ import (
 	"github.com/hostprov/hostprov/internal/sdbus"
 	"github.com/hostprov/hostprov/internal/testbin"
 	"github.com/hostprov/hostprov/pkg/apply"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
-	"github.com/hostprov/hostprov/pkg/render"
 )
 
 func rigContext(t testing.TB) context.Context {
@@ -404,9 +404,9 @@ func newRigNode(ctx context.Context, t testing.TB) *rigNode {
 }
 
 // rigRender renders a spec as the CLI does: its units and its hooks' names.
-func rigRender(t testing.TB, specYAML string) ([]render.Unit, []string) {
+func rigRender(t testing.TB, specYAML string) ([]compile.Unit, []string) {
 	t.Helper()
-	us, diags := render.Build("hostprov.yaml", []byte(specYAML))
+	us, diags := compile.Build("hostprov.yaml", []byte(specYAML))
 	if diags.HasErrors(false) {
 		t.Fatalf("spec: %v", diags)
 	}
@@ -891,7 +891,7 @@ func TestRigCrash(t *testing.T) {
 		n.checkUnitsApplied(ctx, t, specs[side])
 		us, _ := rigRender(t, specs[side])
 		for name := range versions {
-			if !slices.ContainsFunc(us, func(u render.Unit) bool { return u.Name == name }) {
+			if !slices.ContainsFunc(us, func(u compile.Unit) bool { return u.Name == name }) {
 				if st := rigStatus(ctx, t, n.m, name); st.LoadState != "not-found" || st.ActiveState != "inactive" {
 					t.Errorf("side %s: %s, not in the spec, is %s/%s", side, name, st.LoadState, st.ActiveState)
 				}

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
-	"github.com/hostprov/hostprov/pkg/render"
 )
 
 // SpecSet is one spec of a node that holds several, each owning its
@@ -17,10 +17,10 @@ type SpecSet struct {
 	// Name names the set: the spec's metadata.name, or the name of its
 	// file (see hooks.CheckSetName).
 	Name string
-	// Units are the set's units, as render.Build makes them; their Pos
+	// Units are the set's units, as compile.Build makes them; their Pos
 	// says where each hook is, for messages. HookNames[i] is the name of
 	// hook i (Options.HookNames of a plan of one spec).
-	Units     []render.Unit
+	Units     []compile.Unit
 	HookNames []string
 	// Paths are the files, directories and links of the set's hooks,
 	// and Accounts their users and groups.
@@ -123,9 +123,9 @@ func newPlanSets(ctx context.Context, sets []SpecSet, st *State, opts Options) (
 		}
 	}
 	seen := map[string]bool{}
-	owner := map[string]render.Unit{}
+	owner := map[string]compile.Unit{}
 	meta := map[string]StateUnit{}
-	var desired []render.Unit
+	var desired []compile.Unit
 	for _, s := range sets {
 		for _, u := range s.Units {
 			if o, dup := owner[u.Name]; dup {

@@ -8,14 +8,14 @@ import (
 	"testing"
 
 	"github.com/hostprov/hostprov/pkg/apply"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/compile"
 )
 
 // set renders hook YAML as the spec set name read from file.
 func set(t *testing.T, name, file, hooksYAML string) apply.SpecSet {
 	t.Helper()
 	data := []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n" + hooksYAML)
-	us, diags := render.Build(file, data)
+	us, diags := compile.Build(file, data)
 	if diags.HasErrors(false) {
 		t.Fatalf("bad spec: %v", diags)
 	}

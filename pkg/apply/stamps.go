@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/hostprov/hostprov/internal/fsutil"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/units"
 )
 
 // A command hook that runs once (when: Once) is skipped while its stamp
-// exists: an empty file in render.StampDir named by the unit and the hash
+// exists: an empty file in compile.StampDir named by the unit and the hash
 // of its content, which the unit writes after its steps succeed. Stamps
 // are hostprov's state as much as the unit files: a plan that removes a
 // hook removes its stamps (so that the hook runs again when it is added
@@ -26,7 +26,7 @@ import (
 // names say whose they are.
 //
 // Only files directly in the stamp directory that are a unit's own stamps
-// (render.IsStamp) are removed, and never through a symbolic link: not
+// (compile.IsStamp) are removed, and never through a symbolic link: not
 // when the stamp directory or one of its parents is one, and a stamp that
 // is a link is left alone.
 
@@ -42,9 +42,9 @@ func stampOf(content []byte) string {
 		return ""
 	}
 	for _, v := range f.Values(units.SectionUnit, "ConditionPathExists") {
-		p, ok := strings.CutPrefix(v, "!"+render.StampDir+"/")
+		p, ok := strings.CutPrefix(v, "!"+compile.StampDir+"/")
 		if ok && p != "" && !strings.Contains(p, "/") {
-			return render.StampDir + "/" + p
+			return compile.StampDir + "/" + p
 		}
 	}
 	return ""
@@ -74,7 +74,7 @@ func (o Options) openStampDir() (dir *fsutil.Dir, missing bool, bad string, err 
 	case err != nil:
 		return nil, false, "", fsError("opening", top, err)
 	}
-	for _, part := range strings.Split(strings.Trim(render.StampDir, "/"), "/") {
+	for _, part := range strings.Split(strings.Trim(compile.StampDir, "/"), "/") {
 		sub, err := dir.OpenDir(part)
 		p := dir.Join(part)
 		dir.Close()
@@ -112,7 +112,7 @@ func (p *planner) readStamps() (*stampDir, error) {
 	if bad != "" {
 		// Listed even when nothing in it may be removed, to warn of
 		// the stamps that stay; listing reads, and changes nothing.
-		entries, _ := os.ReadDir(p.opts.hostPath(render.StampDir))
+		entries, _ := os.ReadDir(p.opts.hostPath(compile.StampDir))
 		for _, e := range entries {
 			if e.Type().IsRegular() {
 				p.stamps.names = append(p.stamps.names, e.Name())
@@ -145,16 +145,16 @@ func (p *planner) removeStamps(unit, reason string) ([]FileChange, error) {
 	var out []FileChange
 	warned := false
 	for _, name := range sd.names {
-		if !render.IsStamp(unit, name) {
+		if !compile.IsStamp(unit, name) {
 			continue
 		}
-		node := render.StampDir + "/" + name
+		node := compile.StampDir + "/" + name
 		if p.keepStamps[node] {
 			continue
 		}
 		if sd.bad != "" {
 			if !warned {
-				p.Warnings = append(p.Warnings, Problem{Unit: unit, Path: render.StampDir, Message: "its stamps are left alone: " + sd.bad})
+				p.Warnings = append(p.Warnings, Problem{Unit: unit, Path: compile.StampDir, Message: "its stamps are left alone: " + sd.bad})
 				warned = true
 			}
 			continue
@@ -185,8 +185,8 @@ func (o Options) stampTime(content []byte) (string, *time.Time) {
 // directory opened again without following a link on the way.
 func (e *executor) removeStamp(f *FileChange) error {
 	full := e.p.opts.hostPath(f.Path)
-	if path.Dir(f.Path) != render.StampDir {
-		return fmt.Errorf("removing stamp %s: not in %s", f.Path, render.StampDir)
+	if path.Dir(f.Path) != compile.StampDir {
+		return fmt.Errorf("removing stamp %s: not in %s", f.Path, compile.StampDir)
 	}
 	dir, missing, bad, err := e.p.opts.openStampDir()
 	switch {

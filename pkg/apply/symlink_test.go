@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/hostprov/hostprov/pkg/apply"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/compile"
 )
 
 // TestSymlinkAttacks plants links where hostprov writes and checks that it
@@ -136,16 +136,16 @@ func TestSymlinkAttacks(t *testing.T) {
 // render refuses already: defence in depth.
 func TestNamesThatLeaveTheUnitDir(t *testing.T) {
 	n := newNode(t)
-	for _, u := range []render.Unit{
+	for _, u := range []compile.Unit{
 		{Name: "../x.service", Contents: []byte("[Service]\n")},
 		{Name: "a/b.service", Contents: []byte("[Service]\n")},
 		{Name: "/etc/passwd", Contents: []byte("[Service]\n")},
 		{Name: "a\x00.service", Contents: []byte("[Service]\n")},
-		{Name: "a.service", Dropins: []render.Dropin{{Name: "/etc/x.conf", Contents: []byte("[Service]\n")}}},
-		{Name: "a.service", Dropins: []render.Dropin{{Name: "../../x.conf", Contents: []byte("[Service]\n")}}},
-		{Name: "a.service", Dropins: []render.Dropin{{Name: "..", Contents: []byte("[Service]\n")}}},
+		{Name: "a.service", Dropins: []compile.Dropin{{Name: "/etc/x.conf", Contents: []byte("[Service]\n")}}},
+		{Name: "a.service", Dropins: []compile.Dropin{{Name: "../../x.conf", Contents: []byte("[Service]\n")}}},
+		{Name: "a.service", Dropins: []compile.Dropin{{Name: "..", Contents: []byte("[Service]\n")}}},
 	} {
-		if _, err := apply.NewPlan(context.Background(), []render.Unit{u}, n.state(), n.opts); err == nil {
+		if _, err := apply.NewPlan(context.Background(), []compile.Unit{u}, n.state(), n.opts); err == nil {
 			t.Errorf("NewPlan accepted %q with drop-ins %v", u.Name, u.Dropins)
 		}
 	}

@@ -51,7 +51,7 @@ type User struct {
 	PasswordHash string
 	// PrimaryGroup is the name of the user's primary group, which must
 	// exist (a group of the spec, or of the machine); empty for a group
-	// of the user's name (see render.Storage.PrimaryGroup).
+	// of the user's name (see compile.Storage.PrimaryGroup).
 	PrimaryGroup string
 	// NoCreateHome makes no home directory for the user. Without it,
 	// Ignition makes one for every user it creates and cloud-init for a

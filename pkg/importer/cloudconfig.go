@@ -496,7 +496,7 @@ func (c *ccImporter) groups(v *yaml.Node) {
 // ownGroups takes out of the spec each group named as a user of the spec
 // without a primary_group, and puts it into the leftovers as written. In
 // the spec it would be that user's primary group in every output
-// (render.Storage.PrimaryGroup: cloud-init's useradd, like Ignition's,
+// (compile.Storage.PrimaryGroup: cloud-init's useradd, like Ignition's,
 // refuses to create a user whose name is a group's that exists, without
 // --gid), a primary_group the cloud-config does not have. Without it, each
 // output gives the user a group of its own name, which is what the

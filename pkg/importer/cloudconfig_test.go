@@ -19,6 +19,7 @@ import (
 
 	"github.com/hostprov/hostprov/internal/corpus"
 	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/importer"
 	"github.com/hostprov/hostprov/pkg/render"
@@ -149,7 +150,7 @@ func TestCloudConfigRoundTrip(t *testing.T) {
 			if res.Format != importer.FormatCloudConfig {
 				t.Skipf("a %s config, not a cloud-config", res.Format)
 			}
-			r, bad := render.BuildAllLocals(res.Name+".yaml", res.Spec, res.Locals)
+			r, bad := compile.BuildAllLocals(res.Name+".yaml", res.Spec, res.Locals)
 			if bad.HasErrors(false) {
 				t.Fatal(bad.Error())
 			}

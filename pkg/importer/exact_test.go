@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/importer"
 	"github.com/hostprov/hostprov/pkg/render"
@@ -143,7 +144,7 @@ func TestCloudConfigOwnGroup(t *testing.T) {
 			t.Errorf("no warning %q:\n%s", w, diags.Error())
 		}
 	}
-	r, bad := render.BuildAllLocals(res.Name+".yaml", res.Spec, res.Locals)
+	r, bad := compile.BuildAllLocals(res.Name+".yaml", res.Spec, res.Locals)
 	if bad.HasErrors(false) {
 		t.Fatal(bad.Error())
 	}

@@ -687,7 +687,7 @@ func (im *ignImporter) passwd(pw types.Passwd) {
 	h := &im.storageHook
 	// ownGroup are the users of the spec without a primaryGroup: a group
 	// of the spec named as one of them would be its primary group in
-	// every output (render.Storage.PrimaryGroup), which the config does
+	// every output (compile.Storage.PrimaryGroup), which the config does
 	// not say (see below).
 	ownGroup := map[string]bool{}
 	for i, u := range pw.Users {

@@ -25,9 +25,9 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hostprov/hostprov/internal/yamlnode"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/kops"
-	"github.com/hostprov/hostprov/pkg/render"
 	"github.com/hostprov/hostprov/pkg/units"
 )
 
@@ -158,7 +158,7 @@ func SetName(file string) string {
 func StorageHook(setName string, hs []hooks.Hook) string {
 	taken := map[string]bool{}
 	for i := range hs {
-		taken[render.UnitName(&hs[i])] = true
+		taken[compile.UnitName(&hs[i])] = true
 	}
 	name := setName
 	for taken[name+".service"] || units.Type(name) != "" {
@@ -227,7 +227,7 @@ func Import(in Input) (*Result, hooks.Diagnostics) {
 			return nil, append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: file},
 				Message: "cannot write the spec: " + err.Error()})
 		}
-		_, bad := render.BuildAllLocals(res.Name+".yaml", spec, res.Locals)
+		_, bad := compile.BuildAllLocals(res.Name+".yaml", spec, res.Locals)
 		if !bad.HasErrors(false) {
 			break
 		}

@@ -10,9 +10,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/hostprov/hostprov/internal/corpus"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/importer"
 	"github.com/hostprov/hostprov/pkg/kops"
-	"github.com/hostprov/hostprov/pkg/render"
 )
 
 // unitData is what a rendered unit puts on a machine.
@@ -21,10 +21,10 @@ type unitData struct {
 	Contents string
 	Enabled  *bool
 	Mask     bool
-	Dropins  []render.Dropin
+	Dropins  []compile.Dropin
 }
 
-func unitsData(us []render.Unit) []unitData {
+func unitsData(us []compile.Unit) []unitData {
 	var out []unitData
 	for _, u := range us {
 		out = append(out, unitData{u.Name, string(u.Contents), u.Enabled, u.Mask, u.Dropins})
@@ -90,7 +90,7 @@ func TestKopsRoundTrip(t *testing.T) {
 				if res == nil {
 					t.Fatalf("import refused manifests that render reads:\n%s", idiags.Error())
 				}
-				r, bad := render.BuildAll(res.Name+".yaml", res.Spec)
+				r, bad := compile.BuildAll(res.Name+".yaml", res.Spec)
 				if bad.HasErrors(false) {
 					t.Fatal(bad.Error())
 				}

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/importer"
-	"github.com/hostprov/hostprov/pkg/render"
 )
 
 // TestLocalFiles: file contents that are not UTF-8 text, which a spec's
@@ -38,7 +38,7 @@ func TestLocalFiles(t *testing.T) {
 			if f := res.Hooks[0].Files[0]; f.Local != name || !bytes.Equal(res.Locals[name], bin) {
 				t.Errorf("file local %q, locals %q; want %q with the bytes", f.Local, res.Locals, name)
 			}
-			r, bad := render.BuildAllLocals(res.Name+".yaml", res.Spec, res.Locals)
+			r, bad := compile.BuildAllLocals(res.Name+".yaml", res.Spec, res.Locals)
 			if bad.HasErrors(false) {
 				t.Fatal(bad.Error())
 			}

@@ -30,6 +30,7 @@ import (
 	v36 "github.com/coreos/ignition/v2/config/v3_6_experimental"
 
 	"github.com/hostprov/hostprov/internal/corpus"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/importer"
 	"github.com/hostprov/hostprov/pkg/render"
@@ -65,7 +66,7 @@ func roundTrip(t *testing.T, in importer.Input, original []byte) (got, want any,
 	if res == nil {
 		return nil, nil, nil, diags
 	}
-	r, bdiags := render.BuildAllLocals(res.Name+".yaml", res.Spec, res.Locals)
+	r, bdiags := compile.BuildAllLocals(res.Name+".yaml", res.Spec, res.Locals)
 	if bdiags.HasErrors(false) {
 		t.Fatalf("the imported spec does not render:\n%s\n%s", bdiags.Error(), res.Spec)
 	}

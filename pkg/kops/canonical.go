@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
-	"github.com/hostprov/hostprov/pkg/render"
 )
 
 // Render renders hooks canonically: as hostprov hooks (see Spec), through
@@ -16,12 +16,12 @@ import (
 // Every diagnostic points into the kops manifest the hook was read from,
 // with a path of that manifest ("spec.hooks[1].manifest"). Callers must
 // not use the units when diags.HasErrors(strict).
-func Render(hs []NodeHook, rt Runtime) ([]render.Unit, hooks.Diagnostics) {
+func Render(hs []NodeHook, rt Runtime) ([]compile.Unit, hooks.Diagnostics) {
 	spec, from, diags := Spec(hs, rt)
 	if spec == nil {
 		return nil, diags
 	}
-	us, more := render.Units(spec)
+	us, more := compile.Units(spec)
 	for _, d := range more {
 		diags = append(diags, from.translate(d))
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hostprov/hostprov/internal/golden"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/kops"
 	"github.com/hostprov/hostprov/pkg/render"
@@ -83,7 +84,7 @@ func TestExampleRenderings(t *testing.T) {
 // checkCanonical checks what canonical rendering promises of every unit:
 // it parses, it is canonical, and an enabled unit with a file has an
 // [Install] section, so that it runs after a reboot.
-func checkCanonical(t *testing.T, us []render.Unit) {
+func checkCanonical(t *testing.T, us []compile.Unit) {
 	t.Helper()
 	for _, u := range us {
 		if u.Contents == nil {

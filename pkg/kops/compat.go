@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/compile"
 )
 
 // Runtime is the container runtime an execContainer hook runs its image
@@ -29,7 +29,7 @@ type Task struct {
 	// file kops writes, byte for byte, and nil for a disabled hook, of
 	// which kops writes no file; Enabled is kops's enabled flag. Hook is
 	// the index of the NodeHook the task comes from.
-	render.Unit
+	compile.Unit
 	// Running says whether nodeup starts the unit (true) or stops it
 	// (false).
 	Running bool
@@ -69,7 +69,7 @@ func RenderCompat(hs []NodeHook, rt Runtime) ([]Task, error) {
 	for i, h := range hs {
 		name := h.UnitName()
 		if !h.IsEnabled() {
-			out = append(out, Task{Unit: render.Unit{Name: name, Enabled: boolPtr(false), Hook: i, Pos: h.Where("")}, ManageState: true})
+			out = append(out, Task{Unit: compile.Unit{Name: name, Enabled: boolPtr(false), Hook: i, Pos: h.Where("")}, ManageState: true})
 			continue
 		}
 		ec := h.ExecContainer
@@ -105,7 +105,7 @@ func RenderCompat(hs []NodeHook, rt Runtime) ([]Task, error) {
 			def = u.render()
 		}
 		out = append(out, Task{
-			Unit:         render.Unit{Name: name, Contents: []byte(def), Enabled: boolPtr(true), Hook: i, Pos: h.Where("")},
+			Unit:         compile.Unit{Name: name, Contents: []byte(def), Enabled: boolPtr(true), Hook: i, Pos: h.Where("")},
 			Running:      true,
 			ManageState:  true,
 			SmartRestart: true,

@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/kops"
-	"github.com/hostprov/hostprov/pkg/render"
 )
 
 // FuzzRead checks that Read never panics, that every diagnostic has a
@@ -27,7 +27,7 @@ func FuzzRead(f *testing.F) {
 	f.Add([]byte("apiVersion: kops.k8s.io/v1alpha3\nkind: InstanceGroup\nspec:\n  role: Node\n  hooks:\n  - execContainer: {image: a, environment: {X: y}}\n"))
 	f.Add([]byte("apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nspec:\n  hooks: &a [*a]\n"))
 	no := false
-	units := []render.Unit{
+	units := []compile.Unit{
 		{Name: "a.service", Contents: []byte("[Service]\nExecStart=/bin/true\n")},
 		{Name: "b.service", Enabled: &no},
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hostprov/hostprov/internal/golden"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/kops"
 	"github.com/hostprov/hostprov/pkg/render"
@@ -18,13 +19,13 @@ import (
 var exampleDir = filepath.Join("..", "..", "examples", "kops")
 
 // exampleUnits renders the example's hostprov spec.
-func exampleUnits(t *testing.T) []render.Unit {
+func exampleUnits(t *testing.T) []compile.Unit {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(exampleDir, "hooks.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	us, diags := render.Build("hooks.yaml", data)
+	us, diags := compile.Build("hooks.yaml", data)
 	if diags.HasErrors(true) {
 		t.Fatal(diags)
 	}
@@ -35,7 +36,7 @@ func exampleUnits(t *testing.T) []render.Unit {
 // promises: every line of the input is still there, in order; the result
 // reads back without new problems; a second run changes nothing; and
 // setting no units gives the input back.
-func checkSetHooks(t *testing.T, in []byte, ig string, us []render.Unit) []byte {
+func checkSetHooks(t *testing.T, in []byte, ig string, us []compile.Unit) []byte {
 	t.Helper()
 	out, err := kops.SetHooks(in, ig, us)
 	if err != nil {
@@ -188,23 +189,23 @@ func TestSetHooksRefuses(t *testing.T) {
 		name string
 		in   []byte
 		ig   string
-		u    render.Unit
+		u    compile.Unit
 		want string
 	}{
-		{"mask", cluster, "", render.Unit{Name: "a.service", Mask: true}, "cannot mask"},
-		{"template", cluster, "", render.Unit{Name: "a@.service", Contents: []byte("[Unit]\n")}, "template"},
-		{"drop-ins", cluster, "", render.Unit{Name: "a.service", Dropins: []render.Dropin{{Name: "x.conf"}}}, "drop-ins"},
-		{"not enabled", cluster, "", render.Unit{Name: "a.service", Contents: []byte("[Unit]\n"), Enabled: &no}, "without enabling and starting it"},
-		{"enable existing", cluster, "", render.Unit{Name: "a.service", Enabled: &yes}, "cannot enable a unit it does not write"},
-		{"a hook of the person", cluster, "", render.Unit{Name: "mine.service", Contents: []byte("[Unit]\n")}, "not hostprov's"},
-		{"no instance group", cluster, "nodes", render.Unit{Name: "a.service", Contents: []byte("[Unit]\n")}, `no an InstanceGroup named "nodes"`},
+		{"mask", cluster, "", compile.Unit{Name: "a.service", Mask: true}, "cannot mask"},
+		{"template", cluster, "", compile.Unit{Name: "a@.service", Contents: []byte("[Unit]\n")}, "template"},
+		{"drop-ins", cluster, "", compile.Unit{Name: "a.service", Dropins: []compile.Dropin{{Name: "x.conf"}}}, "drop-ins"},
+		{"not enabled", cluster, "", compile.Unit{Name: "a.service", Contents: []byte("[Unit]\n"), Enabled: &no}, "without enabling and starting it"},
+		{"enable existing", cluster, "", compile.Unit{Name: "a.service", Enabled: &yes}, "cannot enable a unit it does not write"},
+		{"a hook of the person", cluster, "", compile.Unit{Name: "mine.service", Contents: []byte("[Unit]\n")}, "not hostprov's"},
+		{"no instance group", cluster, "nodes", compile.Unit{Name: "a.service", Contents: []byte("[Unit]\n")}, `no an InstanceGroup named "nodes"`},
 		{"v1alpha2 instance group disabled", []byte("apiVersion: kops.k8s.io/v1alpha2\nkind: InstanceGroup\nmetadata:\n  name: nodes\nspec:\n  role: Node\n"),
-			"nodes", render.Unit{Name: "a.service", Enabled: &no}, "reads disabled: the wrong way round"},
+			"nodes", compile.Unit{Name: "a.service", Enabled: &no}, "reads disabled: the wrong way round"},
 		{"two hooks keys", []byte("apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nspec:\n  hooks: []\n  hooks: []\n"), "",
-			render.Unit{Name: "a.service", Contents: []byte("[Unit]\n")}, "hooks: a second time"},
+			compile.Unit{Name: "a.service", Contents: []byte("[Unit]\n")}, "hooks: a second time"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := kops.SetHooks(c.in, c.ig, []render.Unit{c.u})
+			_, err := kops.SetHooks(c.in, c.ig, []compile.Unit{c.u})
 			if err == nil || !strings.Contains(err.Error(), strings.TrimPrefix(c.want, "no ")) {
 				t.Errorf("got %v, want an error saying %q", err, c.want)
 			}
@@ -217,7 +218,7 @@ func TestSetHooksRefuses(t *testing.T) {
 func TestSetHooksRefusesAtTheHooks(t *testing.T) {
 	ig := []byte("apiVersion: kops.k8s.io/v1alpha2\nkind: InstanceGroup\nmetadata:\n  name: nodes\nspec:\n  role: Node\n")
 	no := false
-	us := []render.Unit{
+	us := []compile.Unit{
 		{Name: "a.service", Enabled: &no, Hook: 0, Pos: hooks.Position{File: "hooks.yaml", Line: 4, Column: 3}},
 		{Name: "b.service", Contents: []byte("[Unit]\n"), Hook: 1, Pos: hooks.Position{File: "hooks.yaml", Line: 6, Column: 3}},
 		{Name: "c.service", Enabled: &no, Hook: 2, Pos: hooks.Position{File: "hooks.yaml", Line: 9, Column: 3}},
@@ -242,7 +243,7 @@ func TestSetHooksDisabled(t *testing.T) {
 	no := false
 	for _, v := range []string{kops.V1Alpha2, kops.V1Alpha3} {
 		in := []byte("apiVersion: " + v + "\nkind: Cluster\nspec:\n  channel: stable\n")
-		out, err := kops.SetHooks(in, "", []render.Unit{{Name: "update-engine.service", Enabled: &no}})
+		out, err := kops.SetHooks(in, "", []compile.Unit{{Name: "update-engine.service", Enabled: &no}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,7 +265,7 @@ func TestSetHooksKeepsBytes(t *testing.T) {
 		"[Service]\nExecStart=/bin/true",
 		"[Service]\nExecStart=/bin/echo \"ünïcödé\"\n\n",
 	} {
-		out, err := kops.SetHooks(cluster, "", []render.Unit{{Name: "a.service", Contents: []byte(contents)}})
+		out, err := kops.SetHooks(cluster, "", []compile.Unit{{Name: "a.service", Contents: []byte(contents)}})
 		if err != nil {
 			t.Fatalf("%q: %v", contents, err)
 		}

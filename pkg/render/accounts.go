@@ -3,14 +3,12 @@ package render
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
-	"strings"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/hostprov/hostprov/internal/yamlnode"
-	"github.com/hostprov/hostprov/pkg/hooks"
+	"github.com/hostprov/hostprov/pkg/compile"
 )
 
 // ignitionPasswdJSON is passwd: of an Ignition config, the same in every
@@ -41,22 +39,6 @@ type ignitionGroupJSON struct {
 	System *bool  `json:"system,omitempty"`
 }
 
-// PrimaryGroup is u's primary group: the one the spec names, or else the
-// group of u's name when s creates one; "" when the tool that creates the
-// user is to make the user's group itself. Without the group of u's name,
-// useradd would refuse to make a group that exists already.
-func (s Storage) PrimaryGroup(u User) string {
-	if u.PrimaryGroup != "" {
-		return u.PrimaryGroup
-	}
-	for _, g := range s.Groups {
-		if g.Name == u.Name {
-			return g.Name
-		}
-	}
-	return ""
-}
-
 func idPtr(id *uint32) *int {
 	if id == nil {
 		return nil
@@ -81,7 +63,7 @@ func trueOrNil(b bool) *bool {
 
 // ignitionPasswd is passwd: of the Ignition config; nil when the spec has
 // no users or groups.
-func ignitionPasswd(st Storage) *ignitionPasswdJSON {
+func ignitionPasswd(st compile.Storage) *ignitionPasswdJSON {
 	if !st.HasAccounts() {
 		return nil
 	}
@@ -99,7 +81,7 @@ func ignitionPasswd(st Storage) *ignitionPasswdJSON {
 
 // butanePasswd is passwd: of the Butane output; nil when there is
 // nothing. Butane translates it to the Ignition output's passwd.
-func butanePasswd(st Storage) *yaml.Node {
+func butanePasswd(st compile.Storage) *yaml.Node {
 	if !st.HasAccounts() {
 		return nil
 	}
@@ -142,7 +124,7 @@ func butanePasswd(st Storage) *yaml.Node {
 // replaces that user). Groups are made before users, and both before
 // write_files writes a deferred file: a file owned by a user of the spec
 // is deferred already (see cloudInitStorage).
-func cloudInitAccounts(st Storage) (users, groups *yaml.Node, bootcmd [][]string) {
+func cloudInitAccounts(st compile.Storage) (users, groups *yaml.Node, bootcmd [][]string) {
 	for _, g := range st.Groups {
 		if g.GID == nil && !g.System {
 			if groups == nil {
@@ -190,7 +172,7 @@ func cloudInitAccounts(st Storage) (users, groups *yaml.Node, bootcmd [][]string
 // ErrKopsAccounts is why the kops output refuses users and groups.
 var ErrKopsAccounts = errors.New("a kops hook is a unit and nothing else: it cannot create users or groups")
 
-func kopsAccountProblems(st Storage) []KopsProblem {
+func kopsAccountProblems(st compile.Storage) []KopsProblem {
 	var ps []KopsProblem
 	hint := "create the account in the unit's own ExecStartPre= (or a command hook's steps), use DynamicUser=, or provision it with Ignition, Butane or cloud-init"
 	for _, g := range st.Groups {
@@ -200,82 +182,6 @@ func kopsAccountProblems(st Storage) []KopsProblem {
 		ps = append(ps, KopsProblem{Unit: "user " + u.Name, Hook: u.Hook, Pos: u.Pos, Err: ErrKopsAccounts, Hint: hint})
 	}
 	return ps
-}
-
-// AddAccounts adds the users and groups of another spec to s. An account
-// both have is one account when they agree; two ids for it, or another
-// system, home, shell or groups, is an error reported at both entries.
-func (s *Storage) AddAccounts(o Storage) hooks.Diagnostics {
-	var diags hooks.Diagnostics
-	clash := func(kind, name, field, a, b string, pa, pb hooks.Position) {
-		diags = append(diags,
-			hooks.Diagnostic{Severity: hooks.Error, Pos: pb, Message: fmt.Sprintf("%s %s has %s %s here and %s at %s", kind, name, field, b, a, pa),
-				Hint: "an account is the same on the whole machine: give every spec the same " + field + ", or write it in one spec"},
-			hooks.Diagnostic{Severity: hooks.Error, Pos: pa, Message: fmt.Sprintf("%s %s has %s %s here and %s at %s", kind, name, field, a, b, pb),
-				Hint: "an account is the same on the whole machine: give every spec the same " + field + ", or write it in one spec"})
-	}
-	for _, u := range o.Users {
-		j := slices.IndexFunc(s.Users, func(x User) bool { return x.Name == u.Name })
-		if j < 0 {
-			s.Users = append(s.Users, u)
-			continue
-		}
-		first := &s.Users[j]
-		// Keys and hashes are compared, but not shown: a key is long,
-		// and a hash is nothing to print.
-		if !slices.Equal(first.SSHAuthorizedKeys, u.SSHAuthorizedKeys) {
-			clash("user", u.Name, "sshAuthorizedKeys", fmt.Sprintf("(%d keys)", len(first.SSHAuthorizedKeys)), fmt.Sprintf("(%d other keys)", len(u.SSHAuthorizedKeys)), first.Pos, u.Pos)
-			continue
-		}
-		if first.PasswordHash != u.PasswordHash {
-			clash("user", u.Name, "passwordHash", "(one hash)", "(another hash)", first.Pos, u.Pos)
-			continue
-		}
-		if f := accountDiff(first.UID, u.UID,
-			[]string{strconv.FormatBool(first.System), first.Home, first.Shell, strings.Join(first.Groups, ","), first.PrimaryGroup, strconv.FormatBool(first.NoCreateHome)},
-			[]string{strconv.FormatBool(u.System), u.Home, u.Shell, strings.Join(u.Groups, ","), u.PrimaryGroup, strconv.FormatBool(u.NoCreateHome)},
-			"uid", "system", "home", "shell", "groups", "primaryGroup", "noCreateHome"); f != nil {
-			clash("user", u.Name, f[0], f[1], f[2], first.Pos, u.Pos)
-		} else if first.UID == nil {
-			first.UID = u.UID
-		}
-	}
-	for _, g := range o.Groups {
-		j := slices.IndexFunc(s.Groups, func(x Group) bool { return x.Name == g.Name })
-		if j < 0 {
-			s.Groups = append(s.Groups, g)
-			continue
-		}
-		first := &s.Groups[j]
-		if f := accountDiff(first.GID, g.GID, []string{strconv.FormatBool(first.System)}, []string{strconv.FormatBool(g.System)}, "gid", "system"); f != nil {
-			clash("group", g.Name, f[0], f[1], f[2], first.Pos, g.Pos)
-		} else if first.GID == nil {
-			first.GID = g.GID
-		}
-	}
-	return diags
-}
-
-// accountDiff compares two entries of one account: their ids (when both
-// give one), then the other fields. It returns the first field that
-// differs with both values, or nil.
-func accountDiff(ida, idb *uint32, a, b []string, fields ...string) []string {
-	if ida != nil && idb != nil && *ida != *idb {
-		return []string{fields[0], strconv.FormatUint(uint64(*ida), 10), strconv.FormatUint(uint64(*idb), 10)}
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			va, vb := a[i], b[i]
-			if va == "" {
-				va = "(none)"
-			}
-			if vb == "" {
-				vb = "(none)"
-			}
-			return []string{fields[i+1], va, vb}
-		}
-	}
-	return nil
 }
 
 // strSeq is a YAML list of strings, one per item, in order.
@@ -290,7 +196,7 @@ func strSeq(ss []string) *yaml.Node {
 // userYAML is a user of st as Butane's passwd and cloud-init's users
 // write it: the same keys but the home directory's, which is home_dir in
 // Butane and homedir in cloud-init.
-func userYAML(st Storage, u User, homeKey string) *yaml.Node {
+func userYAML(st compile.Storage, u compile.User, homeKey string) *yaml.Node {
 	e := yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlnode.Str(u.Name))
 	if u.UID != nil {
 		yamlnode.Pairs(e, "uid", yamlnode.Uint(*u.UID))

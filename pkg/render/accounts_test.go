@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
 )
 
@@ -14,14 +15,14 @@ const accountsSpec = "apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n- name
 // Two specs with one account: the same entries are one account, two ids
 // are an error at both.
 func TestAddAccountsAcrossSpecs(t *testing.T) {
-	one, d := render.BuildAll("one.yaml", []byte(accountsSpec+"  users: [{name: app, uid: 1500}]\n  groups: [{name: ops}]\n"))
+	one, d := compile.BuildAll("one.yaml", []byte(accountsSpec+"  users: [{name: app, uid: 1500}]\n  groups: [{name: ops}]\n"))
 	if len(d) > 0 {
 		t.Fatal(d)
 	}
-	same, _ := render.BuildAll("same.yaml", []byte(accountsSpec+"  users: [{name: app}]\n  groups: [{name: ops, gid: 1700}]\n"))
-	other, _ := render.BuildAll("other.yaml", []byte(accountsSpec+"  users: [{name: app, uid: 1501}]\n"))
+	same, _ := compile.BuildAll("same.yaml", []byte(accountsSpec+"  users: [{name: app}]\n  groups: [{name: ops, gid: 1700}]\n"))
+	other, _ := compile.BuildAll("other.yaml", []byte(accountsSpec+"  users: [{name: app, uid: 1501}]\n"))
 
-	var st render.Storage
+	var st compile.Storage
 	if d := st.AddAccounts(one.Storage); len(d) > 0 {
 		t.Fatal(d)
 	}
@@ -45,7 +46,7 @@ func TestAddAccountsAcrossSpecs(t *testing.T) {
 
 // Entries of one user in two hooks must agree on more than the id.
 func TestAccountsDisagree(t *testing.T) {
-	_, d := render.BuildAll("s.yaml", []byte(accountsSpec+"  users: [{name: app, shell: /bin/sh}]\n- name: b\n  users: [{name: app, shell: /bin/bash}]\n"))
+	_, d := compile.BuildAll("s.yaml", []byte(accountsSpec+"  users: [{name: app, shell: /bin/sh}]\n- name: b\n  users: [{name: app, shell: /bin/bash}]\n"))
 	if len(d) != 1 || !strings.Contains(d[0].String(), "s.yaml:8:11: error: hooks[1].users[0]: user app is written already, with another shell") {
 		t.Fatalf("got %v", d)
 	}

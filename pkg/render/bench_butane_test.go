@@ -8,14 +8,15 @@ import (
 	butane "github.com/coreos/butane/config"
 	"github.com/coreos/butane/config/common"
 
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
 )
 
 // benchUnits builds the units of benchSpec(n) once, outside the timings.
-func benchUnits(b *testing.B, n int) ([]byte, []render.Unit) {
+func benchUnits(b *testing.B, n int) ([]byte, []compile.Unit) {
 	b.Helper()
 	spec := benchSpec(n)
-	us, diags := render.Build("bench.yaml", spec)
+	us, diags := compile.Build("bench.yaml", spec)
 	if diags.HasErrors(false) || len(us) != n {
 		b.Fatalf("%d units, %v", len(us), diags)
 	}
@@ -64,7 +65,7 @@ func BenchmarkIgnitionVsButane(b *testing.B) {
 			var pipeline, output, translate time.Duration
 			for b.Loop() {
 				t0 := time.Now()
-				built, _ := render.Build("bench.yaml", spec)
+				built, _ := compile.Build("bench.yaml", spec)
 				if _, err := render.Ignition(built, render.IgnitionOptions{}); err != nil {
 					b.Fatal(err)
 				}

@@ -8,6 +8,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hostprov/hostprov/internal/yamlnode"
+	"github.com/hostprov/hostprov/pkg/compile"
 )
 
 // ButaneVersion is one version of a Butane variant's config spec and the
@@ -68,7 +69,7 @@ type ButaneOptions struct {
 	// relative to the spec's directory: translate with butane
 	// --files-dir set to it. fcos 1.0.0 has no local:, so there their
 	// bytes are written into the config.
-	Storage Storage
+	Storage compile.Storage
 }
 
 // Resolve returns the options with the variant and both versions filled in,
@@ -159,7 +160,7 @@ func butaneMapping(vs []ButaneVersion) string {
 // Unit and drop-in contents are literal block scalars ("|") where that
 // keeps every byte, and double-quoted scalars otherwise (see yamlnode.BlockSafe).
 // The error is an *OptionError for options that cannot be met.
-func Butane(us []Unit, opts ButaneOptions) ([]byte, error) {
+func Butane(us []compile.Unit, opts ButaneOptions) ([]byte, error) {
 	opts, err := opts.Resolve()
 	if err != nil {
 		return nil, err

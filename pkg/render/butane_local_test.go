@@ -11,6 +11,7 @@ import (
 	butane "github.com/coreos/butane/config"
 	"github.com/coreos/butane/config/common"
 
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
 )
 
@@ -36,7 +37,7 @@ func TestButaneLocalEveryVersion(t *testing.T) {
   - {path: /usr/local/lib/blob.bin, local: blob.bin}
 `
 	file := filepath.Join(dir, "local.yaml")
-	r, diags := render.BuildAll(file, []byte(spec))
+	r, diags := compile.BuildAll(file, []byte(spec))
 	if len(diags) > 0 {
 		t.Fatal(diags)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hostprov/hostprov/internal/golden"
 	"github.com/hostprov/hostprov/internal/yamlnode"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
 )
 
@@ -178,8 +179,8 @@ func TestButaneKeepsBytes(t *testing.T) {
 		"[Unit]\nDescription=emoji 🤠 ünïcödé 中文\n",
 		"# a comment\n; another\n[Unit]\n",
 	} {
-		us := []render.Unit{{Name: "a.service", Contents: []byte(s), Enabled: boolp(false),
-			Dropins: []render.Dropin{{Name: "x.conf", Contents: []byte(s)}}}}
+		us := []compile.Unit{{Name: "a.service", Contents: []byte(s), Enabled: boolp(false),
+			Dropins: []compile.Dropin{{Name: "x.conf", Contents: []byte(s)}}}}
 		bu, err := render.Butane(us, render.ButaneOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -195,7 +196,7 @@ func boolp(b bool) *bool { return &b }
 
 func checkButaneBytes(t *testing.T, what, s string) {
 	t.Helper()
-	us := []render.Unit{{Name: "a.service", Contents: []byte(s), Dropins: []render.Dropin{{Name: "x.conf", Contents: []byte(s)}}}}
+	us := []compile.Unit{{Name: "a.service", Contents: []byte(s), Dropins: []compile.Dropin{{Name: "x.conf", Contents: []byte(s)}}}}
 	bu, err := render.Butane(us, render.ButaneOptions{})
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
@@ -230,7 +231,7 @@ func FuzzButaneKeepsBytes(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		if !utf8.ValidString(s) {
-			if _, err := render.Butane([]render.Unit{{Name: "a.service", Contents: []byte(s)}}, render.ButaneOptions{}); err == nil {
+			if _, err := render.Butane([]compile.Unit{{Name: "a.service", Contents: []byte(s)}}, render.ButaneOptions{}); err == nil {
 				t.Errorf("invalid UTF-8 %q accepted", s)
 			}
 			return
@@ -240,7 +241,7 @@ func FuzzButaneKeepsBytes(f *testing.F) {
 }
 
 func TestButaneRefusesInvalidUTF8(t *testing.T) {
-	us := []render.Unit{{Name: "a.service", Dropins: []render.Dropin{{Name: "x.conf", Contents: []byte("[Service]\nNice=\xff\n")}}}}
+	us := []compile.Unit{{Name: "a.service", Dropins: []compile.Dropin{{Name: "x.conf", Contents: []byte("[Service]\nNice=\xff\n")}}}}
 	if _, err := render.Butane(us, render.ButaneOptions{}); err == nil || !strings.Contains(err.Error(), "a.service.d/x.conf: contents are not valid UTF-8") {
 		t.Errorf("got %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hostprov/hostprov/internal/yamlnode"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/units"
 )
 
@@ -29,7 +30,7 @@ type CloudInitOptions struct {
 	MIME bool
 	// Storage is what the document writes besides the units: files,
 	// directories and links.
-	Storage Storage
+	Storage compile.Storage
 }
 
 // CloudInitUnitDir is where the cloud-init output writes unit files and
@@ -126,7 +127,7 @@ cloud-init reports it.`
 // With opts.MIME the document is wrapped as CloudInitMIME does.
 //
 // The same units give the same bytes, every time.
-func CloudInit(us []Unit, opts CloudInitOptions) ([]byte, error) {
+func CloudInit(us []compile.Unit, opts CloudInitOptions) ([]byte, error) {
 	doc, err := cloudInitDoc(us, opts)
 	if err != nil {
 		return nil, err
@@ -152,7 +153,7 @@ func encodeCloudConfig(doc *yaml.Node, opts CloudInitOptions) ([]byte, error) {
 }
 
 // cloudInitDoc is the root mapping of CloudInit's document.
-func cloudInitDoc(us []Unit, opts CloudInitOptions) (*yaml.Node, error) {
+func cloudInitDoc(us []compile.Unit, opts CloudInitOptions) (*yaml.Node, error) {
 	doc := &yaml.Node{Kind: yaml.MappingNode}
 	held := cloudInitHeld(us, opts.Storage)
 	stFiles, stCmds, err := cloudInitStorage(opts.Storage, held)
@@ -267,7 +268,7 @@ const heldDir = "/run/hostprov/download-failed"
 // units are written, but neither enabled nor started, the other hooks'
 // are, and runcmd ends with heldReport, which fails when a mark is
 // there, so that cloud-init's status reports an error and says why.
-func cloudInitHeld(us []Unit, st Storage) map[int]string {
+func cloudInitHeld(us []compile.Unit, st compile.Storage) map[int]string {
 	names := map[int]string{}
 	for _, u := range us {
 		names[u.Hook] = u.HookName
@@ -295,7 +296,7 @@ var heldReport = []string{"sh", "-c", `if [ -d ` + heldDir + ` ]; then echo "hos
 // cloudInitCommands returns the runcmd of CloudInit, in order; see there
 // for why each command is there. The enabling and starting of the units of
 // a hook in held waits for its mark (heldGate).
-func cloudInitCommands(us []Unit, held map[int]string) ([][]string, error) {
+func cloudInitCommands(us []compile.Unit, held map[int]string) ([][]string, error) {
 	var (
 		enable, disable, mask, restart, start []string
 		enableOne, disableOne                 [][]string
@@ -377,7 +378,7 @@ func appendCmd(cmds [][]string, cmd, names []string) [][]string {
 // enabling it would not start it at boot either: it has no [Install] that
 // pulls it in, or it is a template without DefaultInstance=. A unit of the
 // image (no contents) is started: the spec enables it to have it run.
-func startName(u Unit) (string, bool, error) {
+func startName(u compile.Unit) (string, bool, error) {
 	if u.Contents == nil {
 		return u.Name, !isTemplateName(u.Name), nil
 	}

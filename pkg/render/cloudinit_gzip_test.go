@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
 )
 
@@ -45,7 +46,7 @@ func TestCloudInitCompressesLargeFiles(t *testing.T) {
     - {path: /etc/app/small.conf, contents: "debug = false\n"}
     - {path: /etc/app/noise.bin, local: noise.bin}
 `
-	r, diags := render.BuildAll(filepath.Join(dir, "spec.yaml"), []byte(spec))
+	r, diags := compile.BuildAll(filepath.Join(dir, "spec.yaml"), []byte(spec))
 	if len(diags) > 0 {
 		t.Fatal(diags)
 	}

@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
 )
 
@@ -60,7 +61,7 @@ func TestCloudInitKeepsSetID(t *testing.T) {
 		"/usr/local/bin/plain":   0o755,
 		"/usr/local/bin/fetched": 0o711 | os.ModeSetuid,
 	}
-	r, diags := render.BuildAll(filepath.Join(dir, "setid.yaml"), []byte(spec))
+	r, diags := compile.BuildAll(filepath.Join(dir, "setid.yaml"), []byte(spec))
 	if len(diags) > 0 {
 		t.Fatal(diags)
 	}

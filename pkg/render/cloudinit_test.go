@@ -24,6 +24,7 @@ import (
 
 	"github.com/hostprov/hostprov/internal/golden"
 	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
 )
 
@@ -39,7 +40,7 @@ type cloudConfig struct {
 	Runcmd [][]string
 }
 
-func cloudInit(t *testing.T, us []render.Unit) []byte {
+func cloudInit(t *testing.T, us []compile.Unit) []byte {
 	t.Helper()
 	doc, err := render.CloudInit(us, render.CloudInitOptions{})
 	if err != nil {
@@ -193,7 +194,7 @@ hooks:
 - name: j.service
   mask: true
 `
-	us, diags := render.Build("t.yaml", []byte(spec))
+	us, diags := compile.Build("t.yaml", []byte(spec))
 	if diags.HasErrors(false) {
 		t.Fatal(diags)
 	}
@@ -240,7 +241,7 @@ func TestCloudInitEmpty(t *testing.T) {
 // change: leading blank lines and indentation, tabs, trailing spaces,
 // characters YAML takes for line breaks, characters beyond U+FFFF, and a
 // unit that is not UTF-8 at all.
-func trickyUnits() []render.Unit {
+func trickyUnits() []compile.Unit {
 	off := false // not parsed for [Install]: some of these are not unit files
 	contents := []string{
 		"[Service]\nExecStart=/bin/true\n",
@@ -256,9 +257,9 @@ func trickyUnits() []render.Unit {
 		"key: value\n- item\n--- \n...\n# not YAML: \"'|>&*!%@`\n",
 		"[Unit]\nDescription=not UTF-8 \xff\xfe\n",
 	}
-	us := make([]render.Unit, len(contents))
+	us := make([]compile.Unit, len(contents))
 	for i, c := range contents {
-		us[i] = render.Unit{Name: fmt.Sprintf("tricky-%02d.service", i), Contents: []byte(c), Enabled: &off, Hook: i}
+		us[i] = compile.Unit{Name: fmt.Sprintf("tricky-%02d.service", i), Contents: []byte(c), Enabled: &off, Hook: i}
 	}
 	return us
 }
@@ -325,7 +326,7 @@ func pyFiles(t *testing.T, py string, doc []byte) (map[string]string, [][]string
 // units' bytes, and runcmd is the argument lists hostprov wrote.
 func TestCloudInitPyYAML(t *testing.T) {
 	py := sdtool.CloudInitPython(t)
-	cases := map[string][]render.Unit{"tricky": trickyUnits()}
+	cases := map[string][]compile.Unit{"tricky": trickyUnits()}
 	for name, path := range goldenSpecs(t) {
 		cases[name] = build(t, path)
 	}
@@ -403,7 +404,7 @@ func cloudInitSchema(file string) (string, error) {
 // message, and it holds one text/cloud-config part whose body is the
 // document, for ASCII documents (7bit) and others (base64).
 func TestCloudInitMIME(t *testing.T) {
-	for name, us := range map[string][]render.Unit{
+	for name, us := range map[string][]compile.Unit{
 		"swap":   build(t, filepath.Join("..", "..", "examples", "swap", "hostprov.yaml")),
 		"tricky": trickyUnits(),
 	} {
@@ -494,7 +495,7 @@ json.dump(parts, sys.stdout)
 // document, non-ASCII text included.
 func TestCloudInitMIMEPython(t *testing.T) {
 	py := sdtool.CloudInitPython(t)
-	for name, us := range map[string][]render.Unit{
+	for name, us := range map[string][]compile.Unit{
 		"swap":   build(t, filepath.Join("..", "..", "examples", "swap", "hostprov.yaml")),
 		"tricky": trickyUnits(),
 	} {

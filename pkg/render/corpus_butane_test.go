@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hostprov/hostprov/internal/corpus"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
 )
 
@@ -194,7 +195,7 @@ func compareWithButane(t *testing.T, name string, in butaneFile, ignFile string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	us, diags := render.Build(name+".yaml", spec)
+	us, diags := compile.Build(name+".yaml", spec)
 	if diags.HasErrors(false) {
 		t.Fatalf("hostprov refuses the units:\n%v\n%s", diags.Error(), spec)
 	}

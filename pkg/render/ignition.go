@@ -14,6 +14,7 @@ import (
 	v34 "github.com/coreos/ignition/v2/config/v3_4/types"
 	v35 "github.com/coreos/ignition/v2/config/v3_5/types"
 
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/units"
 )
 
@@ -105,7 +106,7 @@ type IgnitionOptions struct {
 	// Storage is what the config writes besides the units: files,
 	// directories and links under storage:, users and groups under
 	// passwd:.
-	Storage Storage
+	Storage compile.Storage
 }
 
 // Resolve returns the options with the defaults filled in, or an
@@ -147,7 +148,7 @@ func (e *OptionError) Error() string { return e.Msg }
 // has no empty objects or lists, and ends with a newline. The error is an
 // *OptionError for options that cannot be met, and says which unit is at
 // fault for contents JSON cannot carry.
-func Ignition(us []Unit, opts IgnitionOptions) ([]byte, error) {
+func Ignition(us []compile.Unit, opts IgnitionOptions) ([]byte, error) {
 	opts, err := opts.Resolve()
 	if err != nil {
 		return nil, err
@@ -213,7 +214,7 @@ func bytesPtr(b []byte) *string {
 //
 // Contents must be valid UTF-8: JSON strings cannot carry anything else, and
 // encoding/json would replace the bytes silently.
-func ignitionUnits(us []Unit) ([]ignUnit, error) {
+func ignitionUnits(us []compile.Unit) ([]ignUnit, error) {
 	files := make(map[string][]byte, len(us))
 	for _, u := range us {
 		if u.Contents != nil && !u.Mask {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hostprov/hostprov/internal/rig"
 	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
 	"github.com/hostprov/hostprov/pkg/units"
 )
@@ -201,7 +202,7 @@ func installTargets(f *units.File, key string) []string {
 // WantedBy=, TARGET.requires/NAME for RequiredBy=, where a template is
 // enabled as its DefaultInstance=. It returns nil when the file says
 // nothing to enable it for.
-func enableLinks(t *testing.T, u render.Unit) []string {
+func enableLinks(t *testing.T, u compile.Unit) []string {
 	t.Helper()
 	f, err := units.Parse(u.Contents)
 	if err != nil {
@@ -301,7 +302,7 @@ func TestIgnitionApplyGoldens(t *testing.T) {
 
 // checkApplied compares what Ignition's apply tool installed in root with
 // what hostprov means (want: render.WriteDir plus systemctl enable).
-func checkApplied(t *testing.T, us []render.Unit, root string, want unitTree, ign []byte) {
+func checkApplied(t *testing.T, us []compile.Unit, root string, want unitTree, ign []byte) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	got := readUnitTree(t, root)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hostprov/hostprov/internal/benchspec"
+	"github.com/hostprov/hostprov/pkg/compile"
 )
 
 // TestIgnitionDirect checks that writeIgnition gives, for every spec
@@ -48,7 +49,7 @@ func TestIgnitionDirect(t *testing.T) {
 	}
 	built := 0
 	for _, data := range specs {
-		us, _ := Build("spec.yaml", data)
+		us, _ := compile.Build("spec.yaml", data)
 		if len(us) == 0 {
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
 )
 
@@ -43,7 +44,7 @@ hooks:
 // ActiveState=active, Result=success, with its drop-in, while the disabled
 // hook did not run and the masked unit is masked.
 func TestIgnitionInRig(t *testing.T) {
-	us, diags := render.Build("rig.yaml", []byte(rigSpec))
+	us, diags := compile.Build("rig.yaml", []byte(rigSpec))
 	if len(diags) > 0 {
 		t.Fatalf("the spec must render without any diagnostic:\n%v", diags.Error())
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/coreos/vcontext/report"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
 )
 
@@ -185,7 +186,7 @@ func TestIgnitionOptions(t *testing.T) {
 }
 
 func TestIgnitionRefusesInvalidUTF8(t *testing.T) {
-	us := []render.Unit{{Name: "a.service", Contents: []byte("[Service]\nExecStart=/bin/echo \xff\n")}}
+	us := []compile.Unit{{Name: "a.service", Contents: []byte("[Service]\nExecStart=/bin/echo \xff\n")}}
 	if _, err := render.Ignition(us, render.IgnitionOptions{}); err == nil || !strings.Contains(err.Error(), "a.service: contents are not valid UTF-8") {
 		t.Errorf("got %v", err)
 	}
@@ -232,7 +233,7 @@ hooks:
 - name: on
   exec: [/bin/true]
 `
-	us, diags := render.Build("t.yaml", []byte(spec))
+	us, diags := compile.Build("t.yaml", []byte(spec))
 	if diags.HasErrors(false) {
 		t.Fatal(diags)
 	}
@@ -297,7 +298,7 @@ func state(b *bool) string {
 // which would contradict the mask.
 func TestIgnitionMaskedEnabled(t *testing.T) {
 	yes := true
-	us := []render.Unit{{Name: "a.service", Mask: true, Enabled: &yes}}
+	us := []compile.Unit{{Name: "a.service", Mask: true, Enabled: &yes}}
 	ign, err := render.Ignition(us, render.IgnitionOptions{})
 	if err != nil {
 		t.Fatal(err)

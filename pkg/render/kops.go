@@ -10,6 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hostprov/hostprov/internal/yamlnode"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 )
 
@@ -23,7 +24,7 @@ type KopsOptions struct {
 	APIVersion string
 	// Storage is refused: a kops hook cannot carry files, directories or
 	// links. Kops returns a *KopsError with each entry at its place.
-	Storage Storage
+	Storage compile.Storage
 }
 
 // Kops API versions.
@@ -144,16 +145,16 @@ type KopsHook struct {
 // hostprov writes or for one of the image), units with contents and
 // enabled: false (kops would not write the file), templates (nodeup would
 // fail to restart them), and units of the image the spec only enables.
-func KopsHooks(us []Unit) ([]KopsHook, error) {
+func KopsHooks(us []compile.Unit) ([]KopsHook, error) {
 	var probs []KopsProblem
-	refuse := func(u Unit, err error, hint string) {
+	refuse := func(u compile.Unit, err error, hint string) {
 		probs = append(probs, KopsProblem{Unit: u.Name, Hook: u.Hook, Pos: u.Pos, Err: err, Hint: hint})
 	}
 	var out []KopsHook
 	for _, u := range us {
 		if u.DeviceOf != "" {
 			probs = append(probs, KopsProblem{Unit: u.DeviceOf, Hook: u.Hook, Pos: u.Pos,
-				Err:  fmt.Errorf("%w (%s.d/%s)", ErrKopsDeviceTimeout, u.Name, DeviceTimeoutDropin),
+				Err:  fmt.Errorf("%w (%s.d/%s)", ErrKopsDeviceTimeout, u.Name, compile.DeviceTimeoutDropin),
 				Hint: "drop deviceTimeout (systemd then waits 90 s for the device), or render the spec with --format ignition or cloud-init"})
 			continue
 		}
@@ -211,7 +212,7 @@ func KopsHooks(us []Unit) ([]KopsHook, error) {
 // one and a double-quoted scalar otherwise, and either way reads back as
 // exactly the unit's bytes. A disabled hook is {name, disabled: true} or
 // {name, enabled: false}, as opts.APIVersion spells it.
-func Kops(us []Unit, opts KopsOptions) ([]byte, error) {
+func Kops(us []compile.Unit, opts KopsOptions) ([]byte, error) {
 	version := opts.APIVersion
 	switch version {
 	case "":

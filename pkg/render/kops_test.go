@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hostprov/hostprov/internal/golden"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
 )
 
@@ -122,7 +123,7 @@ func TestKopsGolden(t *testing.T) {
 // TestKopsSameBytes reads the kops output back: one raw hook per unit, in
 // order, named by the full unit name, whose manifest is the unit's bytes.
 func TestKopsSameBytes(t *testing.T) {
-	cases := map[string][]render.Unit{}
+	cases := map[string][]compile.Unit{}
 	for name, path := range goldenSpecs(t) {
 		us := build(t, path)
 		if _, err := render.Kops(us, render.KopsOptions{}); err == nil {
@@ -133,7 +134,7 @@ func TestKopsSameBytes(t *testing.T) {
 	for i, u := range trickyUnits() {
 		if i != len(trickyUnits())-1 { // all but the one that is not UTF-8
 			u.Enabled = &on
-			cases["tricky/"+u.Name] = []render.Unit{u}
+			cases["tricky/"+u.Name] = []compile.Unit{u}
 		}
 	}
 	for name, us := range cases {
@@ -163,7 +164,7 @@ func TestKopsSameBytes(t *testing.T) {
 // TestKopsDisable checks a unit of the image with enabled: false, kops's
 // own use of a disabled hook, in both API versions.
 func TestKopsDisable(t *testing.T) {
-	us, diags := render.Build("t.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n- name: update-engine\n  enabled: false\n"))
+	us, diags := compile.Build("t.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n- name: update-engine\n  enabled: false\n"))
 	if diags.HasErrors(false) {
 		t.Fatal(diags)
 	}
@@ -213,7 +214,7 @@ func TestKopsNotUTF8(t *testing.T) {
 	on := true
 	u := us[len(us)-1]
 	u.Enabled = &on
-	_, err := render.Kops([]render.Unit{u}, render.KopsOptions{})
+	_, err := render.Kops([]compile.Unit{u}, render.KopsOptions{})
 	if err == nil || !strings.Contains(err.Error(), "UTF-8") {
 		t.Errorf("got %v; want an error that the unit is not UTF-8", err)
 	}

@@ -26,6 +26,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hostprov/hostprov/internal/vreport"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 )
 
@@ -74,7 +75,7 @@ var ignitionParsers = map[string]ignitionParser{
 // The merged config is checked with Ignition's own validation of
 // opts.Version, and written with its keys sorted and without empty objects,
 // lists or nulls, compact unless opts.Pretty.
-func MergeIgnition(us []Unit, opts IgnitionOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
+func MergeIgnition(us []compile.Unit, opts IgnitionOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
 	opts, err := opts.Resolve()
 	if err != nil {
 		return nil, nil, err
@@ -94,7 +95,7 @@ func MergeIgnition(us []Unit, opts IgnitionOptions, files []MergeFile) ([]byte, 
 // a field both set to other values: Ignition's merge would let the
 // file's win silently. opts.Storage, the spec's storage that own was
 // written from, says where the spec has them.
-func MergeIgnitionConfig(own []byte, us []Unit, opts IgnitionOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
+func MergeIgnitionConfig(own []byte, us []compile.Unit, opts IgnitionOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
 	opts, err := opts.Resolve()
 	if err != nil {
 		return nil, nil, err
@@ -372,7 +373,7 @@ func neutralUnitsOf(cfg any) ([]neutralUnit, error) {
 //
 // The user's place is the unit (or drop-in) in the user's file, found by
 // name; hostprov's is the hook that makes it.
-func checkUnitClashes(us []Unit, user []neutralUnit, f MergeFile) hooks.Diagnostics {
+func checkUnitClashes(us []compile.Unit, user []neutralUnit, f MergeFile) hooks.Diagnostics {
 	ius, err := ignitionUnits(us)
 	if err != nil {
 		return nil // Ignition(us) failed first
@@ -583,7 +584,7 @@ func sectionLists(config []byte, section string) (map[string][]map[string]any, e
 // a user's config both have in storage, with entries that differ (or of
 // another kind: a directory where the spec has a file), at the user's
 // entry and, when st has it, at the spec's.
-func checkStorageClashes(own []byte, cfg any, f MergeFile, st Storage, us []Unit) (hooks.Diagnostics, error) {
+func checkStorageClashes(own []byte, cfg any, f MergeFile, st compile.Storage, us []compile.Unit) (hooks.Diagnostics, error) {
 	ours, theirs, err := configLists(own, cfg, "storage")
 	if err != nil {
 		return nil, err
@@ -643,7 +644,7 @@ func checkStorageClashes(own []byte, cfg any, f MergeFile, st Storage, us []Unit
 // both, and the lower one fails at boot under a file, or lands wherever
 // the link points (Ignition's validation refuses that one, but at no
 // line of either file).
-func checkUnder(p, kind string, i int, f MergeFile, ownPaths []string, kindOf map[string]string, st Storage, us []Unit) hooks.Diagnostics {
+func checkUnder(p, kind string, i int, f MergeFile, ownPaths []string, kindOf map[string]string, st compile.Storage, us []compile.Unit) hooks.Diagnostics {
 	var diags hooks.Diagnostics
 	for _, q := range ownPaths {
 		var msg, upper string
@@ -747,7 +748,7 @@ func yamlByKey(f MergeFile, key, want string, p ...any) *yaml.Node {
 // specPlace says where an entry of hostprov's spec is, for a message about
 // a clash with a --merge file: its position, its hook's index, and the
 // hook's name when one of the units says it.
-func specPlace(pos hooks.Position, hook int, us []Unit) string {
+func specPlace(pos hooks.Position, hook int, us []compile.Unit) string {
 	for _, u := range us {
 		if u.Hook == hook && u.HookName != "" {
 			return fmt.Sprintf("%s (hooks[%d], %s)", pos, hook, u.HookName)
@@ -758,7 +759,7 @@ func specPlace(pos hooks.Position, hook int, us []Unit) string {
 
 // storagePlace is where the spec puts something at path p, or "" when st
 // does not say.
-func storagePlace(st Storage, us []Unit, p string) string {
+func storagePlace(st compile.Storage, us []compile.Unit, p string) string {
 	for _, x := range st.Files {
 		if x.Path == p {
 			return specPlace(x.Pos, x.Hook, us)

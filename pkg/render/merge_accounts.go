@@ -11,6 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 )
 
@@ -23,14 +24,14 @@ import (
 
 // accountPlace is where the spec makes the user (kind "user") or group
 // named name, or "" when st does not say.
-func accountPlace(st Storage, us []Unit, kind, name string) string {
+func accountPlace(st compile.Storage, us []compile.Unit, kind, name string) string {
 	if kind == "user" {
-		if i := slices.IndexFunc(st.Users, func(u User) bool { return u.Name == name }); i >= 0 {
+		if i := slices.IndexFunc(st.Users, func(u compile.User) bool { return u.Name == name }); i >= 0 {
 			return specPlace(st.Users[i].Pos, st.Users[i].Hook, us)
 		}
 		return ""
 	}
-	if i := slices.IndexFunc(st.Groups, func(g Group) bool { return g.Name == name }); i >= 0 {
+	if i := slices.IndexFunc(st.Groups, func(g compile.Group) bool { return g.Name == name }); i >= 0 {
 		return specPlace(st.Groups[i].Pos, st.Groups[i].Hook, us)
 	}
 	return ""
@@ -53,7 +54,7 @@ func accountClash(pos hooks.Position, path, kind, name, place, other string, fie
 // config (cfg, read from f) that hostprov's config (own) makes too, with
 // a field both set to other values. st and us say where the spec makes
 // them.
-func checkAccountClashes(own []byte, cfg any, f MergeFile, st Storage, us []Unit) (hooks.Diagnostics, error) {
+func checkAccountClashes(own []byte, cfg any, f MergeFile, st compile.Storage, us []compile.Unit) (hooks.Diagnostics, error) {
 	ours, theirs, err := configLists(own, cfg, "passwd")
 	if err != nil {
 		return nil, err
@@ -156,7 +157,7 @@ func mergeYAMLEntry(own, user *yaml.Node) *yaml.Node {
 // name is the same group). A group the user lists with members is kept:
 // cloud-init adds the members to a group that exists. A list emptied so is
 // dropped.
-func mergeCloudInitAccounts(doc, user *yaml.Node, f MergeFile, st Storage, us []Unit) hooks.Diagnostics {
+func mergeCloudInitAccounts(doc, user *yaml.Node, f MergeFile, st compile.Storage, us []compile.Unit) hooks.Diagnostics {
 	var diags hooks.Diagnostics
 	if own, theirs := yamlAt(doc, "users"), yamlAt(user, "users"); own != nil && theirs != nil &&
 		own.Kind == yaml.SequenceNode && theirs.Kind == yaml.SequenceNode && len(theirs.Content) > 0 {

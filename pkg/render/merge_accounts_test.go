@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"gopkg.in/yaml.v3"
 
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
 )
@@ -34,7 +35,7 @@ hooks:
 // accounts spec, by output format.
 func accountMerges(t *testing.T) map[string]func(...render.MergeFile) ([]byte, hooks.Diagnostics, error) {
 	t.Helper()
-	r, diags := render.BuildAll("spec.yaml", []byte(mergeAccountsSpec))
+	r, diags := compile.BuildAll("spec.yaml", []byte(mergeAccountsSpec))
 	if len(diags) > 0 {
 		t.Fatalf("the spec must build without a diagnostic:\n%s", diags.Error())
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/coreos/go-semver/semver"
 	"gopkg.in/yaml.v3"
 
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 )
 
@@ -50,7 +51,7 @@ import (
 // The merged config is translated with Butane as a check, from that
 // directory; its errors are reported. The output is
 // nil when there is an error.
-func MergeButane(us []Unit, opts ButaneOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
+func MergeButane(us []compile.Unit, opts ButaneOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
 	opts, err := opts.Resolve()
 	if err != nil {
 		return nil, nil, err
@@ -64,7 +65,7 @@ func MergeButane(us []Unit, opts ButaneOptions, files []MergeFile) ([]byte, hook
 
 // MergeButaneConfig is MergeButane into own, hostprov's Butane config of
 // the units (and whatever else the spec puts there) for opts.
-func MergeButaneConfig(own []byte, us []Unit, opts ButaneOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
+func MergeButaneConfig(own []byte, us []compile.Unit, opts ButaneOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
 	opts, err := opts.Resolve()
 	if err != nil {
 		return nil, nil, err
@@ -142,7 +143,7 @@ func MergeButaneConfig(own []byte, us []Unit, opts ButaneOptions, files []MergeF
 		// checks them, in the Ignition config both translate to, so that
 		// a clash is at the user's entry rather than at Butane's
 		// duplicate in the merged output.
-		for _, check := range []func([]byte, any, MergeFile, Storage, []Unit) (hooks.Diagnostics, error){checkStorageClashes, checkAccountClashes} {
+		for _, check := range []func([]byte, any, MergeFile, compile.Storage, []compile.Unit) (hooks.Diagnostics, error){checkStorageClashes, checkAccountClashes} {
 			d, err := check(ownIgn, cfg, f, opts.Storage, us)
 			if err != nil {
 				return nil, nil, err
@@ -369,7 +370,7 @@ func dropSame(own, user *yaml.Node, key string, merge func(own, user *yaml.Node)
 
 // ownIgnitionStorage is the storage and passwd of the Ignition config
 // that hostprov's Butane output of st translates to.
-func ownIgnitionStorage(st Storage, version string) ([]byte, error) {
+func ownIgnitionStorage(st compile.Storage, version string) ([]byte, error) {
 	s, err := ignitionStorage(st, version)
 	if err != nil {
 		return nil, err
@@ -426,7 +427,7 @@ func prunedEntry(e map[string]any) []byte {
 //   - an entry of a tree (storage.trees) must be at a path nothing else
 //     has: Butane refuses a tree's file or link where its config has one,
 //     even the same.
-func checkButaneStorage(seen map[string]storageSource, cfg any, f MergeFile, st Storage, us []Unit) (hooks.Diagnostics, error) {
+func checkButaneStorage(seen map[string]storageSource, cfg any, f MergeFile, st compile.Storage, us []compile.Unit) (hooks.Diagnostics, error) {
 	b, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, err
@@ -483,7 +484,7 @@ func checkButaneStorage(seen map[string]storageSource, cfg any, f MergeFile, st 
 // specFilesDir is the directory the spec's local: files are read from
 // (the spec's own, as hostprov's Butane output names them), or "" when
 // the spec has none.
-func specFilesDir(st Storage) (string, error) {
+func specFilesDir(st compile.Storage) (string, error) {
 	for _, x := range st.Files {
 		if x.Local != "" {
 			return filepath.Abs(filepath.Dir(x.Pos.File))

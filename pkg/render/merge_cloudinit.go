@@ -8,6 +8,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 )
 
@@ -25,7 +26,7 @@ const CloudInitMergeRule = "list(append)+dict(no_replace,recurse_list)+str()"
 // a path hostprov writes is a clash unless it is the same entry; a user
 // hostprov makes too is one entry (see mergeCloudInitAccounts); a clash
 // is an error at both places. The output is nil when there is an error.
-func MergeCloudInit(us []Unit, opts CloudInitOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
+func MergeCloudInit(us []compile.Unit, opts CloudInitOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
 	own, err := CloudInit(us, CloudInitOptions{Storage: opts.Storage})
 	if err != nil {
 		return nil, nil, err
@@ -37,7 +38,7 @@ func MergeCloudInit(us []Unit, opts CloudInitOptions, files []MergeFile) ([]byte
 // of the units (and whatever else the spec puts there), without MIME. A
 // write_files path of own that no unit writes is a clash at hostprov's
 // spec as a whole.
-func MergeCloudInitConfig(own []byte, us []Unit, opts CloudInitOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
+func MergeCloudInitConfig(own []byte, us []compile.Unit, opts CloudInitOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(own, &root); err != nil {
 		return nil, nil, fmt.Errorf("hostprov's own cloud-config: %v", err)
@@ -55,7 +56,7 @@ func MergeCloudInitConfig(own []byte, us []Unit, opts CloudInitOptions, files []
 	// of a hook, or a hook's files: (place says where the spec has it,
 	// when known).
 	type origin struct {
-		unit  *Unit
+		unit  *compile.Unit
 		place string
 	}
 	byPath := map[string]origin{}

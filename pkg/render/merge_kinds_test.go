@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
 )
@@ -216,7 +217,7 @@ func TestMergeButaneIsIgnition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, diags := render.BuildAll(specFile, specData)
+	r, diags := compile.BuildAll(specFile, specData)
 	if len(diags) > 0 {
 		t.Fatalf("the spec must build without a diagnostic:\n%s", diags.Error())
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/coreos/butane/config/common"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
 )
@@ -23,9 +24,9 @@ hooks:
     contents: "a=1\n"
 `
 
-func buildText(t *testing.T, name, spec string) render.Result {
+func buildText(t *testing.T, name, spec string) compile.Result {
 	t.Helper()
-	r, diags := render.BuildAll(name, []byte(spec))
+	r, diags := compile.BuildAll(name, []byte(spec))
 	if len(diags) > 0 {
 		t.Fatalf("the spec must build without a diagnostic:\n%s", diags.Error())
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/hostprov/hostprov/internal/corpus"
 	"github.com/hostprov/hostprov/internal/golden"
 	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
 )
@@ -251,7 +252,7 @@ func TestMergeCorpus(t *testing.T) {
 // butaneRefuses reports whether Butane itself cannot translate the file
 // (a version newer than this Butane knows), and checks that merging it is
 // then an error at the file, not a config without it.
-func butaneRefuses(t *testing.T, us []render.Unit, f render.MergeFile) bool {
+func butaneRefuses(t *testing.T, us []compile.Unit, f render.MergeFile) bool {
 	t.Helper()
 	_, _, err := butane.TranslateBytes(f.Data, common.TranslateBytesOptions{TranslateOptions: common.TranslateOptions{FilesDir: f.Dir}})
 	if err == nil {
@@ -528,13 +529,13 @@ func TestMergeStorageClashes(t *testing.T) {
 
 // mergeSpec builds the merge tests' spec under its own name, so that the
 // messages of clashes name it as a user's spec file would.
-func mergeSpec(t *testing.T) []render.Unit {
+func mergeSpec(t *testing.T) []compile.Unit {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(mergeDir, "hooks.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	us, diags := render.Build("hooks.yaml", data)
+	us, diags := compile.Build("hooks.yaml", data)
 	if len(diags) > 0 {
 		t.Fatalf("the merge spec must render without any diagnostic:\n%v", diags.Error())
 	}

@@ -7,12 +7,13 @@ import (
 	"path/filepath"
 
 	"github.com/hostprov/hostprov/internal/fsutil"
+	"github.com/hostprov/hostprov/pkg/compile"
 )
 
 // Text lists the units for a person to read: each unit file after a
 // "# NAME" line, each drop-in after "# NAME.d/FILE". A masked unit or one
 // that only has drop-ins shows a note instead of contents.
-func Text(us []Unit) []byte {
+func Text(us []compile.Unit) []byte {
 	var b bytes.Buffer
 	for i, u := range us {
 		if i > 0 {
@@ -35,14 +36,14 @@ func Text(us []Unit) []byte {
 	return b.Bytes()
 }
 
-func stateNote(u Unit) string {
+func stateNote(u compile.Unit) string {
 	if u.Enabled != nil && !*u.Enabled {
 		return " (disabled)"
 	}
 	return ""
 }
 
-func enableNote(u Unit) string {
+func enableNote(u compile.Unit) string {
 	switch {
 	case u.Enabled == nil:
 		return ""
@@ -55,7 +56,7 @@ func enableNote(u Unit) string {
 // Files returns every file of the units relative to a unit directory, in a
 // stable order: NAME for unit files and NAME.d/FILE for drop-ins. Masks
 // are links, not files, and are not included.
-func Files(us []Unit) []File {
+func Files(us []compile.Unit) []File {
 	var fs []File
 	for _, u := range us {
 		if u.Contents != nil && !u.Mask {
@@ -78,7 +79,7 @@ type File struct {
 // (dir/NAME.d/FILE) and masks (dir/NAME linked to /dev/null). Each file is
 // written atomically, so a reader sees either the old or the new file.
 // Files that are already there with other names are left alone.
-func WriteDir(dir string, us []Unit) error {
+func WriteDir(dir string, us []compile.Unit) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}

@@ -12,9 +12,13 @@ import (
 	v34 "github.com/coreos/ignition/v2/config/v3_4"
 
 	"github.com/hostprov/hostprov/internal/golden"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
 	"github.com/hostprov/hostprov/pkg/units"
 )
+
+// header opens a spec; the tests write its hooks after it.
+const header = "apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n"
 
 // goldenSpecs lists every spec whose output is kept under testdata/golden:
 // the golden specs themselves and the bundled examples. The key is the
@@ -43,7 +47,7 @@ func goldenSpecs(t *testing.T) map[string]string {
 	return specs
 }
 
-func build(t *testing.T, path string) []render.Unit {
+func build(t *testing.T, path string) []compile.Unit {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -51,7 +55,7 @@ func build(t *testing.T, path string) []render.Unit {
 	}
 	// The path, not only its name: local: files are read next to the
 	// spec.
-	us, diags := render.Build(path, data)
+	us, diags := compile.Build(path, data)
 	if len(diags) > 0 {
 		t.Fatalf("golden specs must render without any diagnostic:\n%v", diags.Error())
 	}
@@ -191,7 +195,7 @@ hooks:
 - name: d
   dropins: [{name: x.conf, contents: "[Service]\nNice=5\n"}]
 `
-	us, diags := render.Build("t.yaml", []byte(spec))
+	us, diags := compile.Build("t.yaml", []byte(spec))
 	if diags.HasErrors(true) {
 		t.Fatal(diags)
 	}
@@ -237,7 +241,7 @@ hooks:
 // symbolic link planted in it: a link at a unit's path is replaced, and a
 // drop-in directory that is a link is refused.
 func TestWriteDirLinks(t *testing.T) {
-	us, diags := render.Build("t.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n- name: a\n  exec: [/bin/true]\n  dropins: [{name: x.conf, contents: \"[Service]\\nNice=1\\n\"}]\n"))
+	us, diags := compile.Build("t.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n- name: a\n  exec: [/bin/true]\n  dropins: [{name: x.conf, contents: \"[Service]\\nNice=1\\n\"}]\n"))
 	if diags.HasErrors(false) {
 		t.Fatal(diags)
 	}
@@ -272,7 +276,7 @@ func TestExactBytes(t *testing.T) {
 	for _, exact := range []bool{false, true} {
 		spec := fmt.Sprintf("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n- name: a.service\n  useRawManifest: true\n  exactBytes: %v\n  manifest: %q\n  dropins:\n  - name: x.conf\n    contents: %q\n",
 			exact, manifest, dropin)
-		us, diags := render.Build("exact.yaml", []byte(spec))
+		us, diags := compile.Build("exact.yaml", []byte(spec))
 		if diags.HasErrors(false) || len(us) != 1 || len(us[0].Dropins) != 1 {
 			t.Fatalf("exactBytes: %v: %s", exact, diags.Error())
 		}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/hostprov/hostprov/internal/golden"
 	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
 )
@@ -51,7 +52,7 @@ func storageGoldens(t *testing.T) map[string]string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r, _ := render.BuildAll(m, data); !r.Storage.Empty() {
+		if r, _ := compile.BuildAll(m, data); !r.Storage.Empty() {
 			out["examples/"+filepath.Base(filepath.Dir(m))] = m
 		}
 	}
@@ -61,13 +62,13 @@ func storageGoldens(t *testing.T) map[string]string {
 	return out
 }
 
-func buildAll(t *testing.T, path string) render.Result {
+func buildAll(t *testing.T, path string) compile.Result {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, diags := render.BuildAll(path, data)
+	r, diags := compile.BuildAll(path, data)
 	if len(diags) > 0 {
 		t.Fatalf("golden specs must render without any diagnostic:\n%v", diags.Error())
 	}
@@ -268,11 +269,11 @@ func TestStorageCloudInitSchema(t *testing.T) {
 		sdtool.Unavailable(t, "cloud-init not found (Debian package cloud-init)")
 	}
 	named := header + "- name: a\n  exec: [/bin/true]\n  files: [{path: /etc/a, contents: \"a\\n\", user: app, group: app, mode: 0600}]\n"
-	r, diags := render.BuildAll("named.yaml", []byte(named))
+	r, diags := compile.BuildAll("named.yaml", []byte(named))
 	if len(diags) > 0 {
 		t.Fatal(diags)
 	}
-	docs := map[string]render.Result{"named": r}
+	docs := map[string]compile.Result{"named": r}
 	for name, path := range storageGoldens(t) {
 		g := buildAll(t, path)
 		s3 := false
@@ -336,7 +337,7 @@ func TestStorageIgnitionApply(t *testing.T) {
 // withoutAccounts is r without its users and groups, every owner they
 // give by name given instead by an id: the account's own, or one from
 // 2000 up.
-func withoutAccounts(r render.Result) render.Result {
+func withoutAccounts(r compile.Result) compile.Result {
 	ids := map[string]int{}
 	next := 2000
 	id := func(kind, name string, given *uint32) {
@@ -353,9 +354,9 @@ func withoutAccounts(r render.Result) render.Result {
 		id("u", u.Name, u.UID)
 		id("g", u.Name, nil) // the user's group of its name
 	}
-	byID := func(kind string, o render.Owner) render.Owner {
+	byID := func(kind string, o compile.Owner) compile.Owner {
 		if n, ok := ids[kind+o.Name]; ok && o.ID == nil {
-			return render.Owner{ID: &n}
+			return compile.Owner{ID: &n}
 		}
 		return o
 	}
@@ -377,7 +378,7 @@ func withoutAccounts(r render.Result) render.Result {
 	return r
 }
 
-func checkIgnitionApplied(t *testing.T, m *ignitionMachine, r render.Result) {
+func checkIgnitionApplied(t *testing.T, m *ignitionMachine, r compile.Result) {
 	ign, err := render.Ignition(r.Units, render.IgnitionOptions{Storage: r.Storage})
 	if err != nil {
 		t.Fatal(err)
@@ -391,9 +392,9 @@ func checkIgnitionApplied(t *testing.T, m *ignitionMachine, r render.Result) {
 	if log, err := m.apply(ctx, inside, ign); err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
-	owner := func(p string, fi os.FileInfo, user, group render.Owner) {
+	owner := func(p string, fi os.FileInfo, user, group compile.Owner) {
 		st := fi.Sys().(*syscall.Stat_t)
-		id := func(o render.Owner) uint32 {
+		id := func(o compile.Owner) uint32 {
 			if o.ID != nil {
 				return uint32(*o.ID)
 			}
@@ -481,7 +482,7 @@ func TestStorageKopsRefused(t *testing.T) {
 // entry, and cloud-init, whose chmod sets them, keeps it.
 func TestStorageSpecialBits(t *testing.T) {
 	spec := header + "- name: spool\n  directories: [{path: /var/spool/x, mode: 01777}]\n  files: [{path: /usr/local/bin/x, contents: \"#!/bin/sh\\n\", mode: 04755}]\n"
-	r, diags := render.BuildAll("special.yaml", []byte(spec))
+	r, diags := compile.BuildAll("special.yaml", []byte(spec))
 	if len(diags) > 0 {
 		t.Fatal(diags)
 	}

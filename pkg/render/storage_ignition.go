@@ -6,6 +6,7 @@ import (
 
 	butaneutil "github.com/coreos/butane/base/util"
 
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 )
 
@@ -62,7 +63,7 @@ type ignitionLinkJSON struct {
 
 // ignitionOwner is a user or group of an Ignition node; nil for root,
 // which is Ignition's default.
-func ignitionOwner(o Owner) *ignitionOwnerJSON {
+func ignitionOwner(o compile.Owner) *ignitionOwnerJSON {
 	switch {
 	case o.ID != nil:
 		id := *o.ID
@@ -81,8 +82,8 @@ func ignitionOwner(o Owner) *ignitionOwnerJSON {
 // translates to the same config byte for byte. A file from a source is
 // fetched by Ignition and checked against its hash. Ignition 3.0.0 knows
 // only sha512 hashes; a sha256 one is refused there, at the file.
-func ignitionStorage(st Storage, version string) (*ignitionStorageJSON, error) {
-	if st.emptyPaths() {
+func ignitionStorage(st compile.Storage, version string) (*ignitionStorageJSON, error) {
+	if !st.HasPaths() {
 		return nil, nil
 	}
 	out := &ignitionStorageJSON{}

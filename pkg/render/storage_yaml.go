@@ -14,11 +14,12 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hostprov/hostprov/internal/yamlnode"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 )
 
 // butaneOwner is a node's user or group in Butane: {id: N} or {name: x}.
-func butaneOwner(o Owner) *yaml.Node {
+func butaneOwner(o compile.Owner) *yaml.Node {
 	if o.ID != nil {
 		return yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "id", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(*o.ID)})
 	}
@@ -34,9 +35,9 @@ func butaneOwner(o Owner) *yaml.Node {
 // contents.local, which Butane only warns about there and leaves the file
 // empty: for ignition 3.0.0 a local file's bytes are carried in the config
 // itself, as inline text, or as a base64 data URL when they are not UTF-8.
-func butaneStorage(st Storage, ignitionVersion string) (*yaml.Node, error) {
+func butaneStorage(st compile.Storage, ignitionVersion string) (*yaml.Node, error) {
 	hasLocal := ignitionVersion != "3.0.0"
-	if st.emptyPaths() {
+	if !st.HasPaths() {
 		return nil, nil
 	}
 	n := &yaml.Node{Kind: yaml.MappingNode}
@@ -96,7 +97,7 @@ func butaneStorage(st Storage, ignitionVersion string) (*yaml.Node, error) {
 	return n, nil
 }
 
-func butaneOwners(e *yaml.Node, user, group Owner) {
+func butaneOwners(e *yaml.Node, user, group compile.Owner) {
 	if !user.IsZero() {
 		yamlnode.Pairs(e, "user", butaneOwner(user))
 	}
@@ -122,7 +123,7 @@ func butaneOwners(e *yaml.Node, user, group Owner) {
 // have, is refused at the file. A download for a hook in held (by its
 // index) names that hook's mark, which the download leaves when it fails
 // (see cloudInitHeld).
-func cloudInitStorage(st Storage, held map[int]string) (files []*yaml.Node, cmds [][]string, err error) {
+func cloudInitStorage(st compile.Storage, held map[int]string) (files []*yaml.Node, cmds [][]string, err error) {
 	var diags hooks.Diagnostics
 	fetcher := false
 	for _, d := range st.Directories {
@@ -318,7 +319,7 @@ except BaseException:
 
 // chownCmd gives path to user and group; nil when both are root and
 // always is false.
-func chownCmd(user, group Owner, p string, always bool) []string {
+func chownCmd(user, group compile.Owner, p string, always bool) []string {
 	if user.IsZero() && group.IsZero() && !always {
 		return nil
 	}
@@ -330,7 +331,7 @@ func chownCmd(user, group Owner, p string, always bool) []string {
 var ErrKopsStorage = errors.New("a kops hook is a unit and nothing else: it cannot carry files, directories or links")
 
 // kopsStorage refuses st, each entry at its place in the spec.
-func kopsStorage(st Storage) error {
+func kopsStorage(st compile.Storage) error {
 	if st.Empty() {
 		return nil
 	}

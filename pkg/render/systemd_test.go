@@ -15,6 +15,7 @@ import (
 
 	"github.com/hostprov/hostprov/internal/rig"
 	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
 	"github.com/hostprov/hostprov/pkg/units"
 )
@@ -117,7 +118,7 @@ func TestRealSystemd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	us, diags := render.Build("nasty.yaml", spec)
+	us, diags := compile.Build("nasty.yaml", spec)
 	if diags.HasErrors(true) {
 		t.Fatalf("%v\n%s", diags, spec)
 	}
@@ -272,7 +273,7 @@ hooks:
   - name: argv
     run: [/bin/sh, -c, 'printf "%s" "$1" > "$STATE_DIRECTORY/arg"', sh, "it's 50% of $HOME"]
 `
-	us, diags := render.Build("step.yaml", []byte(spec))
+	us, diags := compile.Build("step.yaml", []byte(spec))
 	if diags.HasErrors(true) {
 		t.Fatal(diags)
 	}
@@ -350,7 +351,7 @@ func TestRealSystemdExpandEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	us, diags := render.Build("expand.yaml", spec)
+	us, diags := compile.Build("expand.yaml", spec)
 	if diags.HasErrors(false) {
 		t.Fatalf("%v\n%s", diags, spec)
 	}

@@ -10,11 +10,12 @@ import (
 
 	"github.com/hostprov/hostprov/internal/benchspec"
 	"github.com/hostprov/hostprov/internal/yamlnode"
+	"github.com/hostprov/hostprov/pkg/compile"
 )
 
 // yamlOutputs renders r to each YAML output, with writeYAML allowed or
 // not.
-func yamlOutputs(t *testing.T, r Result, fast bool) map[string]string {
+func yamlOutputs(t *testing.T, r compile.Result, fast bool) map[string]string {
 	t.Helper()
 	defer func(old bool) { fastYAML = old }(fastYAML)
 	fastYAML = fast
@@ -57,7 +58,7 @@ func TestWriteYAML(t *testing.T) {
 	}
 	compared := 0
 	for name, data := range inputs {
-		r, diags := BuildAll(name, data)
+		r, diags := compile.BuildAll(name, data)
 		if diags.HasErrors(false) {
 			continue
 		}
@@ -72,7 +73,7 @@ func TestWriteYAML(t *testing.T) {
 	if compared < 10 {
 		t.Fatalf("only %d specs rendered", compared)
 	}
-	r, _ := BuildAll("benchspec", inputs["benchspec"])
+	r, _ := compile.BuildAll("benchspec", inputs["benchspec"])
 	for _, doc := range []*yaml.Node{mustCloudInitDoc(t, r)} {
 		if !writeYAML(&bytes.Buffer{}, doc) {
 			t.Error("writeYAML does not write the cloud-init output of the benchmark's spec")
@@ -80,7 +81,7 @@ func TestWriteYAML(t *testing.T) {
 	}
 }
 
-func mustCloudInitDoc(t *testing.T, r Result) *yaml.Node {
+func mustCloudInitDoc(t *testing.T, r compile.Result) *yaml.Node {
 	t.Helper()
 	doc, err := cloudInitDoc(r.Units, CloudInitOptions{Storage: r.Storage})
 	if err != nil {

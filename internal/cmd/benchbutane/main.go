@@ -35,6 +35,7 @@ import (
 
 	"github.com/hostprov/hostprov/internal/benchspec"
 	"github.com/hostprov/hostprov/internal/cli"
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
 )
 
@@ -256,7 +257,7 @@ func measureAll(self, dir string, n, runs int) (map[string]sample, error) {
 // its units to bu.
 func writeInputs(n int, spec, bu string) error {
 	data := benchspec.Spec(n)
-	us, diags := render.Build(spec, data)
+	us, diags := compile.Build(spec, data)
 	if diags.HasErrors(false) || len(us) != n {
 		return fmt.Errorf("the spec of %d hooks gives %d units: %v", n, len(us), diags)
 	}

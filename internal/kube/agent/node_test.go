@@ -19,7 +19,7 @@ import (
 	"github.com/hostprov/hostprov/pkg/apis/hostprov/v1alpha1"
 	"github.com/hostprov/hostprov/pkg/apply"
 	"github.com/hostprov/hostprov/pkg/apply/applytest"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/compile"
 )
 
 const testNode = "worker-1"
@@ -194,7 +194,7 @@ func TestPruneUnselectedDeletedGoneNeverOwn(t *testing.T) {
 	f := newFakeNode(t)
 	// The node's own spec, as hostprov apply -d /etc/hostprov/hooks.d
 	// installs it.
-	own, diags := render.Build("hooks.d/local.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n  - name: local\n    exec: [/bin/sleep, infinity]\n"))
+	own, diags := compile.Build("hooks.d/local.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n  - name: local\n    exec: [/bin/sleep, infinity]\n"))
 	if diags.HasErrors(false) {
 		t.Fatal(diags)
 	}
@@ -477,7 +477,7 @@ func (*startError) Error() string { return "job failed: exit-code" }
 // others are.
 func TestConflictKeepsOnlyItsSet(t *testing.T) {
 	f := newFakeNode(t)
-	own, diags := render.Build("hooks.d/local.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n  - name: shared\n    exec: [/bin/sleep, infinity]\n"))
+	own, diags := compile.Build("hooks.d/local.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n  - name: shared\n    exec: [/bin/sleep, infinity]\n"))
 	if diags.HasErrors(false) {
 		t.Fatal(diags)
 	}
@@ -618,7 +618,7 @@ func writeNodeFile(t *testing.T, path, data string) {
 // reports it. The agent's own sets are recorded as its own in the state.
 func TestNodeSetOfAgentNameNotPruned(t *testing.T) {
 	f := newFakeNode(t)
-	own, diags := render.Build("/etc/hostprov/hooks.d/hosthooks.base.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n  - name: local\n    exec: [/bin/sleep, infinity]\n"))
+	own, diags := compile.Build("/etc/hostprov/hooks.d/hosthooks.base.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n  - name: local\n    exec: [/bin/sleep, infinity]\n"))
 	if diags.HasErrors(false) {
 		t.Fatal(diags)
 	}

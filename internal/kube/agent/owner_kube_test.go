@@ -11,7 +11,7 @@ import (
 	"github.com/hostprov/hostprov/internal/kube"
 	"github.com/hostprov/hostprov/pkg/apis/hostprov/v1alpha1"
 	"github.com/hostprov/hostprov/pkg/apply"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/compile"
 )
 
 // TestKubeAgentKeepsNodeSetOfAgentName, against a real API server: a
@@ -24,7 +24,7 @@ func TestKubeAgentKeepsNodeSetOfAgentName(t *testing.T) {
 	ctx := t.Context()
 
 	// The node's own set, as an earlier hostprov apply -d hooks.d left it.
-	own, diags := render.Build("/etc/hostprov/hooks.d/hosthooks.base.yaml",
+	own, diags := compile.Build("/etc/hostprov/hooks.d/hosthooks.base.yaml",
 		[]byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n  - name: local\n    exec: [/bin/sleep, infinity]\n"))
 	if diags.HasErrors(false) {
 		t.Fatal(diags)

@@ -28,7 +28,7 @@ import (
 	"github.com/hostprov/hostprov/internal/rig"
 	"github.com/hostprov/hostprov/pkg/apis/hostprov/v1alpha1"
 	"github.com/hostprov/hostprov/pkg/apply"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/compile"
 )
 
 func init() { ctrllog.SetLogger(logr.Discard()) }
@@ -226,7 +226,7 @@ func TestRigAgentLifecycle(t *testing.T) {
 
 	// The node's own spec, as hostprov apply -d /etc/hostprov/hooks.d
 	// installs it.
-	own, diags := render.Build("hooks.d/local.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n"+
+	own, diags := compile.Build("hooks.d/local.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n"+
 		"  - name: local\n    steps:\n      - name: mark\n        sh: echo run >> /var/lib/local-runs\n"))
 	if diags.HasErrors(false) {
 		t.Fatal(diags)

@@ -1,4 +1,4 @@
-package render
+package compile
 
 import (
 	"github.com/hostprov/hostprov/pkg/hooks"
@@ -19,12 +19,12 @@ type Storage struct {
 
 // Empty reports whether s holds nothing.
 func (s Storage) Empty() bool {
-	return s.emptyPaths() && !s.HasAccounts()
+	return !s.HasPaths() && !s.HasAccounts()
 }
 
-// emptyPaths reports whether s has no files, directories or links.
-func (s Storage) emptyPaths() bool {
-	return len(s.Files) == 0 && len(s.Directories) == 0 && len(s.Links) == 0
+// HasPaths reports whether s has files, directories or links.
+func (s Storage) HasPaths() bool {
+	return len(s.Files)+len(s.Directories)+len(s.Links) > 0
 }
 
 // HasAccounts reports whether s has users or groups.

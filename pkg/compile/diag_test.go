@@ -1,14 +1,15 @@
-package render_test
+package compile_test
 
 import (
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
-	"github.com/hostprov/hostprov/pkg/render"
 )
 
+// header opens a spec; the tests write its hooks after it.
 const header = "apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n"
 
 // TestDiagnostics checks the problems that only the unit model can find,
@@ -128,7 +129,7 @@ func TestDiagnostics(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, diags := render.Build("t.yaml", []byte(header+tc.spec))
+			_, diags := compile.Build("t.yaml", []byte(header+tc.spec))
 			got := diags.Error()
 			for _, w := range tc.want {
 				if !strings.Contains(got, w) {
@@ -147,7 +148,7 @@ func TestDiagnostics(t *testing.T) {
 // TestNothingWhenInvalid checks that a spec with an error gives no units to
 // write: the caller must refuse it as a whole.
 func TestNothingWhenInvalid(t *testing.T) {
-	_, diags := render.Build("t.yaml", []byte(header+"- name: good\n  exec: [/bin/true]\n- name: bad/name\n  exec: [/bin/true]\n"))
+	_, diags := compile.Build("t.yaml", []byte(header+"- name: good\n  exec: [/bin/true]\n- name: bad/name\n  exec: [/bin/true]\n"))
 	if !diags.HasErrors(false) {
 		t.Fatal("a hook name with / must be an error")
 	}
@@ -170,7 +171,7 @@ func TestPathUnitNameHint(t *testing.T) {
 		"- name: swap.swap\n  useRawManifest: true\n  manifest: |\n    [Swap]\n    What=/swap1\n    [Install]\n    WantedBy=swap.target\n": `name the hook "swap1.swap" (systemd-escape --path --suffix=swap '/swap1')`,
 		"- name: data.mount\n  directives:\n    Mount: [What=/dev/vdb, Where=/srv/my data]\n":                                              `name the hook "srv-my\x20data.mount" (systemd-escape --path --suffix=mount '/srv/my data')`,
 	} {
-		_, diags := render.Build("t.yaml", []byte(header+spec))
+		_, diags := compile.Build("t.yaml", []byte(header+spec))
 		var hints []string
 		for _, d := range diags {
 			if d.Path == "hooks[0].name" {
@@ -182,7 +183,7 @@ func TestPathUnitNameHint(t *testing.T) {
 		}
 		// The hinted name renders without a name problem.
 		fixed := strings.Replace(spec, spec[len("- name: "):strings.IndexByte(spec, '\n')], want[len(`name the hook "`):strings.Index(want, `" (`)], 1)
-		if _, diags := render.Build("t.yaml", []byte(header+fixed)); diags.HasErrors(false) {
+		if _, diags := compile.Build("t.yaml", []byte(header+fixed)); diags.HasErrors(false) {
 			t.Errorf("with the hinted name:\n%s\n%v", fixed, diags)
 		}
 	}
@@ -238,7 +239,7 @@ func TestLiteralWarnings(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, diags := render.Build("t.yaml", []byte(header+tc.spec))
+			_, diags := compile.Build("t.yaml", []byte(header+tc.spec))
 			var got []string
 			for _, d := range diags {
 				got = append(got, d.String())

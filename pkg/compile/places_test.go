@@ -1,11 +1,11 @@
-package render_test
+package compile_test
 
 import (
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/compile"
 )
 
 // TestEntryPlaces checks every diagnostic, exactly and in order, of units
@@ -86,7 +86,7 @@ func TestEntryPlaces(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, diags := render.Build("t.yaml", []byte(header+tc.spec))
+			_, diags := compile.Build("t.yaml", []byte(header+tc.spec))
 			var got []string
 			for _, d := range diags {
 				got = append(got, d.String())

@@ -1,13 +1,16 @@
-// Package render turns a hook spec into systemd units and the units into
-// outputs: a directory of unit files, a plain listing, instance user data
-// (Ignition, Butane, cloud-init) or hooks for a kops cluster spec.
+// Package compile turns a hook spec into the rendered model: systemd units
+// and their drop-ins, and the storage (files, directories, links, users and
+// groups) the hooks bring along, with the stamps and step names of command
+// hooks. It knows no output format: the writers of package render and the
+// planner of package apply both start from its Unit and Storage, so a node
+// that only applies units links no Ignition or Butane code.
 //
-// The whole pipeline is Build: parse the spec (package hooks), build one unit
+// The whole of it is Build: parse the spec (package hooks), build one unit
 // per hook, then check the units with the systemd unit model (package units),
 // reporting every problem at the place in the spec it comes from. Every
 // output is made from the same []Unit, so a unit's bytes are the same in all
-// of them.
-package render
+// of them. BuildAll adds the storage.
+package compile
 
 import (
 	"fmt"

@@ -1,12 +1,12 @@
-package render_test
+package compile_test
 
 import (
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
-	"github.com/hostprov/hostprov/pkg/render"
 	"github.com/hostprov/hostprov/pkg/units"
 )
 
@@ -120,7 +120,7 @@ func TestLongLines(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, diags := render.Build("t.yaml", []byte(header+tc.spec))
+			_, diags := compile.Build("t.yaml", []byte(header+tc.spec))
 			if len(diags) != len(tc.want) {
 				t.Fatalf("%d diagnostics, want %d:\n%s", len(diags), len(tc.want), short(diags))
 			}

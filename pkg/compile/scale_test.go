@@ -1,11 +1,11 @@
-package render_test
+package compile_test
 
 import (
 	"fmt"
 	"testing"
 
+	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
-	"github.com/hostprov/hostprov/pkg/render"
 )
 
 // TestManyRefusedHooks checks that a spec in which every hook has an
@@ -17,7 +17,7 @@ import (
 func TestManyRefusedHooks(t *testing.T) {
 	for _, n := range []int{10, 500, 2000} {
 		t.Run(fmt.Sprintf("hooks=%d", n), func(t *testing.T) {
-			us, diags, examined := render.BuildExamined("many.yaml", errorSpec(n))
+			us, diags, examined := compile.BuildExamined("many.yaml", errorSpec(n))
 			if len(us) != 0 {
 				t.Errorf("%d units from a spec with errors", len(us))
 			}

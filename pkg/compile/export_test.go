@@ -1,6 +1,8 @@
-package render
+package compile
 
-import "github.com/hostprov/hostprov/pkg/hooks"
+import (
+	"github.com/hostprov/hostprov/pkg/hooks"
+)
 
 // BuildExamined is Build, and also returns how many refused paths the
 // builder examined to tell which hooks the parser refused.

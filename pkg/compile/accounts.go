@@ -1,0 +1,102 @@
+package compile
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/hostprov/hostprov/pkg/hooks"
+)
+
+// PrimaryGroup is u's primary group: the one the spec names, or else the
+// group of u's name when s creates one; "" when the tool that creates the
+// user is to make the user's group itself. Without the group of u's name,
+// useradd would refuse to make a group that exists already.
+func (s Storage) PrimaryGroup(u User) string {
+	if u.PrimaryGroup != "" {
+		return u.PrimaryGroup
+	}
+	for _, g := range s.Groups {
+		if g.Name == u.Name {
+			return g.Name
+		}
+	}
+	return ""
+}
+
+// AddAccounts adds the users and groups of another spec to s. An account
+// both have is one account when they agree; two ids for it, or another
+// system, home, shell or groups, is an error reported at both entries.
+func (s *Storage) AddAccounts(o Storage) hooks.Diagnostics {
+	var diags hooks.Diagnostics
+	clash := func(kind, name, field, a, b string, pa, pb hooks.Position) {
+		diags = append(diags,
+			hooks.Diagnostic{Severity: hooks.Error, Pos: pb, Message: fmt.Sprintf("%s %s has %s %s here and %s at %s", kind, name, field, b, a, pa),
+				Hint: "an account is the same on the whole machine: give every spec the same " + field + ", or write it in one spec"},
+			hooks.Diagnostic{Severity: hooks.Error, Pos: pa, Message: fmt.Sprintf("%s %s has %s %s here and %s at %s", kind, name, field, a, b, pb),
+				Hint: "an account is the same on the whole machine: give every spec the same " + field + ", or write it in one spec"})
+	}
+	for _, u := range o.Users {
+		j := slices.IndexFunc(s.Users, func(x User) bool { return x.Name == u.Name })
+		if j < 0 {
+			s.Users = append(s.Users, u)
+			continue
+		}
+		first := &s.Users[j]
+		// Keys and hashes are compared, but not shown: a key is long,
+		// and a hash is nothing to print.
+		if !slices.Equal(first.SSHAuthorizedKeys, u.SSHAuthorizedKeys) {
+			clash("user", u.Name, "sshAuthorizedKeys", fmt.Sprintf("(%d keys)", len(first.SSHAuthorizedKeys)), fmt.Sprintf("(%d other keys)", len(u.SSHAuthorizedKeys)), first.Pos, u.Pos)
+			continue
+		}
+		if first.PasswordHash != u.PasswordHash {
+			clash("user", u.Name, "passwordHash", "(one hash)", "(another hash)", first.Pos, u.Pos)
+			continue
+		}
+		if f := accountDiff(first.UID, u.UID,
+			[]string{strconv.FormatBool(first.System), first.Home, first.Shell, strings.Join(first.Groups, ","), first.PrimaryGroup, strconv.FormatBool(first.NoCreateHome)},
+			[]string{strconv.FormatBool(u.System), u.Home, u.Shell, strings.Join(u.Groups, ","), u.PrimaryGroup, strconv.FormatBool(u.NoCreateHome)},
+			"uid", "system", "home", "shell", "groups", "primaryGroup", "noCreateHome"); f != nil {
+			clash("user", u.Name, f[0], f[1], f[2], first.Pos, u.Pos)
+		} else if first.UID == nil {
+			first.UID = u.UID
+		}
+	}
+	for _, g := range o.Groups {
+		j := slices.IndexFunc(s.Groups, func(x Group) bool { return x.Name == g.Name })
+		if j < 0 {
+			s.Groups = append(s.Groups, g)
+			continue
+		}
+		first := &s.Groups[j]
+		if f := accountDiff(first.GID, g.GID, []string{strconv.FormatBool(first.System)}, []string{strconv.FormatBool(g.System)}, "gid", "system"); f != nil {
+			clash("group", g.Name, f[0], f[1], f[2], first.Pos, g.Pos)
+		} else if first.GID == nil {
+			first.GID = g.GID
+		}
+	}
+	return diags
+}
+
+// accountDiff compares two entries of one account: their ids (when both
+// give one), then the other fields. It returns the first field that
+// differs with both values, or nil.
+func accountDiff(ida, idb *uint32, a, b []string, fields ...string) []string {
+	if ida != nil && idb != nil && *ida != *idb {
+		return []string{fields[0], strconv.FormatUint(uint64(*ida), 10), strconv.FormatUint(uint64(*idb), 10)}
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			va, vb := a[i], b[i]
+			if va == "" {
+				va = "(none)"
+			}
+			if vb == "" {
+				vb = "(none)"
+			}
+			return []string{fields[i+1], va, vb}
+		}
+	}
+	return nil
+}
