@@ -39,8 +39,13 @@ const (
 	// socket listens (see relayUnits).
 	relaySocket = "/run/hostprov-rig.sock"
 
-	bootTimeout     = 30 * time.Second
-	poweroffTimeout = 10 * time.Second
+	bootTimeout = 30 * time.Second
+	// poweroffTimeout bounds a rig's shutdown. A rig powers off in well
+	// under a second on a quiet machine, but a CI run with every package's
+	// rigs at once once took more than 10 s, and failed a test that had
+	// passed. A unit whose stop hangs still shows: systemd waits 90 s for
+	// it by default.
+	poweroffTimeout = 60 * time.Second
 
 	// sigPoweroff is SIGRTMIN+4, systemd's "poweroff" signal. SIGRTMIN here
 	// is the C library's (34), not the kernel's (32): glibc keeps the first
