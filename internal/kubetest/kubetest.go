@@ -87,6 +87,46 @@ func Start(t testing.TB) *Cluster {
 	}
 	c.certData, c.keyData = pki.adminCert, pki.adminKey
 
+	// A free port is free when freePorts looks, not always when a server
+	// binds it: another test's server may take it in between, as a CI run
+	// with every package's servers at once showed ("address already in
+	// use"). Such a start is tried again on other ports, twice at most.
+	for attempt := 1; ; attempt++ {
+		api, etcd, err := c.start(t, dir, attempt, pki, etcdBin, apiBin)
+		if err != nil && attempt < 3 && (portTaken(api.log) || portTaken(etcd.log)) {
+			api.stop()
+			etcd.stop()
+			t.Logf("kubetest: %v: a port was taken before the server bound it; trying other ports", err)
+			continue
+		}
+		t.Cleanup(func() {
+			etcdDied := etcd.exited()
+			api.stop()
+			etcd.stop()
+			if t.Failed() {
+				t.Logf("kubetest: the end of kube-apiserver's log:\n%s", tail(api.log, 60))
+				if etcdDied {
+					t.Logf("kubetest: etcd exited early; the end of its log:\n%s", tail(etcd.log, 30))
+				}
+			}
+		})
+		if err != nil {
+			t.Fatalf("kubetest: %v", err) // the cleanup prints the logs
+		}
+		return c
+	}
+}
+
+// portTaken reports whether a server's log says it could not bind its port.
+func portTaken(log string) bool {
+	data, _ := os.ReadFile(log)
+	return strings.Contains(string(data), "address already in use")
+}
+
+// start starts etcd and kube-apiserver on free ports, each attempt with a
+// data directory and logs of its own, and waits until the API server is
+// ready.
+func (c *Cluster) start(t testing.TB, dir string, attempt int, pki *pki, etcdBin, apiBin string) (api, etcd *process, err error) {
 	ports, err := freePorts(3)
 	if err != nil {
 		t.Fatalf("kubetest: %v", err)
@@ -94,12 +134,16 @@ func Start(t testing.TB) *Cluster {
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
 	c.host = "https://127.0.0.1:" + strconv.Itoa(ports[2])
+	suffix := ""
+	if attempt > 1 {
+		suffix = strconv.Itoa(attempt)
+	}
 
 	// Both start at once: the API server retries etcd until it answers,
 	// which saves waiting for etcd first.
-	etcd, err := startProcess(filepath.Join(dir, "etcd.log"), etcdBin,
+	etcd, err = startProcess(filepath.Join(dir, "etcd"+suffix+".log"), etcdBin,
 		"--name=kubetest",
-		"--data-dir="+filepath.Join(dir, "etcd"),
+		"--data-dir="+filepath.Join(dir, "etcd"+suffix),
 		"--listen-client-urls="+etcdURL,
 		"--advertise-client-urls="+etcdURL,
 		"--listen-peer-urls="+peerURL,
@@ -110,7 +154,7 @@ func Start(t testing.TB) *Cluster {
 	if err != nil {
 		t.Fatalf("kubetest: starting etcd: %v", err)
 	}
-	api, err := startProcess(filepath.Join(dir, "kube-apiserver.log"), apiBin,
+	api, err = startProcess(filepath.Join(dir, "kube-apiserver"+suffix+".log"), apiBin,
 		"--etcd-servers="+etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -131,22 +175,7 @@ func Start(t testing.TB) *Cluster {
 		etcd.stop()
 		t.Fatalf("kubetest: starting kube-apiserver: %v", err)
 	}
-	t.Cleanup(func() {
-		etcdDied := etcd.exited()
-		api.stop()
-		etcd.stop()
-		if t.Failed() {
-			t.Logf("kubetest: the end of kube-apiserver's log:\n%s", tail(api.log, 60))
-			if etcdDied {
-				t.Logf("kubetest: etcd exited early; the end of its log:\n%s", tail(etcd.log, 30))
-			}
-		}
-	})
-
-	if err := c.waitReady(api, etcd); err != nil {
-		t.Fatalf("kubetest: %v", err) // the cleanup prints the logs
-	}
-	return c
+	return api, etcd, c.waitReady(api, etcd)
 }
 
 // Config is a client configuration of the cluster's admin (a member of
