@@ -268,21 +268,30 @@ const heldDir = "/run/hostprov/download-failed"
 // units are written, but neither enabled nor started, the other hooks'
 // are, and runcmd ends with heldReport, which fails when a mark is
 // there, so that cloud-init's status reports an error and says why.
-func cloudInitHeld(us []compile.Unit, st compile.Storage) map[int]string {
-	names := map[int]string{}
+func cloudInitHeld(us []compile.Unit, st compile.Storage) map[hookKey]string {
+	names := map[hookKey]string{}
 	for _, u := range us {
-		names[u.Hook] = u.HookName
+		names[hookKey{u.Pos.File, u.Hook}] = u.HookName
 	}
-	var held map[int]string
+	var held map[hookKey]string
 	for _, f := range st.Files {
-		if name, ok := names[f.Hook]; ok && f.Source != "" {
+		k := hookKey{f.Pos.File, f.Hook}
+		if name, ok := names[k]; ok && f.Source != "" {
 			if held == nil {
-				held = map[int]string{}
+				held = map[hookKey]string{}
 			}
-			held[f.Hook] = heldDir + "/" + name
+			held[k] = heldDir + "/" + name
 		}
 	}
 	return held
+}
+
+// hookKey names a hook among those of several specs: a hook's index is
+// its place in its own spec file, so hook 0 of one spec is not hook 0 of
+// another (a set of specs rendered at once, render -d).
+type hookKey struct {
+	file string
+	hook int
 }
 
 // heldGate runs the command that follows its mark only while the mark is
@@ -296,25 +305,25 @@ var heldReport = []string{"sh", "-c", `if [ -d ` + heldDir + ` ]; then echo "hos
 // cloudInitCommands returns the runcmd of CloudInit, in order; see there
 // for why each command is there. The enabling and starting of the units of
 // a hook in held waits for its mark (heldGate).
-func cloudInitCommands(us []compile.Unit, held map[int]string) ([][]string, error) {
+func cloudInitCommands(us []compile.Unit, held map[hookKey]string) ([][]string, error) {
 	var (
 		enable, disable, mask, restart, start []string
 		enableOne, disableOne                 [][]string
 		heldEnable, heldStart                 [][]string
 	)
-	// gated is cmd and names behind the mark of the hook at index h.
-	gated := func(h int, cmd []string, names ...string) []string {
+	// gated is cmd and names behind the mark of hook h.
+	gated := func(h hookKey, cmd []string, names ...string) []string {
 		return append(append([]string{"sh", "-c", heldGate, "hostprov", held[h]}, cmd...), names...)
 	}
 	for _, u := range us {
-		if _, ok := held[u.Hook]; ok && !u.Mask && u.Enabled != nil && *u.Enabled {
-			heldEnable = append(heldEnable, gated(u.Hook, []string{"systemctl", "enable", "--no-reload"}, u.Name))
+		if h := (hookKey{u.Pos.File, u.Hook}); held[h] != "" && !u.Mask && u.Enabled != nil && *u.Enabled {
+			heldEnable = append(heldEnable, gated(h, []string{"systemctl", "enable", "--no-reload"}, u.Name))
 			name, ok, err := startName(u)
 			if err != nil {
 				return nil, err
 			}
 			if ok {
-				heldStart = append(heldStart, gated(u.Hook, []string{"systemctl", "start", "--no-block"}, name))
+				heldStart = append(heldStart, gated(h, []string{"systemctl", "start", "--no-block"}, name))
 			}
 			continue
 		}

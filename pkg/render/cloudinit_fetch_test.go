@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -14,6 +15,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/pkg/compile"
+	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
 )
 
@@ -248,4 +251,47 @@ func cloudInitRun(t *testing.T, path, dir string) (fetcher string, runcmd [][]st
 		t.Fatalf("no fetcher in write_files:\n%s", ci)
 	}
 	return fetcher, doc.Runcmd, ci
+}
+
+// TestCloudInitHeldHookOfItsOwnSpec: a hook's index is its place in its own
+// spec, so in a set of specs the hook with a download holds back only its
+// own units, not those of the hook at the same index of another spec, as
+// a boot of the VM test showed.
+func TestCloudInitHeldHookOfItsOwnSpec(t *testing.T) {
+	on := true
+	unit := func(file, name string) compile.Unit {
+		return compile.Unit{Name: name + ".service", Hook: 0, HookName: name, Enabled: &on,
+			Pos:      hooks.Position{File: file, Line: 4, Column: 3},
+			Contents: []byte("[Service]\nExecStart=/bin/true\n\n[Install]\nWantedBy=multi-user.target\n")}
+	}
+	us := []compile.Unit{unit("fetch.yaml", "fetched"), unit("app.yaml", "app")}
+	st := compile.Storage{Files: []compile.StorageFile{{Path: "/usr/local/bin/tool", Mode: 0o755, Hook: 0,
+		Source: "https://files.example.com/tool", Pos: hooks.Position{File: "fetch.yaml", Line: 6, Column: 7},
+		Hash: "sha256-e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}}}
+	ci, err := render.CloudInit(us, render.CloudInitOptions{Storage: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Runcmd [][]string `yaml:"runcmd"`
+	}
+	if err := yaml.Unmarshal(ci, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var plain, gated []string
+	for _, c := range doc.Runcmd {
+		switch {
+		case c[0] == "systemctl" && (c[1] == "enable" || c[1] == "start"):
+			plain = append(plain, c[len(c)-1])
+		case c[0] == "sh" && len(c) > 5 && c[5] == "systemctl":
+			gated = append(gated, c[4]+" "+c[len(c)-1])
+		}
+	}
+	if want := []string{"app.service", "app.service"}; !slices.Equal(plain, want) {
+		t.Errorf("enabled and started at once: %v, want %v\n%s", plain, want, ci)
+	}
+	mark := "/run/hostprov/download-failed/fetched fetched.service"
+	if want := []string{mark, mark}; !slices.Equal(gated, want) {
+		t.Errorf("behind a mark: %v, want %v\n%s", gated, want, ci)
+	}
 }

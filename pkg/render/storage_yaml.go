@@ -123,7 +123,7 @@ func butaneOwners(e *yaml.Node, user, group compile.Owner) {
 // have, is refused at the file. A download for a hook in held (by its
 // index) names that hook's mark, which the download leaves when it fails
 // (see cloudInitHeld).
-func cloudInitStorage(st compile.Storage, held map[int]string) (files []*yaml.Node, cmds [][]string, err error) {
+func cloudInitStorage(st compile.Storage, held map[hookKey]string) (files []*yaml.Node, cmds [][]string, err error) {
 	var diags hooks.Diagnostics
 	fetcher := false
 	for _, d := range st.Directories {
@@ -149,7 +149,7 @@ func cloudInitStorage(st compile.Storage, held map[int]string) (files []*yaml.No
 			}
 			c := []string{"python3", cloudInitFetcher, f.Source, f.Hash, f.Path,
 				fmt.Sprintf("%04o", f.Mode), f.User.String(), f.Group.String()}
-			if mark, ok := held[f.Hook]; ok {
+			if mark, ok := held[hookKey{f.Pos.File, f.Hook}]; ok {
 				c = append(c, mark)
 			}
 			cmds = append(cmds, c)
