@@ -88,15 +88,7 @@ func TestKubeAgentWatchesNodeHooksByName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	actx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(actx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("agent: %v", err)
-		}
-	})
+	runAgent(t, a)
 
 	approve := func(hh *v1alpha1.HostHooks, name string) *v1alpha1.NodeHooks {
 		t.Helper()
@@ -238,15 +230,7 @@ func TestKubeAgentSpreadsNewWatches(t *testing.T) {
 		windows <- window
 		return window
 	}
-	actx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(actx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("agent: %v", err)
-		}
-	})
+	runAgent(t, a)
 	waitPhase(first, v1alpha1.NodeSucceeded)
 	select {
 	case w := <-windows:
