@@ -58,14 +58,16 @@ const (
 // of production: a real API server and etcd with what `kubectl apply -k
 // deploy/` installs (CRDs, namespace, service accounts, RBAC, the
 // ValidatingAdmissionPolicies and the HostHooks webhook), the controller
-// with its service account's token, leader election and its webhook
-// server, and HOSTPROV_FLEET_NODES agents (a comma-separated list of
-// fleet sizes, one sub-benchmark each; default 1,000), each with
-// applytest's fake systemd, its own watches and client, and its own
-// service-account token bound to a Pod on its Node, so that the agent
-// policy holds it to its node. All run in this process; only the
-// kubelets, the scheduler and the controller manager are missing (their
-// Pods stay Pending).
+// (the hostprov binary, in a process of its own as in its pod) with its
+// service account's token, leader election and its webhook server, and
+// HOSTPROV_FLEET_NODES agents (a comma-separated list of fleet sizes, one
+// sub-benchmark each; default 1,000), each with applytest's fake systemd,
+// its own watches and client, and its own service-account token bound to
+// a Pod on its Node, so that the agent policy holds it to its node. The
+// agents run in this process, at a lower CPU priority than the control
+// plane (they would run on nodes of their own); only the kubelets, the
+// scheduler and the controller manager are missing (their Pods stay
+// Pending).
 //
 // Each op is one change of a HostHooks that selects every node
 // (maxUnavailable: 100%), made by a user with the author role (through
@@ -86,8 +88,9 @@ const (
 //   - watches/node: watches the API server holds per node;
 //   - the machine: cpus, load1-before and load1-after (the 1-minute load
 //     average before the cluster starts and after the idle measurement:
-//     the machine is shared), and peak-RSS-MiB of this process (agents,
-//     controller, webhook), of kube-apiserver and of etcd.
+//     the machine is shared), and peak-RSS-MiB of this process (the
+//     agents), of the controller (hostprov-kube), of kube-apiserver and
+//     of etcd.
 //
 // Run it with make bench-fleet.
 func BenchmarkFleet(b *testing.B) {
