@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hostprov/hostprov/internal/inputs"
+	"github.com/hostprov/hostprov/internal/pipeline"
 	"github.com/hostprov/hostprov/internal/sdbus"
 	"github.com/hostprov/hostprov/internal/suggest"
 	"github.com/hostprov/hostprov/pkg/apply"
@@ -296,11 +297,11 @@ func planInputs(c *cobra.Command, sf *specFlags, opts apply.Options, in []inputs
 	ctx := context.Background()
 	opts.SpecDir = sf.specDir()
 	opts.Inputs = sf.fingerprint(in)
-	sf.node = &opts
 	// Read once: plan takes no lock, so a second read could see
 	// another apply's state.
 	st, stErr := apply.LoadState(apply.StatePath(opts.StateDirPath()))
 	var p *apply.Plan
+	var r *pipeline.Result
 	var err error
 	if stErr == nil && opts.Inputs != "" && st.Inputs == opts.Inputs {
 		// An error (a file that cannot be read) is left to the
@@ -313,17 +314,17 @@ func planInputs(c *cobra.Command, sf *specFlags, opts apply.Options, in []inputs
 	if p == nil {
 		// An invalid spec is reported before a state that cannot be
 		// read, as it was when plan always rendered first.
-		if _, err := sf.build(c, in); err != nil {
+		if r, err = sf.build(c, in, &opts); err != nil {
 			return err
 		}
 		if stErr != nil {
 			return failure("%v", stErr)
 		}
-		p, err = apply.NewPlanSets(ctx, sf.sets, st, opts)
+		p, err = apply.NewPlanSets(ctx, r.Sets, st, opts)
 	}
 	rerr := reportPlan(c, p, err, output, detailed)
-	if err == nil && output == outputText {
-		writeDisruptions(c.ErrOrStderr(), p, sf.disruptions, false)
+	if err == nil && output == outputText && r != nil {
+		writeDisruptions(c.ErrOrStderr(), p, r.Disruptions, false)
 	}
 	return rerr
 }
@@ -516,10 +517,10 @@ var appliedDir func(round int)
 func applyInputs(c *cobra.Command, sf *specFlags, nf *nodeFlags, opts apply.Options, in []inputs.File, dryRun, noWait bool) error {
 	var err error
 	opts.SpecDir = sf.specDir()
-	sf.node = &opts
+	var r *pipeline.Result // the pipeline's, once the specs are rendered
 	rendered := false
 	build := func() error {
-		_, err = sf.build(c, in)
+		r, err = sf.build(c, in, &opts)
 		rendered = true
 		if sf.diagnosed {
 			// Rendered again every time, so that every
@@ -553,12 +554,12 @@ func applyInputs(c *cobra.Command, sf *specFlags, nf *nodeFlags, opts apply.Opti
 				return nil, err
 			}
 		}
-		p, err := apply.NewPlanSets(ctx, sf.sets, st, opts)
+		p, err := apply.NewPlanSets(ctx, r.Sets, st, opts)
 		planned = p
 		return p, err
 	})
-	if err == nil && nf.output == outputText {
-		writeDisruptions(c.ErrOrStderr(), planned, sf.disruptions, true)
+	if err == nil && nf.output == outputText && r != nil {
+		writeDisruptions(c.ErrOrStderr(), planned, r.Disruptions, true)
 	}
 	return err
 }

@@ -80,9 +80,14 @@ standard error, as always.`,
 				}
 			}
 			sf.collect = output == outputJSON
-			us, err := sf.load(c)
+			var us []compile.Unit
+			var sets int
+			r, err := sf.load(c)
+			if err == nil {
+				us, sets = r.Units, len(r.Sets)
+			}
 			if err == nil && of != nil {
-				rf.storage = sf.storage
+				rf.storage = r.Storage
 				err = sf.outputVerdict(c, of.write(io.Discard, &rf, us))
 			}
 			var ee *exitError
@@ -95,7 +100,7 @@ standard error, as always.`,
 				us = nil
 			}
 			if output == outputJSON {
-				if jerr := writeJSON(c.OutOrStdout(), sf.validation(format, us, err == nil)); jerr != nil {
+				if jerr := writeJSON(c.OutOrStdout(), sf.validation(format, us, sets, err == nil)); jerr != nil {
 					return failure("%v", jerr)
 				}
 				if err != nil {
@@ -116,7 +121,7 @@ standard error, as always.`,
 			}
 			counts := plural(len(us), "unit")
 			if sf.dir != "" {
-				counts = plural(len(sf.sets), "spec set") + ", " + counts
+				counts = plural(sets, "spec set") + ", " + counts
 			}
 			if sf.warnings > 0 {
 				fmt.Fprintf(c.OutOrStdout(), "%s: %s, %s\n", label, counts, plural(sf.warnings, "warning"))
@@ -163,10 +168,10 @@ type diagnosticJSON struct {
 }
 
 // validation sums up what validate found, for -o json.
-func (f *specFlags) validation(format string, us []compile.Unit, valid bool) validation {
+func (f *specFlags) validation(format string, us []compile.Unit, sets int, valid bool) validation {
 	v := validation{Valid: valid, Dir: f.dir, Format: format, Units: len(us), Diagnostics: []diagnosticJSON{}}
 	if valid {
-		v.SpecSets = len(f.sets)
+		v.SpecSets = sets
 	}
 	if f.dir == "" {
 		for _, file := range f.files {
