@@ -358,40 +358,9 @@ translates to it):
 Nothing is written when the spec has an error.`,
 		Args: specArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			i := slices.IndexFunc(outputFormats, func(f outputFormat) bool { return f.name == format })
-			if i < 0 {
-				return invalid("unknown --format %q: use %s", format, orList(formatNames()))
-			}
-			of := outputFormats[i]
-			if c.Flags().Changed("mime") {
-				// Say why, not only that --mime is for cloud-init: a
-				// MIME envelope stops Ignition machines from booting.
-				if err := render.CheckMIME(format); err != nil {
-					return invalid("%v", err)
-				}
-			}
-			if err := checkFormatFlags(c, of); err != nil {
+			of, err := rf.prepare(c, format, mergeFiles, &sf)
+			if err != nil {
 				return err
-			}
-			if len(mergeFiles) > 0 {
-				if err := render.CheckMerge(format); err != nil {
-					return invalid("%v", err)
-				}
-				for _, name := range mergeFiles {
-					mf, err := readMerge(name)
-					if err != nil {
-						return err
-					}
-					rf.merge = append(rf.merge, mf)
-				}
-				rf.report = func(diags hooks.Diagnostics) error {
-					return sf.verdict(c, strings.Join(mergeFiles, ", "), diags)
-				}
-			}
-			if of.check != nil {
-				if err := of.check(&rf); err != nil {
-					return err
-				}
 			}
 			r, err := sf.load(c)
 			if err != nil {
@@ -434,6 +403,48 @@ Nothing is written when the spec has an error.`,
 	c.RegisterFlagCompletionFunc("butane-version", butaneVersionCompletion(&rf))
 	c.RegisterFlagCompletionFunc("kops-api-version", cobra.FixedCompletions([]string{render.KopsV1Alpha2, render.KopsV1Alpha3}, cobra.ShellCompDirectiveNoFileComp))
 	return c
+}
+
+// prepare looks up the output format and checks its flags, and reads the
+// configs of --merge, before the spec is read: a usage mistake writes
+// nothing.
+func (f *renderFlags) prepare(c *cobra.Command, format string, mergeFiles []string, sf *specFlags) (outputFormat, error) {
+	i := slices.IndexFunc(outputFormats, func(f outputFormat) bool { return f.name == format })
+	if i < 0 {
+		return outputFormat{}, invalid("unknown --format %q: use %s", format, orList(formatNames()))
+	}
+	of := outputFormats[i]
+	if c.Flags().Changed("mime") {
+		// Say why, not only that --mime is for cloud-init: a
+		// MIME envelope stops Ignition machines from booting.
+		if err := render.CheckMIME(format); err != nil {
+			return outputFormat{}, invalid("%v", err)
+		}
+	}
+	if err := checkFormatFlags(c, of); err != nil {
+		return outputFormat{}, err
+	}
+	if len(mergeFiles) > 0 {
+		if err := render.CheckMerge(format); err != nil {
+			return outputFormat{}, invalid("%v", err)
+		}
+		for _, name := range mergeFiles {
+			mf, err := readMerge(name)
+			if err != nil {
+				return outputFormat{}, err
+			}
+			f.merge = append(f.merge, mf)
+		}
+		f.report = func(diags hooks.Diagnostics) error {
+			return sf.verdict(c, strings.Join(mergeFiles, ", "), diags)
+		}
+	}
+	if of.check != nil {
+		if err := of.check(f); err != nil {
+			return outputFormat{}, err
+		}
+	}
+	return of, nil
 }
 
 // butaneVersionCompletion offers the versions of the variant given so far.

@@ -202,11 +202,16 @@ func (f *specFlags) kopsRefusal(c *cobra.Command, err error) error {
 	if !errors.As(err, &ke) {
 		return nil
 	}
+	return f.verdict(c, f.fileNames(), ke.Diagnostics())
+}
+
+// fileNames names the files of -f, as a summary names them.
+func (f *specFlags) fileNames() string {
 	names := make([]string, len(f.files))
 	for i, file := range f.files {
 		names[i] = displayName(file)
 	}
-	return f.verdict(c, strings.Join(names, ", "), ke.Diagnostics())
+	return strings.Join(names, ", ")
 }
 
 func printDiags(w io.Writer, diags hooks.Diagnostics) {
