@@ -65,12 +65,7 @@ and it exits with 143 (SIGTERM) or 130 (SIGINT) saying what it left. Run apply a
 to finish. A second signal ends hostprov at once.`,
 		Args: specArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			opts, err := nf.options()
-			if err != nil {
-				return err
-			}
-			cf.apply(&opts)
-			in, err := sf.read(c)
+			opts, in, err := readForNode(c, &sf, &nf, &cf)
 			if err != nil {
 				return err
 			}

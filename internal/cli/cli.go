@@ -173,9 +173,15 @@ this build has the agent and controller commands.`,
 			return invalid("unknown -o %q: use text or json", output)
 		},
 	}
-	c.Flags().StringVarP(&output, "output", "o", outputText, "output format: text or json")
-	c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputText, outputJSON}, cobra.ShellCompDirectiveNoFileComp))
+	registerOutput(c, &output)
 	return c
+}
+
+// registerOutput adds -o, --output: text or json, as every command that
+// can print JSON takes it.
+func registerOutput(c *cobra.Command, output *string) {
+	c.Flags().StringVarP(output, "output", "o", outputText, "output format: text or json")
+	c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputText, outputJSON}, cobra.ShellCompDirectiveNoFileComp))
 }
 
 // versionInfo is what version -o json prints; its field names are stable.

@@ -52,8 +52,7 @@ func (f *nodeFlags) register(c *cobra.Command) {
 	c.Flags().StringVar(&f.unitDir, "unit-dir", apply.DefaultUnitDir, "unit directory (inside --root when given)")
 	c.Flags().StringVar(&f.stateDir, "state-dir", apply.DefaultStateDir, "directory of hostprov's state and lock (inside --root when given)")
 	c.Flags().StringVar(&f.socket, "systemd-socket", "/run/systemd/private", "systemd's private D-Bus socket")
-	c.Flags().StringVarP(&f.output, "output", "o", outputText, "output format: text or json")
-	c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputText, outputJSON}, cobra.ShellCompDirectiveNoFileComp))
+	registerOutput(c, &f.output)
 }
 
 // registerTimeout adds --timeout, for the commands that run jobs.

@@ -40,12 +40,7 @@ With --detailed-exitcode the exit code says the outcome, as Terraform's does:
 		Args: specArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			err := func() error {
-				opts, err := nf.options()
-				if err != nil {
-					return err
-				}
-				cf.apply(&opts)
-				in, err := sf.read(c)
+				opts, in, err := readForNode(c, &sf, &nf, &cf)
 				if err != nil {
 					return err
 				}
@@ -63,6 +58,18 @@ With --detailed-exitcode the exit code says the outcome, as Terraform's does:
 	cf.register(c)
 	c.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 for no changes, 2 for changes, 3 for drift only, 1 for an error")
 	return c
+}
+
+// readForNode is what plan and apply start from: the options of the node
+// with the changes' flags, and the inputs read.
+func readForNode(c *cobra.Command, sf *specFlags, nf *nodeFlags, cf *changeFlags) (apply.Options, []inputs.File, error) {
+	opts, err := nf.options()
+	if err != nil {
+		return opts, nil, err
+	}
+	cf.apply(&opts)
+	in, err := sf.read(c)
+	return opts, in, err
 }
 
 // planInputs prints the plan of the specs read (in), for plan and apply

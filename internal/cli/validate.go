@@ -96,13 +96,12 @@ standard error, as always.`,
 	}
 	sf.register(c)
 	c.Flags().StringVar(&format, "format", "", "also run the checks of this render output: "+orList(formatNames()))
-	c.Flags().StringVarP(&output, "output", "o", outputText, "output format: text or json")
+	registerOutput(c, &output)
 	c.Flags().StringVar(&rf.ignitionVersion, "ignition-version", "", "Ignition spec version, for --format ignition and butane")
 	c.Flags().StringVar(&rf.variant, "variant", "", "Butane variant, for --format butane")
 	c.Flags().StringVar(&rf.butaneVersion, "butane-version", "", "Butane spec version, for --format butane")
 	c.Flags().StringVar(&rf.kopsAPIVersion, "kops-api-version", "", "kops API version of the hooks, for --format kops")
 	c.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(formatNames(), cobra.ShellCompDirectiveNoFileComp))
-	c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputText, outputJSON}, cobra.ShellCompDirectiveNoFileComp))
 	return c
 }
 

@@ -138,9 +138,9 @@ func TestSetsClaimOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var msgs []string
-	for _, d := range r.Diagnostics {
-		msgs = append(msgs, d.Pos.File+": "+d.Message)
+	msgs := make([]string, len(r.Diagnostics))
+	for i, d := range r.Diagnostics {
+		msgs[i] = d.Pos.File + ": " + d.Message
 	}
 	want := []string{
 		"b.yaml: /var/lib/x is claimed already by another spec, at a.yaml:7:19",
