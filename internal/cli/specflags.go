@@ -125,23 +125,24 @@ func (f *specFlags) build(c *cobra.Command, in []inputs.File, node *apply.Option
 		}
 	}
 	r, err := pipeline.Load(pipeline.Files(in), opts)
+	return f.report(c, r, err)
+}
+
+// report reports what pipeline.Load found: its diagnostics, with their
+// verdict, and then its error, a usage error for a mistake in the inputs,
+// else a failure.
+func (f *specFlags) report(c *cobra.Command, r *pipeline.Result, err error) (*pipeline.Result, error) {
 	if verr := f.verdict(c, r.Label, r.Diagnostics); verr != nil {
 		return nil, verr
 	}
-	if err != nil {
-		return nil, pipelineError(err)
+	var ie *pipeline.InputError
+	switch {
+	case errors.As(err, &ie):
+		return nil, invalid("%v", err)
+	case err != nil:
+		return nil, failure("%v", err)
 	}
 	return r, nil
-}
-
-// pipelineError is the exit error of an error of pipeline.Load: a usage
-// error for a mistake in the inputs, else a failure.
-func pipelineError(err error) error {
-	var ie *pipeline.InputError
-	if errors.As(err, &ie) {
-		return invalid("%v", err)
-	}
-	return failure("%v", err)
 }
 
 // specDir is the absolute directory of -d, or "".

@@ -124,11 +124,8 @@ func setsOfDir(c *cobra.Command, dir string) ([]string, error) {
 	// Only the names of the sets are wanted: each file is read as a
 	// hostprov spec, and a kops manifest is one with errors.
 	r, err := pipeline.Load(pipeline.Files(in), pipeline.Options{Dir: dir, SpecsOnly: true})
-	if verr := sf.verdict(c, r.Label, r.Diagnostics); verr != nil {
-		return nil, verr
-	}
-	if err != nil {
-		return nil, pipelineError(err)
+	if r, err = sf.report(c, r, err); err != nil {
+		return nil, err
 	}
 	var names []string
 	for _, s := range r.Sets {
