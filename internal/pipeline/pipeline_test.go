@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -142,14 +143,12 @@ func TestSetsClaimOnce(t *testing.T) {
 	for i, d := range r.Diagnostics {
 		msgs[i] = d.Pos.File + ": " + d.Message
 	}
-	want := []string{
-		"b.yaml: /var/lib/x is claimed already by another spec, at a.yaml:7:19",
-		"b.yaml: spec set a is named already at a.yaml:3:18: each spec of a node is its own set",
-		"c.yaml: /var/lib/x is claimed already by another spec, at a.yaml:7:19",
-		"c.yaml: h.service is made by spec set a already, at a.yaml:5:5: a unit belongs to one set",
-	}
-	if !slices.Equal(msgs, want) {
-		t.Errorf("diagnostics:\n%q\nwant\n%q", msgs, want)
+	const want = `b.yaml: /var/lib/x is claimed already by another spec, at a.yaml:7:19
+b.yaml: spec set a is named already at a.yaml:3:18: each spec of a node is its own set
+c.yaml: /var/lib/x is claimed already by another spec, at a.yaml:7:19
+c.yaml: h.service is made by spec set a already, at a.yaml:5:5: a unit belongs to one set`
+	if got := strings.Join(msgs, "\n"); got != want {
+		t.Errorf("diagnostics:\n%s\nwant:\n%s", got, want)
 	}
 	if len(r.Sets) != 2 || r.Label != "a.yaml, b.yaml, c.yaml" || len(r.Storage.Directories) != 1 {
 		t.Errorf("%d sets, label %q, %d directories; want 2, the files, 1", len(r.Sets), r.Label, len(r.Storage.Directories))
