@@ -176,3 +176,13 @@ func TestInputErrors(t *testing.T) {
 		}
 	}
 }
+
+// SpecsOnly reads a kops manifest as a hostprov spec, whose problems are
+// diagnostics, not a mistake in the inputs.
+func TestSpecsOnly(t *testing.T) {
+	manifest := inputs.File{Name: "cluster.yaml", Data: []byte("apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\n")}
+	r, err := Load(Files([]inputs.File{manifest}), Options{Dir: "hooks.d", SpecsOnly: true})
+	if err != nil || r.Kops || !r.Diagnostics.HasErrors(false) || r.Label != "hooks.d" {
+		t.Errorf("Load of a kops manifest, SpecsOnly: %v, kops %v, label %q, diagnostics %v; want the spec's errors", err, r.Kops, r.Label, r.Diagnostics)
+	}
+}
