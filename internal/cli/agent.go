@@ -24,19 +24,7 @@ import (
 )
 
 func newAgent() *cobra.Command {
-	var (
-		nodeName   string
-		kubeconfig string
-		root       string
-		unitDir    string
-		stateDir   string
-		socket     string
-
-		metricsAddr, healthAddr string
-		drainTimeout            time.Duration
-		watchSpread             time.Duration
-		leaseNamespace          string
-	)
+	var f agentFlags
 	c := &cobra.Command{
 		Use:   "agent [--node-name NODE] [--kubeconfig FILE] [--root DIR] [--systemd-socket PATH]",
 		Short: "Apply the HostHooks that select this node, and report them in its NodeHooks (Kubernetes)",
@@ -84,74 +72,99 @@ probes on --health-addr: /healthz while its watches run, /readyz once its caches
 have synced and it has reached systemd.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if nodeName == "" {
-				return invalid("no node name: give --node-name, or set NODE_NAME (a DaemonSet sets it from spec.nodeName)")
-			}
-			if watchSpread < 0 {
-				return invalid("--watch-spread %s: give a duration of 0 or more, such as 10s", watchSpread)
-			}
-			if drainTimeout <= 0 {
-				return invalid("--drain-timeout %s: give a positive duration, such as 10m", drainTimeout)
-			}
-			cfg, err := kubeConfig(kubeconfig)
-			if err != nil {
-				return failure("%v", err)
-			}
-			nf := nodeFlags{root: root, unitDir: unitDir, stateDir: stateDir, output: outputText}
-			opts, err := nf.options()
-			if err != nil {
-				return err
-			}
-			// --root here is the node's file system mounted into the
-			// agent's container, whose systemd it talks to through
-			// --systemd-socket: not apply --root's offline image.
-			opts.Offline = false
-			// The node's socket is in the node's file system: under
-			// --root, unless given.
-			if opts.Root != "" && !c.Flags().Changed("systemd-socket") {
-				socket = filepath.Join(opts.Root, sdbus.PrivateSocket)
-			}
-			log := slog.New(slog.NewTextHandler(c.ErrOrStderr(), nil))
-			// client-go and controller-runtime log through klog and
-			// logr: to the same place, in the same form.
-			klog.SetSlogLogger(log)
-			ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
-			a, err := agent.New(agent.Config{NodeName: nodeName, REST: cfg, Options: opts, SystemdSocket: socket, Log: log,
-				DrainTimeout: drainTimeout, LeaseNamespace: leaseNamespace, WatchSpread: watchSpread})
-			if err != nil {
-				return invalid("%v", err)
-			}
-			ctx, stop := signalContext(c)
-			defer stop()
-			g, gctx := errgroup.WithContext(ctx)
-			g.Go(func() error { return a.Serve(gctx, metricsAddr, healthAddr) })
-			g.Go(func() error { return a.Run(gctx) })
-			if err := g.Wait(); err != nil {
-				return failure("%v", err)
-			}
-			var i interrupt
-			if errors.As(context.Cause(ctx), &i) {
-				log.Info("stopped", "signal", i.sig.String())
-			}
-			return nil
+			return f.run(c)
 		},
 	}
-	c.Flags().StringVar(&nodeName, "node-name", os.Getenv("NODE_NAME"), "the node this agent runs on (default $NODE_NAME)")
-	c.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig `FILE` to reach the API server with (default: the in-cluster service account)")
-	c.Flags().StringVar(&root, "root", "", "the node's root file system mounted at `DIR`: unit and state directories inside it")
-	c.Flags().StringVar(&unitDir, "unit-dir", apply.DefaultUnitDir, "unit directory (inside --root when given)")
-	c.Flags().StringVar(&stateDir, "state-dir", apply.DefaultStateDir, "directory of hostprov's state and lock (inside --root when given), shared with hostprov apply")
-	c.Flags().StringVar(&socket, "systemd-socket", sdbus.PrivateSocket, "systemd's private D-Bus socket (default: inside --root when given)")
-	c.Flags().StringVar(&metricsAddr, "metrics-addr", ":9747", "serve Prometheus metrics on `ADDR` (0 for none)")
-	c.Flags().StringVar(&healthAddr, "health-addr", ":9748", "serve /healthz and /readyz on `ADDR` (0 for none)")
+	f.register(c)
+	return c
+}
+
+// agentFlags are the flags of hostprov agent.
+type agentFlags struct {
+	nodeName   string
+	kubeconfig string
+	root       string
+	unitDir    string
+	stateDir   string
+	socket     string
+
+	metricsAddr, healthAddr string
+	drainTimeout            time.Duration
+	watchSpread             time.Duration
+	leaseNamespace          string
+}
+
+func (f *agentFlags) register(c *cobra.Command) {
+	c.Flags().StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "the node this agent runs on (default $NODE_NAME)")
+	c.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig `FILE` to reach the API server with (default: the in-cluster service account)")
+	c.Flags().StringVar(&f.root, "root", "", "the node's root file system mounted at `DIR`: unit and state directories inside it")
+	c.Flags().StringVar(&f.unitDir, "unit-dir", apply.DefaultUnitDir, "unit directory (inside --root when given)")
+	c.Flags().StringVar(&f.stateDir, "state-dir", apply.DefaultStateDir, "directory of hostprov's state and lock (inside --root when given), shared with hostprov apply")
+	c.Flags().StringVar(&f.socket, "systemd-socket", sdbus.PrivateSocket, "systemd's private D-Bus socket (default: inside --root when given)")
+	c.Flags().StringVar(&f.metricsAddr, "metrics-addr", ":9747", "serve Prometheus metrics on `ADDR` (0 for none)")
+	c.Flags().StringVar(&f.healthAddr, "health-addr", ":9748", "serve /healthz and /readyz on `ADDR` (0 for none)")
 	defNamespace := os.Getenv("POD_NAMESPACE")
 	if defNamespace == "" {
 		defNamespace = agent.DefaultLeaseNamespace
 	}
-	c.Flags().StringVar(&leaseNamespace, "lease-namespace", defNamespace, "`NAMESPACE` of the reboot locks (default $POD_NAMESPACE, or hostprov-system)")
-	c.Flags().DurationVar(&drainTimeout, "drain-timeout", agent.DefaultDrainTimeout, "how long a drain for a hook with a disruption may take before the agent gives up on it and tries again later")
-	c.Flags().DurationVar(&watchSpread, "watch-spread", agent.DefaultWatchSpread, "start the watch of a new HostHooks' NodeHooks at a random moment of this window (longer in large clusters: 1ms per node), so that the agents of a fleet do not all call the API server at once; 0 starts it at once")
-	return c
+	c.Flags().StringVar(&f.leaseNamespace, "lease-namespace", defNamespace, "`NAMESPACE` of the reboot locks (default $POD_NAMESPACE, or hostprov-system)")
+	c.Flags().DurationVar(&f.drainTimeout, "drain-timeout", agent.DefaultDrainTimeout, "how long a drain for a hook with a disruption may take before the agent gives up on it and tries again later")
+	c.Flags().DurationVar(&f.watchSpread, "watch-spread", agent.DefaultWatchSpread, "start the watch of a new HostHooks' NodeHooks at a random moment of this window (longer in large clusters: 1ms per node), so that the agents of a fleet do not all call the API server at once; 0 starts it at once")
+}
+
+// run runs the agent until its context ends: a signal, or a watch that
+// fails.
+func (f *agentFlags) run(c *cobra.Command) error {
+	if f.nodeName == "" {
+		return invalid("no node name: give --node-name, or set NODE_NAME (a DaemonSet sets it from spec.nodeName)")
+	}
+	if f.watchSpread < 0 {
+		return invalid("--watch-spread %s: give a duration of 0 or more, such as 10s", f.watchSpread)
+	}
+	if f.drainTimeout <= 0 {
+		return invalid("--drain-timeout %s: give a positive duration, such as 10m", f.drainTimeout)
+	}
+	cfg, err := kubeConfig(f.kubeconfig)
+	if err != nil {
+		return failure("%v", err)
+	}
+	nf := nodeFlags{root: f.root, unitDir: f.unitDir, stateDir: f.stateDir, output: outputText}
+	opts, err := nf.options()
+	if err != nil {
+		return err
+	}
+	// --root here is the node's file system mounted into the
+	// agent's container, whose systemd it talks to through
+	// --systemd-socket: not apply --root's offline image.
+	opts.Offline = false
+	// The node's socket is in the node's file system: under
+	// --root, unless given.
+	if opts.Root != "" && !c.Flags().Changed("systemd-socket") {
+		f.socket = filepath.Join(opts.Root, sdbus.PrivateSocket)
+	}
+	log := slog.New(slog.NewTextHandler(c.ErrOrStderr(), nil))
+	// client-go and controller-runtime log through klog and
+	// logr: to the same place, in the same form.
+	klog.SetSlogLogger(log)
+	ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
+	a, err := agent.New(agent.Config{NodeName: f.nodeName, REST: cfg, Options: opts, SystemdSocket: f.socket, Log: log,
+		DrainTimeout: f.drainTimeout, LeaseNamespace: f.leaseNamespace, WatchSpread: f.watchSpread})
+	if err != nil {
+		return invalid("%v", err)
+	}
+	ctx, stop := signalContext(c)
+	defer stop()
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return a.Serve(gctx, f.metricsAddr, f.healthAddr) })
+	g.Go(func() error { return a.Run(gctx) })
+	if err := g.Wait(); err != nil {
+		return failure("%v", err)
+	}
+	var i interrupt
+	if errors.As(context.Cause(ctx), &i) {
+		log.Info("stopped", "signal", i.sig.String())
+	}
+	return nil
 }
 
 // kubeConfig is the API server configuration of a kubeconfig file, or the

@@ -36,21 +36,8 @@ import (
 // the Lease in --namespace, creates the NodeHooks of a HostHooks, and ends
 // cleanly on SIGTERM.
 func TestControllerCommand(t *testing.T) {
-	c := kubetest.Start(t)
-	c.InstallCRDs(t, "../../deploy/crds")
-	cl := c.Client(t)
+	c, cl := startAPI(t)
 	ctx := t.Context()
-	// An established CRD may be missing from discovery for a moment
-	// still, on a loaded machine.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		err := cl.List(ctx, &v1alpha1.HostHooksList{})
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-	}
 	const ns = "hostprov-test"
 	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
@@ -79,23 +66,7 @@ func TestControllerCommand(t *testing.T) {
 			"--metrics-addr", "0", "--health-addr", healthAddr,
 			"--webhook-addr", webhookAddr, "--webhook-config", vwc.Name}, strings.NewReader(""), &stdout, &stderr)
 	}()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var nh v1alpha1.NodeHooks
-		err := cl.Get(ctx, client.ObjectKey{Name: v1alpha1.NodeHooksName("hello", "n1")}, &nh)
-		if err == nil && nh.Spec.HooksHash == v1alpha1.HooksHash(hooks) {
-			break
-		}
-		select {
-		case code := <-done:
-			t.Fatalf("hostprov controller exited %d before it acted:\n%s", code, stderr.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no approved NodeHooks for n1 (%v); the controller's log:\n%s", err, stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitApproved(t, cl, hooks, done, &stderr)
 	var lease coordinationv1.Lease
 	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: controller.LeaseName}, &lease); err != nil {
 		t.Errorf("the Lease in %s: %v", ns, err)
@@ -110,20 +81,7 @@ func TestControllerCommand(t *testing.T) {
 		}
 	}
 
-	// The probes answer at --health-addr. (Not found in the log: a test
-	// process's first controller-runtime logger is the only one it
-	// keeps, and the probe server logs through it.)
-	for _, probe := range []string{"/healthz", "/readyz"} {
-		resp, err := http.Get("http://" + healthAddr + probe)
-		if err != nil {
-			t.Errorf("%s: %v", probe, err)
-			continue
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Errorf("%s: %s", probe, resp.Status)
-		}
-	}
+	checkProbes(t, healthAddr)
 
 	checkWebhook(t, cl, ns, vwc.Name, webhookAddr)
 
@@ -144,6 +102,68 @@ func TestControllerCommand(t *testing.T) {
 	}
 	if !regexp.MustCompile(`msg="Successfully acquired lease" .*lock=` + ns + "/" + controller.LeaseName).MatchString(stderr.String()) {
 		t.Errorf("the log does not say the lease was acquired:\n%s", stderr.String())
+	}
+}
+
+// startAPI starts an API server with hostprov's CRDs, and returns it and a
+// client once the CRDs are served.
+func startAPI(t *testing.T) (*kubetest.Cluster, client.Client) {
+	t.Helper()
+	c := kubetest.Start(t)
+	c.InstallCRDs(t, "../../deploy/crds")
+	cl := c.Client(t)
+	// An established CRD may be missing from discovery for a moment
+	// still, on a loaded machine.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		err := cl.List(t.Context(), &v1alpha1.HostHooksList{})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
+	return c, cl
+}
+
+// waitApproved waits until the controller, whose exit code done gives,
+// approves n1 for the HostHooks hello of hooks.
+func waitApproved(t *testing.T, cl client.Client, hooks []v1alpha1.Hook, done <-chan int, stderr *syncBuffer) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var nh v1alpha1.NodeHooks
+		err := cl.Get(t.Context(), client.ObjectKey{Name: v1alpha1.NodeHooksName("hello", "n1")}, &nh)
+		if err == nil && nh.Spec.HooksHash == v1alpha1.HooksHash(hooks) {
+			return
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("hostprov controller exited %d before it acted:\n%s", code, stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no approved NodeHooks for n1 (%v); the controller's log:\n%s", err, stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// checkProbes checks that the probes answer at addr (--health-addr). (Not
+// found in the log: a test process's first controller-runtime logger is
+// the only one it keeps, and the probe server logs through it.)
+func checkProbes(t *testing.T, addr string) {
+	t.Helper()
+	for _, probe := range []string{"/healthz", "/readyz"} {
+		resp, err := http.Get("http://" + addr + probe)
+		if err != nil {
+			t.Errorf("%s: %v", probe, err)
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: %s", probe, resp.Status)
+		}
 	}
 }
 

@@ -5,34 +5,10 @@ import (
 	"io"
 	"sort"
 
+	"github.com/hostprov/hostprov/internal/pipeline"
 	"github.com/hostprov/hostprov/pkg/apply"
-	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 )
-
-// noteDisruptions records, for each unit of us, the disruption its hook
-// of spec declares, when it declares one.
-func (f *specFlags) noteDisruptions(spec *hooks.Spec, us []compile.Unit) {
-	for _, u := range us {
-		if u.Hook < 0 || u.Hook >= len(spec.Hooks) {
-			continue
-		}
-		h := &spec.Hooks[u.Hook]
-		if !h.NeedsDrain() {
-			continue
-		}
-		if f.disruptions == nil {
-			f.disruptions = map[string]disruption{}
-		}
-		f.disruptions[u.Name] = disruption{hook: h.Name, kind: h.Disruption}
-	}
-}
-
-// disruption is what a hook declares a change of it needs of the machine.
-type disruption struct {
-	hook string
-	kind string // hooks.DisruptionDrain or hooks.DisruptionReboot
-}
 
 // writeDisruptions says which hooks whose units p adds or changes declare
 // a disruption, and what the person is to do about it: hostprov apply on
@@ -41,7 +17,7 @@ type disruption struct {
 // carried out (apply) or only shown (plan). Units that p removes are not
 // named: their hooks are gone from the spec, and with them what they
 // declared.
-func writeDisruptions(w io.Writer, p *apply.Plan, ds map[string]disruption, done bool) {
+func writeDisruptions(w io.Writer, p *apply.Plan, ds map[string]pipeline.Disruption, done bool) {
 	if p == nil || len(ds) == 0 {
 		return
 	}
@@ -49,14 +25,14 @@ func writeDisruptions(w io.Writer, p *apply.Plan, ds map[string]disruption, done
 	var drain, reboot []string
 	for _, u := range p.Units {
 		d, ok := ds[u.Unit]
-		if !ok || (u.Change != "add" && u.Change != "change") || seen[d.hook] {
+		if !ok || (u.Change != "add" && u.Change != "change") || seen[d.Hook] {
 			continue
 		}
-		seen[d.hook] = true
-		if d.kind == hooks.DisruptionReboot {
-			reboot = append(reboot, d.hook)
+		seen[d.Hook] = true
+		if d.Kind == hooks.DisruptionReboot {
+			reboot = append(reboot, d.Hook)
 		} else {
-			drain = append(drain, d.hook)
+			drain = append(drain, d.Hook)
 		}
 	}
 	sort.Strings(drain)

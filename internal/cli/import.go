@@ -90,36 +90,7 @@ change the exit status; an input that cannot be read is an error, and nothing is
 			if err := writeLocals(out, res.Locals); err != nil {
 				return err
 			}
-			restFile := rest
-			if restFile == "" && out != "" && res.Rest != nil {
-				restFile = besideOutput(out, res.RestFormat)
-			}
-			if res.Rest != nil && restFile == "" {
-				fmt.Fprintf(c.ErrOrStderr(), "hostprov: %s: the leftovers (what the warnings send there) are written nowhere: give --rest FILE, then render with --merge FILE\n", displayName(file))
-			}
-			if out == "" {
-				if _, err := c.OutOrStdout().Write(res.Spec); err != nil {
-					return err
-				}
-			} else if err := fsutil.WriteOutput(out, res.Spec, 0o644); err != nil {
-				return failure("%v", err)
-			}
-			if restFile == "" {
-				return nil
-			}
-			data := res.Rest
-			if data == nil {
-				// Nothing left over: an empty config of the input's kind,
-				// so that a --merge of it is what the user scripted.
-				data = emptyRest(res)
-			}
-			if err := fsutil.WriteOutput(restFile, data, 0o644); err != nil {
-				return failure("%v", err)
-			}
-			if rest == "" {
-				fmt.Fprintf(c.ErrOrStderr(), "hostprov: %s: the leftovers are in %s; render the spec with --merge %s\n", displayName(file), restFile, restFile)
-			}
-			return nil
+			return writeImported(c, displayName(file), out, rest, res)
 		},
 	}
 	c.Flags().StringVarP(&out, "out", "o", "", "write the spec to this file (atomically) instead of standard output")
@@ -197,4 +168,40 @@ func readLimited(file string) ([]byte, error) {
 		return nil, failure("reading %s: %v", file, err)
 	}
 	return data, nil
+}
+
+// writeImported writes the spec import made of the file called name: to
+// out, or else standard output; and its leftovers to rest, or, when out is
+// a file, beside it.
+func writeImported(c *cobra.Command, name, out, rest string, res *importer.Result) error {
+	restFile := rest
+	if restFile == "" && out != "" && res.Rest != nil {
+		restFile = besideOutput(out, res.RestFormat)
+	}
+	if res.Rest != nil && restFile == "" {
+		fmt.Fprintf(c.ErrOrStderr(), "hostprov: %s: the leftovers (what the warnings send there) are written nowhere: give --rest FILE, then render with --merge FILE\n", name)
+	}
+	if out == "" {
+		if _, err := c.OutOrStdout().Write(res.Spec); err != nil {
+			return err
+		}
+	} else if err := fsutil.WriteOutput(out, res.Spec, 0o644); err != nil {
+		return failure("%v", err)
+	}
+	if restFile == "" {
+		return nil
+	}
+	data := res.Rest
+	if data == nil {
+		// Nothing left over: an empty config of the input's kind,
+		// so that a --merge of it is what the user scripted.
+		data = emptyRest(res)
+	}
+	if err := fsutil.WriteOutput(restFile, data, 0o644); err != nil {
+		return failure("%v", err)
+	}
+	if rest == "" {
+		fmt.Fprintf(c.ErrOrStderr(), "hostprov: %s: the leftovers are in %s; render the spec with --merge %s\n", name, restFile, restFile)
+	}
+	return nil
 }

@@ -49,10 +49,11 @@ paste by hand, use hostprov render --format kops.`,
 			if cluster == "" {
 				return invalid("--cluster FILE is needed: the kops manifest to write the hooks into")
 			}
-			us, err := sf.load(c)
+			r, err := sf.load(c)
 			if err != nil {
 				return err
 			}
+			us := r.Units
 			before, err := os.ReadFile(cluster)
 			if err != nil {
 				if os.IsNotExist(err) {

@@ -77,8 +77,7 @@ and the failed nodes the HostHooks' status counted when it was read.`,
 		},
 	}
 	c.Flags().StringVar(&kubeconfig, "kubeconfig", "", "the cluster's kubeconfig `FILE` (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)")
-	c.Flags().StringVarP(&output, "output", "o", outputText, "output format: text or json")
-	c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputText, outputJSON}, cobra.ShellCompDirectiveNoFileComp))
+	registerOutput(c, &output)
 	return c
 }
 

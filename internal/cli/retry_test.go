@@ -40,17 +40,40 @@ import (
 // rollout with no failed node starts nothing. Against a real API server,
 // with the real controller and two agents over fake systemds.
 func TestRetryCommand(t *testing.T) {
-	c := kubetest.Start(t)
-	c.InstallCRDs(t, "../../deploy/crds")
-	cl := c.Client(t)
-	ctx := t.Context()
-	// An established CRD may be missing from discovery for a moment
-	// still, on a loaded machine.
-	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		return cl.List(ctx, &v1alpha1.HostHooksList{}) == nil, nil
-	}); err != nil {
+	r := startRetryRig(t)
+	degraded := r.status("Degraded", func(s v1alpha1.HostHooksStatus) bool {
+		return s.Phase == v1alpha1.PhaseDegraded && s.FailedNodes == 1
+	})
+	var nh2 v1alpha1.NodeHooks
+	if err := r.cl.Get(r.ctx, client.ObjectKey{Name: v1alpha1.NodeHooksName(r.hh.Name, "n2")}, &nh2); err != nil {
 		t.Fatal(err)
 	}
+	if nh2.Spec.HooksHash != "" || r.starts("n1") != 1 || r.starts("n2") != 0 {
+		t.Fatalf("the rollout, stopped by n1's failure: n2 approved for %q, %s started %d times on n1 and %d on n2; want n2 not approved, once on n1",
+			nh2.Spec.HooksHash, r.unit, r.starts("n1"), r.starts("n2"))
+	}
+	r.checkRetryFixed(degraded)
+	r.checkRetryNothingFailed()
+	r.checkRetryRoles()
+	r.checkRetryProblems()
+}
+
+// retryRig is an API server with the controller and two agents, n1 and n2,
+// over fake systemds, and a HostHooks whose hook fails on n1.
+type retryRig struct {
+	t      *testing.T
+	ctx    context.Context
+	c      *kubetest.Cluster
+	cl     client.Client
+	sds    map[string]*applytest.Fake
+	agents map[string]*agent.Agent
+	hh     *v1alpha1.HostHooks
+	unit   string // the unit of hh's hook
+}
+
+func startRetryRig(t *testing.T) *retryRig {
+	c, cl := startAPI(t)
+	ctx := t.Context()
 	run := func(f func(context.Context) error) {
 		rctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
@@ -62,7 +85,7 @@ func TestRetryCommand(t *testing.T) {
 			}
 		})
 	}
-	sds, agents := map[string]*applytest.Fake{}, map[string]*agent.Agent{}
+	r := &retryRig{t: t, ctx: ctx, c: c, cl: cl, sds: map[string]*applytest.Fake{}, agents: map[string]*agent.Agent{}}
 	for _, name := range []string{"n1", "n2"} {
 		if err := cl.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 			t.Fatal(err)
@@ -78,7 +101,7 @@ func TestRetryCommand(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sds[name], agents[name] = sd, a
+		r.sds[name], r.agents[name] = sd, a
 		run(a.Run)
 	}
 	mgr, err := controller.NewManager(c.Config(), controller.Options{Logger: logr.Discard(), MetricsAddr: "0", HealthAddr: "0"})
@@ -87,53 +110,51 @@ func TestRetryCommand(t *testing.T) {
 	}
 	run(mgr.Start)
 
-	hh := &v1alpha1.HostHooks{ObjectMeta: metav1.ObjectMeta{Name: "flaky"}, Spec: v1alpha1.HostHooksSpec{
+	r.hh = &v1alpha1.HostHooks{ObjectMeta: metav1.ObjectMeta{Name: "flaky"}, Spec: v1alpha1.HostHooksSpec{
 		Hooks: []v1alpha1.Hook{{Name: "flaky-svc", Exec: []string{"/bin/sleep", "infinity"}}}}}
-	set, _ := kube.Build(hh)
-	unit := set.Units[0].Name
-	sds["n1"].FailOn("start", unit, errors.New("job failed: exit-code"))
-	if err := cl.Create(ctx, hh); err != nil {
+	set, _ := kube.Build(r.hh)
+	r.unit = set.Units[0].Name
+	r.sds["n1"].FailOn("start", r.unit, errors.New("job failed: exit-code"))
+	if err := cl.Create(ctx, r.hh); err != nil {
 		t.Fatal(err)
 	}
-	starts := func(node string) int {
-		n := 0
-		for _, call := range sds[node].Calls() {
-			if (call.Method == "start" || call.Method == "restart") && slices.Contains(call.Units, unit) {
-				n++
-			}
-		}
-		return n
-	}
-	status := func(what string, ok func(v1alpha1.HostHooksStatus) bool) v1alpha1.HostHooksStatus {
-		t.Helper()
-		var got v1alpha1.HostHooks
-		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-			if err := cl.Get(ctx, client.ObjectKeyFromObject(hh), &got); err != nil {
-				return false, err
-			}
-			return got.Status.ObservedGeneration == got.Generation && ok(got.Status), nil
-		})
-		if err != nil {
-			t.Fatalf("HostHooks not %s: %v; status %+v", what, err, got.Status)
-		}
-		return got.Status
-	}
-	degraded := status("Degraded", func(s v1alpha1.HostHooksStatus) bool {
-		return s.Phase == v1alpha1.PhaseDegraded && s.FailedNodes == 1
-	})
-	var nh2 v1alpha1.NodeHooks
-	if err := cl.Get(ctx, client.ObjectKey{Name: v1alpha1.NodeHooksName(hh.Name, "n2")}, &nh2); err != nil {
-		t.Fatal(err)
-	}
-	if nh2.Spec.HooksHash != "" || starts("n1") != 1 || starts("n2") != 0 {
-		t.Fatalf("the rollout, stopped by n1's failure: n2 approved for %q, %s started %d times on n1 and %d on n2; want n2 not approved, once on n1",
-			nh2.Spec.HooksHash, unit, starts("n1"), starts("n2"))
-	}
+	return r
+}
 
-	// Fixed on the node; retried from the cluster.
-	sds["n1"].FailOn("start", unit, nil)
+// starts counts the starts and restarts of the hook's unit on node.
+func (r *retryRig) starts(node string) int {
+	n := 0
+	for _, call := range r.sds[node].Calls() {
+		if (call.Method == "start" || call.Method == "restart") && slices.Contains(call.Units, r.unit) {
+			n++
+		}
+	}
+	return n
+}
+
+// status waits for the HostHooks' status to be what (ok), and returns it.
+func (r *retryRig) status(what string, ok func(v1alpha1.HostHooksStatus) bool) v1alpha1.HostHooksStatus {
+	r.t.Helper()
+	var got v1alpha1.HostHooks
+	err := wait.PollUntilContextTimeout(r.ctx, 50*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := r.cl.Get(ctx, client.ObjectKeyFromObject(r.hh), &got); err != nil {
+			return false, err
+		}
+		return got.Status.ObservedGeneration == got.Generation && ok(got.Status), nil
+	})
+	if err != nil {
+		r.t.Fatalf("HostHooks not %s: %v; status %+v", what, err, got.Status)
+	}
+	return got.Status
+}
+
+// checkRetryFixed: fixed on the node, retried from the cluster, the failed
+// hook starts once more on n1, and the rollout completes with the same hash.
+func (r *retryRig) checkRetryFixed(degraded v1alpha1.HostHooksStatus) {
+	t, hh, unit := r.t, r.hh, r.unit
+	r.sds["n1"].FailOn("start", unit, nil)
 	var stdout, stderr strings.Builder
-	if code := Run([]string{"retry", hh.Name, "--kubeconfig", c.Kubeconfig(t), "-o", "json"}, strings.NewReader(""), &stdout, &stderr); code != ExitOK {
+	if code := Run([]string{"retry", hh.Name, "--kubeconfig", r.c.Kubeconfig(t), "-o", "json"}, strings.NewReader(""), &stdout, &stderr); code != ExitOK {
 		t.Fatalf("hostprov retry exited %d: %s", code, stderr.String())
 	}
 	var res retryResult
@@ -143,24 +164,24 @@ func TestRetryCommand(t *testing.T) {
 	if want := (retryResult{HostHooks: hh.Name, Retry: 1, Previous: 0, FailedNodes: 1}); res != want {
 		t.Errorf("hostprov retry -o json: %+v, want %+v", res, want)
 	}
-	complete := status("Complete", func(s v1alpha1.HostHooksStatus) bool {
+	complete := r.status("Complete", func(s v1alpha1.HostHooksStatus) bool {
 		return s.Phase == v1alpha1.PhaseComplete && s.SucceededNodes == 2 && s.FailedNodes == 0
 	})
 	if complete.HooksHash != degraded.HooksHash {
 		t.Errorf("the retry changed the hooks' hash: %s, was %s", complete.HooksHash, degraded.HooksHash)
 	}
-	if n1, n2 := starts("n1"), starts("n2"); n1 != 2 || n2 != 1 {
-		t.Errorf("after the retry: %s started %d times on n1 and %d on n2; want twice and once: n1's calls %q", unit, n1, n2, sds["n1"].Log())
+	if n1, n2 := r.starts("n1"), r.starts("n2"); n1 != 2 || n2 != 1 {
+		t.Errorf("after the retry: %s started %d times on n1 and %d on n2; want twice and once: n1's calls %q", unit, n1, n2, r.sds["n1"].Log())
 	}
 	var nh1 v1alpha1.NodeHooks
-	if err := cl.Get(ctx, client.ObjectKey{Name: v1alpha1.NodeHooksName(hh.Name, "n1")}, &nh1); err != nil {
+	if err := r.cl.Get(r.ctx, client.ObjectKey{Name: v1alpha1.NodeHooksName(hh.Name, "n1")}, &nh1); err != nil {
 		t.Fatal(err)
 	}
 	if nh1.Status.Phase != v1alpha1.NodeSucceeded || nh1.Status.Retry != 1 {
 		t.Errorf("n1's NodeHooks after the retry: phase %s, retry %d; want Succeeded, 1", nh1.Status.Phase, nh1.Status.Retry)
 	}
 	var got v1alpha1.HostHooks
-	if err := cl.Get(ctx, client.ObjectKeyFromObject(hh), &got); err != nil {
+	if err := r.cl.Get(r.ctx, client.ObjectKeyFromObject(hh), &got); err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range got.ManagedFields {
@@ -168,29 +189,36 @@ func TestRetryCommand(t *testing.T) {
 			t.Errorf("spec.retry written by %q, want %q", mf.Manager, retryUserAgent)
 		}
 	}
+}
 
-	// Nothing failed: a retry says so, and no node starts anything.
-	before := map[string]agent.Stats{"n1": agents["n1"].Stats(), "n2": agents["n2"].Stats()}
-	stdout.Reset()
-	if code := Run([]string{"retry", hh.Name, "--kubeconfig", c.Kubeconfig(t)}, strings.NewReader(""), &stdout, &stderr); code != ExitOK {
+// checkRetryNothingFailed: with nothing failed, a retry says so, and no
+// node starts anything.
+func (r *retryRig) checkRetryNothingFailed() {
+	t := r.t
+	before := map[string]agent.Stats{"n1": r.agents["n1"].Stats(), "n2": r.agents["n2"].Stats()}
+	var stdout, stderr strings.Builder
+	if code := Run([]string{"retry", r.hh.Name, "--kubeconfig", r.c.Kubeconfig(t)}, strings.NewReader(""), &stdout, &stderr); code != ExitOK {
 		t.Fatalf("hostprov retry exited %d: %s", code, stderr.String())
 	}
 	if out := stdout.String(); !strings.Contains(out, "hosthooks/flaky: spec.retry 2 (was 1)") || !strings.Contains(out, "no node failed") {
 		t.Errorf("hostprov retry of a complete rollout says %q", out)
 	}
-	for name, a := range agents {
-		if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	for name, a := range r.agents {
+		if err := wait.PollUntilContextTimeout(r.ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 			return a.Stats().Syncs > before[name].Syncs, nil
 		}); err != nil {
 			t.Fatalf("%s's agent did not sync after the second retry: %v", name, err)
 		}
 	}
-	if n1, n2 := starts("n1"), starts("n2"); n1 != 2 || n2 != 1 {
-		t.Errorf("a retry with no failed node started %s: %d times on n1, %d on n2 in all", unit, n1, n2)
+	if n1, n2 := r.starts("n1"), r.starts("n2"); n1 != 2 || n2 != 1 {
+		t.Errorf("a retry with no failed node started %s: %d times on n1, %d on n2 in all", r.unit, n1, n2)
 	}
+}
 
-	// The roles of deploy/rbac-users.yaml: the author's lets retry
-	// through, the viewer's is refused with the role that would do.
+// checkRetryRoles: with the roles of deploy/rbac-users.yaml, the author's
+// lets retry through, the viewer's is refused with the role that would do.
+func (r *retryRig) checkRetryRoles() {
+	t, ctx, cl, c, hh := r.t, r.ctx, r.cl, r.c, r.hh
 	_, objs, err := deploytest.Load("../../deploy")
 	if err != nil {
 		t.Fatal(err)
@@ -231,8 +259,12 @@ func TestRetryCommand(t *testing.T) {
 	if _, err := retryHostHooks(ctx, viewer, hh.Name); err == nil || !strings.Contains(err.Error(), "hostprov-hosthooks-author") {
 		t.Errorf("hostprov retry as hostprov-hosthooks-viewer: %v; want refused, naming the role that may", err)
 	}
+}
 
-	// Problems, said as such.
+// checkRetryProblems: problems are said as such.
+func (r *retryRig) checkRetryProblems() {
+	t, ctx, cl, c, hh := r.t, r.ctx, r.cl, r.c, r.hh
+	var stderr strings.Builder
 	stderr.Reset()
 	if code := Run([]string{"retry", "nope", "--kubeconfig", c.Kubeconfig(t)}, strings.NewReader(""), io.Discard, &stderr); code != ExitFailure ||
 		!strings.Contains(stderr.String(), "no HostHooks nope") {
@@ -244,7 +276,7 @@ func TestRetryCommand(t *testing.T) {
 		t.Errorf("hostprov retry without a name: exit %d, %q", code, stderr.String())
 	}
 	// The API server keeps spec.retry non-negative.
-	err = cl.Patch(ctx, &v1alpha1.HostHooks{ObjectMeta: metav1.ObjectMeta{Name: hh.Name}},
+	err := cl.Patch(ctx, &v1alpha1.HostHooks{ObjectMeta: metav1.ObjectMeta{Name: hh.Name}},
 		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"retry":-1}}`)))
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.retry") {
 		t.Errorf("a negative spec.retry: %v; want refused as invalid at spec.retry", err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hostprov/hostprov/internal/pipeline"
 	"github.com/hostprov/hostprov/pkg/apply"
 )
 
@@ -120,11 +121,14 @@ func setsOfDir(c *cobra.Command, dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := sf.buildSets(c, in); err != nil {
+	// Only the names of the sets are wanted: each file is read as a
+	// hostprov spec, and a kops manifest is one with errors.
+	r, err := pipeline.Load(pipeline.Files(in), pipeline.Options{Dir: dir, SpecsOnly: true})
+	if r, err = sf.report(c, r, err); err != nil {
 		return nil, err
 	}
 	var names []string
-	for _, s := range sf.sets {
+	for _, s := range r.Sets {
 		names = append(names, s.Name)
 	}
 	return names, nil

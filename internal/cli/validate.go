@@ -54,35 +54,19 @@ standard error, as always.`,
 			if output != outputText && output != outputJSON {
 				return invalid("unknown -o %q: use text or json", output)
 			}
-			var of *outputFormat
-			if format != "" {
-				i := slices.IndexFunc(outputFormats, func(f outputFormat) bool { return f.name == format })
-				if i < 0 {
-					return invalid("unknown --format %q: use %s", format, orList(formatNames()))
-				}
-				of = &outputFormats[i]
-			}
-			if of == nil {
-				for _, name := range formatSpecificFlags {
-					if c.Flags().Changed(name) {
-						return invalid("--%s is for --format: it chooses what the output's checks check", name)
-					}
-				}
-			} else {
-				if err := checkFormatFlags(c, *of); err != nil {
-					return err
-				}
-				rf.check = true
-				if of.check != nil {
-					if err := of.check(&rf); err != nil {
-						return err
-					}
-				}
+			of, err := validateFormat(c, format, &rf)
+			if err != nil {
+				return err
 			}
 			sf.collect = output == outputJSON
-			us, err := sf.load(c)
+			var us []compile.Unit
+			var sets int
+			r, err := sf.load(c)
+			if err == nil {
+				us, sets = r.Units, len(r.Sets)
+			}
 			if err == nil && of != nil {
-				rf.storage = sf.storage
+				rf.storage = r.Storage
 				err = sf.outputVerdict(c, of.write(io.Discard, &rf, us))
 			}
 			var ee *exitError
@@ -95,7 +79,7 @@ standard error, as always.`,
 				us = nil
 			}
 			if output == outputJSON {
-				if jerr := writeJSON(c.OutOrStdout(), sf.validation(format, us, err == nil)); jerr != nil {
+				if jerr := writeJSON(c.OutOrStdout(), sf.validation(format, us, sets, err == nil)); jerr != nil {
 					return failure("%v", jerr)
 				}
 				if err != nil {
@@ -106,36 +90,66 @@ standard error, as always.`,
 			if err != nil {
 				return err
 			}
-			label := sf.dir
-			if label == "" {
-				names := make([]string, len(sf.files))
-				for i, f := range sf.files {
-					names[i] = displayName(f)
-				}
-				label = strings.Join(names, ", ")
-			}
-			counts := plural(len(us), "unit")
-			if sf.dir != "" {
-				counts = plural(len(sf.sets), "spec set") + ", " + counts
-			}
-			if sf.warnings > 0 {
-				fmt.Fprintf(c.OutOrStdout(), "%s: %s, %s\n", label, counts, plural(sf.warnings, "warning"))
-				return nil
-			}
-			fmt.Fprintf(c.OutOrStdout(), "%s: ok, %s\n", label, counts)
+			sf.writeValid(c.OutOrStdout(), len(us), sets)
 			return nil
 		},
 	}
 	sf.register(c)
 	c.Flags().StringVar(&format, "format", "", "also run the checks of this render output: "+orList(formatNames()))
-	c.Flags().StringVarP(&output, "output", "o", outputText, "output format: text or json")
+	registerOutput(c, &output)
 	c.Flags().StringVar(&rf.ignitionVersion, "ignition-version", "", "Ignition spec version, for --format ignition and butane")
 	c.Flags().StringVar(&rf.variant, "variant", "", "Butane variant, for --format butane")
 	c.Flags().StringVar(&rf.butaneVersion, "butane-version", "", "Butane spec version, for --format butane")
 	c.Flags().StringVar(&rf.kopsAPIVersion, "kops-api-version", "", "kops API version of the hooks, for --format kops")
 	c.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(formatNames(), cobra.ShellCompDirectiveNoFileComp))
-	c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputText, outputJSON}, cobra.ShellCompDirectiveNoFileComp))
 	return c
+}
+
+// validateFormat is the output of --format, whose checks validate runs
+// too, or nil; its flags are checked. Without --format, a flag of a
+// format's is a usage mistake.
+func validateFormat(c *cobra.Command, format string, rf *renderFlags) (*outputFormat, error) {
+	if format == "" {
+		for _, name := range formatSpecificFlags {
+			if c.Flags().Changed(name) {
+				return nil, invalid("--%s is for --format: it chooses what the output's checks check", name)
+			}
+		}
+		return nil, nil
+	}
+	i := slices.IndexFunc(outputFormats, func(f outputFormat) bool { return f.name == format })
+	if i < 0 {
+		return nil, invalid("unknown --format %q: use %s", format, orList(formatNames()))
+	}
+	of := &outputFormats[i]
+	if err := checkFormatFlags(c, *of); err != nil {
+		return nil, err
+	}
+	rf.check = true
+	if of.check != nil {
+		if err := of.check(rf); err != nil {
+			return nil, err
+		}
+	}
+	return of, nil
+}
+
+// writeValid writes the last line of a validate that found no error: what
+// the specs make, and how many warnings they have.
+func (f *specFlags) writeValid(w io.Writer, units, sets int) {
+	label := f.dir
+	if label == "" {
+		label = f.fileNames()
+	}
+	counts := plural(units, "unit")
+	if f.dir != "" {
+		counts = plural(sets, "spec set") + ", " + counts
+	}
+	if f.warnings > 0 {
+		fmt.Fprintf(w, "%s: %s, %s\n", label, counts, plural(f.warnings, "warning"))
+		return
+	}
+	fmt.Fprintf(w, "%s: ok, %s\n", label, counts)
 }
 
 // validation is validate -o json's object; its field names are stable.
@@ -163,10 +177,10 @@ type diagnosticJSON struct {
 }
 
 // validation sums up what validate found, for -o json.
-func (f *specFlags) validation(format string, us []compile.Unit, valid bool) validation {
+func (f *specFlags) validation(format string, us []compile.Unit, sets int, valid bool) validation {
 	v := validation{Valid: valid, Dir: f.dir, Format: format, Units: len(us), Diagnostics: []diagnosticJSON{}}
 	if valid {
-		v.SpecSets = len(f.sets)
+		v.SpecSets = sets
 	}
 	if f.dir == "" {
 		for _, file := range f.files {
