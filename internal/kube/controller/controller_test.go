@@ -1,7 +1,6 @@
 package controller_test
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -49,29 +48,13 @@ func TestControllerLeaderElection(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := v1alpha1.HooksHash(hooks)
-	eventually(t, "approval of n1", func() error {
-		got, err := approved(ctx, cl, "hello", h)
-		if err == nil && !slices.Equal(got, []string{"n1"}) {
-			err = fmt.Errorf("approved %v", got)
-		}
-		return err
-	})
+	eventually(t, "approval of n1", approvedAre(ctx, cl, "hello", h, "n1"))
 	report(t, cl, "hello", "n1", succeeded(h))
 	statusIs(t, cl, "hello", 1, 1, 1, 0, v1alpha1.PhaseComplete)
 	select {
 	case <-b.Elected():
 		t.Fatal("controller b was elected while a holds the lease")
 	default:
-	}
-	managers := func(obj client.Object) []string {
-		var out []string
-		for _, mf := range obj.GetManagedFields() {
-			if strings.HasPrefix(mf.Manager, "controller-") && !slices.Contains(out, mf.Manager) {
-				out = append(out, mf.Manager)
-			}
-		}
-		slices.Sort(out)
-		return out
 	}
 	hh, err := getHostHooks(ctx, cl, "hello")
 	if err != nil {
@@ -82,7 +65,7 @@ func TestControllerLeaderElection(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, obj := range []client.Object{hh, nhs["n1"]} {
-		if got := managers(obj); !slices.Equal(got, []string{"controller-a"}) {
+		if got := controllerManagers(obj); !slices.Equal(got, []string{"controller-a"}) {
 			t.Errorf("%s was written by %v, want only controller-a", obj.GetName(), got)
 		}
 	}
@@ -106,18 +89,25 @@ func TestControllerLeaderElection(t *testing.T) {
 		t.Errorf("the lease is still held by %s", holderA)
 	}
 	createNode(t, cl, "n2", nil)
-	eventually(t, "approval of n2 by b", func() error {
-		got, err := approved(ctx, cl, "hello", h)
-		if err == nil && !slices.Equal(got, []string{"n1", "n2"}) {
-			err = fmt.Errorf("approved %v", got)
-		}
-		return err
-	})
+	eventually(t, "approval of n2 by b", approvedAre(ctx, cl, "hello", h, "n1", "n2"))
 	nhs, err = nodeHooks(ctx, cl, "hello")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := managers(nhs["n2"]); !slices.Equal(got, []string{"controller-b"}) {
+	if got := controllerManagers(nhs["n2"]); !slices.Equal(got, []string{"controller-b"}) {
 		t.Errorf("n2's NodeHooks was written by %v, want only controller-b", got)
 	}
+}
+
+// controllerManagers are the field managers of obj that are controllers,
+// by the user agents TestControllerLeaderElection gives them.
+func controllerManagers(obj client.Object) []string {
+	var out []string
+	for _, mf := range obj.GetManagedFields() {
+		if strings.HasPrefix(mf.Manager, "controller-") && !slices.Contains(out, mf.Manager) {
+			out = append(out, mf.Manager)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -21,6 +21,33 @@ import (
 	"github.com/hostprov/hostprov/pkg/apis/hostprov/v1alpha1"
 )
 
+// inParallel calls f(0) to f(n-1), eight at a time, and fails the test
+// with their errors.
+func inParallel(t *testing.T, n int, f func(i int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	next := make(chan int)
+	for range 8 {
+		wg.Go(func() {
+			for i := range next {
+				if err := f(i); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
 // TestControllerThousandNodes rolls a HostHooks out to 1,000 nodes, 10%
 // at a time, with agents that succeed as soon as they are approved: the
 // controller makes one NodeHooks and one approval per node, reads nothing
@@ -40,31 +67,7 @@ func TestControllerThousandNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	parallel := func(f func(i int) error) {
-		t.Helper()
-		var wg sync.WaitGroup
-		errs := make(chan error, n)
-		next := make(chan int)
-		for range 8 {
-			wg.Go(func() {
-				for i := range next {
-					if err := f(i); err != nil {
-						errs <- err
-					}
-				}
-			})
-		}
-		for i := range n {
-			next <- i
-		}
-		close(next)
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatal(err)
-		}
-	}
-	parallel(func(i int) error {
+	inParallel(t, n, func(i int) error {
 		return cl.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%04d", i), Labels: map[string]string{"pool": "big"}}})
 	})
 
