@@ -544,28 +544,9 @@ func checkRequests(t *testing.T, reqs *requests) {
 // testLogHandler logs to t, until it ends: the manager may log as it
 // stops, after the test's last word.
 func testLogHandler(t *testing.T) slog.Handler {
-	w := &testWriter{t: t}
-	t.Cleanup(func() {
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
+	w := kubetest.NewLogWriter(t, "")
+	t.Cleanup(w.Stop)
 	return slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo})
-}
-
-type testWriter struct {
-	mu   sync.Mutex
-	t    *testing.T
-	done bool
-}
-
-func (w *testWriter) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimSuffix(string(b), "\n"))
-	}
-	return len(b), nil
 }
 
 func toJSON(v any) string {
