@@ -63,26 +63,7 @@ func TestAgentPrivileges(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(r.Root, "host"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	run := func(args ...string) (string, error) {
-		return r.Run(ctx, append(append([]string{}, asAgent...), args...)...)
-	}
-
-	status, err := run("grep", "^Cap", "/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// CAP_CHOWN (0), CAP_DAC_OVERRIDE (1) and CAP_FOWNER (3).
-	want := map[string]string{"CapInh:": "0", "CapPrm:": "b", "CapEff:": "b", "CapBnd:": "b", "CapAmb:": "0"}
-	for _, l := range strings.Split(strings.TrimSpace(status), "\n") {
-		if f := strings.Fields(l); len(f) != 2 || strings.TrimLeft(f[1], "0") != strings.TrimLeft(want[f[0]], "0") {
-			t.Fatalf("the command has other capabilities than the manifest's: %s", status)
-		}
-	}
-	for _, p := range []string{"/probe", "/tmp/probe", "/run/probe", "/var/lib/probe"} {
-		if out, err := run("sh", "-c", ": > "+p); err == nil || !strings.Contains(err.Error(), "Read-only file system") {
-			t.Fatalf("writing %s as the agent: %v %s; want a read-only file system", p, err, out)
-		}
-	}
+	checkConfined(ctx, t, r)
 
 	const node = "node-p"
 	if err := cl.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}); err != nil {
@@ -107,6 +88,60 @@ func TestAgentPrivileges(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	exited, stop := startAgentInRig(ctx, t, r, c, node)
+	defer stop()
+
+	var got v1alpha1.NodeHooks
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(nh), &got); err != nil {
+			return false, err
+		}
+		select {
+		case <-exited:
+			return false, fmt.Errorf("hostprov agent ended")
+		default:
+		}
+		return got.Status.Phase == v1alpha1.NodeSucceeded || got.Status.Phase == v1alpha1.NodeFailed, nil
+	})
+	if err != nil || got.Status.Phase != v1alpha1.NodeSucceeded {
+		t.Fatalf("NodeHooks %s: %v; status %+v", got.Status.Phase, err, got.Status)
+	}
+	checkPrivApplied(ctx, t, r, uid, conf)
+	checkNonRootRefused(ctx, t, r)
+}
+
+// checkConfined checks that a command run asAgent in the rig r has the
+// manifest's capabilities and no others, and no writable file system but
+// the node's at /host.
+func checkConfined(ctx context.Context, t *testing.T, r *rig.Rig) {
+	t.Helper()
+	run := func(args ...string) (string, error) {
+		return r.Run(ctx, append(append([]string{}, asAgent...), args...)...)
+	}
+	status, err := run("grep", "^Cap", "/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// CAP_CHOWN (0), CAP_DAC_OVERRIDE (1) and CAP_FOWNER (3).
+	want := map[string]string{"CapInh:": "0", "CapPrm:": "b", "CapEff:": "b", "CapBnd:": "b", "CapAmb:": "0"}
+	for _, l := range strings.Split(strings.TrimSpace(status), "\n") {
+		if f := strings.Fields(l); len(f) != 2 || strings.TrimLeft(f[1], "0") != strings.TrimLeft(want[f[0]], "0") {
+			t.Fatalf("the command has other capabilities than the manifest's: %s", status)
+		}
+	}
+	for _, p := range []string{"/probe", "/tmp/probe", "/run/probe", "/var/lib/probe"} {
+		if out, err := run("sh", "-c", ": > "+p); err == nil || !strings.Contains(err.Error(), "Read-only file system") {
+			t.Fatalf("writing %s as the agent: %v %s; want a read-only file system", p, err, out)
+		}
+	}
+}
+
+// startAgentInRig starts hostprov agent for node in the rig r's mount and
+// pid namespaces, as the DaemonSet runs it and asAgent confines it, with a
+// kubeconfig for c. It returns a channel closed when the agent ended, and
+// a function that stops it and logs its output.
+func startAgentInRig(ctx context.Context, t *testing.T, r *rig.Rig, c *kubetest.Cluster, node string) (<-chan struct{}, func()) {
+	t.Helper()
 	// The agent with the DaemonSet's arguments, a kubeconfig for the
 	// service account's, and no servers of its own (the rig's network is
 	// the test's).
@@ -137,7 +172,7 @@ func TestAgentPrivileges(t *testing.T) {
 	}
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
-	defer func() {
+	return exited, func() {
 		// SIGTERM to the agent, not to nsenter: nsenter waits for its
 		// child in the rig's pid namespace and reaps it, where a child
 		// it left would stay a zombie that keeps the rig from powering
@@ -150,23 +185,14 @@ func TestAgentPrivileges(t *testing.T) {
 			<-exited
 		}
 		t.Logf("hostprov agent, %q:\n%s", args, stderr.String())
-	}()
-
-	var got v1alpha1.NodeHooks
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		if err := cl.Get(ctx, client.ObjectKeyFromObject(nh), &got); err != nil {
-			return false, err
-		}
-		select {
-		case <-exited:
-			return false, fmt.Errorf("hostprov agent ended")
-		default:
-		}
-		return got.Status.Phase == v1alpha1.NodeSucceeded || got.Status.Phase == v1alpha1.NodeFailed, nil
-	})
-	if err != nil || got.Status.Phase != v1alpha1.NodeSucceeded {
-		t.Fatalf("NodeHooks %s: %v; status %+v", got.Status.Phase, err, got.Status)
 	}
+}
+
+// checkPrivApplied checks what the agent applied in the rig r: the unit
+// active and enabled, the file (with contents conf) and the directory
+// owned by the user app of uid, and app's password hash in /etc/shadow.
+func checkPrivApplied(ctx context.Context, t *testing.T, r *rig.Rig, uid int64, conf string) {
+	t.Helper()
 	p, err := r.Conn.GetUnitPropertiesContext(ctx, "priv-service.service")
 	if err != nil {
 		t.Fatal(err)
@@ -193,10 +219,13 @@ func TestAgentPrivileges(t *testing.T) {
 	if shadow, err := os.ReadFile(filepath.Join(r.Root, "etc/shadow")); err != nil || !bytes.Contains(shadow, []byte("app:"+privHash+":")) {
 		t.Errorf("the hash is not app's password in the node's /etc/shadow (%v):\n%s", err, shadow)
 	}
+}
 
-	// Root is needed: systemd's private socket refuses any other uid
-	// (and the files are root's), so the agent cannot run as the image's
-	// non-root user.
+// checkNonRootRefused: root is needed: systemd's private socket refuses
+// any other uid (and the files are root's), so the agent cannot run as
+// the image's non-root user.
+func checkNonRootRefused(ctx context.Context, t *testing.T, r *rig.Rig) {
+	t.Helper()
 	// It gets directories of its own to write, so that only systemd can
 	// refuse it.
 	for _, d := range []string{"nonroot/units", "nonroot/state"} {

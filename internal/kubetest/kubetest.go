@@ -16,16 +16,13 @@ package kubetest
 
 import (
 	"bytes"
-	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -42,6 +39,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hostprov/hostprov/internal/certs"
 	"github.com/hostprov/hostprov/internal/sdtool"
 	"github.com/hostprov/hostprov/internal/testbin"
 )
@@ -412,41 +410,20 @@ type pki struct {
 }
 
 func makePKI(dir string) (*pki, error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := certs.NewCA("kubetest client CA", time.Now(), 24*time.Hour)
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "kubetest client CA"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
+	p := &pki{
+		clientCAFile: filepath.Join(dir, "client-ca.crt"),
+		saKeyFile:    filepath.Join(dir, "sa.key"),
+		saPublicFile: filepath.Join(dir, "sa.pub"),
 	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, caKey.Public(), caKey)
-	if err != nil {
-		return nil, err
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, err
-	}
-	adminKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	adminDER, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
-		SerialNumber: big.NewInt(2),
+	p.adminCert, p.adminKey, err = ca.Sign(certs.Leaf{
 		// The user is the common name, its groups the organizations.
-		Subject:     pkix.Name{CommonName: "kubetest-admin", Organization: []string{"system:masters"}},
-		NotBefore:   now.Add(-time.Hour),
-		NotAfter:    now.Add(24 * time.Hour),
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}, ca, adminKey.Public(), caKey)
+		Subject: pkix.Name{CommonName: "kubetest-admin", Organization: []string{"system:masters"}},
+		Usage:   x509.ExtKeyUsageClientAuth,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -454,16 +431,7 @@ func makePKI(dir string) (*pki, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &pki{
-		clientCAFile: filepath.Join(dir, "client-ca.crt"),
-		adminCert:    pemBlock("CERTIFICATE", adminDER),
-		saKeyFile:    filepath.Join(dir, "sa.key"),
-		saPublicFile: filepath.Join(dir, "sa.pub"),
-	}
-	if p.adminKey, err = privateKeyPEM(adminKey); err != nil {
-		return nil, err
-	}
-	saPEM, err := privateKeyPEM(saKey)
+	saPEM, err := certs.KeyPEM(saKey)
 	if err != nil {
 		return nil, err
 	}
@@ -472,25 +440,13 @@ func makePKI(dir string) (*pki, error) {
 		return nil, err
 	}
 	for file, data := range map[string][]byte{
-		p.clientCAFile: pemBlock("CERTIFICATE", caDER),
+		p.clientCAFile: ca.PEM,
 		p.saKeyFile:    saPEM,
-		p.saPublicFile: pemBlock("PUBLIC KEY", saPub),
+		p.saPublicFile: certs.PEM("PUBLIC KEY", saPub),
 	} {
 		if err := os.WriteFile(file, data, 0o600); err != nil {
 			return nil, err
 		}
 	}
 	return p, nil
-}
-
-func privateKeyPEM(key crypto.Signer) ([]byte, error) {
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	return pemBlock("PRIVATE KEY", der), nil
-}
-
-func pemBlock(typ string, der []byte) []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
 }

@@ -248,7 +248,7 @@ func TestVM(t *testing.T) {
 	os.MkdirAll(filepath.Join(tree, "var/lib/vmtest"), 0o755)
 	run(t, tree, "truncate", "-s", "64M", "var/lib/vmtest/lun.img")
 	run(t, tree, "mkfs.ext4", "-q", "-F", "-L", "lun", "var/lib/vmtest/lun.img")
-	writeFile(t, filepath.Join(tree, "usr/local/share/ca-certificates/hostprov-vmtest.crt"), string(ca.certPEM))
+	writeFile(t, filepath.Join(tree, "usr/local/share/ca-certificates/hostprov-vmtest.crt"), string(ca.PEM))
 	run(t, tree, "chroot", ".", "update-ca-certificates")
 	copyFile(t, "testdata/check.sh", filepath.Join(tree, "usr/local/lib/vmtest/check.sh"))
 	os.Chmod(filepath.Join(tree, "usr/local/lib/vmtest/check.sh"), 0o755)

@@ -3,16 +3,12 @@ package admission
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"time"
@@ -23,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hostprov/hostprov/internal/certs"
 )
 
 // CAKey is the key of the Secret's CA certificate (PEM), next to
@@ -173,70 +171,28 @@ func validCAs(bundle []byte, now time.Time) []byte {
 // CA followed by keepCAs.
 func newCertificate(names []string, ips []net.IP, keepCAs []byte) (map[string][]byte, error) {
 	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := certs.NewCA("hostprov webhook CA "+now.UTC().Format(time.RFC3339), now, certValidity)
 	if err != nil {
-		return nil, err
-	}
-	serial, err := serialNumber()
-	if err != nil {
-		return nil, err
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: "hostprov webhook CA " + now.UTC().Format(time.RFC3339)},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(certValidity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLenZero:        true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, caKey.Public(), caKey)
-	if err != nil {
-		return nil, err
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	if serial, err = serialNumber(); err != nil {
 		return nil, err
 	}
 	cn := "hostprov webhook"
 	if len(names) > 0 {
 		cn = names[0]
 	}
-	der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: cn},
-		DNSNames:     names,
-		IPAddresses:  ips,
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(certValidity),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}, ca, key.Public(), caKey)
+	cert, key, err := ca.Sign(certs.Leaf{
+		Subject:  pkix.Name{CommonName: cn},
+		DNSNames: names,
+		IPs:      ips,
+		Usage:    x509.ExtKeyUsageServerAuth,
+	})
 	if err != nil {
 		return nil, err
 	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
 	return map[string][]byte{
-		corev1.TLSCertKey:       pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		corev1.TLSPrivateKeyKey: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
-		CAKey:                   append(caPEM, keepCAs...),
+		corev1.TLSCertKey:       cert,
+		corev1.TLSPrivateKeyKey: key,
+		CAKey:                   append(ca.PEM, keepCAs...),
 	}, nil
-}
-
-func serialNumber() (*big.Int, error) {
-	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 }
 
 // setCABundle makes every webhook of the configuration name trust ca.

@@ -47,6 +47,48 @@ func TestEnsureCertificate(t *testing.T) {
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("without the webhook configuration: %v, want not found", err)
 	}
+	createWebhookConfig(t, cl)
+
+	cert := ensureByReplicas(t, c, 4)
+	secret := getSecret(t, cl)
+	if secret.Type != corev1.SecretTypeTLS {
+		t.Errorf("secret type %q", secret.Type)
+	}
+	ca := secret.Data[CAKey]
+	checkCABundle(t, cl, ca)
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(leaf.DNSNames, ","), "hostprov-webhook.hostprov-system.svc,hostprov-webhook.hostprov-system.svc.cluster.local"; got != want {
+		t.Errorf("DNS names %s, want %s", got, want)
+	}
+	if time.Until(leaf.NotAfter) < 9*365*24*time.Hour {
+		t.Errorf("the certificate expires at %v", leaf.NotAfter)
+	}
+	// The API server calls the webhook by the Service's name and checks
+	// the certificate against the caBundle: so does this client, through
+	// Serve.
+	serveAndCall(t, cert, ca)
+
+	// Another start finds the Secret and changes nothing.
+	again, err := EnsureCertificate(ctx, cl, testNS, testSecret, testService, testConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again.Certificate[0], cert.Certificate[0]) {
+		t.Error("a restart made a new certificate")
+	}
+	if s := getSecret(t, cl); s.ResourceVersion != secret.ResourceVersion {
+		t.Error("a restart wrote the secret")
+	}
+	checkReplaced(t, cl, cert, ca)
+}
+
+// createWebhookConfig creates the webhook configuration testConfig, of two
+// webhooks served by testService.
+func createWebhookConfig(t *testing.T, cl client.Client) {
+	t.Helper()
 	webhook := func(name string) admissionregistrationv1.ValidatingWebhook {
 		return admissionregistrationv1.ValidatingWebhook{
 			Name: name,
@@ -61,11 +103,16 @@ func TestEnsureCertificate(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: testConfig},
 		Webhooks:   []admissionregistrationv1.ValidatingWebhook{webhook("a.hostprov.dev"), webhook("b.hostprov.dev")},
 	}
-	if err := cl.Create(ctx, cfg); err != nil {
+	if err := cl.Create(t.Context(), cfg); err != nil {
 		t.Fatal(err)
 	}
+}
 
-	const replicas = 4
+// ensureByReplicas has that many replicas, each with a client of its own,
+// call EnsureCertificate at once; they must agree on one certificate,
+// which it returns.
+func ensureByReplicas(t *testing.T, c *kubetest.Cluster, replicas int) tls.Certificate {
+	t.Helper()
 	certs := make([]tls.Certificate, replicas)
 	errs := make([]error, replicas)
 	clients := make([]client.Client, replicas)
@@ -75,7 +122,7 @@ func TestEnsureCertificate(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range replicas {
 		wg.Go(func() {
-			certs[i], errs[i] = EnsureCertificate(ctx, clients[i], testNS, testSecret, testService, testConfig)
+			certs[i], errs[i] = EnsureCertificate(t.Context(), clients[i], testNS, testSecret, testService, testConfig)
 		})
 	}
 	wg.Wait()
@@ -87,46 +134,20 @@ func TestEnsureCertificate(t *testing.T) {
 			t.Errorf("replica %d has a certificate of its own", i)
 		}
 	}
-	secret := getSecret(t, cl)
-	if secret.Type != corev1.SecretTypeTLS {
-		t.Errorf("secret type %q", secret.Type)
-	}
-	ca := secret.Data[CAKey]
-	checkCABundle(t, cl, ca)
-	leaf, err := x509.ParseCertificate(certs[0].Certificate[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := strings.Join(leaf.DNSNames, ","), "hostprov-webhook.hostprov-system.svc,hostprov-webhook.hostprov-system.svc.cluster.local"; got != want {
-		t.Errorf("DNS names %s, want %s", got, want)
-	}
-	if time.Until(leaf.NotAfter) < 9*365*24*time.Hour {
-		t.Errorf("the certificate expires at %v", leaf.NotAfter)
-	}
-	// The API server calls the webhook by the Service's name and checks
-	// the certificate against the caBundle: so does this client, through
-	// Serve.
-	serveAndCall(t, certs[0], ca)
+	return certs[0]
+}
 
-	// Another start finds the Secret and changes nothing.
-	again, err := EnsureCertificate(ctx, cl, testNS, testSecret, testService, testConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(again.Certificate[0], certs[0].Certificate[0]) {
-		t.Error("a restart made a new certificate")
-	}
-	if s := getSecret(t, cl); s.ResourceVersion != secret.ResourceVersion {
-		t.Error("a restart wrote the secret")
-	}
-
-	// A certificate for another Service is replaced; the old CA stays
-	// trusted for the replicas that still serve the old certificate.
+// checkReplaced: a certificate for another Service is replaced; the old
+// CA, ca, stays trusted for the replicas that still serve the old
+// certificate, cert. A broken Secret is replaced too.
+func checkReplaced(t *testing.T, cl client.Client, cert tls.Certificate, ca []byte) {
+	t.Helper()
+	ctx := t.Context()
 	renewed, err := EnsureCertificate(ctx, cl, testNS, testSecret, "other", testConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bytes.Equal(renewed.Certificate[0], certs[0].Certificate[0]) {
+	if bytes.Equal(renewed.Certificate[0], cert.Certificate[0]) {
 		t.Fatal("a certificate for another service kept")
 	}
 	bundle := getSecret(t, cl).Data[CAKey]
@@ -134,10 +155,9 @@ func TestEnsureCertificate(t *testing.T) {
 		t.Errorf("ca.crt after renewal:\n%s\nwant a new CA, then the old:\n%s", bundle, ca)
 	}
 	checkCABundle(t, cl, bundle)
-	serveAndCall(t, certs[0], bundle)
+	serveAndCall(t, cert, bundle)
 
-	// A broken Secret is replaced too.
-	secret = getSecret(t, cl)
+	secret := getSecret(t, cl)
 	secret.Data[corev1.TLSCertKey] = []byte("not a certificate")
 	if err := cl.Update(ctx, secret); err != nil {
 		t.Fatal(err)

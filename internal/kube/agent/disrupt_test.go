@@ -140,17 +140,7 @@ func (k *drainCluster) exists(p *corev1.Pod) bool {
 func (k *drainCluster) hooks(name string, hs ...v1alpha1.Hook) (*v1alpha1.HostHooks, *v1alpha1.NodeHooks) {
 	k.t.Helper()
 	hh := &v1alpha1.HostHooks{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.HostHooksSpec{Hooks: hs}}
-	if err := k.cl.Create(k.t.Context(), hh); err != nil {
-		k.t.Fatal(err)
-	}
-	nh := &v1alpha1.NodeHooks{
-		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.NodeHooksName(hh.Name, k.node.Name), Labels: map[string]string{
-			v1alpha1.LabelNode: v1alpha1.LabelValue(k.node.Name), v1alpha1.LabelHostHooks: v1alpha1.LabelValue(hh.Name)}},
-		Spec: v1alpha1.NodeHooksSpec{NodeName: k.node.Name, HostHooks: hh.Name, HooksHash: v1alpha1.HooksHash(hh.Spec.Hooks)}}
-	if err := k.cl.Create(k.t.Context(), nh); err != nil {
-		k.t.Fatal(err)
-	}
-	return hh, nh
+	return hh, createHooks(k.t, k.cl, hh, k.node.Name)
 }
 
 // until waits for ok, failing the test with what() after 30s.

@@ -31,79 +31,86 @@ import (
 // that selects it again applies again, for the hooks still approved; a
 // deletion that the controller's finalizer holds prunes.
 func TestKubeAgentIdleSignalsLabels(t *testing.T) {
+	k := startIdleAgent(t)
+	hh := &v1alpha1.HostHooks{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: v1alpha1.HostHooksSpec{
+		NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "worker"}},
+		Hooks:        []v1alpha1.Hook{service("web-svc")}}}
+	nh := createHooks(t, k.cl, hh, k.node.Name)
+	waitNodeHooksPhase(t, k.cl, nh, v1alpha1.NodeSucceeded)
+	unit := unitOf(t, hh, 0)
+	if !k.sd.Active(unit) {
+		t.Fatalf("%s not started: %q", unit, k.sd.Log())
+	}
+	// Settled: the watch event of the agent's own write has come back.
+	time.Sleep(500 * time.Millisecond)
+	before := k.a.Stats()
+	k.sd.Reset()
+
+	k.writeWhatOthersWrite(hh, nh)
+	time.Sleep(time.Second)
+	if after := k.a.Stats(); after != before || len(k.sd.Log()) != 0 {
+		t.Errorf("an idle agent worked: stats %+v, then %+v; systemd calls %q", before, after, k.sd.Log())
+	}
+	k.checkSignals(unit, before)
+	k.checkSelection(nh, unit)
+	k.checkDeletion(hh, nh, unit)
+}
+
+// idleAgent is the agent of TestKubeAgentIdleSignalsLabels, of node-b (a
+// worker), over applytest's fake systemd.
+type idleAgent struct {
+	t    *testing.T
+	cl   client.Client
+	node *corev1.Node
+	a    *Agent
+	sd   *applytest.Fake
+	// conns are the agent's connections to systemd, as it makes them:
+	// each has its signals and its end, which the test controls.
+	conns chan *fakeConn
+}
+
+func startIdleAgent(t *testing.T) *idleAgent {
+	t.Helper()
 	c := kubetest.Start(t)
 	c.InstallCRDs(t, "../../../deploy/crds")
-	cl := c.Client(t)
-	ctx := t.Context()
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b", Labels: map[string]string{"role": "worker"}}}
-	if err := cl.Create(ctx, node); err != nil {
+	k := &idleAgent{t: t, cl: c.Client(t), sd: applytest.New(), conns: make(chan *fakeConn, 10),
+		node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b", Labels: map[string]string{"role": "worker"}}}}
+	if err := k.cl.Create(t.Context(), k.node); err != nil {
 		t.Fatal(err)
 	}
 	opts := apply.Options{Root: t.TempDir()}
 	if err := apply.PrepareDirs(opts); err != nil {
 		t.Fatal(err)
 	}
-	sd := applytest.New()
-	// Each connection has its signals and its end, which the test
-	// controls.
-	conns := make(chan *fakeConn, 10)
-	a, err := New(Config{NodeName: node.Name, REST: c.Config(), Options: opts,
+	var err error
+	k.a, err = New(Config{NodeName: k.node.Name, REST: c.Config(), Options: opts,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Connect: func(context.Context) (*Systemd, error) {
 			fc := &fakeConn{changes: make(chan UnitState, 1), lost: make(chan struct{})}
-			conns <- fc
-			return &Systemd{Systemd: sd, Changes: fc.changes, Lost: fc.lost}, nil
+			k.conns <- fc
+			return &Systemd{Systemd: k.sd, Changes: fc.changes, Lost: fc.lost}, nil
 		}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	actx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- a.Run(actx) }()
+	go func() { done <- k.a.Run(actx) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("agent: %v", err)
 		}
 	})
+	return k
+}
 
-	hh := &v1alpha1.HostHooks{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: v1alpha1.HostHooksSpec{
-		NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "worker"}},
-		Hooks:        []v1alpha1.Hook{service("web-svc")}}}
-	if err := cl.Create(ctx, hh); err != nil {
-		t.Fatal(err)
-	}
-	nh := &v1alpha1.NodeHooks{
-		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.NodeHooksName(hh.Name, node.Name), Labels: map[string]string{
-			v1alpha1.LabelNode: v1alpha1.LabelValue(node.Name), v1alpha1.LabelHostHooks: v1alpha1.LabelValue(hh.Name)}},
-		Spec: v1alpha1.NodeHooksSpec{NodeName: node.Name, HostHooks: hh.Name, HooksHash: v1alpha1.HooksHash(hh.Spec.Hooks)}}
-	if err := cl.Create(ctx, nh); err != nil {
-		t.Fatal(err)
-	}
-	waitPhase := func(phase v1alpha1.NodePhase) {
-		t.Helper()
-		var got v1alpha1.NodeHooks
-		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			if err := cl.Get(ctx, client.ObjectKeyFromObject(nh), &got); err != nil {
-				return false, err
-			}
-			return got.Status.Phase == phase, nil
-		})
-		if err != nil {
-			t.Fatalf("NodeHooks not %s: %v; status %s", phase, err, statusJSON(&got))
-		}
-	}
-	waitPhase(v1alpha1.NodeSucceeded)
-	unit := unitOf(t, hh, 0)
-	if !sd.Active(unit) {
-		t.Fatalf("%s not started: %q", unit, sd.Log())
-	}
-	// Settled: the watch event of the agent's own write has come back.
-	time.Sleep(500 * time.Millisecond)
-	before := a.Stats()
-	sd.Reset()
-
-	// What the controller and the kubelet write all the time.
+// writeWhatOthersWrite writes what the controller and the kubelet write
+// all the time: hh's status, the node's status and annotations, and the
+// labels of nh.
+func (k *idleAgent) writeWhatOthersWrite(hh *v1alpha1.HostHooks, nh *v1alpha1.NodeHooks) {
+	t, cl, ctx, node := k.t, k.cl, k.t.Context(), k.node
+	t.Helper()
 	for i := range 3 {
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(hh), hh); err != nil {
 			t.Fatal(err)
@@ -134,14 +141,15 @@ func TestKubeAgentIdleSignalsLabels(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(time.Second)
-	if after := a.Stats(); after != before || len(sd.Log()) != 0 {
-		t.Errorf("an idle agent worked: stats %+v, then %+v; systemd calls %q", before, after, sd.Log())
-	}
+}
 
-	// A signal of one of its units: a refresh, no sync; of another
-	// unit: nothing.
-	conn := <-conns
+// checkSignals: a signal of the agent's unit is a refresh, no sync; of
+// another unit, nothing. A lost connection makes the agent connect again
+// and sync, which changes nothing on the node and writes nothing.
+func (k *idleAgent) checkSignals(unit string, before Stats) {
+	t, a, sd := k.t, k.a, k.sd
+	t.Helper()
+	conn := <-k.conns
 	conn.changes <- UnitState{Unit: "other.service", ActiveState: "failed"}
 	time.Sleep(200 * time.Millisecond)
 	if after := a.Stats(); after != before {
@@ -152,12 +160,10 @@ func TestKubeAgentIdleSignalsLabels(t *testing.T) {
 	if after := a.Stats(); after.Syncs != before.Syncs || after.StatusWrites != before.StatusWrites {
 		t.Errorf("a signal of the agent's unit, whose status did not change: stats %+v, then %+v; want one refresh only", before, after)
 	}
-	// The connection lost: the agent connects again and syncs, which
-	// changes nothing on the node and writes nothing.
 	before = a.Stats()
 	close(conn.lost)
 	select {
-	case <-conns:
+	case <-k.conns:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the agent did not connect again")
 	}
@@ -165,9 +171,14 @@ func TestKubeAgentIdleSignalsLabels(t *testing.T) {
 	if after := a.Stats(); after.StatusWrites != before.StatusWrites || len(sd.Log()) != 0 {
 		t.Errorf("a new connection: stats %+v, then %+v, systemd calls %q; want a sync that changes nothing", before, after, sd.Log())
 	}
+}
 
-	// Deselected, and the removal approved as the controller does: pruned,
-	// Removed.
+// checkSelection: deselected, and the removal approved as the controller
+// does, the node's hooks are pruned, Removed; selected again, they apply
+// again, still approved.
+func (k *idleAgent) checkSelection(nh *v1alpha1.NodeHooks, unit string) {
+	t, cl, ctx, node := k.t, k.cl, k.t.Context(), k.node
+	t.Helper()
 	node.Labels = map[string]string{"role": "infra"}
 	if err := cl.Update(ctx, node); err != nil {
 		t.Fatal(err)
@@ -176,11 +187,10 @@ func TestKubeAgentIdleSignalsLabels(t *testing.T) {
 		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"remove":true}}`))); err != nil {
 		t.Fatal(err)
 	}
-	waitPhase(v1alpha1.NodeRemoved)
-	if sd.Active(unit) {
+	waitNodeHooksPhase(t, cl, nh, v1alpha1.NodeRemoved)
+	if k.sd.Active(unit) {
 		t.Errorf("%s still active after the node left the selector", unit)
 	}
-	// Selected again: the hooks are still approved for it.
 	if err := cl.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
 		t.Fatal(err)
 	}
@@ -188,13 +198,17 @@ func TestKubeAgentIdleSignalsLabels(t *testing.T) {
 	if err := cl.Update(ctx, node); err != nil {
 		t.Fatal(err)
 	}
-	waitPhase(v1alpha1.NodeSucceeded)
-	if !sd.Active(unit) {
-		t.Errorf("%s not started again: %q", unit, sd.Log())
+	waitNodeHooksPhase(t, cl, nh, v1alpha1.NodeSucceeded)
+	if !k.sd.Active(unit) {
+		t.Errorf("%s not started again: %q", unit, k.sd.Log())
 	}
+}
 
-	// Deleted while the controller's finalizer holds it: pruned,
-	// Removed, and the object stays until the finalizer goes.
+// checkDeletion: hh deleted while the controller's finalizer holds it:
+// pruned, Removed, and the object stays until the finalizer goes.
+func (k *idleAgent) checkDeletion(hh *v1alpha1.HostHooks, nh *v1alpha1.NodeHooks, unit string) {
+	t, cl, ctx := k.t, k.cl, k.t.Context()
+	t.Helper()
 	if err := cl.Get(ctx, client.ObjectKeyFromObject(hh), hh); err != nil {
 		t.Fatal(err)
 	}
@@ -205,8 +219,8 @@ func TestKubeAgentIdleSignalsLabels(t *testing.T) {
 	if err := cl.Delete(ctx, hh); err != nil {
 		t.Fatal(err)
 	}
-	waitPhase(v1alpha1.NodeRemoved)
-	if sd.Active(unit) {
+	waitNodeHooksPhase(t, cl, nh, v1alpha1.NodeRemoved)
+	if k.sd.Active(unit) {
 		t.Errorf("%s still active after its HostHooks was deleted", unit)
 	}
 	if err := cl.Get(ctx, client.ObjectKeyFromObject(hh), hh); err != nil || hh.DeletionTimestamp == nil {
@@ -215,6 +229,39 @@ func TestKubeAgentIdleSignalsLabels(t *testing.T) {
 	hh.Finalizers = nil
 	if err := cl.Update(ctx, hh); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// createHooks creates hh and its NodeHooks for node, approved for its
+// hooks as the controller approves them, and returns the NodeHooks as
+// created.
+func createHooks(t *testing.T, cl client.Client, hh *v1alpha1.HostHooks, node string) *v1alpha1.NodeHooks {
+	t.Helper()
+	if err := cl.Create(t.Context(), hh); err != nil {
+		t.Fatal(err)
+	}
+	nh := &v1alpha1.NodeHooks{
+		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.NodeHooksName(hh.Name, node), Labels: map[string]string{
+			v1alpha1.LabelNode: v1alpha1.LabelValue(node), v1alpha1.LabelHostHooks: v1alpha1.LabelValue(hh.Name)}},
+		Spec: v1alpha1.NodeHooksSpec{NodeName: node, HostHooks: hh.Name, HooksHash: v1alpha1.HooksHash(hh.Spec.Hooks)}}
+	if err := cl.Create(t.Context(), nh); err != nil {
+		t.Fatal(err)
+	}
+	return nh
+}
+
+// waitNodeHooksPhase waits until the stored status of nh is in phase.
+func waitNodeHooksPhase(t *testing.T, cl client.Client, nh *v1alpha1.NodeHooks, phase v1alpha1.NodePhase) {
+	t.Helper()
+	var got v1alpha1.NodeHooks
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(nh), &got); err != nil {
+			return false, err
+		}
+		return got.Status.Phase == phase, nil
+	})
+	if err != nil {
+		t.Fatalf("NodeHooks not %s: %v; status %s", phase, err, statusJSON(&got))
 	}
 }
 
@@ -288,34 +335,12 @@ func TestKubeAgentApplying(t *testing.T) {
 	})
 	hh := &v1alpha1.HostHooks{ObjectMeta: metav1.ObjectMeta{Name: "slow"}, Spec: v1alpha1.HostHooksSpec{
 		Hooks: []v1alpha1.Hook{service("slow-svc")}}}
-	if err := cl.Create(ctx, hh); err != nil {
-		t.Fatal(err)
-	}
-	nh := &v1alpha1.NodeHooks{
-		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.NodeHooksName(hh.Name, node.Name), Labels: map[string]string{
-			v1alpha1.LabelNode: v1alpha1.LabelValue(node.Name), v1alpha1.LabelHostHooks: v1alpha1.LabelValue(hh.Name)}},
-		Spec: v1alpha1.NodeHooksSpec{NodeName: node.Name, HostHooks: hh.Name, HooksHash: v1alpha1.HooksHash(hh.Spec.Hooks)}}
-	if err := cl.Create(ctx, nh); err != nil {
-		t.Fatal(err)
-	}
-	phase := func(want v1alpha1.NodePhase) {
-		t.Helper()
-		var got v1alpha1.NodeHooks
-		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			if err := cl.Get(ctx, client.ObjectKeyFromObject(nh), &got); err != nil {
-				return false, err
-			}
-			return got.Status.Phase == want, nil
-		})
-		if err != nil {
-			t.Fatalf("NodeHooks not %s: %v; status %s", want, err, statusJSON(&got))
-		}
-	}
-	phase(v1alpha1.NodeApplying)
+	nh := createHooks(t, cl, hh, node.Name)
+	waitNodeHooksPhase(t, cl, nh, v1alpha1.NodeApplying)
 	if u := unitOf(t, hh, 0); sd.Active(u) {
 		t.Fatalf("%s active before its start was let through", u)
 	}
 	close(sd.gate)
 	released = true
-	phase(v1alpha1.NodeSucceeded)
+	waitNodeHooksPhase(t, cl, nh, v1alpha1.NodeSucceeded)
 }

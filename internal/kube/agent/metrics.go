@@ -141,9 +141,6 @@ func (a *Agent) Health() http.Handler {
 	return mux
 }
 
-// Metrics are the agent's metrics: Config.Metrics, or its own.
-func (a *Agent) Metrics() *Metrics { return a.cfg.Metrics }
-
 // Serve serves the agent's metrics (/metrics) on metricsAddr and its
 // probes (/healthz, /readyz) on healthAddr, both on one port when they are
 // the same, and neither where the address is "" or "0", until ctx ends.

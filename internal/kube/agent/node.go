@@ -475,51 +475,7 @@ func (n *node) applySets(ctx context.Context, sd apply.Systemd, v *view, sets []
 			o.message = msg
 		}
 	}
-	var p *apply.Plan
-	for len(sets) > 0 {
-		var err error
-		p, err = apply.NewPlanSets(ctx, sets, st, n.planOptions())
-		if err != nil {
-			for _, s := range sets {
-				fail(s.Name, "the apply could not be planned: "+err.Error())
-			}
-			return nil, false
-		}
-		if len(p.Conflicts) == 0 {
-			break
-		}
-		owners := ownerOf(sets, st)
-		drop := map[string][]string{}
-		for _, c := range p.Conflicts {
-			owner := owners[c.Unit]
-			if owner == "" {
-				// A file, directory, link or sysusers.d file: its
-				// Unit names the hook, its Path the set.
-				owner = pathOwner(sets, c.Path)
-			}
-			// Worded without hostprov apply's flags, which a
-			// HostHooks does not have: what the cluster's user can do.
-			drop[owner] = append(drop[owner], c.Text(false))
-		}
-		if msgs, ok := drop[""]; ok {
-			// A conflict of no set's: nothing can be applied.
-			for _, s := range sets {
-				fail(s.Name, "the apply has conflicts, so nothing was applied: "+strings.Join(msgs, "; "))
-			}
-			return nil, false
-		}
-		var rest []apply.SpecSet
-		for _, s := range sets {
-			if msgs, ok := drop[s.Name]; ok {
-				// Reported Failed at its hash: the node tried
-				// these hooks.
-				fail(s.Name, "not applied: "+strings.Join(msgs, "; "))
-				continue
-			}
-			rest = append(rest, s)
-		}
-		sets = rest
-	}
+	p, sets := n.planSets(ctx, sets, st, fail)
 	if len(sets) == 0 {
 		return nil, false
 	}
@@ -529,38 +485,8 @@ func (n *node) applySets(ctx context.Context, sd apply.Systemd, v *view, sets []
 	}
 	defer n.remember(v, sets)
 	owners := ownerOf(sets, st)
-	changed := map[string]bool{}
-	for _, u := range p.Units {
-		if u.Change != "none" {
-			changed[u.Unit] = true
-			if o := outcomes[v1alpha1.HostHooksOfSet(owners[u.Unit])]; o != nil {
-				o.changed = true
-			}
-		}
-	}
-	if n.applying != nil {
-		var names []string
-		for name, o := range outcomes {
-			if o.action == applySet && o.changed {
-				names = append(names, name)
-			}
-		}
-		if len(names) > 0 {
-			sort.Strings(names)
-			n.applying(names)
-		}
-	}
-	logger := apply.LoggerFunc(func(ev apply.Event) {
-		if ev.Action == apply.EvUnchanged {
-			return
-		}
-		if ev.Error != "" {
-			n.log.Warn(ev.Text(), "error", ev.Error)
-			return
-		}
-		n.log.Info(ev.Text())
-	})
-	res, err := apply.Execute(ctx, p, sd, logger)
+	changed := n.changedUnits(p, owners, outcomes)
+	res, err := apply.Execute(ctx, p, sd, n.eventLogger())
 	if err == nil {
 		return changed, retry
 	}
@@ -587,6 +513,99 @@ func (n *node) applySets(ctx context.Context, sd apply.Systemd, v *view, sets []
 		}
 	}
 	return changed, retry
+}
+
+// planSets plans the apply of sets, leaving out each set that has a
+// conflict, with fail telling why, and planning the rest again. It
+// returns the plan and the sets it is of; no sets when nothing can be
+// applied.
+func (n *node) planSets(ctx context.Context, sets []apply.SpecSet, st *apply.State, fail func(set, msg string)) (*apply.Plan, []apply.SpecSet) {
+	for len(sets) > 0 {
+		p, err := apply.NewPlanSets(ctx, sets, st, n.planOptions())
+		if err != nil {
+			for _, s := range sets {
+				fail(s.Name, "the apply could not be planned: "+err.Error())
+			}
+			return nil, nil
+		}
+		if len(p.Conflicts) == 0 {
+			return p, sets
+		}
+		owners := ownerOf(sets, st)
+		drop := map[string][]string{}
+		for _, c := range p.Conflicts {
+			owner := owners[c.Unit]
+			if owner == "" {
+				// A file, directory, link or sysusers.d file: its
+				// Unit names the hook, its Path the set.
+				owner = pathOwner(sets, c.Path)
+			}
+			// Worded without hostprov apply's flags, which a
+			// HostHooks does not have: what the cluster's user can do.
+			drop[owner] = append(drop[owner], c.Text(false))
+		}
+		if msgs, ok := drop[""]; ok {
+			// A conflict of no set's: nothing can be applied.
+			for _, s := range sets {
+				fail(s.Name, "the apply has conflicts, so nothing was applied: "+strings.Join(msgs, "; "))
+			}
+			return nil, nil
+		}
+		var rest []apply.SpecSet
+		for _, s := range sets {
+			if msgs, ok := drop[s.Name]; ok {
+				// Reported Failed at its hash: the node tried
+				// these hooks.
+				fail(s.Name, "not applied: "+strings.Join(msgs, "; "))
+				continue
+			}
+			rest = append(rest, s)
+		}
+		sets = rest
+	}
+	return nil, nil
+}
+
+// changedUnits is the units p changes. It marks the outcome of each set
+// they are of (by owners) changed, and tells n.applying the HostHooks
+// whose hooks are about to be applied.
+func (n *node) changedUnits(p *apply.Plan, owners map[string]string, outcomes map[string]*outcome) map[string]bool {
+	changed := map[string]bool{}
+	for _, u := range p.Units {
+		if u.Change != "none" {
+			changed[u.Unit] = true
+			if o := outcomes[v1alpha1.HostHooksOfSet(owners[u.Unit])]; o != nil {
+				o.changed = true
+			}
+		}
+	}
+	if n.applying != nil {
+		var names []string
+		for name, o := range outcomes {
+			if o.action == applySet && o.changed {
+				names = append(names, name)
+			}
+		}
+		if len(names) > 0 {
+			sort.Strings(names)
+			n.applying(names)
+		}
+	}
+	return changed
+}
+
+// eventLogger logs the apply's events but the units it left unchanged.
+func (n *node) eventLogger() apply.Logger {
+	return apply.LoggerFunc(func(ev apply.Event) {
+		if ev.Action == apply.EvUnchanged {
+			return
+		}
+		if ev.Error != "" {
+			n.log.Warn(ev.Text(), "error", ev.Error)
+			return
+		}
+		n.log.Info(ev.Text())
+	})
 }
 
 // onlyStartFailures reports whether every failed action of the apply is a

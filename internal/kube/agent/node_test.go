@@ -101,6 +101,25 @@ func (f *fakeNode) state() *apply.State {
 	return st
 }
 
+// applyOwnSpec applies a spec of the node's own, as hostprov apply does:
+// the file, as the set named set, with one hook named hook that sleeps.
+// It returns the spec's units.
+func (f *fakeNode) applyOwnSpec(file, set, hook string) []compile.Unit {
+	f.t.Helper()
+	own, diags := compile.Build(file, []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n  - name: "+hook+"\n    exec: [/bin/sleep, infinity]\n"))
+	if diags.HasErrors(false) {
+		f.t.Fatal(diags)
+	}
+	p, err := apply.NewPlanSets(context.Background(), []apply.SpecSet{{Name: set, Units: own, HookNames: []string{hook}}}, f.state(), f.n.opts)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := apply.Execute(context.Background(), p, f.sd, nil); err != nil {
+		f.t.Fatal(err)
+	}
+	return own
+}
+
 func (f *fakeNode) setsInState() []string {
 	var out []string
 	for _, u := range f.state().Units {
@@ -477,17 +496,7 @@ func (*startError) Error() string { return "job failed: exit-code" }
 // others are.
 func TestConflictKeepsOnlyItsSet(t *testing.T) {
 	f := newFakeNode(t)
-	own, diags := compile.Build("hooks.d/local.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n  - name: shared\n    exec: [/bin/sleep, infinity]\n"))
-	if diags.HasErrors(false) {
-		t.Fatal(diags)
-	}
-	p, err := apply.NewPlanSets(context.Background(), []apply.SpecSet{{Name: "local", Units: own, HookNames: []string{"shared"}}}, f.state(), f.n.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := apply.Execute(context.Background(), p, f.sd, nil); err != nil {
-		t.Fatal(err)
-	}
+	f.applyOwnSpec("hooks.d/local.yaml", "local", "shared")
 	clash := hostHooks("clash", nil, service("shared"))
 	fine := hostHooks("fine", nil, service("fine-svc"))
 	got := f.sync(f.view(labels.Set{}, []*v1alpha1.HostHooks{clash, fine}, []*v1alpha1.NodeHooks{nodeHooks(clash, true), nodeHooks(fine, true)}))
@@ -499,27 +508,6 @@ func TestConflictKeepsOnlyItsSet(t *testing.T) {
 	}
 	if want := []string{"hosthooks.fine", "local"}; !slices.Equal(f.setsInState(), want) {
 		t.Errorf("sets %q, want %q", f.setsInState(), want)
-	}
-}
-
-// A set whose HostHooks is gone but whose units could not be removed yet
-// is Failed, with its units, the message of the prune, and its hash kept:
-// never Removed while the node still has them.
-func TestStatusPruneNotDone(t *testing.T) {
-	nh := nodeHooks(hostHooks("gone", nil, service("a")), true)
-	nh.Status = v1alpha1.NodeHooksStatus{Phase: v1alpha1.NodeSucceeded, AppliedHash: nh.Spec.HooksHash}
-	reports := []apply.UnitReport{
-		{Unit: "b.service", Hook: "b", Set: "hosthooks.gone", ActiveState: "active"},
-		{Unit: "a.service", Hook: "a", Set: "hosthooks.gone", ActiveState: "failed", Result: "exit-code", ExecMainCode: apply.CLDExited, ExecMainStatus: 2},
-		{Unit: "other.service", Set: "local", ActiveState: "failed"},
-	}
-	st := status(nh, nil, &outcome{action: prune, message: "its units could not be removed: stop a.service: boom"}, reports, time.Now())
-	if st.Phase != v1alpha1.NodeFailed || st.AppliedHash != nh.Spec.HooksHash || !strings.Contains(st.Message, "boom") || len(st.Hooks) != 2 ||
-		st.Hooks[0].Unit != "a.service" || st.Hooks[0].ExitCode == nil || *st.Hooks[0].ExitCode != 2 || st.Hooks[1].Unit != "b.service" {
-		t.Errorf("status %+v; want Failed at the old hash with the prune's message and its two units, a first", st)
-	}
-	if st.AppliedAt != nil {
-		t.Errorf("appliedAt %v: nothing happened to the set", st.AppliedAt)
 	}
 }
 
@@ -618,17 +606,7 @@ func writeNodeFile(t *testing.T, path, data string) {
 // reports it. The agent's own sets are recorded as its own in the state.
 func TestNodeSetOfAgentNameNotPruned(t *testing.T) {
 	f := newFakeNode(t)
-	own, diags := compile.Build("/etc/hostprov/hooks.d/hosthooks.base.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n  - name: local\n    exec: [/bin/sleep, infinity]\n"))
-	if diags.HasErrors(false) {
-		t.Fatal(diags)
-	}
-	p, err := apply.NewPlanSets(context.Background(), []apply.SpecSet{{Name: "hosthooks.base", Units: own, HookNames: []string{"local"}}}, f.state(), f.n.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := apply.Execute(context.Background(), p, f.sd, nil); err != nil {
-		t.Fatal(err)
-	}
+	own := f.applyOwnSpec("/etc/hostprov/hooks.d/hosthooks.base.yaml", "hosthooks.base", "local")
 	other := hostHooks("other", nil, service("other-svc"))
 	f.sync(f.view(labels.Set{"role": "worker"}, []*v1alpha1.HostHooks{other}, []*v1alpha1.NodeHooks{nodeHooks(other, true)}))
 	if want := []string{"hosthooks.base", "hosthooks.other"}; !slices.Equal(f.setsInState(), want) {

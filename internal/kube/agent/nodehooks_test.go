@@ -101,13 +101,6 @@ func TestKubeAgentWatchesNodeHooksByName(t *testing.T) {
 		}
 		return nh
 	}
-	phase := func(nh *v1alpha1.NodeHooks) v1alpha1.NodePhase {
-		var got v1alpha1.NodeHooks
-		if err := cl.Get(ctx, client.ObjectKeyFromObject(nh), &got); err != nil {
-			t.Fatal(err)
-		}
-		return got.Status.Phase
-	}
 	var want []string // the names the agent may read
 	for _, name := range []string{"web", "db"} {
 		hh := &v1alpha1.HostHooks{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.HostHooksSpec{
@@ -121,12 +114,12 @@ func TestKubeAgentWatchesNodeHooksByName(t *testing.T) {
 		nh := approve(hh, v1alpha1.NodeHooksName(hh.Name, node.Name))
 		want = append(want, nh.Name)
 		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-			return phase(nh) == v1alpha1.NodeSucceeded, nil
+			return phaseOf(t, cl, nh) == v1alpha1.NodeSucceeded, nil
 		})
 		if err != nil {
-			t.Fatalf("the NodeHooks of %s: phase %q, want Succeeded", name, phase(nh))
+			t.Fatalf("the NodeHooks of %s: phase %q, want Succeeded", name, phaseOf(t, cl, nh))
 		}
-		if p := phase(other); p != "" {
+		if p := phaseOf(t, cl, other); p != "" {
 			t.Errorf("the NodeHooks of %s under another name: phase %q, want none written", name, p)
 		}
 	}
@@ -188,22 +181,6 @@ func TestKubeAgentSpreadsNewWatches(t *testing.T) {
 		}
 		return hh, nh
 	}
-	phase := func(nh *v1alpha1.NodeHooks) v1alpha1.NodePhase {
-		var got v1alpha1.NodeHooks
-		if err := cl.Get(ctx, client.ObjectKeyFromObject(nh), &got); err != nil {
-			t.Fatal(err)
-		}
-		return got.Status.Phase
-	}
-	waitPhase := func(nh *v1alpha1.NodeHooks, want v1alpha1.NodePhase) {
-		t.Helper()
-		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-			return phase(nh) == want, nil
-		})
-		if err != nil {
-			t.Fatalf("NodeHooks %s: phase %q, want %q", nh.Name, phase(nh), want)
-		}
-	}
 	readOf := func(name string) bool {
 		for _, q := range reads.all() {
 			if q.Get("fieldSelector") == "metadata.name="+name {
@@ -231,7 +208,7 @@ func TestKubeAgentSpreadsNewWatches(t *testing.T) {
 		return window
 	}
 	runAgent(t, a)
-	waitPhase(first, v1alpha1.NodeSucceeded)
+	waitNodeHooksPhase(t, cl, first, v1alpha1.NodeSucceeded)
 	select {
 	case w := <-windows:
 		t.Fatalf("the watch of a HostHooks found at the start waited (a window of %s)", w)
@@ -257,10 +234,20 @@ func TestKubeAgentSpreadsNewWatches(t *testing.T) {
 	if readOf(late.Name) || readOf(other.Name) {
 		t.Errorf("the NodeHooks of a new HostHooks read before its moment in the spread")
 	}
-	if p := phase(late); p != "" {
+	if p := phaseOf(t, cl, late); p != "" {
 		t.Errorf("the NodeHooks of a new HostHooks: phase %q before its watch started, want none", p)
 	}
-	if p := phase(first); p != v1alpha1.NodeSucceeded {
+	if p := phaseOf(t, cl, first); p != v1alpha1.NodeSucceeded {
 		t.Errorf("the NodeHooks found at the start: phase %q, want it left Succeeded", p)
 	}
+}
+
+// phaseOf is the phase of the stored status of nh.
+func phaseOf(t *testing.T, cl client.Client, nh *v1alpha1.NodeHooks) v1alpha1.NodePhase {
+	t.Helper()
+	var got v1alpha1.NodeHooks
+	if err := cl.Get(t.Context(), client.ObjectKeyFromObject(nh), &got); err != nil {
+		t.Fatal(err)
+	}
+	return got.Status.Phase
 }

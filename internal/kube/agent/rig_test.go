@@ -62,27 +62,11 @@ func newRigCluster(t *testing.T) *rigCluster {
 	return k
 }
 
-// logWriter sends the agent's log to the test's, until the test ends.
-type logWriter struct {
-	mu   sync.Mutex
-	t    *testing.T
-	done bool
-}
-
-func (w *logWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimRight(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
 // startAgent runs an agent for the node and returns it with the function
 // that stops it and waits for its end (also called when the test ends).
 func (k *rigCluster) startAgent() (*Agent, func()) {
 	k.t.Helper()
-	lw := &logWriter{t: k.t}
+	lw := kubetest.NewLogWriter(k.t, "")
 	connect := k.connect
 	if connect == nil {
 		connect = func(ctx context.Context) (*Systemd, error) {
@@ -112,9 +96,7 @@ func (k *rigCluster) startAgent() (*Agent, func()) {
 			case <-time.After(30 * time.Second):
 				k.t.Error("the agent did not end within 30s of its context")
 			}
-			lw.mu.Lock()
-			lw.done = true
-			lw.mu.Unlock()
+			lw.Stop()
 		})
 	}
 	k.t.Cleanup(stop)
@@ -222,10 +204,40 @@ func findHook(nh *v1alpha1.NodeHooks, name string) *v1alpha1.HookResult {
 func TestRigAgentLifecycle(t *testing.T) {
 	t.Parallel()
 	k := newRigCluster(t)
-	ctx := t.Context()
+	own := k.applyOwnSpec()
 
-	// The node's own spec, as hostprov apply -d /etc/hostprov/hooks.d
-	// installs it.
+	prepare := v1alpha1.Hook{Name: "prepare", Steps: []v1alpha1.Step{
+		{Name: "mark", Sh: "echo run >> /var/lib/prepare-runs"},
+		{Name: "check", Run: []string{"/bin/true"}},
+	}}
+	daemon := v1alpha1.Hook{Name: "daemon", Exec: []string{"/bin/sleep", "infinity"}}
+	hh := &v1alpha1.HostHooks{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: v1alpha1.HostHooksSpec{
+		NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "worker"}},
+		Hooks:        []v1alpha1.Hook{prepare, daemon}}}
+	nh := k.approve(hh)
+	a, stop := k.startAgent()
+
+	hash := nh.Spec.HooksHash
+	got := k.waitFor(nh.Name, "Succeeded", func(nh *v1alpha1.NodeHooks) bool {
+		return nh.Status.Phase == v1alpha1.NodeSucceeded && nh.Status.AppliedHash == hash
+	})
+	k.checkSucceeded(got)
+	k.checkLateFailure(a, hh, prepare, daemon)
+	nh, before := k.checkFailedStep(hh, prepare, daemon)
+
+	// A new agent: no change on the node, nothing run again (the failed
+	// hook included), no status written.
+	stop()
+	a, _ = k.startAgent()
+	k.checkRestartIdle(a, nh, before)
+	k.checkDeleted(hh, nh, own)
+}
+
+// applyOwnSpec applies the node's own spec, as hostprov apply -d
+// /etc/hostprov/hooks.d installs it, and returns its units.
+func (k *rigCluster) applyOwnSpec() []compile.Unit {
+	t, ctx := k.t, k.t.Context()
+	t.Helper()
 	own, diags := compile.Build("hooks.d/local.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n"+
 		"  - name: local\n    steps:\n      - name: mark\n        sh: echo run >> /var/lib/local-runs\n"))
 	if diags.HasErrors(false) {
@@ -245,22 +257,15 @@ func TestRigAgentLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Close()
+	return own
+}
 
-	prepare := v1alpha1.Hook{Name: "prepare", Steps: []v1alpha1.Step{
-		{Name: "mark", Sh: "echo run >> /var/lib/prepare-runs"},
-		{Name: "check", Run: []string{"/bin/true"}},
-	}}
-	daemon := v1alpha1.Hook{Name: "daemon", Exec: []string{"/bin/sleep", "infinity"}}
-	hh := &v1alpha1.HostHooks{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: v1alpha1.HostHooksSpec{
-		NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "worker"}},
-		Hooks:        []v1alpha1.Hook{prepare, daemon}}}
-	nh := k.approve(hh)
-	a, stop := k.startAgent()
-
-	hash := nh.Spec.HooksHash
-	got := k.waitFor(nh.Name, "Succeeded", func(nh *v1alpha1.NodeHooks) bool {
-		return nh.Status.Phase == v1alpha1.NodeSucceeded && nh.Status.AppliedHash == hash
-	})
+// checkSucceeded checks the status of the first apply of
+// TestRigAgentLifecycle: prepare's two steps succeeded and ran once, and
+// daemon is active.
+func (k *rigCluster) checkSucceeded(got *v1alpha1.NodeHooks) {
+	t := k.t
+	t.Helper()
 	if p := findHook(got, "prepare"); p == nil || p.Phase != apply.PhaseSucceeded || len(p.Steps) != 2 ||
 		p.Steps[0].State != "succeeded" || p.Steps[1].State != "succeeded" || p.Steps[0].ExitCode == nil || *p.Steps[0].ExitCode != 0 ||
 		p.Steps[0].StartedAt == nil || len(p.Output) != 0 {
@@ -280,18 +285,22 @@ func TestRigAgentLifecycle(t *testing.T) {
 			t.Errorf("%s: %s, %s; want active, enabled", u, s.ActiveState, s.UnitFileState)
 		}
 	}
+}
 
-	// A hook that starts well and fails 2s later: the apply is over by
-	// then, and systemd's signals report it.
+// checkLateFailure: a hook that starts well and fails 2s later: the apply
+// is over by then, and systemd's signals report it.
+func (k *rigCluster) checkLateFailure(a *Agent, hh *v1alpha1.HostHooks, prepare, daemon v1alpha1.Hook) {
+	t := k.t
+	t.Helper()
 	late := v1alpha1.Hook{Name: "late", Type: "exec", Exec: []string{"/bin/sh", "-c", "sleep 2; echo late failure; exit 4"}}
 	hh.Spec.Hooks = []v1alpha1.Hook{prepare, daemon, late}
-	nh = k.approve(hh)
-	hash = nh.Spec.HooksHash
+	nh := k.approve(hh)
+	hash := nh.Spec.HooksHash
 	k.waitFor(nh.Name, "applied the late hook", func(nh *v1alpha1.NodeHooks) bool {
 		return nh.Status.AppliedHash == hash && findHook(nh, "late") != nil
 	})
 	syncs := a.Stats().Syncs
-	got = k.waitFor(nh.Name, "Failed by the late hook, with its output", func(nh *v1alpha1.NodeHooks) bool {
+	got := k.waitFor(nh.Name, "Failed by the late hook, with its output", func(nh *v1alpha1.NodeHooks) bool {
 		l := findHook(nh, "late")
 		return nh.Status.Phase == v1alpha1.NodeFailed && l != nil && len(l.Output) > 0
 	})
@@ -305,18 +314,23 @@ func TestRigAgentLifecycle(t *testing.T) {
 	if n := k.runs("prepare-runs"); n != 1 {
 		t.Errorf("prepare ran %d times, want 1", n)
 	}
+}
 
-	// A failing step: its exit code, its output, the steps after it not
-	// run.
+// checkFailedStep: a failing step reports its exit code and its output,
+// the steps after it not run; the late hook is pruned. It returns the
+// NodeHooks and its status.
+func (k *rigCluster) checkFailedStep(hh *v1alpha1.HostHooks, prepare, daemon v1alpha1.Hook) (*v1alpha1.NodeHooks, v1alpha1.NodeHooksStatus) {
+	t := k.t
+	t.Helper()
 	bad := v1alpha1.Hook{Name: "bad", Steps: []v1alpha1.Step{
 		{Name: "fine", Run: []string{"/bin/true"}},
 		{Name: "broken", Sh: "echo bad-step-output >&2; echo run >> /var/lib/bad-runs; exit 3"},
 		{Name: "never", Run: []string{"/bin/true"}},
 	}}
 	hh.Spec.Hooks = []v1alpha1.Hook{prepare, daemon, bad}
-	nh = k.approve(hh)
-	hash = nh.Spec.HooksHash
-	got = k.waitFor(nh.Name, "Failed by the bad step", func(nh *v1alpha1.NodeHooks) bool {
+	nh := k.approve(hh)
+	hash := nh.Spec.HooksHash
+	got := k.waitFor(nh.Name, "Failed by the bad step", func(nh *v1alpha1.NodeHooks) bool {
 		b := findHook(nh, "bad")
 		return nh.Status.AppliedHash == hash && b != nil && b.Phase == apply.PhaseFailed
 	})
@@ -331,13 +345,16 @@ func TestRigAgentLifecycle(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(k.r.UnitDir, "late.service")); !os.IsNotExist(err) {
 		t.Errorf("late.service not pruned with its hook: %v", err)
 	}
-	before := got.Status
+	return nh, got.Status
+}
 
-	// A new agent: no change on the node, nothing run again (the failed
-	// hook included), no status written.
-	stop()
-	a, stop = k.startAgent()
-	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+// checkRestartIdle: the agent a, new, changes nothing on the node, runs
+// nothing again (the failed hook included) and writes no status, which
+// was before.
+func (k *rigCluster) checkRestartIdle(a *Agent, nh *v1alpha1.NodeHooks, before v1alpha1.NodeHooksStatus) {
+	t, ctx := k.t, k.t.Context()
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		return a.Stats().Syncs > 0, nil
 	})
 	if err != nil {
@@ -345,6 +362,7 @@ func TestRigAgentLifecycle(t *testing.T) {
 	}
 	// Long enough for a write to show, were one made.
 	time.Sleep(time.Second)
+	got := &v1alpha1.NodeHooks{}
 	if err := k.cl.Get(ctx, client.ObjectKey{Name: nh.Name}, got); err != nil {
 		t.Fatal(err)
 	}
@@ -356,14 +374,18 @@ func TestRigAgentLifecycle(t *testing.T) {
 			t.Errorf("%s: %d runs after the agent's restart, want %d", file, n, want)
 		}
 	}
+}
 
-	// The HostHooks deleted (no controller holds it with a finalizer
-	// here): its units are pruned, the NodeHooks says Removed, the
-	// node's own spec stays.
+// checkDeleted: the HostHooks hh deleted (no controller holds it with a
+// finalizer here): its units are pruned, its NodeHooks nh says Removed,
+// the node's own spec, own, stays.
+func (k *rigCluster) checkDeleted(hh *v1alpha1.HostHooks, nh *v1alpha1.NodeHooks, own []compile.Unit) {
+	t, ctx := k.t, k.t.Context()
+	t.Helper()
 	if err := k.cl.Delete(ctx, hh); err != nil {
 		t.Fatal(err)
 	}
-	got = k.waitFor(nh.Name, "Removed", func(nh *v1alpha1.NodeHooks) bool { return nh.Status.Phase == v1alpha1.NodeRemoved })
+	got := k.waitFor(nh.Name, "Removed", func(nh *v1alpha1.NodeHooks) bool { return nh.Status.Phase == v1alpha1.NodeRemoved })
 	if got.Status.AppliedHash != "" || len(got.Status.Hooks) != 0 {
 		t.Errorf("removed: %s", statusJSON(got))
 	}
@@ -378,7 +400,7 @@ func TestRigAgentLifecycle(t *testing.T) {
 	if s := k.unitStatus(own[0].Name); s.ActiveState != "active" {
 		t.Errorf("the node's own %s: %s; want active, untouched", own[0].Name, s.ActiveState)
 	}
-	st, err = apply.LoadState(apply.StatePath(opts.StateDirPath()))
+	st, err := apply.LoadState(apply.StatePath(apply.Options{Root: k.r.Root}.StateDirPath()))
 	if err != nil {
 		t.Fatal(err)
 	}

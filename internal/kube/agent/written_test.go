@@ -122,17 +122,7 @@ func runAgent(t testing.TB, a *Agent) (stop func()) {
 // and returns the NodeHooks as created.
 func (k *writtenCluster) create(hh *v1alpha1.HostHooks) *v1alpha1.NodeHooks {
 	k.t.Helper()
-	if err := k.cl.Create(k.t.Context(), hh); err != nil {
-		k.t.Fatal(err)
-	}
-	nh := &v1alpha1.NodeHooks{
-		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.NodeHooksName(hh.Name, k.node.Name), Labels: map[string]string{
-			v1alpha1.LabelNode: v1alpha1.LabelValue(k.node.Name), v1alpha1.LabelHostHooks: v1alpha1.LabelValue(hh.Name)}},
-		Spec: v1alpha1.NodeHooksSpec{NodeName: k.node.Name, HostHooks: hh.Name, HooksHash: v1alpha1.HooksHash(hh.Spec.Hooks)}}
-	if err := k.cl.Create(k.t.Context(), nh); err != nil {
-		k.t.Fatal(err)
-	}
-	return nh
+	return createHooks(k.t, k.cl, hh, k.node.Name)
 }
 
 // waitStatus waits until the stored status of nh satisfies ok.

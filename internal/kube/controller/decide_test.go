@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -9,429 +8,335 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/hostprov/hostprov/pkg/apis/hostprov/v1alpha1"
 )
 
-var (
-	t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+// workers are the labels of a worker node.
+var workers = map[string]string{"role": "worker"}
 
-	hooksA = []v1alpha1.Hook{{Name: "a", Exec: []string{"/bin/true"}}}
-	hooksB = []v1alpha1.Hook{{Name: "a", Exec: []string{"/bin/false"}}}
-	hashA  = v1alpha1.HooksHash(hooksA)
-	hashB  = v1alpha1.HooksHash(hooksB)
-)
+// decideCases are what Decide is given, and what it decides: the writes
+// and the counts of the status.
+var decideCases = []struct {
+	name  string
+	hh    *v1alpha1.HostHooks
+	nodes []Node
+	nhs   []v1alpha1.NodeHooks
 
-// hostHooks is a HostHooks "hh" with the finalizer and hooksA, changed
-// by the options.
-func hostHooks(opts ...func(*v1alpha1.HostHooks)) *v1alpha1.HostHooks {
-	hh := &v1alpha1.HostHooks{
-		ObjectMeta: metav1.ObjectMeta{Name: "hh", UID: "uid-hh", Generation: 3, Finalizers: []string{v1alpha1.Finalizer}},
-		Spec:       v1alpha1.HostHooksSpec{Hooks: hooksA},
-	}
-	for _, o := range opts {
-		o(hh)
-	}
-	return hh
-}
+	addFinalizer, removeFinalizer bool
+	create, approve, delete       []string
+	counts                        counts
+}{{
+	name:         "a new HostHooks gets its finalizer and a NodeHooks for every node; the first node is approved",
+	hh:           hostHooks(noFinalizer),
+	nodes:        nodes(3, nil),
+	addFinalizer: true,
+	create:       nhNames("n01", "n02", "n03"),
+	approve:      nhNames("n01"),
+	counts:       counts{3, 0, 0, 0, v1alpha1.PhaseProgressing},
+}, {
+	name:    "the selector picks the nodes by label",
+	hh:      hostHooks(withSelector(workers)),
+	nodes:   append(nodes(2, workers), Node{Name: "cp", Labels: map[string]string{"role": "control-plane"}}, Node{Name: "bare"}),
+	create:  nhNames("n01", "n02"),
+	approve: nhNames("n01"),
+	counts:  counts{2, 0, 0, 0, v1alpha1.PhaseProgressing},
+}, {
+	name:    "an empty selector selects every node",
+	hh:      hostHooks(withSelector(nil)),
+	nodes:   []Node{{Name: "x", Labels: workers}, {Name: "y"}},
+	create:  nhNames("x", "y"),
+	approve: nhNames("x"),
+	counts:  counts{2, 0, 0, 0, v1alpha1.PhaseProgressing},
+}, {
+	name: "matchExpressions are a selector too",
+	hh: hostHooks(func(hh *v1alpha1.HostHooks) {
+		hh.Spec.NodeSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "role", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"control-plane"}}}}
+	}),
+	nodes:   []Node{{Name: "cp", Labels: map[string]string{"role": "control-plane"}}, {Name: "w", Labels: workers}, {Name: "bare"}},
+	create:  nhNames("bare", "w"),
+	approve: nhNames("bare"),
+	counts:  counts{2, 0, 0, 0, v1alpha1.PhaseProgressing},
+}, {
+	name:    "maxUnavailable as a count",
+	hh:      hostHooks(withMaxUnavailable(intstr.FromInt32(3))),
+	nodes:   nodes(5, nil),
+	create:  nhNames("n01", "n02", "n03", "n04", "n05"),
+	approve: nhNames("n01", "n02", "n03"),
+	counts:  counts{5, 0, 0, 0, v1alpha1.PhaseProgressing},
+}, {
+	name:    "maxUnavailable above the node count approves all",
+	hh:      hostHooks(withMaxUnavailable(intstr.FromInt32(10))),
+	nodes:   nodes(2, nil),
+	create:  nhNames("n01", "n02"),
+	approve: nhNames("n01", "n02"),
+	counts:  counts{2, 0, 0, 0, v1alpha1.PhaseProgressing},
+}, {
+	name:    "maxUnavailable as a percentage rounds down: 25% of 10 is 2",
+	hh:      hostHooks(withMaxUnavailable(intstr.FromString("25%"))),
+	nodes:   nodes(10, nil),
+	create:  nhNames("n01", "n02", "n03", "n04", "n05", "n06", "n07", "n08", "n09", "n10"),
+	approve: nhNames("n01", "n02"),
+	counts:  counts{10, 0, 0, 0, v1alpha1.PhaseProgressing},
+}, {
+	name:    "maxUnavailable as a percentage is at least 1: 5% of 10",
+	hh:      hostHooks(withMaxUnavailable(intstr.FromString("5%"))),
+	nodes:   nodes(10, nil),
+	create:  nhNames("n01", "n02", "n03", "n04", "n05", "n06", "n07", "n08", "n09", "n10"),
+	approve: nhNames("n01"),
+	counts:  counts{10, 0, 0, 0, v1alpha1.PhaseProgressing},
+}, {
+	name:    "maxUnavailable 100% approves every node at once",
+	hh:      hostHooks(withMaxUnavailable(intstr.FromString("100%"))),
+	nodes:   nodes(3, nil),
+	create:  nhNames("n01", "n02", "n03"),
+	approve: nhNames("n01", "n02", "n03"),
+	counts:  counts{3, 0, 0, 0, v1alpha1.PhaseProgressing},
+}, {
+	name:    "maxUnavailable as a percentage of the matched nodes only: 50% of 2",
+	hh:      hostHooks(withSelector(workers), withMaxUnavailable(intstr.FromString("50%"))),
+	nodes:   append(nodes(2, workers), Node{Name: "o1"}, Node{Name: "o2"}, Node{Name: "o3"}, Node{Name: "o4"}),
+	create:  nhNames("n01", "n02"),
+	approve: nhNames("n01"),
+	counts:  counts{2, 0, 0, 0, v1alpha1.PhaseProgressing},
+}, {
+	name:  "an approved node that has not applied yet is unavailable: nothing more is approved",
+	nodes: nodes(3, nil),
+	nhs: []v1alpha1.NodeHooks{
+		nodeHooks("n01", hashA, "", ""),
+		nodeHooks("n02", "", "", v1alpha1.NodePending),
+		nodeHooks("n03", "", "", ""),
+	},
+	counts: counts{3, 0, 0, 0, v1alpha1.PhaseProgressing},
+}, {
+	name:  "a node applying the current hooks is unavailable",
+	nodes: nodes(2, nil),
+	nhs: []v1alpha1.NodeHooks{
+		nodeHooks("n01", hashA, hashA, v1alpha1.NodeApplying),
+		nodeHooks("n02", "", "", ""),
+	},
+	counts: counts{2, 1, 0, 0, v1alpha1.PhaseProgressing},
+}, {
+	name:  "once the approved node succeeded, the next one in name order is approved",
+	nodes: nodes(3, nil),
+	nhs: []v1alpha1.NodeHooks{
+		nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded),
+		nodeHooks("n03", "", "", ""),
+		nodeHooks("n02", "", "", ""),
+	},
+	approve: nhNames("n02"),
+	counts:  counts{3, 1, 1, 0, v1alpha1.PhaseProgressing},
+}, {
+	name:   "every node succeeded: complete, nothing to do",
+	nodes:  nodes(2, nil),
+	nhs:    []v1alpha1.NodeHooks{nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded), nodeHooks("n02", hashA, hashA, v1alpha1.NodeSucceeded)},
+	counts: counts{2, 2, 2, 0, v1alpha1.PhaseComplete},
+}, {
+	name:   "no node matched: complete",
+	hh:     hostHooks(withSelector(workers)),
+	nodes:  nodes(2, nil),
+	counts: counts{0, 0, 0, 0, v1alpha1.PhaseComplete},
+}, {
+	name:  "a failed node stops the rollout at the default threshold of 0",
+	hh:    hostHooks(withMaxUnavailable(intstr.FromInt32(2))),
+	nodes: nodes(3, nil),
+	nhs: []v1alpha1.NodeHooks{
+		nodeHooks("n01", hashA, hashA, v1alpha1.NodeFailed),
+		nodeHooks("n02", "", "", ""),
+		nodeHooks("n03", "", "", ""),
+	},
+	counts: counts{3, 1, 0, 1, v1alpha1.PhaseDegraded},
+}, {
+	name:  "failures up to the threshold go on, a failed node being done, not unavailable",
+	hh:    hostHooks(withMaxUnavailable(intstr.FromInt32(2)), withThreshold(1)),
+	nodes: nodes(4, nil),
+	nhs: []v1alpha1.NodeHooks{
+		nodeHooks("n01", hashA, hashA, v1alpha1.NodeFailed),
+		nodeHooks("n02", "", "", ""),
+		nodeHooks("n03", "", "", ""),
+		nodeHooks("n04", "", "", ""),
+	},
+	approve: nhNames("n02", "n03"),
+	counts:  counts{4, 1, 0, 1, v1alpha1.PhaseProgressing},
+}, {
+	name:  "more failures than the threshold stop it",
+	hh:    hostHooks(withMaxUnavailable(intstr.FromInt32(5)), withThreshold(1)),
+	nodes: nodes(4, nil),
+	nhs: []v1alpha1.NodeHooks{
+		nodeHooks("n01", hashA, hashA, v1alpha1.NodeFailed),
+		nodeHooks("n02", hashA, hashA, v1alpha1.NodeFailed),
+		nodeHooks("n03", "", "", ""),
+		nodeHooks("n04", "", "", ""),
+	},
+	counts: counts{4, 2, 0, 2, v1alpha1.PhaseDegraded},
+}, {
+	name:  "a failure of earlier hooks does not count against the current ones",
+	hh:    hostHooks(withHooks(hooksB)),
+	nodes: nodes(2, nil),
+	nhs: []v1alpha1.NodeHooks{
+		nodeHooks("n01", hashA, hashA, v1alpha1.NodeFailed),
+		nodeHooks("n02", hashA, hashA, v1alpha1.NodeSucceeded),
+	},
+	approve: nhNames("n01"),
+	counts:  counts{2, 0, 0, 0, v1alpha1.PhaseProgressing},
+}, {
+	name:   "pause approves nothing",
+	hh:     hostHooks(paused),
+	nodes:  nodes(2, nil),
+	nhs:    []v1alpha1.NodeHooks{nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded)},
+	create: nhNames("n02"),
+	counts: counts{2, 1, 1, 0, v1alpha1.PhasePaused},
+}, {
+	name:   "paused and complete is complete",
+	hh:     hostHooks(paused),
+	nodes:  nodes(1, nil),
+	nhs:    []v1alpha1.NodeHooks{nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded)},
+	counts: counts{1, 1, 1, 0, v1alpha1.PhaseComplete},
+}, {
+	name:  "a change of hooks mid-rollout starts again from the first node; the old hooks' approvals do not count",
+	hh:    hostHooks(withHooks(hooksB)),
+	nodes: nodes(3, nil),
+	nhs: []v1alpha1.NodeHooks{
+		nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded),
+		nodeHooks("n02", hashA, "", v1alpha1.NodeApplying),
+		nodeHooks("n03", "", "", ""),
+	},
+	approve: nhNames("n01"),
+	counts:  counts{3, 0, 0, 0, v1alpha1.PhaseProgressing},
+}, {
+	name:  "a change back to hooks a node still has approves it without using up maxUnavailable",
+	hh:    hostHooks(withHooks(hooksA)),
+	nodes: nodes(3, nil),
+	nhs: []v1alpha1.NodeHooks{
+		nodeHooks("n01", hashB, hashA, v1alpha1.NodeSucceeded),
+		nodeHooks("n02", hashB, hashA, v1alpha1.NodeSucceeded),
+		nodeHooks("n03", hashB, hashB, v1alpha1.NodeSucceeded),
+	},
+	approve: nhNames("n01", "n02", "n03"),
+	counts:  counts{3, 2, 2, 0, v1alpha1.PhaseProgressing},
+}, {
+	name:  "a node joining the selector gets a NodeHooks and waits its turn",
+	hh:    hostHooks(withSelector(workers)),
+	nodes: nodes(3, workers),
+	nhs: []v1alpha1.NodeHooks{
+		nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded),
+		nodeHooks("n03", hashA, hashA, v1alpha1.NodeApplying),
+	},
+	create: nhNames("n02"),
+	counts: counts{3, 2, 1, 0, v1alpha1.PhaseProgressing},
+}, {
+	name:  "a node leaving the selector is kept until its agent removed the hooks",
+	hh:    hostHooks(withSelector(workers)),
+	nodes: append(nodes(1, workers), Node{Name: "n02"}, Node{Name: "n03"}, Node{Name: "n04"}),
+	nhs: []v1alpha1.NodeHooks{
+		nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded),
+		nodeHooks("n02", hashA, hashA, v1alpha1.NodeSucceeded),
+		nodeHooks("n03", hashA, hashA, v1alpha1.NodeRemoved),
+		nodeHooks("n04", "", "", ""),
+	},
+	delete: nhNames("n03", "n04"),
+	counts: counts{1, 1, 1, 0, v1alpha1.PhaseComplete},
+}, {
+	name:  "the NodeHooks of a node that is gone is deleted",
+	nodes: nodes(1, nil),
+	nhs: []v1alpha1.NodeHooks{
+		nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded),
+		nodeHooks("gone", hashA, hashA, v1alpha1.NodeSucceeded),
+	},
+	delete: nhNames("gone"),
+	counts: counts{1, 1, 1, 0, v1alpha1.PhaseComplete},
+}, {
+	name:  "a node that leaves is not counted, failed or not",
+	hh:    hostHooks(withSelector(workers)),
+	nodes: append(nodes(1, workers), Node{Name: "n02"}),
+	nhs: []v1alpha1.NodeHooks{
+		nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded),
+		nodeHooks("n02", hashA, hashA, v1alpha1.NodeFailed),
+	},
+	counts: counts{1, 1, 1, 0, v1alpha1.PhaseComplete},
+}, {
+	name:  "a HostHooks being deleted approves and creates nothing and keeps its finalizer while a node has its hooks",
+	hh:    hostHooks(deleting),
+	nodes: nodes(4, nil),
+	nhs: []v1alpha1.NodeHooks{
+		nodeHooks("n01", hashA, hashA, v1alpha1.NodeRemoved),
+		nodeHooks("n02", hashA, hashA, v1alpha1.NodeSucceeded),
+		nodeHooks("n03", "", "", ""),
+	},
+	counts: counts{4, 1, 1, 0, v1alpha1.PhaseProgressing},
+}, {
+	name:  "a HostHooks being deleted loses its finalizer once every node removed its hooks, never had them, or is gone",
+	hh:    hostHooks(deleting),
+	nodes: nodes(3, nil),
+	nhs: []v1alpha1.NodeHooks{
+		nodeHooks("n01", hashA, hashA, v1alpha1.NodeRemoved),
+		nodeHooks("n02", hashA, "", v1alpha1.NodeFailed),
+		nodeHooks("n03", "", "", ""),
+		nodeHooks("gone", hashA, hashA, v1alpha1.NodeSucceeded),
+	},
+	removeFinalizer: true,
+	counts:          counts{3, 0, 0, 0, v1alpha1.PhaseProgressing},
+}, {
+	name:   "a node that left the selector holds a deletion too, until it removed the hooks",
+	hh:     hostHooks(deleting, withSelector(workers)),
+	nodes:  []Node{{Name: "n01"}},
+	nhs:    []v1alpha1.NodeHooks{nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded)},
+	counts: counts{0, 0, 0, 0, v1alpha1.PhaseComplete},
+}, {
+	name:  "a NodeHooks of an earlier HostHooks of the same name is neither counted nor replaced",
+	nodes: nodes(2, nil),
+	nhs: func() []v1alpha1.NodeHooks {
+		old := nodeHooks("n01", hashA, hashA, v1alpha1.NodeFailed)
+		old.OwnerReferences[0].UID = "uid-old"
+		return []v1alpha1.NodeHooks{old}
+	}(),
+	create:  nhNames("n02"),
+	approve: nhNames("n02"),
+	counts:  counts{2, 0, 0, 0, v1alpha1.PhaseProgressing},
+}, {
+	name:  "a NodeHooks with no controller is the HostHooks' own",
+	nodes: nodes(1, nil),
+	nhs: func() []v1alpha1.NodeHooks {
+		nh := nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded)
+		nh.OwnerReferences = nil
+		return []v1alpha1.NodeHooks{nh}
+	}(),
+	counts: counts{1, 1, 1, 0, v1alpha1.PhaseComplete},
+}, {
+	name: "an invalid selector does nothing and says so",
+	hh: hostHooks(func(hh *v1alpha1.HostHooks) {
+		hh.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"bad key!": "x"}}
+	}),
+	nodes:  nodes(2, nil),
+	nhs:    []v1alpha1.NodeHooks{nodeHooks("n01", hashA, hashA, v1alpha1.NodeRemoved)},
+	counts: counts{0, 0, 0, 0, v1alpha1.PhaseDegraded},
+}, {
+	name:   "an invalid maxUnavailable approves nothing and says so",
+	hh:     hostHooks(withMaxUnavailable(intstr.FromString("many"))),
+	nodes:  nodes(1, nil),
+	create: nhNames("n01"),
+	counts: counts{1, 0, 0, 0, v1alpha1.PhaseDegraded},
+}}
 
-func withSelector(ml map[string]string) func(*v1alpha1.HostHooks) {
-	return func(hh *v1alpha1.HostHooks) { hh.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: ml} }
-}
-
-func withMaxUnavailable(v intstr.IntOrString) func(*v1alpha1.HostHooks) {
-	return func(hh *v1alpha1.HostHooks) { hh.Spec.Rollout.MaxUnavailable = &v }
-}
-
-func withThreshold(n int32) func(*v1alpha1.HostHooks) {
-	return func(hh *v1alpha1.HostHooks) { hh.Spec.Rollout.FailureThreshold = &n }
-}
-
-func withHooks(hs []v1alpha1.Hook) func(*v1alpha1.HostHooks) {
-	return func(hh *v1alpha1.HostHooks) { hh.Spec.Hooks = hs }
-}
-
-func paused(hh *v1alpha1.HostHooks) { hh.Spec.Rollout.Pause = true }
-
-func deleting(hh *v1alpha1.HostHooks) {
-	ts := metav1.NewTime(t0)
-	hh.DeletionTimestamp = &ts
-}
-
-func noFinalizer(hh *v1alpha1.HostHooks) { hh.Finalizers = nil }
-
-// nodes are nodes named n1, n2, ... with the labels, in a scrambled
-// order: Decide sorts them.
-func nodes(n int, ls map[string]string) []Node {
-	out := make([]Node, n)
-	for i := range out {
-		out[i] = Node{Name: fmt.Sprintf("n%02d", (i*7)%n+1), Labels: ls}
-	}
-	return out
-}
-
-// nodeHooks is hh's NodeHooks of node, approved for spec, having applied
-// applied with phase.
-func nodeHooks(node, spec, applied string, phase v1alpha1.NodePhase) v1alpha1.NodeHooks {
-	nh := newNodeHooks(hostHooks(), node)
-	nh.UID = types.UID("uid-" + node)
-	nh.CreationTimestamp = metav1.NewTime(t0)
-	nh.Spec.HooksHash = spec
-	nh.Status.AppliedHash = applied
-	nh.Status.Phase = phase
-	return *nh
-}
-
-func names(nhs []*v1alpha1.NodeHooks) []string {
-	var out []string
-	for _, nh := range nhs {
-		out = append(out, nh.Name)
-	}
-	return out
-}
-
-// nh is the NodeHooks name of node for "hh".
-func nh(node string) string { return v1alpha1.NodeHooksName("hh", node) }
-
-func nhNames(nodes ...string) []string {
-	var out []string
-	for _, n := range nodes {
-		out = append(out, nh(n))
-	}
-	return out
-}
-
-type counts struct {
-	Matched, Updated, Succeeded, Failed int32
-	Phase                               v1alpha1.Phase
-}
-
-func countsOf(st v1alpha1.HostHooksStatus) counts {
-	return counts{st.MatchedNodes, st.UpdatedNodes, st.SucceededNodes, st.FailedNodes, st.Phase}
+// decided is what a case of decideCases checks of a decision.
+type decided struct {
+	AddFinalizer, RemoveFinalizer bool
+	Create, Approve, Delete       []string
+	Counts                        counts
 }
 
 func TestDecide(t *testing.T) {
-	workers := map[string]string{"role": "worker"}
-	tests := []struct {
-		name  string
-		hh    *v1alpha1.HostHooks
-		nodes []Node
-		nhs   []v1alpha1.NodeHooks
-
-		addFinalizer, removeFinalizer bool
-		create, approve, delete       []string
-		counts                        counts
-	}{{
-		name:         "a new HostHooks gets its finalizer and a NodeHooks for every node; the first node is approved",
-		hh:           hostHooks(noFinalizer),
-		nodes:        nodes(3, nil),
-		addFinalizer: true,
-		create:       nhNames("n01", "n02", "n03"),
-		approve:      nhNames("n01"),
-		counts:       counts{3, 0, 0, 0, v1alpha1.PhaseProgressing},
-	}, {
-		name:    "the selector picks the nodes by label",
-		hh:      hostHooks(withSelector(workers)),
-		nodes:   append(nodes(2, workers), Node{Name: "cp", Labels: map[string]string{"role": "control-plane"}}, Node{Name: "bare"}),
-		create:  nhNames("n01", "n02"),
-		approve: nhNames("n01"),
-		counts:  counts{2, 0, 0, 0, v1alpha1.PhaseProgressing},
-	}, {
-		name:    "an empty selector selects every node",
-		hh:      hostHooks(withSelector(nil)),
-		nodes:   []Node{{Name: "x", Labels: workers}, {Name: "y"}},
-		create:  nhNames("x", "y"),
-		approve: nhNames("x"),
-		counts:  counts{2, 0, 0, 0, v1alpha1.PhaseProgressing},
-	}, {
-		name: "matchExpressions are a selector too",
-		hh: hostHooks(func(hh *v1alpha1.HostHooks) {
-			hh.Spec.NodeSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-				{Key: "role", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"control-plane"}}}}
-		}),
-		nodes:   []Node{{Name: "cp", Labels: map[string]string{"role": "control-plane"}}, {Name: "w", Labels: workers}, {Name: "bare"}},
-		create:  nhNames("bare", "w"),
-		approve: nhNames("bare"),
-		counts:  counts{2, 0, 0, 0, v1alpha1.PhaseProgressing},
-	}, {
-		name:    "maxUnavailable as a count",
-		hh:      hostHooks(withMaxUnavailable(intstr.FromInt32(3))),
-		nodes:   nodes(5, nil),
-		create:  nhNames("n01", "n02", "n03", "n04", "n05"),
-		approve: nhNames("n01", "n02", "n03"),
-		counts:  counts{5, 0, 0, 0, v1alpha1.PhaseProgressing},
-	}, {
-		name:    "maxUnavailable above the node count approves all",
-		hh:      hostHooks(withMaxUnavailable(intstr.FromInt32(10))),
-		nodes:   nodes(2, nil),
-		create:  nhNames("n01", "n02"),
-		approve: nhNames("n01", "n02"),
-		counts:  counts{2, 0, 0, 0, v1alpha1.PhaseProgressing},
-	}, {
-		name:    "maxUnavailable as a percentage rounds down: 25% of 10 is 2",
-		hh:      hostHooks(withMaxUnavailable(intstr.FromString("25%"))),
-		nodes:   nodes(10, nil),
-		create:  nhNames("n01", "n02", "n03", "n04", "n05", "n06", "n07", "n08", "n09", "n10"),
-		approve: nhNames("n01", "n02"),
-		counts:  counts{10, 0, 0, 0, v1alpha1.PhaseProgressing},
-	}, {
-		name:    "maxUnavailable as a percentage is at least 1: 5% of 10",
-		hh:      hostHooks(withMaxUnavailable(intstr.FromString("5%"))),
-		nodes:   nodes(10, nil),
-		create:  nhNames("n01", "n02", "n03", "n04", "n05", "n06", "n07", "n08", "n09", "n10"),
-		approve: nhNames("n01"),
-		counts:  counts{10, 0, 0, 0, v1alpha1.PhaseProgressing},
-	}, {
-		name:    "maxUnavailable 100% approves every node at once",
-		hh:      hostHooks(withMaxUnavailable(intstr.FromString("100%"))),
-		nodes:   nodes(3, nil),
-		create:  nhNames("n01", "n02", "n03"),
-		approve: nhNames("n01", "n02", "n03"),
-		counts:  counts{3, 0, 0, 0, v1alpha1.PhaseProgressing},
-	}, {
-		name:    "maxUnavailable as a percentage of the matched nodes only: 50% of 2",
-		hh:      hostHooks(withSelector(workers), withMaxUnavailable(intstr.FromString("50%"))),
-		nodes:   append(nodes(2, workers), Node{Name: "o1"}, Node{Name: "o2"}, Node{Name: "o3"}, Node{Name: "o4"}),
-		create:  nhNames("n01", "n02"),
-		approve: nhNames("n01"),
-		counts:  counts{2, 0, 0, 0, v1alpha1.PhaseProgressing},
-	}, {
-		name:  "an approved node that has not applied yet is unavailable: nothing more is approved",
-		nodes: nodes(3, nil),
-		nhs: []v1alpha1.NodeHooks{
-			nodeHooks("n01", hashA, "", ""),
-			nodeHooks("n02", "", "", v1alpha1.NodePending),
-			nodeHooks("n03", "", "", ""),
-		},
-		counts: counts{3, 0, 0, 0, v1alpha1.PhaseProgressing},
-	}, {
-		name:  "a node applying the current hooks is unavailable",
-		nodes: nodes(2, nil),
-		nhs: []v1alpha1.NodeHooks{
-			nodeHooks("n01", hashA, hashA, v1alpha1.NodeApplying),
-			nodeHooks("n02", "", "", ""),
-		},
-		counts: counts{2, 1, 0, 0, v1alpha1.PhaseProgressing},
-	}, {
-		name:  "once the approved node succeeded, the next one in name order is approved",
-		nodes: nodes(3, nil),
-		nhs: []v1alpha1.NodeHooks{
-			nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded),
-			nodeHooks("n03", "", "", ""),
-			nodeHooks("n02", "", "", ""),
-		},
-		approve: nhNames("n02"),
-		counts:  counts{3, 1, 1, 0, v1alpha1.PhaseProgressing},
-	}, {
-		name:   "every node succeeded: complete, nothing to do",
-		nodes:  nodes(2, nil),
-		nhs:    []v1alpha1.NodeHooks{nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded), nodeHooks("n02", hashA, hashA, v1alpha1.NodeSucceeded)},
-		counts: counts{2, 2, 2, 0, v1alpha1.PhaseComplete},
-	}, {
-		name:   "no node matched: complete",
-		hh:     hostHooks(withSelector(workers)),
-		nodes:  nodes(2, nil),
-		counts: counts{0, 0, 0, 0, v1alpha1.PhaseComplete},
-	}, {
-		name:  "a failed node stops the rollout at the default threshold of 0",
-		hh:    hostHooks(withMaxUnavailable(intstr.FromInt32(2))),
-		nodes: nodes(3, nil),
-		nhs: []v1alpha1.NodeHooks{
-			nodeHooks("n01", hashA, hashA, v1alpha1.NodeFailed),
-			nodeHooks("n02", "", "", ""),
-			nodeHooks("n03", "", "", ""),
-		},
-		counts: counts{3, 1, 0, 1, v1alpha1.PhaseDegraded},
-	}, {
-		name:  "failures up to the threshold go on, a failed node being done, not unavailable",
-		hh:    hostHooks(withMaxUnavailable(intstr.FromInt32(2)), withThreshold(1)),
-		nodes: nodes(4, nil),
-		nhs: []v1alpha1.NodeHooks{
-			nodeHooks("n01", hashA, hashA, v1alpha1.NodeFailed),
-			nodeHooks("n02", "", "", ""),
-			nodeHooks("n03", "", "", ""),
-			nodeHooks("n04", "", "", ""),
-		},
-		approve: nhNames("n02", "n03"),
-		counts:  counts{4, 1, 0, 1, v1alpha1.PhaseProgressing},
-	}, {
-		name:  "more failures than the threshold stop it",
-		hh:    hostHooks(withMaxUnavailable(intstr.FromInt32(5)), withThreshold(1)),
-		nodes: nodes(4, nil),
-		nhs: []v1alpha1.NodeHooks{
-			nodeHooks("n01", hashA, hashA, v1alpha1.NodeFailed),
-			nodeHooks("n02", hashA, hashA, v1alpha1.NodeFailed),
-			nodeHooks("n03", "", "", ""),
-			nodeHooks("n04", "", "", ""),
-		},
-		counts: counts{4, 2, 0, 2, v1alpha1.PhaseDegraded},
-	}, {
-		name:  "a failure of earlier hooks does not count against the current ones",
-		hh:    hostHooks(withHooks(hooksB)),
-		nodes: nodes(2, nil),
-		nhs: []v1alpha1.NodeHooks{
-			nodeHooks("n01", hashA, hashA, v1alpha1.NodeFailed),
-			nodeHooks("n02", hashA, hashA, v1alpha1.NodeSucceeded),
-		},
-		approve: nhNames("n01"),
-		counts:  counts{2, 0, 0, 0, v1alpha1.PhaseProgressing},
-	}, {
-		name:   "pause approves nothing",
-		hh:     hostHooks(paused),
-		nodes:  nodes(2, nil),
-		nhs:    []v1alpha1.NodeHooks{nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded)},
-		create: nhNames("n02"),
-		counts: counts{2, 1, 1, 0, v1alpha1.PhasePaused},
-	}, {
-		name:   "paused and complete is complete",
-		hh:     hostHooks(paused),
-		nodes:  nodes(1, nil),
-		nhs:    []v1alpha1.NodeHooks{nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded)},
-		counts: counts{1, 1, 1, 0, v1alpha1.PhaseComplete},
-	}, {
-		name:  "a change of hooks mid-rollout starts again from the first node; the old hooks' approvals do not count",
-		hh:    hostHooks(withHooks(hooksB)),
-		nodes: nodes(3, nil),
-		nhs: []v1alpha1.NodeHooks{
-			nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded),
-			nodeHooks("n02", hashA, "", v1alpha1.NodeApplying),
-			nodeHooks("n03", "", "", ""),
-		},
-		approve: nhNames("n01"),
-		counts:  counts{3, 0, 0, 0, v1alpha1.PhaseProgressing},
-	}, {
-		name:  "a change back to hooks a node still has approves it without using up maxUnavailable",
-		hh:    hostHooks(withHooks(hooksA)),
-		nodes: nodes(3, nil),
-		nhs: []v1alpha1.NodeHooks{
-			nodeHooks("n01", hashB, hashA, v1alpha1.NodeSucceeded),
-			nodeHooks("n02", hashB, hashA, v1alpha1.NodeSucceeded),
-			nodeHooks("n03", hashB, hashB, v1alpha1.NodeSucceeded),
-		},
-		approve: nhNames("n01", "n02", "n03"),
-		counts:  counts{3, 2, 2, 0, v1alpha1.PhaseProgressing},
-	}, {
-		name:  "a node joining the selector gets a NodeHooks and waits its turn",
-		hh:    hostHooks(withSelector(workers)),
-		nodes: nodes(3, workers),
-		nhs: []v1alpha1.NodeHooks{
-			nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded),
-			nodeHooks("n03", hashA, hashA, v1alpha1.NodeApplying),
-		},
-		create: nhNames("n02"),
-		counts: counts{3, 2, 1, 0, v1alpha1.PhaseProgressing},
-	}, {
-		name:  "a node leaving the selector is kept until its agent removed the hooks",
-		hh:    hostHooks(withSelector(workers)),
-		nodes: append(nodes(1, workers), Node{Name: "n02"}, Node{Name: "n03"}, Node{Name: "n04"}),
-		nhs: []v1alpha1.NodeHooks{
-			nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded),
-			nodeHooks("n02", hashA, hashA, v1alpha1.NodeSucceeded),
-			nodeHooks("n03", hashA, hashA, v1alpha1.NodeRemoved),
-			nodeHooks("n04", "", "", ""),
-		},
-		delete: nhNames("n03", "n04"),
-		counts: counts{1, 1, 1, 0, v1alpha1.PhaseComplete},
-	}, {
-		name:  "the NodeHooks of a node that is gone is deleted",
-		nodes: nodes(1, nil),
-		nhs: []v1alpha1.NodeHooks{
-			nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded),
-			nodeHooks("gone", hashA, hashA, v1alpha1.NodeSucceeded),
-		},
-		delete: nhNames("gone"),
-		counts: counts{1, 1, 1, 0, v1alpha1.PhaseComplete},
-	}, {
-		name:  "a node that leaves is not counted, failed or not",
-		hh:    hostHooks(withSelector(workers)),
-		nodes: append(nodes(1, workers), Node{Name: "n02"}),
-		nhs: []v1alpha1.NodeHooks{
-			nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded),
-			nodeHooks("n02", hashA, hashA, v1alpha1.NodeFailed),
-		},
-		counts: counts{1, 1, 1, 0, v1alpha1.PhaseComplete},
-	}, {
-		name:  "a HostHooks being deleted approves and creates nothing and keeps its finalizer while a node has its hooks",
-		hh:    hostHooks(deleting),
-		nodes: nodes(4, nil),
-		nhs: []v1alpha1.NodeHooks{
-			nodeHooks("n01", hashA, hashA, v1alpha1.NodeRemoved),
-			nodeHooks("n02", hashA, hashA, v1alpha1.NodeSucceeded),
-			nodeHooks("n03", "", "", ""),
-		},
-		counts: counts{4, 1, 1, 0, v1alpha1.PhaseProgressing},
-	}, {
-		name:  "a HostHooks being deleted loses its finalizer once every node removed its hooks, never had them, or is gone",
-		hh:    hostHooks(deleting),
-		nodes: nodes(3, nil),
-		nhs: []v1alpha1.NodeHooks{
-			nodeHooks("n01", hashA, hashA, v1alpha1.NodeRemoved),
-			nodeHooks("n02", hashA, "", v1alpha1.NodeFailed),
-			nodeHooks("n03", "", "", ""),
-			nodeHooks("gone", hashA, hashA, v1alpha1.NodeSucceeded),
-		},
-		removeFinalizer: true,
-		counts:          counts{3, 0, 0, 0, v1alpha1.PhaseProgressing},
-	}, {
-		name:   "a node that left the selector holds a deletion too, until it removed the hooks",
-		hh:     hostHooks(deleting, withSelector(workers)),
-		nodes:  []Node{{Name: "n01"}},
-		nhs:    []v1alpha1.NodeHooks{nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded)},
-		counts: counts{0, 0, 0, 0, v1alpha1.PhaseComplete},
-	}, {
-		name:  "a NodeHooks of an earlier HostHooks of the same name is neither counted nor replaced",
-		nodes: nodes(2, nil),
-		nhs: func() []v1alpha1.NodeHooks {
-			old := nodeHooks("n01", hashA, hashA, v1alpha1.NodeFailed)
-			old.OwnerReferences[0].UID = "uid-old"
-			return []v1alpha1.NodeHooks{old}
-		}(),
-		create:  nhNames("n02"),
-		approve: nhNames("n02"),
-		counts:  counts{2, 0, 0, 0, v1alpha1.PhaseProgressing},
-	}, {
-		name:  "a NodeHooks with no controller is the HostHooks' own",
-		nodes: nodes(1, nil),
-		nhs: func() []v1alpha1.NodeHooks {
-			nh := nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded)
-			nh.OwnerReferences = nil
-			return []v1alpha1.NodeHooks{nh}
-		}(),
-		counts: counts{1, 1, 1, 0, v1alpha1.PhaseComplete},
-	}, {
-		name: "an invalid selector does nothing and says so",
-		hh: hostHooks(func(hh *v1alpha1.HostHooks) {
-			hh.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"bad key!": "x"}}
-		}),
-		nodes:  nodes(2, nil),
-		nhs:    []v1alpha1.NodeHooks{nodeHooks("n01", hashA, hashA, v1alpha1.NodeRemoved)},
-		counts: counts{0, 0, 0, 0, v1alpha1.PhaseDegraded},
-	}, {
-		name:   "an invalid maxUnavailable approves nothing and says so",
-		hh:     hostHooks(withMaxUnavailable(intstr.FromString("many"))),
-		nodes:  nodes(1, nil),
-		create: nhNames("n01"),
-		counts: counts{1, 0, 0, 0, v1alpha1.PhaseDegraded},
-	}}
-	for _, tt := range tests {
+	for _, tt := range decideCases {
 		t.Run(tt.name, func(t *testing.T) {
 			hh := tt.hh
 			if hh == nil {
 				hh = hostHooks()
 			}
 			d := Decide(hh, tt.nodes, tt.nhs, t0)
-			got := struct {
-				AddFinalizer, RemoveFinalizer bool
-				Create, Approve, Delete       []string
-				Counts                        counts
-			}{d.AddFinalizer, d.RemoveFinalizer, names(d.Create), d.Approve, names(d.Delete), countsOf(d.Status)}
-			want := struct {
-				AddFinalizer, RemoveFinalizer bool
-				Create, Approve, Delete       []string
-				Counts                        counts
-			}{tt.addFinalizer, tt.removeFinalizer, tt.create, tt.approve, tt.delete, tt.counts}
+			got := decided{d.AddFinalizer, d.RemoveFinalizer, names(d.Create), d.Approve, names(d.Delete), countsOf(d.Status)}
+			want := decided{tt.addFinalizer, tt.removeFinalizer, tt.create, tt.approve, tt.delete, tt.counts}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("Decide (-want +got):\n%s", diff)
 			}
@@ -486,152 +391,6 @@ func TestDecideNewNodeHooks(t *testing.T) {
 	}
 	if len(d.Create[0].Labels[v1alpha1.LabelNode]) > 63 {
 		t.Errorf("node label %q is longer than a label value may be", d.Create[0].Labels[v1alpha1.LabelNode])
-	}
-}
-
-// conds is the conditions of st as type: status/reason.
-func conds(st v1alpha1.HostHooksStatus) map[string]string {
-	m := map[string]string{}
-	for _, c := range st.Conditions {
-		m[c.Type] = string(c.Status) + "/" + c.Reason
-	}
-	return m
-}
-
-func TestDecideConditions(t *testing.T) {
-	tests := []struct {
-		name  string
-		hh    *v1alpha1.HostHooks
-		nhs   []v1alpha1.NodeHooks
-		want  map[string]string
-		phase v1alpha1.Phase
-	}{{
-		name: "rolling out",
-		hh:   hostHooks(),
-		nhs:  []v1alpha1.NodeHooks{nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded)},
-		want: map[string]string{
-			"Progressing": "True/RollingOut", "Complete": "False/NodesPending",
-			"Degraded": "False/WithinFailureThreshold", "Paused": "False/NotPaused", "Stalled": "False/NotStalled",
-		},
-		phase: v1alpha1.PhaseProgressing,
-	}, {
-		name: "complete",
-		hh:   hostHooks(),
-		nhs:  []v1alpha1.NodeHooks{nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded), nodeHooks("n02", hashA, hashA, v1alpha1.NodeSucceeded)},
-		want: map[string]string{
-			"Progressing": "False/Complete", "Complete": "True/Complete",
-			"Degraded": "False/WithinFailureThreshold", "Paused": "False/NotPaused", "Stalled": "False/NotStalled",
-		},
-		phase: v1alpha1.PhaseComplete,
-	}, {
-		name: "degraded",
-		hh:   hostHooks(),
-		nhs:  []v1alpha1.NodeHooks{nodeHooks("n01", hashA, hashA, v1alpha1.NodeFailed)},
-		want: map[string]string{
-			"Progressing": "False/FailureThresholdExceeded", "Complete": "False/NodesPending",
-			"Degraded": "True/FailureThresholdExceeded", "Paused": "False/NotPaused", "Stalled": "True/FailureThresholdExceeded",
-		},
-		phase: v1alpha1.PhaseDegraded,
-	}, {
-		name: "degraded and paused is degraded",
-		hh:   hostHooks(paused),
-		nhs:  []v1alpha1.NodeHooks{nodeHooks("n01", hashA, hashA, v1alpha1.NodeFailed)},
-		want: map[string]string{
-			"Progressing": "False/FailureThresholdExceeded", "Complete": "False/NodesPending",
-			"Degraded": "True/FailureThresholdExceeded", "Paused": "True/Paused", "Stalled": "True/FailureThresholdExceeded",
-		},
-		phase: v1alpha1.PhaseDegraded,
-	}, {
-		name: "paused",
-		hh:   hostHooks(paused),
-		want: map[string]string{
-			"Progressing": "False/Paused", "Complete": "False/NodesPending",
-			"Degraded": "False/WithinFailureThreshold", "Paused": "True/Paused", "Stalled": "False/NotStalled",
-		},
-		phase: v1alpha1.PhasePaused,
-	}, {
-		name: "deleting",
-		hh:   hostHooks(deleting),
-		nhs:  []v1alpha1.NodeHooks{nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded)},
-		want: map[string]string{
-			"Progressing": "False/Deleting", "Complete": "False/NodesPending",
-			"Degraded": "False/WithinFailureThreshold", "Paused": "False/NotPaused", "Stalled": "False/NotStalled",
-		},
-		phase: v1alpha1.PhaseProgressing,
-	}, {
-		name: "invalid",
-		hh:   hostHooks(withMaxUnavailable(intstr.FromString("x%"))),
-		want: map[string]string{
-			"Progressing": "False/InvalidSpec", "Complete": "False/NodesPending",
-			"Degraded": "True/InvalidSpec", "Paused": "False/NotPaused", "Stalled": "False/NotStalled",
-		},
-		phase: v1alpha1.PhaseDegraded,
-	}}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			d := Decide(tt.hh, nodes(2, nil), tt.nhs, t0)
-			if diff := cmp.Diff(tt.want, conds(d.Status)); diff != "" {
-				t.Errorf("conditions (-want +got):\n%s", diff)
-			}
-			if d.Status.Phase != tt.phase {
-				t.Errorf("phase = %s, want %s", d.Status.Phase, tt.phase)
-			}
-			for _, c := range d.Status.Conditions {
-				if c.ObservedGeneration != tt.hh.Generation || !c.LastTransitionTime.Time.Equal(t0) || c.Message == "" {
-					t.Errorf("condition %s: observedGeneration %d, time %v, message %q; want %d, %v and a message",
-						c.Type, c.ObservedGeneration, c.LastTransitionTime, c.Message, tt.hh.Generation, t0)
-				}
-			}
-		})
-	}
-}
-
-// TestDecideStatusUnchanged: a status that is what Decide decided is not
-// written again, and a condition keeps the time it last changed at.
-func TestDecideStatusUnchanged(t *testing.T) {
-	ns := nodes(2, nil)
-	nhs := []v1alpha1.NodeHooks{nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded), nodeHooks("n02", "", "", v1alpha1.NodePending)}
-	hh := hostHooks()
-	d := Decide(hh, ns, nhs, t0)
-	if !d.StatusChanged {
-		t.Fatal("the first status is not a change")
-	}
-	hh.Status = d.Status
-	t1 := t0.Add(time.Hour)
-	if d := Decide(hh, ns, nhs, t1); d.StatusChanged {
-		t.Errorf("the same status again is a change:\n%s", cmp.Diff(hh.Status, d.Status))
-	}
-
-	// n02 is approved and succeeds: counts and Complete change; Degraded
-	// and Paused keep their times.
-	nhs[1] = nodeHooks("n02", hashA, hashA, v1alpha1.NodeSucceeded)
-	d = Decide(hh, ns, nhs, t1)
-	if !d.StatusChanged {
-		t.Fatal("a node's success is no change")
-	}
-	at := map[string]time.Time{}
-	for _, c := range d.Status.Conditions {
-		at[c.Type] = c.LastTransitionTime.Time
-	}
-	want := map[string]time.Time{"Progressing": t1, "Complete": t1, "Degraded": t0, "Paused": t0, "Stalled": t0}
-	if diff := cmp.Diff(want, at); diff != "" {
-		t.Errorf("transition times (-want +got):\n%s", diff)
-	}
-
-	// A new generation is a change of the status, if of nothing else.
-	hh.Status = d.Status
-	hh.Generation++
-	d = Decide(hh, ns, nhs, t1)
-	if !d.StatusChanged || d.Status.ObservedGeneration != hh.Generation {
-		t.Errorf("generation %d: changed %v, observedGeneration %d", hh.Generation, d.StatusChanged, d.Status.ObservedGeneration)
-	}
-
-	// Conditions of others are kept.
-	hh.Status = d.Status
-	hh.Status.Conditions = append(hh.Status.Conditions, metav1.Condition{Type: "Other", Status: metav1.ConditionTrue, Reason: "Mine"})
-	d = Decide(hh, ns, nhs, t1)
-	if d.StatusChanged || conds(d.Status)["Other"] != "True/Mine" {
-		t.Errorf("another's condition: changed %v, conditions %v", d.StatusChanged, conds(d.Status))
 	}
 }
 
@@ -721,204 +480,6 @@ func TestDecideRollout(t *testing.T) {
 	}
 }
 
-// ago is a time d before t0.
-func ago(d time.Duration) metav1.Time { return metav1.NewTime(t0.Add(-d)) }
-
-// TestDecideStall: a rollout stalls neither on a failure within the
-// failure threshold, nor on a node with no agent without naming it, and
-// its phase agrees with its conditions once every node applied.
-func TestDecideStall(t *testing.T) {
-	t.Run("a failure within the threshold takes no slot of maxUnavailable", func(t *testing.T) {
-		hh := hostHooks(withMaxUnavailable(intstr.FromInt32(1)), withThreshold(5))
-		nhs := []v1alpha1.NodeHooks{
-			nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded),
-			nodeHooks("n02", hashA, hashA, v1alpha1.NodeFailed),
-			nodeHooks("n03", "", "", v1alpha1.NodePending),
-		}
-		d := Decide(hh, nodes(3, nil), nhs, t0)
-		if diff := cmp.Diff(nhNames("n03"), d.Approve); diff != "" {
-			t.Errorf("approved (-want +got):\n%s", diff)
-		}
-		if got := conds(d.Status)["Progressing"]; got != "True/RollingOut" {
-			t.Errorf("Progressing %s, want True/RollingOut", got)
-		}
-	})
-	t.Run("every node applied, failures within the threshold: the phase says what the condition says", func(t *testing.T) {
-		hh := hostHooks(withThreshold(5))
-		nhs := []v1alpha1.NodeHooks{
-			nodeHooks("n01", hashA, hashA, v1alpha1.NodeSucceeded),
-			nodeHooks("n02", hashA, hashA, v1alpha1.NodeFailed),
-			nodeHooks("n03", hashA, hashA, v1alpha1.NodeSucceeded),
-		}
-		d := Decide(hh, nodes(3, nil), nhs, t0)
-		if got := countsOf(d.Status); got != (counts{3, 3, 2, 1, v1alpha1.Phase("FinishedWithFailures")}) {
-			t.Errorf("status %+v, want phase FinishedWithFailures", got)
-		}
-		if got := conds(d.Status)["Progressing"]; got != "False/FinishedWithFailures" {
-			t.Errorf("Progressing %s", got)
-		}
-	})
-	t.Run("a node with no agent, first by name, is named once the deadline passed", func(t *testing.T) {
-		nhs := []v1alpha1.NodeHooks{
-			nodeHooks("n01", hashA, "", ""),
-			nodeHooks("n02", "", "", v1alpha1.NodePending),
-			nodeHooks("n03", "", "", v1alpha1.NodePending),
-		}
-		for i := range nhs {
-			nhs[i].CreationTimestamp = ago(11 * time.Minute)
-		}
-		d := Decide(hostHooks(), nodes(3, nil), nhs, t0)
-		var stalled *metav1.Condition
-		for i, c := range d.Status.Conditions {
-			if c.Type == "Stalled" {
-				stalled = &d.Status.Conditions[i]
-			}
-		}
-		if stalled == nil || stalled.Status != metav1.ConditionTrue || !strings.Contains(stalled.Message, "n01 (no agent") ||
-			strings.Contains(stalled.Message, "n02") {
-			t.Errorf("Stalled %+v, want True, naming n01 (no agent) only", stalled)
-		}
-		if got := conds(d.Status)["Progressing"]; got != "False/ProgressDeadlineExceeded" {
-			t.Errorf("Progressing %s", got)
-		}
-		if d.Status.Phase != v1alpha1.Phase("Stalled") {
-			t.Errorf("phase %s, want Stalled", d.Status.Phase)
-		}
-	})
-}
-
-// stalledOf is the Stalled condition of d's status, or the zero one.
-func stalledOf(d Decision) metav1.Condition {
-	for _, c := range d.Status.Conditions {
-		if c.Type == v1alpha1.ConditionStalled {
-			return c
-		}
-	}
-	return metav1.Condition{}
-}
-
-// TestDecideDeadlines: a node past its progress deadline holds the
-// rollout, and the Stalled condition says which and why; a deadline ahead
-// brings the reconcile back when it passes.
-func TestDecideDeadlines(t *testing.T) {
-	approvedAt := func(nh v1alpha1.NodeHooks, at metav1.Time) v1alpha1.NodeHooks {
-		nh.Spec.ApprovedAt = &at
-		return nh
-	}
-	tests := []struct {
-		name    string
-		hh      *v1alpha1.HostHooks
-		nhs     []v1alpha1.NodeHooks
-		stalled string // the Stalled condition's status/reason
-		names   []string
-		requeue time.Duration
-		phase   v1alpha1.Phase
-	}{{
-		name: "an approved node whose agent has not applied within the deadline",
-		nhs: []v1alpha1.NodeHooks{
-			approvedAt(nodeHooks("n01", hashA, "", v1alpha1.NodePending), ago(11*time.Minute)),
-			nodeHooks("n02", "", "", v1alpha1.NodePending),
-		},
-		stalled: "True/ProgressDeadlineExceeded",
-		names:   []string{"n01 (approved 11m0s ago and not done: Pending, the current hooks not applied)"},
-		phase:   v1alpha1.PhaseStalled,
-	}, {
-		name: "a node whose hooks still start past the deadline",
-		nhs: []v1alpha1.NodeHooks{
-			approvedAt(nodeHooks("n01", hashA, hashA, v1alpha1.NodeApplying), ago(20*time.Minute)),
-			nodeHooks("n02", "", "", v1alpha1.NodePending),
-		},
-		stalled: "True/ProgressDeadlineExceeded",
-		names:   []string{"n01 (approved 20m0s ago and not done: Applying)"},
-		phase:   v1alpha1.PhaseStalled,
-	}, {
-		name: "within the deadline: not stalled, and back when it passes",
-		nhs: []v1alpha1.NodeHooks{
-			approvedAt(nodeHooks("n01", hashA, "", v1alpha1.NodePending), ago(time.Minute)),
-			nodeHooks("n02", "", "", v1alpha1.NodePending),
-		},
-		stalled: "False/NotStalled",
-		requeue: 9 * time.Minute,
-		phase:   v1alpha1.PhaseProgressing,
-	}, {
-		name: "progressDeadlineSeconds sets the deadline",
-		hh: hostHooks(func(hh *v1alpha1.HostHooks) {
-			hh.Spec.Rollout.ProgressDeadlineSeconds = new(int32(30))
-		}),
-		nhs: []v1alpha1.NodeHooks{
-			approvedAt(nodeHooks("n01", hashA, "", v1alpha1.NodePending), ago(time.Minute)),
-			nodeHooks("n02", "", "", v1alpha1.NodePending),
-		},
-		stalled: "True/ProgressDeadlineExceeded",
-		names:   []string{"n01 (approved 1m0s ago"},
-		phase:   v1alpha1.PhaseStalled,
-	}, {
-		name: "no agent yet, within the deadline of the NodeHooks' creation",
-		nhs: func() []v1alpha1.NodeHooks {
-			nh := nodeHooks("n01", hashA, "", "")
-			nh.CreationTimestamp = ago(2 * time.Minute)
-			return []v1alpha1.NodeHooks{nh, nodeHooks("n02", "", "", v1alpha1.NodePending)}
-		}(),
-		stalled: "False/NotStalled",
-		requeue: 8 * time.Minute,
-		phase:   v1alpha1.PhaseProgressing,
-	}, {
-		name: "no agent on a node the rollout has not reached holds it too, since it cannot complete",
-		nhs: func() []v1alpha1.NodeHooks {
-			nh := nodeHooks("n02", "", "", "")
-			nh.CreationTimestamp = ago(time.Hour)
-			return []v1alpha1.NodeHooks{approvedAt(nodeHooks("n01", hashA, "", v1alpha1.NodePending), ago(time.Minute)), nh}
-		}(),
-		stalled: "True/ProgressDeadlineExceeded",
-		names:   []string{"n02 (no agent: none has reported on the node in 1h0m0s)"},
-		requeue: 9 * time.Minute,
-		phase:   v1alpha1.PhaseStalled,
-	}, {
-		name: "past the failure threshold, the failed nodes hold it",
-		nhs: []v1alpha1.NodeHooks{
-			nodeHooks("n01", hashA, hashA, v1alpha1.NodeFailed),
-			nodeHooks("n02", "", "", v1alpha1.NodePending),
-		},
-		stalled: "True/FailureThresholdExceeded",
-		names:   []string{"n01 (failed the current hooks)"},
-		phase:   v1alpha1.PhaseDegraded,
-	}, {
-		name: "a failed node within the threshold holds nothing",
-		hh:   hostHooks(withThreshold(1)),
-		nhs: []v1alpha1.NodeHooks{
-			nodeHooks("n01", hashA, hashA, v1alpha1.NodeFailed),
-			approvedAt(nodeHooks("n02", hashA, "", v1alpha1.NodePending), ago(0)),
-		},
-		stalled: "False/NotStalled",
-		requeue: 10 * time.Minute,
-		phase:   v1alpha1.PhaseProgressing,
-	}}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			hh := tt.hh
-			if hh == nil {
-				hh = hostHooks()
-			}
-			d := Decide(hh, nodes(2, nil), tt.nhs, t0)
-			c := stalledOf(d)
-			if got := string(c.Status) + "/" + c.Reason; got != tt.stalled {
-				t.Errorf("Stalled %s, want %s", got, tt.stalled)
-			}
-			for _, n := range tt.names {
-				if !strings.Contains(c.Message, n) {
-					t.Errorf("Stalled says %q, not %q", c.Message, n)
-				}
-			}
-			if d.RequeueAfter != tt.requeue {
-				t.Errorf("RequeueAfter %v, want %v", d.RequeueAfter, tt.requeue)
-			}
-			if d.Status.Phase != tt.phase {
-				t.Errorf("phase %s, want %s", d.Status.Phase, tt.phase)
-			}
-		})
-	}
-}
-
 // TestDecideNodeHooksByName: a node's NodeHooks is the one of today's
 // name, which its agent watches; one of an earlier name, which no agent
 // reads, is replaced, and is not counted.
@@ -978,31 +539,6 @@ func TestDecidePruneTimeout(t *testing.T) {
 		if len(d.Events) != 1 || d.Events[0].Type != "Warning" || d.Events[0].Reason != "Orphaned" || !strings.Contains(d.Events[0].Message, "n01, n03") {
 			t.Errorf("events %+v, want one warning naming n01 and n03", d.Events)
 		}
-	}
-}
-
-// TestDecideEvents: each transition of a condition is an Event, once.
-func TestDecideEvents(t *testing.T) {
-	ns := nodes(2, nil)
-	hh := hostHooks()
-	nhs := []v1alpha1.NodeHooks{nodeHooks("n01", "", "", v1alpha1.NodePending), nodeHooks("n02", "", "", v1alpha1.NodePending)}
-	d := Decide(hh, ns, nhs, t0)
-	if diff := cmp.Diff([]Event{{"Normal", "RollingOut", "Progressing is True: 0 of 2 matched nodes updated, 0 succeeded, 0 failed"}}, d.Events); diff != "" {
-		t.Errorf("events of a new HostHooks (-want +got):\n%s", diff)
-	}
-	hh.Status = d.Status
-	if d := Decide(hh, ns, nhs, t0); d.Events != nil {
-		t.Errorf("events with no transition: %+v", d.Events)
-	}
-	nhs[0] = nodeHooks("n01", hashA, hashA, v1alpha1.NodeFailed)
-	d = Decide(hh, ns, nhs, t0)
-	var got []string
-	for _, e := range d.Events {
-		got = append(got, e.Type+" "+e.Reason)
-	}
-	want := []string{"Warning FailureThresholdExceeded", "Warning FailureThresholdExceeded", "Warning FailureThresholdExceeded"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("events of a failure (-want +got):\n%s", diff)
 	}
 }
 

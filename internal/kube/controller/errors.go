@@ -26,83 +26,119 @@ func summarize(hh *v1alpha1.HostHooks, failed []*v1alpha1.NodeHooks) []v1alpha1.
 	if len(failed) == 0 {
 		return nil
 	}
-	type key struct{ hook, step string }
-	type acc struct {
-		sum   v1alpha1.ErrorSummary
-		nodes []string
-		at    time.Time
-		last  string // the node at at
-	}
-	byKey := make(map[key]*acc)
-	add := func(k key, node string, at time.Time, exit *int32, reason, message string) {
-		a := byKey[k]
-		if a == nil {
-			a = &acc{sum: v1alpha1.ErrorSummary{Hook: k.hook, Step: k.step}}
-			byKey[k] = a
-		}
-		a.sum.Count++
-		a.nodes = append(a.nodes, node)
-		// The latest failure wins; at one time, the last node by name,
-		// so that the same NodeHooks give the same summary.
-		if a.last == "" || at.After(a.at) || (at.Equal(a.at) && node > a.last) {
-			a.at, a.last = at, node
-			a.sum.ExitCode, a.sum.Reason, a.sum.Message = nil, reason, message
-			if exit != nil {
-				e := *exit
-				a.sum.ExitCode = &e
-			}
-		}
-	}
+	sums := make(summaries)
 	for _, nh := range failed {
-		node := nh.Spec.NodeName
-		var applied time.Time
-		if nh.Status.AppliedAt != nil {
-			applied = nh.Status.AppliedAt.Time
-		}
-		blamed := false
-		for _, hr := range nh.Status.Hooks {
-			stepFailed := false
-			for _, sr := range hr.Steps {
-				if sr.State != "failed" {
-					continue
-				}
-				at := applied
-				if sr.FinishedAt != nil {
-					at = sr.FinishedAt.Time
-				}
-				add(key{hr.Name, sr.Name}, node, at, sr.ExitCode, sr.Reason, hr.Message)
-				stepFailed = true
+		sums.addNode(nh)
+	}
+	keys := make([]summaryKey, 0, len(sums))
+	for k := range sums {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, hookOrder(hh))
+	out := make([]v1alpha1.ErrorSummary, 0, len(keys))
+	for _, k := range keys {
+		a := sums[k]
+		slices.Sort(a.nodes)
+		a.sum.Nodes = slices.Clone(a.nodes[:min(len(a.nodes), v1alpha1.MaxErrorNodes)])
+		out = append(out, a.sum)
+	}
+	return out
+}
+
+// summaryKey is where failures are summed up: a hook and one of its
+// steps, a hook with no step to blame (step empty), or the apply as a
+// whole (both empty).
+type summaryKey struct{ hook, step string }
+
+// summaries are the failures summed up so far, by where.
+type summaries map[summaryKey]*summary
+
+// summary is the failures of one summaryKey so far.
+type summary struct {
+	sum   v1alpha1.ErrorSummary
+	nodes []string
+	at    time.Time
+	last  string // the node at at
+}
+
+// addNode adds the failures of the NodeHooks nh: of each step that
+// failed, of each hook that failed with no step to blame, and of the
+// apply where nh has a message, or nothing else to show for its failure.
+func (sums summaries) addNode(nh *v1alpha1.NodeHooks) {
+	node := nh.Spec.NodeName
+	var applied time.Time
+	if nh.Status.AppliedAt != nil {
+		applied = nh.Status.AppliedAt.Time
+	}
+	blamed := false
+	for _, hr := range nh.Status.Hooks {
+		stepFailed := false
+		for _, sr := range hr.Steps {
+			if sr.State != "failed" {
+				continue
 			}
-			if hr.Phase == "failed" && !stepFailed {
-				add(key{hr.Name, ""}, node, applied, hr.ExitCode, hr.Reason, hr.Message)
-				stepFailed = true
+			at := applied
+			if sr.FinishedAt != nil {
+				at = sr.FinishedAt.Time
 			}
-			blamed = blamed || stepFailed
+			sums.add(summaryKey{hr.Name, sr.Name}, node, at, sr.ExitCode, sr.Reason, hr.Message)
+			stepFailed = true
 		}
-		if nh.Status.Message != "" || !blamed {
-			add(key{}, node, applied, nil, "", nh.Status.Message)
+		if hr.Phase == "failed" && !stepFailed {
+			sums.add(summaryKey{hr.Name, ""}, node, applied, hr.ExitCode, hr.Reason, hr.Message)
+			stepFailed = true
+		}
+		blamed = blamed || stepFailed
+	}
+	if nh.Status.Message != "" || !blamed {
+		sums.add(summaryKey{}, node, applied, nil, "", nh.Status.Message)
+	}
+}
+
+// add counts a failure at k of node at at, with its exit code, reason
+// and message.
+func (sums summaries) add(k summaryKey, node string, at time.Time, exit *int32, reason, message string) {
+	a := sums[k]
+	if a == nil {
+		a = &summary{sum: v1alpha1.ErrorSummary{Hook: k.hook, Step: k.step}}
+		sums[k] = a
+	}
+	a.sum.Count++
+	a.nodes = append(a.nodes, node)
+	// The latest failure wins; at one time, the last node by name,
+	// so that the same NodeHooks give the same summary.
+	if a.last == "" || at.After(a.at) || (at.Equal(a.at) && node > a.last) {
+		a.at, a.last = at, node
+		a.sum.ExitCode, a.sum.Reason, a.sum.Message = nil, reason, message
+		if exit != nil {
+			e := *exit
+			a.sum.ExitCode = &e
 		}
 	}
+}
 
-	// Where each hook and step is in hh, to order the summaries.
+// hookOrder compares summary keys in the order of the hooks and their
+// steps in hh, the apply's first, and the hooks and steps that hh does
+// not have after, by name.
+func hookOrder(hh *v1alpha1.HostHooks) func(a, b summaryKey) int {
 	hookAt := make(map[string]int, len(hh.Spec.Hooks))
-	stepAt := make(map[key]int)
+	stepAt := make(map[summaryKey]int)
 	for i, hk := range hh.Spec.Hooks {
 		hookAt[hk.Name] = i
 		for j, s := range hk.Steps {
-			stepAt[key{hk.Name, s.Name}] = j
+			stepAt[summaryKey{hk.Name, s.Name}] = j
 		}
 	}
-	rank := func(m map[string]int, k string, empty bool) int {
-		if empty {
+	hookRank := func(k summaryKey) int {
+		if k.hook == "" {
 			return -1
 		}
-		if i, ok := m[k]; ok {
+		if i, ok := hookAt[k.hook]; ok {
 			return i
 		}
-		return len(m) + 1 // after every known one; then by name
+		return len(hookAt) + 1 // after every known one; then by name
 	}
-	stepRank := func(k key) int {
+	stepRank := func(k summaryKey) int {
 		if k.step == "" {
 			return -1
 		}
@@ -111,24 +147,12 @@ func summarize(hh *v1alpha1.HostHooks, failed []*v1alpha1.NodeHooks) []v1alpha1.
 		}
 		return 1 << 30
 	}
-	keys := make([]key, 0, len(byKey))
-	for k := range byKey {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b key) int {
+	return func(a, b summaryKey) int {
 		return cmp.Or(
-			cmp.Compare(rank(hookAt, a.hook, a.hook == ""), rank(hookAt, b.hook, b.hook == "")),
+			cmp.Compare(hookRank(a), hookRank(b)),
 			strings.Compare(a.hook, b.hook),
 			cmp.Compare(stepRank(a), stepRank(b)),
 			strings.Compare(a.step, b.step),
 		)
-	})
-	out := make([]v1alpha1.ErrorSummary, 0, len(keys))
-	for _, k := range keys {
-		a := byKey[k]
-		slices.Sort(a.nodes)
-		a.sum.Nodes = slices.Clone(a.nodes[:min(len(a.nodes), v1alpha1.MaxErrorNodes)])
-		out = append(out, a.sum)
 	}
-	return out
 }

@@ -163,7 +163,6 @@ func (p *pool) approvedFor(hh *v1alpha1.HostHooks) []string {
 // rollout is: the second approves the node the first has taken down, with
 // no slot of its own, and waits for it.
 func TestDecidePoolSharedBudget(t *testing.T) {
-	workers := map[string]string{"role": "worker"}
 	a, b := named("a", withSelector(workers)), named("b", withSelector(workers), withHooks(hooksB))
 	p := &pool{t: t, hhs: []*v1alpha1.HostHooks{a}, nodes: nodes(3, workers), limit: 1}
 	p.decide(a)
@@ -198,7 +197,6 @@ func TestDecidePoolSharedBudget(t *testing.T) {
 // maxUnavailable: a node another HostHooks has down takes one of its
 // slots whatever the other's limit.
 func TestDecidePoolOwnLimits(t *testing.T) {
-	workers := map[string]string{"role": "worker"}
 	two := named("two", withSelector(workers), withMaxUnavailable(intstr.FromInt32(2)))
 	one := named("one", withSelector(workers), withHooks(hooksB))
 	ns := nodes(4, workers)
@@ -252,7 +250,6 @@ func TestDecidePoolOwnLimits(t *testing.T) {
 // removes them, and a node coming back with its removal approved is
 // approved again, which clears it.
 func TestDecideRelabelOutWaitsForBudget(t *testing.T) {
-	workers := map[string]string{"role": "worker"}
 	hh := hostHooks(withSelector(workers), withHooks(hooksB))
 	ns := nodes(3, workers)
 	for i := range ns {
@@ -358,7 +355,6 @@ func TestDecideRelabelAcrossPools(t *testing.T) {
 // NodeHooks, after it removed hh's hooks while it still removes another
 // HostHooks': hh's part done is no free slot while the node is down.
 func TestDecideRelabelOutCountsTillAllRemoved(t *testing.T) {
-	workers := map[string]string{"role": "worker"}
 	hh := hostHooks(withSelector(workers), withHooks(hooksB))
 	ns := nodes(3, workers)
 	ns[slices.IndexFunc(ns, func(n Node) bool { return n.Name == "n03" })] = Node{Name: "n03", Busy: []string{"other"}}

@@ -351,17 +351,138 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	var hh v1alpha1.HostHooks
 	if err := r.Client.Get(ctx, req.NamespacedName, &hh); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.mu.Lock()
-			r.setApproved(req.Name, nil)
-			delete(r.wrote, req.Name)
-			r.mu.Unlock()
-			forgetRollout(req.Name)
+			r.forget(req.Name)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	o, err := r.observe(ctx, hh.Name)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	at := r.now()
+	d := Decide(&hh, o.nodes, o.own, at)
+	// The rollout as decided, whether or not its status is written yet:
+	// a status held back by StatusInterval is no reason for stale metrics.
+	recordRollout(hh.Name, &d.Status)
+
+	if d.AddFinalizer {
+		err := r.patchFinalizers(ctx, &hh, func(hh *v1alpha1.HostHooks) {
+			hh.Finalizers = append(hh.Finalizers, v1alpha1.Finalizer)
+		})
+		if apierrors.IsConflict(err) {
+			// The cache lags: its update, on the way, brings the
+			// HostHooks back.
+			return reconcile.Result{}, nil
+		}
+		if err != nil {
+			return reconcile.Result{}, fmt.Errorf("adding the finalizer: %w", err)
+		}
+	}
+
+	w := r.newWrites(ctx, &d, o)
+	w.create(d.Create)
+	if err := w.approve(&d, hh.Name, at); err != nil {
+		return reconcile.Result{}, err
+	}
+	r.mu.Lock()
+	r.setApproved(hh.Name, w.pending)
+	r.mu.Unlock()
+	w.delete(d.Delete)
+	result, err := r.writeStatus(ctx, &hh, &d, len(o.nodes))
+	if err != nil {
+		w.errs = append(w.errs, err)
+	}
+	if d.RequeueAfter > 0 && (result.RequeueAfter == 0 || d.RequeueAfter < result.RequeueAfter) {
+		// A deadline ahead changes the decision with no event to say
+		// so: the reconcile comes back for it.
+		result.RequeueAfter = d.RequeueAfter
+	}
+	if err := errors.Join(w.errs...); err != nil {
+		return reconcile.Result{}, err
+	}
+	if d.RemoveFinalizer {
+		err := r.patchFinalizers(ctx, &hh, func(hh *v1alpha1.HostHooks) {
+			controllerutil.RemoveFinalizer(hh, v1alpha1.Finalizer)
+		})
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return reconcile.Result{}, nil
+		}
+		if err != nil {
+			return reconcile.Result{}, fmt.Errorf("removing the finalizer: %w", err)
+		}
+	}
+	return result, nil
+}
+
+// forget drops what the controller keeps of the HostHooks named hh, which
+// is gone: its pending approvals, when its status was written, and its
+// rollout's metrics.
+func (r *Reconciler) forget(hh string) {
+	r.mu.Lock()
+	r.setApproved(hh, nil)
+	delete(r.wrote, hh)
+	r.mu.Unlock()
+	forgetRollout(hh)
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// observed is what a reconcile of one HostHooks decides from.
+type observed struct {
+	// nodes is every node, each with the HostHooks it is busy with.
+	nodes []Node
+	// cached is every NodeHooks as the cache has it: the versions the
+	// server has, without the approvals the controller laid over them.
+	cached []v1alpha1.NodeHooks
+	// own is the HostHooks' NodeHooks, with its pending approvals laid
+	// over them.
+	own []v1alpha1.NodeHooks
+	// pending is the HostHooks' approvals the cache does not show yet, a
+	// copy that the reconcile may write without r.mu.
+	pending map[string]approval
+}
+
+// observe reads what a reconcile of the HostHooks named hh decides from.
+// It reads every HostHooks and NodeHooks, for the budget that HostHooks
+// over the same nodes share. Decide and BusyNodes only read what they are
+// given, so the cache's own objects do.
+func (r *Reconciler) observe(ctx context.Context, hh string) (*observed, error) {
+	nodes, err := r.listNodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var hhl v1alpha1.HostHooksList
+	if err := r.Client.List(ctx, &hhl, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing HostHooks: %w", err)
+	}
+	var all v1alpha1.NodeHooksList
+	if err := r.Client.List(ctx, &all, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing NodeHooks: %w", err)
+	}
+	viewed, pending := r.view(hh, all.Items, nodes)
+	o := &observed{nodes: nodes, cached: all.Items, pending: maps.Clone(pending)}
+	busy := BusyNodes(hhl.Items, nodes, viewed)
+	for i := range nodes {
+		nodes[i].Busy = busy[nodes[i].Name]
+	}
+	for i := range viewed {
+		if viewed[i].Spec.HostHooks == hh {
+			o.own = append(o.own, viewed[i])
+		}
+	}
+	return o, nil
+}
+
+// listNodes is every node of the cache, with why it is not ready, if so.
+func (r *Reconciler) listNodes(ctx context.Context) ([]Node, error) {
 	var nl corev1.NodeList
 	if err := r.Client.List(ctx, &nl, client.UnsafeDisableDeepCopy); err != nil {
-		return reconcile.Result{}, fmt.Errorf("listing nodes: %w", err)
+		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
 	nodes := make([]Node, len(nl.Items))
 	for i := range nl.Items {
@@ -375,220 +496,46 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			nodes[i].NotReadySince = c.LastTransitionTime.Time
 		}
 	}
-	// Every HostHooks and NodeHooks, for the budget that HostHooks over
-	// the same nodes share. Decide and BusyNodes only read what they are
-	// given, so the cache's own objects do.
-	var hhl v1alpha1.HostHooksList
-	if err := r.Client.List(ctx, &hhl, client.UnsafeDisableDeepCopy); err != nil {
-		return reconcile.Result{}, fmt.Errorf("listing HostHooks: %w", err)
-	}
-	var all v1alpha1.NodeHooksList
-	if err := r.Client.List(ctx, &all, client.UnsafeDisableDeepCopy); err != nil {
-		return reconcile.Result{}, fmt.Errorf("listing NodeHooks: %w", err)
-	}
-	viewed, pending := r.view(hh.Name, all.Items, nodes)
-	// Written below without r.mu, under r.pool.
-	pending = maps.Clone(pending)
-	busy := BusyNodes(hhl.Items, nodes, viewed)
-	for i := range nodes {
-		nodes[i].Busy = busy[nodes[i].Name]
-	}
-	var nhl v1alpha1.NodeHooksList
-	for i := range viewed {
-		if viewed[i].Spec.HostHooks == hh.Name {
-			nhl.Items = append(nhl.Items, viewed[i])
-		}
-	}
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
-	at := now()
-	d := Decide(&hh, nodes, nhl.Items, at)
-	// The rollout as decided, whether or not its status is written yet:
-	// a status held back by StatusInterval is no reason for stale metrics.
-	recordRollout(hh.Name, &d.Status)
+	return nodes, nil
+}
+
+// patchFinalizers patches the finalizers of hh as change changes them,
+// under hh's resourceVersion: others may change the same list.
+func (r *Reconciler) patchFinalizers(ctx context.Context, hh *v1alpha1.HostHooks, change func(*v1alpha1.HostHooks)) error {
+	orig := hh.DeepCopy()
+	change(hh)
+	return r.Client.Patch(ctx, hh, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+}
+
+// writeStatus writes the status d decided for hh, with its Events, unless
+// StatusInterval holds it back: then the result asks to come back when it
+// may be written. nodes is the cluster's number of nodes.
+func (r *Reconciler) writeStatus(ctx context.Context, hh *v1alpha1.HostHooks, d *Decision, nodes int) (reconcile.Result, error) {
 	var result reconcile.Result
-
-	if d.AddFinalizer {
-		orig := hh.DeepCopy()
-		hh.Finalizers = append(hh.Finalizers, v1alpha1.Finalizer)
-		if err := r.Client.Patch(ctx, &hh, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-			if apierrors.IsConflict(err) {
-				// The cache lags: its update, on the way, brings the
-				// HostHooks back.
-				return reconcile.Result{}, nil
-			}
-			return reconcile.Result{}, fmt.Errorf("adding the finalizer: %w", err)
-		}
-	}
-
-	var errs []error
-	// The version each NodeHooks to approve is at, as far as the
-	// controller knows, and whether the cache has it.
-	type known struct {
-		rv      string
-		inCache bool
-	}
-	versions := make(map[string]known, len(d.Approve)+len(d.Remove))
-	for _, name := range append(slices.Clone(d.Approve), d.Remove...) {
-		versions[name] = known{}
-	}
-	// Of the cache, not of the view: an approval laid over it is not a
-	// version the server has.
-	nodeOf := make(map[string]string, len(d.Create))
-	for i := range all.Items {
-		nh := &all.Items[i]
-		if _, ok := versions[nh.Name]; ok {
-			versions[nh.Name] = known{nh.ResourceVersion, true}
-			nodeOf[nh.Name] = nh.Spec.NodeName
-		}
-	}
-	for _, nh := range d.Create {
-		nodeOf[nh.Name] = nh.Spec.NodeName
-	}
-	for i := range nhl.Items {
-		if _, ok := nodeOf[nhl.Items[i].Name]; !ok {
-			nodeOf[nhl.Items[i].Name] = nhl.Items[i].Spec.NodeName
-		}
-	}
-	var mu sync.Mutex // guards errs and versions while the writes run
-	fail := func(err error) {
-		mu.Lock()
-		errs = append(errs, err)
-		mu.Unlock()
-	}
-	each(len(d.Create), func(i int) {
-		nh := d.Create[i]
-		err := r.Client.Create(ctx, nh)
-		if apierrors.IsAlreadyExists(err) {
-			// Mostly the cache lagging behind an earlier create; but
-			// a name is a hash apart from another node's or HostHooks'
-			// only, and a NodeHooks of theirs must not pass for this.
-			err = r.taken(ctx, nh)
-		} else if err == nil {
-			mu.Lock()
-			versions[nh.Name] = known{rv: nh.ResourceVersion}
-			mu.Unlock()
-		}
-		if err != nil {
-			fail(fmt.Errorf("creating NodeHooks %s: %w", nh.Name, err))
-		}
-	})
-	if pending == nil {
-		pending = make(map[string]approval)
-	}
-	// approve patches the NodeHooks named in names with spec and records
-	// the approvals as pending: every node of one decision may apply at
-	// once, so their approvals go out at once too.
-	approve := func(names []string, spec map[string]any, a approval) error {
-		if len(names) == 0 {
-			return nil
-		}
-		patch, err := json.Marshal(map[string]any{"spec": spec})
-		if err != nil {
-			return err
-		}
-		each(len(names), func(i int) {
-			name := names[i]
-			mu.Lock()
-			p, ok := pending[name]
-			mu.Unlock()
-			if ok && p.hash == a.hash && p.remove == a.remove {
-				return
-			}
-			nh := &v1alpha1.NodeHooks{ObjectMeta: metav1.ObjectMeta{Name: name}}
-			if err := r.Client.Patch(ctx, nh, client.RawPatch(types.MergePatchType, patch)); err != nil {
-				fail(fmt.Errorf("approving NodeHooks %s: %w", name, err))
-				return
-			}
-			mu.Lock()
-			if k := versions[name]; k.rv != "" || !k.inCache {
-				a := a
-				a.rv, a.absent, a.node = k.rv, !k.inCache, nodeOf[name]
-				pending[name] = a
-			}
-			mu.Unlock()
-		})
-		return nil
-	}
-	stamp := metav1.NewTime(at)
-	err := approve(d.Remove, map[string]any{"remove": true, "approvedAt": stamp},
-		approval{remove: true, hostHooks: hh.Name, at: stamp})
-	if err == nil {
-		err = approve(d.Approve, map[string]any{"hooksHash": d.Status.HooksHash, "approvedAt": stamp, "remove": nil},
-			approval{hash: d.Status.HooksHash, hostHooks: hh.Name, at: stamp})
-	}
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	r.mu.Lock()
-	r.setApproved(hh.Name, pending)
-	r.mu.Unlock()
-	each(len(d.Delete), func(i int) {
-		nh := d.Delete[i]
-		uid := nh.UID
-		err := r.Client.Delete(ctx, &v1alpha1.NodeHooks{ObjectMeta: metav1.ObjectMeta{Name: nh.Name}},
-			client.Preconditions{UID: &uid})
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			fail(fmt.Errorf("deleting NodeHooks %s: %w", nh.Name, err))
-		}
-	})
 	// The status of a HostHooks that is going away is of no more use,
 	// but for the nodes it leaves orphaned: it says so as it goes.
 	write := d.StatusChanged && (!d.RemoveFinalizer || d.Orphaned != nil)
 	if write && d.Orphaned == nil {
-		result.RequeueAfter = r.statusWait(hh.Name, time.Now(), len(nodes))
+		result.RequeueAfter = r.statusWait(hh.Name, time.Now(), nodes)
 	}
-	if write && result.RequeueAfter == 0 {
-		patch, err := statusPatch(hh.Status, d.Status)
-		if err == nil {
-			err = r.Client.Status().Patch(ctx, &hh, client.RawPatch(types.MergePatchType, patch))
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("writing the status: %w", err))
-		} else if r.Recorder != nil {
-			// With the status that makes them, so that a status held
-			// back by StatusInterval holds its Events back too.
-			for _, e := range d.Events {
-				r.Recorder.Eventf(&hh, nil, e.Type, e.Reason, "Reconcile", "%s", e.Message)
-			}
-		}
+	if !write || result.RequeueAfter != 0 {
+		return result, nil
 	}
-	if d.RequeueAfter > 0 && (result.RequeueAfter == 0 || d.RequeueAfter < result.RequeueAfter) {
-		// A deadline ahead changes the decision with no event to say
-		// so: the reconcile comes back for it.
-		result.RequeueAfter = d.RequeueAfter
+	patch, err := statusPatch(hh.Status, d.Status)
+	if err == nil {
+		err = r.Client.Status().Patch(ctx, hh, client.RawPatch(types.MergePatchType, patch))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return reconcile.Result{}, err
+	if err != nil {
+		return result, fmt.Errorf("writing the status: %w", err)
 	}
-	if d.RemoveFinalizer {
-		orig := hh.DeepCopy()
-		controllerutil.RemoveFinalizer(&hh, v1alpha1.Finalizer)
-		if err := r.Client.Patch(ctx, &hh, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				return reconcile.Result{}, nil
-			}
-			return reconcile.Result{}, fmt.Errorf("removing the finalizer: %w", err)
+	if r.Recorder != nil {
+		// With the status that makes them, so that a status held
+		// back by StatusInterval holds its Events back too.
+		for _, e := range d.Events {
+			r.Recorder.Eventf(hh, nil, e.Type, e.Reason, "Reconcile", "%s", e.Message)
 		}
 	}
 	return result, nil
-}
-
-// taken is nil when the NodeHooks named as nh is nh's, for its HostHooks
-// and node, or when the cache does not have it yet; otherwise an error that
-// says whose it is.
-func (r *Reconciler) taken(ctx context.Context, nh *v1alpha1.NodeHooks) error {
-	var got v1alpha1.NodeHooks
-	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(nh), &got); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if got.Spec.HostHooks == nh.Spec.HostHooks && got.Spec.NodeName == nh.Spec.NodeName {
-		return nil
-	}
-	return fmt.Errorf("the name is taken by the NodeHooks of HostHooks %q on node %q, named before names told such pairs apart: delete that NodeHooks, and the controller makes it again under a name of its own",
-		got.Spec.HostHooks, got.Spec.NodeName)
 }
 
 // statusPatch is a merge patch that makes a HostHooks status, whatever it
@@ -628,32 +575,4 @@ func statusPatch(old, to v1alpha1.HostHooksStatus) ([]byte, error) {
 		}
 	}
 	return json.Marshal(map[string]any{"status": m})
-}
-
-// writers is how many writes of one kind a reconcile has in flight: the
-// NodeHooks of 1,000 new nodes are made in a second or so, not one after
-// another.
-const writers = 16
-
-// each calls f(0) to f(n-1), up to writers of them at a time, and returns
-// when all returned.
-func each(n int, f func(i int)) {
-	if n == 1 {
-		f(0)
-		return
-	}
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(n, writers) {
-		wg.Go(func() {
-			for i := range next {
-				f(i)
-			}
-		})
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
 }

@@ -101,7 +101,7 @@ func (f *fleet) installAgentRights() {
 
 func (f *fleet) startAgent(node string, r *rig.Rig, cfg *rest.Config) {
 	f.t.Helper()
-	lw := &logWriter{t: f.t, prefix: node + ": "}
+	lw := kubetest.NewLogWriter(f.t, node+": ")
 	a, err := agent.New(agent.Config{NodeName: node, REST: cfg, Options: apply.Options{Root: r.Root},
 		Log: slog.New(slog.NewTextHandler(lw, nil)),
 		// As in its pod: the node's journal read by the node's systemd.
@@ -116,7 +116,7 @@ func (f *fleet) startAgent(node string, r *rig.Rig, cfg *rest.Config) {
 
 func (f *fleet) startController(cfg *rest.Config) {
 	f.t.Helper()
-	lw := &logWriter{t: f.t, prefix: "controller: "}
+	lw := kubetest.NewLogWriter(f.t, "controller: ")
 	mgr, err := controller.NewManager(cfg, controller.Options{
 		Logger: logr.FromSlogHandler(slog.NewTextHandler(lw, nil))})
 	if err != nil {
@@ -126,7 +126,7 @@ func (f *fleet) startController(cfg *rest.Config) {
 }
 
 // run runs f until the test ends; then it cancels its context and waits.
-func run(t *testing.T, lw *logWriter, f func(context.Context) error) {
+func run(t *testing.T, lw *kubetest.LogWriter, f func(context.Context) error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- f(ctx) }()
@@ -137,37 +137,14 @@ func run(t *testing.T, lw *logWriter, f func(context.Context) error) {
 			select {
 			case err := <-done:
 				if err != nil {
-					t.Errorf("%s%v", lw.prefix, err)
+					t.Errorf("%s%v", lw.Prefix(), err)
 				}
 			case <-time.After(30 * time.Second):
-				t.Errorf("%sdid not end within 30s of its context", lw.prefix)
+				t.Errorf("%sdid not end within 30s of its context", lw.Prefix())
 			}
-			lw.stop()
+			lw.Stop()
 		})
 	})
-}
-
-// logWriter sends a component's log to the test's until the test ends.
-type logWriter struct {
-	mu     sync.Mutex
-	t      *testing.T
-	prefix string
-	done   bool
-}
-
-func (w *logWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(w.prefix + strings.TrimRight(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
-func (w *logWriter) stop() {
-	w.mu.Lock()
-	w.done = true
-	w.mu.Unlock()
 }
 
 // iscsiHooks are the hooks of the test: one command hook whose steps
