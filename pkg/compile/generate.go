@@ -449,15 +449,8 @@ func (g *gen) checkService() {
 	}
 }
 
-// lastValue is the value in effect for a single-valued key: the last one.
-func lastValue(vs []string) string {
-	if len(vs) == 0 {
-		return ""
-	}
-	return vs[len(vs)-1]
-}
-
-// lastOf is lastValue(f.Values(section, key)), without the list.
+// lastOf is the value in effect of a single-valued key of section: the
+// last one, found without making the list of them all.
 func lastOf(f *units.File, section, key string) string {
 	v := ""
 	for _, s := range f.Sections {
