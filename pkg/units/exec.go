@@ -152,7 +152,7 @@ func isNameStart(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 
 // refuses such names in Environment=, EnvironmentFile= and its own
 // environment), so the word is always lost.
 func ExpandDropped(w string) bool {
-	return strings.HasPrefix(w, "$") && !strings.HasPrefix(w, "${") && !strings.HasPrefix(w, "$$") && !ValidEnvName(w[1:])
+	return strings.HasPrefix(w, "$") && !strings.HasPrefix(w, "${") && !strings.HasPrefix(w, "$$") && !validEnvName(w[1:])
 }
 
 // checkProgram applies the checks systemd's config_parse_exec makes on the
@@ -512,9 +512,9 @@ func unescapeDollars(s string) string {
 	return b.String()
 }
 
-// ValidEnvName reports whether name is a valid environment variable name
+// validEnvName reports whether name is a valid environment variable name
 // for systemd: [A-Za-z_][A-Za-z0-9_]*.
-func ValidEnvName(name string) bool {
+func validEnvName(name string) bool {
 	if name == "" || name[0] >= '0' && name[0] <= '9' {
 		return false
 	}
@@ -538,7 +538,7 @@ func ValidEnvName(name string) bool {
 // is not valid UTF-8, and when value holds any other control character:
 // systemd ignores such an assignment with only a warning.
 func QuoteEnv(name, value string) (string, error) {
-	if !ValidEnvName(name) {
+	if !validEnvName(name) {
 		return "", fmt.Errorf("%q is not a valid environment variable name; use letters, digits and '_', not starting with a digit", name)
 	}
 	if !utf8.ValidString(value) {
