@@ -40,6 +40,21 @@ func Shown(c *cobra.Command) bool {
 	return !c.Hidden && c.Name() != "help"
 }
 
+// Related are the commands a command's page points to: its parent, then
+// the subcommands that are shown.
+func Related(c *cobra.Command) []*cobra.Command {
+	var rel []*cobra.Command
+	if c.HasParent() {
+		rel = append(rel, c.Parent())
+	}
+	for _, sub := range c.Commands() {
+		if Shown(sub) {
+			rel = append(rel, sub)
+		}
+	}
+	return rel
+}
+
 // Flags returns the flags of fs that are not hidden, in name order, as
 // --help lists them.
 func Flags(fs *pflag.FlagSet) []*pflag.Flag {

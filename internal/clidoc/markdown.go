@@ -68,13 +68,8 @@ func Section(c *cobra.Command) []byte {
 	writeFlags(&b, "Options inherited from parent commands", c.InheritedFlags())
 
 	var see []string
-	if c.HasParent() {
-		see = append(see, link(c.Parent()))
-	}
-	for _, sub := range c.Commands() {
-		if Shown(sub) {
-			see = append(see, link(sub))
-		}
+	for _, r := range Related(c) {
+		see = append(see, link(r))
 	}
 	if len(see) > 0 {
 		fmt.Fprintf(&b, "\nSee also: %s.\n", strings.Join(see, ", "))

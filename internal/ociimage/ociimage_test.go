@@ -66,27 +66,7 @@ func TestImage(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	t.Run("reproducible", func(t *testing.T) {
-		// The same inputs give the same digest, and the creation time is
-		// part of it: it is the spec's, not the clock's.
-		want := digest(t, idx)
-		again, err := Index(spec, bins)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := digest(t, again); got != want {
-			t.Errorf("a second build of the same spec and binaries has digest %s, the first %s", got, want)
-		}
-		later := spec
-		later.Created = spec.Created.Add(time.Second)
-		other, err := Index(later, bins)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := digest(t, other); got == want {
-			t.Errorf("a build created a second later has the same digest %s: the creation time is not in the image", got)
-		}
-	})
+	t.Run("reproducible", func(t *testing.T) { checkReproducible(t, spec, bins, idx) })
 
 	dir := filepath.Join(t.TempDir(), "oci")
 	if err := WriteLayout(dir, idx, spec.Version); err != nil {
@@ -127,62 +107,94 @@ func TestImage(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	t.Run("run on the host", func(t *testing.T) {
-		bin := filepath.Join(root, Entrypoint)
-		out := run(t, exec.CommandContext(ctx, bin, "version"), "")
-		if want := "hostprov " + spec.Version + " ("; !strings.HasPrefix(out, want) {
-			t.Errorf("hostprov version = %q, want it to start with %q (the stamped version)", out, want)
-		}
-		out = run(t, exec.CommandContext(ctx, bin, "render", "-f", swapSpec, "--format", "units"), "")
-		checkSwapUnits(t, out)
-	})
+	t.Run("run on the host", func(t *testing.T) { checkRunOnHost(ctx, t, root, spec) })
 
-	t.Run("run as the image", func(t *testing.T) {
-		if os.Geteuid() != 0 {
-			sdtool.Unavailable(t, "running the binary chrooted as the image's user needs root")
-		}
-		uid, gid := imageUser(t, cf.Config.User)
-		if len(cf.Config.Entrypoint) == 0 {
-			t.Fatal("the image has no entrypoint to run")
-		}
-		// The kernel chroots before it drops to the image's user, so
-		// only the root's own modes decide what the user can reach.
-		asImage := func(stdin string, args ...string) *exec.Cmd {
-			cmd := exec.CommandContext(ctx, cf.Config.Entrypoint[0], args...)
-			cmd.Env = cf.Config.Env
-			cmd.Dir = cf.Config.WorkingDir
-			cmd.SysProcAttr = &syscall.SysProcAttr{
-				Chroot:     root,
-				Credential: &syscall.Credential{Uid: uid, Gid: gid, Groups: []uint32{}},
-			}
-			return cmd
-		}
-		out := run(t, asImage("", "version"), "")
-		if want := "hostprov " + spec.Version + " ("; !strings.HasPrefix(out, want) {
-			t.Errorf("hostprov version = %q, want it to start with %q", out, want)
-		}
-		data, err := os.ReadFile(swapSpec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkSwapUnits(t, run(t, asImage(string(data), "render", "-f", "-", "--format", "units"), string(data)))
+	t.Run("run as the image", func(t *testing.T) { checkRunAsImage(ctx, t, root, cf, spec) })
+}
 
-		// The user writes in /tmp, and what it writes is its own ...
-		run(t, asImage(string(data), "render", "-f", "-", "--format", "dir", "--out", "/tmp/units"), string(data))
-		fi, err := os.Stat(filepath.Join(root, "tmp", "units", "swap1.swap"))
-		if err != nil {
-			t.Fatal(err)
+// checkReproducible checks that the same inputs give the same digest as
+// idx, and that the creation time is part of it: it is the spec's, not the
+// clock's.
+func checkReproducible(t *testing.T, spec Spec, bins map[string]string, idx v1.ImageIndex) {
+	want := digest(t, idx)
+	again, err := Index(spec, bins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := digest(t, again); got != want {
+		t.Errorf("a second build of the same spec and binaries has digest %s, the first %s", got, want)
+	}
+	later := spec
+	later.Created = spec.Created.Add(time.Second)
+	other, err := Index(later, bins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := digest(t, other); got == want {
+		t.Errorf("a build created a second later has the same digest %s: the creation time is not in the image", got)
+	}
+}
+
+// checkRunOnHost runs the image's binary, in the extracted root, on the
+// host: it says its version and renders a spec.
+func checkRunOnHost(ctx context.Context, t *testing.T, root string, spec Spec) {
+	bin := filepath.Join(root, Entrypoint)
+	out := run(t, exec.CommandContext(ctx, bin, "version"), "")
+	if want := "hostprov " + spec.Version + " ("; !strings.HasPrefix(out, want) {
+		t.Errorf("hostprov version = %q, want it to start with %q (the stamped version)", out, want)
+	}
+	out = run(t, exec.CommandContext(ctx, bin, "render", "-f", swapSpec, "--format", "units"), "")
+	checkSwapUnits(t, out)
+}
+
+// checkRunAsImage runs the image's entrypoint as a container runtime
+// would, chrooted into root as the image's user with its environment, and
+// checks what that user can and cannot write.
+func checkRunAsImage(ctx context.Context, t *testing.T, root string, cf *v1.ConfigFile, spec Spec) {
+	if os.Geteuid() != 0 {
+		sdtool.Unavailable(t, "running the binary chrooted as the image's user needs root")
+	}
+	uid, gid := imageUser(t, cf.Config.User)
+	if len(cf.Config.Entrypoint) == 0 {
+		t.Fatal("the image has no entrypoint to run")
+	}
+	// The kernel chroots before it drops to the image's user, so
+	// only the root's own modes decide what the user can reach.
+	asImage := func(stdin string, args ...string) *exec.Cmd {
+		cmd := exec.CommandContext(ctx, cf.Config.Entrypoint[0], args...)
+		cmd.Env = cf.Config.Env
+		cmd.Dir = cf.Config.WorkingDir
+		cmd.SysProcAttr = &syscall.SysProcAttr{
+			Chroot:     root,
+			Credential: &syscall.Credential{Uid: uid, Gid: gid, Groups: []uint32{}},
 		}
-		if st := fi.Sys().(*syscall.Stat_t); st.Uid != uid || st.Gid != gid {
-			t.Errorf("/tmp/units/swap1.swap is owned by %d:%d, want the image's user %d:%d", st.Uid, st.Gid, uid, gid)
-		}
-		// ... but it is not root: /etc is not its to write.
-		cmd := asImage(string(data), "render", "-f", "-", "--format", "dir", "--out", "/etc/units")
-		cmd.Stdin = strings.NewReader(string(data))
-		if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "permission denied") {
-			t.Errorf("render --out /etc/units as the image's user: %v, %q; want it refused with permission denied", err, out)
-		}
-	})
+		return cmd
+	}
+	out := run(t, asImage("", "version"), "")
+	if want := "hostprov " + spec.Version + " ("; !strings.HasPrefix(out, want) {
+		t.Errorf("hostprov version = %q, want it to start with %q", out, want)
+	}
+	data, err := os.ReadFile(swapSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSwapUnits(t, run(t, asImage(string(data), "render", "-f", "-", "--format", "units"), string(data)))
+
+	// The user writes in /tmp, and what it writes is its own ...
+	run(t, asImage(string(data), "render", "-f", "-", "--format", "dir", "--out", "/tmp/units"), string(data))
+	fi, err := os.Stat(filepath.Join(root, "tmp", "units", "swap1.swap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); st.Uid != uid || st.Gid != gid {
+		t.Errorf("/tmp/units/swap1.swap is owned by %d:%d, want the image's user %d:%d", st.Uid, st.Gid, uid, gid)
+	}
+	// ... but it is not root: /etc is not its to write.
+	cmd := asImage(string(data), "render", "-f", "-", "--format", "dir", "--out", "/etc/units")
+	cmd.Stdin = strings.NewReader(string(data))
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "permission denied") {
+		t.Errorf("render --out /etc/units as the image's user: %v, %q; want it refused with permission denied", err, out)
+	}
 }
 
 func digest(t *testing.T, idx v1.ImageIndex) v1.Hash {

@@ -167,17 +167,8 @@ func TestVM(t *testing.T) {
 	}
 	t.Logf("work directory %s (VMTEST_KEEP=DIR keeps it)", work)
 
-	// hostprov for the host (render) and its .deb for the guest.
 	prep := time.Now()
-	bin := filepath.Join(work, "hostprov")
-	run(t, root, "go", "build", "-o", bin, "./cmd/hostprov")
-	dist := filepath.Join(work, "dist")
-	run(t, root, "go", "run", "./internal/cmd/package", "-arch", "amd64", "-format", "deb", "-out", dist,
-		"-maintainer", "hostprov VM test <vm-test@hostprov.dev>")
-	debs, _ := filepath.Glob(filepath.Join(dist, "*.deb"))
-	if len(debs) != 1 {
-		t.Fatalf("the package build made %v, not one .deb", debs)
-	}
+	bin, deb := buildHostprov(t, root, work)
 
 	// The servers the guest reaches: the apt repository over HTTP, the
 	// spec's download over HTTPS with a CA of the test's own.
@@ -197,7 +188,46 @@ func TestVM(t *testing.T) {
 	fileSrv.StartTLS()
 	defer fileSrv.Close()
 
-	// The specs, as /etc/hostprov/hooks.d holds them.
+	specs := writeSpecs(t, root, work, "sha256-"+hex.EncodeToString(toolSum[:]))
+	expected, cloudConfig := renderExpected(t, root, work, bin, specs)
+	tree, kernel, initrd := makeTree(t, work, img, expected, ca.PEM)
+	routes := selectRoutes()
+	makeDisks(t, work, tree, specs, deb, cloudConfig, routes)
+	timings["prepare"] = time.Since(prep).Round(time.Second).String()
+
+	// The VMs, at once: each is one host thread under emulation.
+	var wg sync.WaitGroup
+	for _, rt := range routes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			boot(t, work, rt, kernel, initrd, repoSrv.Listener.Addr().String(), fileSrv.Listener.Addr().String())
+		}()
+	}
+	wg.Wait()
+
+	report(t, work, routes, timings)
+}
+
+// buildHostprov builds hostprov for the host (render) into work, and its
+// .deb for the guest.
+func buildHostprov(t *testing.T, root, work string) (bin, deb string) {
+	bin = filepath.Join(work, "hostprov")
+	run(t, root, "go", "build", "-o", bin, "./cmd/hostprov")
+	dist := filepath.Join(work, "dist")
+	run(t, root, "go", "run", "./internal/cmd/package", "-arch", "amd64", "-format", "deb", "-out", dist,
+		"-maintainer", "hostprov VM test <vm-test@hostprov.dev>")
+	debs, _ := filepath.Glob(filepath.Join(dist, "*.deb"))
+	if len(debs) != 1 {
+		t.Fatalf("the package build made %v, not one .deb", debs)
+	}
+	return bin, debs[0]
+}
+
+// writeSpecs writes the specs, as /etc/hostprov/hooks.d holds them, into
+// a directory of work and returns it; toolHash is the hash of the file the
+// fetch specs download.
+func writeSpecs(t *testing.T, root, work, toolHash string) string {
 	specs := filepath.Join(work, "specs")
 	os.MkdirAll(specs, 0o755)
 	copyFile(t, filepath.Join(root, "examples/swap/hostprov.yaml"), filepath.Join(specs, "10-swap.yaml"))
@@ -219,43 +249,54 @@ func TestVM(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := strings.ReplaceAll(string(b), "FILES_URL", "https://"+fileHost)
-		s = strings.ReplaceAll(s, "FILE_HASH", "sha256-"+hex.EncodeToString(toolSum[:]))
+		s = strings.ReplaceAll(s, "FILE_HASH", toolHash)
 		writeFile(t, filepath.Join(specs, "50-"+f+".yaml"), s)
 	}
+	return specs
+}
 
-	// What the unit files must be: render --format dir of the specs that
-	// have units only, and the units of --format units for those with
-	// files and users (which --format dir refuses).
-	expected := filepath.Join(work, "expected")
+// renderExpected renders what the unit files must be into a directory
+// of work: render --format dir of the specs that have units only, and the
+// units of --format units for those with files and users (which --format
+// dir refuses). It returns that directory, and the specs rendered as
+// cloud-init user data.
+func renderExpected(t *testing.T, root, work, bin, specs string) (expected, cloudConfig string) {
+	expected = filepath.Join(work, "expected")
 	unitOnly := filepath.Join(work, "specs-units-only")
 	os.MkdirAll(unitOnly, 0o755)
 	for _, f := range []string{"10-swap.yaml", "20-iscsi.yaml", "30-lun.yaml"} {
 		copyFile(t, filepath.Join(specs, f), filepath.Join(unitOnly, f))
 	}
 	run(t, root, bin, "render", "-d", unitOnly, "--format", "dir", "--out", expected)
-	cloudConfig := run(t, root, bin, "render", "-d", specs, "--format", "cloud-init")
+	cloudConfig = run(t, root, bin, "render", "-d", specs, "--format", "cloud-init")
 	for _, f := range []string{"40-app.yaml", "50-fetch.yaml", "50-fetchfail.yaml"} {
 		for name, body := range unitsOf(run(t, root, bin, "render", "-f", filepath.Join(specs, f), "--format", "units")) {
 			writeFile(t, filepath.Join(expected, name), body)
 		}
 	}
+	return expected, cloudConfig
+}
 
-	// The guest's tree: the cached base, then what is this run's.
-	tree := filepath.Join(work, "root")
+// makeTree makes the guest's tree in work: the cached base, then what is
+// this run's (the disk the iSCSI target serves, the test's CA, the checks,
+// the expected units). It returns the tree and the kernel and initrd to
+// boot.
+func makeTree(t *testing.T, work string, img baseImage, expected string, caPEM []byte) (tree, kernel, initrd string) {
+	tree = filepath.Join(work, "root")
 	os.RemoveAll(tree)
 	os.MkdirAll(tree, 0o755)
 	run(t, tree, "tar", "--numeric-owner", "--xattrs", "--xattrs-include=*", "-xpf", img.Tar)
 	os.MkdirAll(filepath.Join(tree, "var/lib/vmtest"), 0o755)
 	run(t, tree, "truncate", "-s", "64M", "var/lib/vmtest/lun.img")
 	run(t, tree, "mkfs.ext4", "-q", "-F", "-L", "lun", "var/lib/vmtest/lun.img")
-	writeFile(t, filepath.Join(tree, "usr/local/share/ca-certificates/hostprov-vmtest.crt"), string(ca.PEM))
+	writeFile(t, filepath.Join(tree, "usr/local/share/ca-certificates/hostprov-vmtest.crt"), string(caPEM))
 	run(t, tree, "chroot", ".", "update-ca-certificates")
 	copyFile(t, "testdata/check.sh", filepath.Join(tree, "usr/local/lib/vmtest/check.sh"))
 	os.Chmod(filepath.Join(tree, "usr/local/lib/vmtest/check.sh"), 0o755)
 	copyFile(t, "testdata/vmtest-check.service", filepath.Join(tree, "etc/systemd/system/vmtest-check.service"))
 	run(t, tree, "chroot", ".", "systemctl", "enable", "vmtest-check.service")
 	run(t, tree, "cp", "-a", expected, "var/lib/vmtest/expected")
-	kernel, initrd := filepath.Join(work, "vmlinuz"), filepath.Join(work, "initrd.img")
+	kernel, initrd = filepath.Join(work, "vmlinuz"), filepath.Join(work, "initrd.img")
 	for from, to := range map[string]string{"boot/vmlinuz-*": kernel, "boot/initrd.img-*": initrd} {
 		m, _ := filepath.Glob(filepath.Join(tree, from))
 		if len(m) != 1 {
@@ -263,7 +304,12 @@ func TestVM(t *testing.T) {
 		}
 		run(t, tree, "cp", m[0], to)
 	}
+	return tree, kernel, initrd
+}
 
+// selectRoutes are the routes to boot: all, or those VMTEST_ROUTES names
+// (comma-separated).
+func selectRoutes() []*route {
 	routes := []*route{
 		{name: "cloud-init", units: commonUnits + "missing-tool.service inactive inactive\n"},
 		{name: "node", append: " cloud-init=disabled", units: commonUnits + "missing-tool.service absent absent\n"},
@@ -277,6 +323,13 @@ func TestVM(t *testing.T) {
 		}
 		routes = keep
 	}
+	return routes
+}
+
+// makeDisks writes each route's root file system image from tree, with
+// what the route needs: the NoCloud seed of the cloud-init route, the
+// installed package and the specs of the node route.
+func makeDisks(t *testing.T, work, tree, specs, deb, cloudConfig string, routes []*route) {
 	for _, rt := range routes {
 		writeFile(t, filepath.Join(tree, "var/lib/vmtest/route"), rt.name+"\n")
 		writeFile(t, filepath.Join(tree, "var/lib/vmtest/units"), rt.units)
@@ -291,7 +344,7 @@ func TestVM(t *testing.T) {
 			// The node package: installed in the image, the specs in
 			// hooks.d, applied by hostprov-apply.service at boot. This
 			// is the last route: the tree is not used after it.
-			copyFile(t, debs[0], filepath.Join(tree, "tmp/hostprov.deb"))
+			copyFile(t, deb, filepath.Join(tree, "tmp/hostprov.deb"))
 			run(t, tree, "chroot", ".", "dpkg", "-i", "/tmp/hostprov.deb")
 			os.Remove(filepath.Join(tree, "tmp/hostprov.deb"))
 			// apply installs no part of a hook whose download failed.
@@ -304,20 +357,11 @@ func TestVM(t *testing.T) {
 		rt.disk = filepath.Join(work, rt.name+".img")
 		run(t, work, "mkfs.ext4", "-q", "-F", "-L", "root", "-d", tree, rt.disk, "4G")
 	}
-	timings["prepare"] = time.Since(prep).Round(time.Second).String()
+}
 
-	// The VMs, at once: each is one host thread under emulation.
-	var wg sync.WaitGroup
-	for _, rt := range routes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			boot(t, work, rt, kernel, initrd, repoSrv.Listener.Addr().String(), fileSrv.Listener.Addr().String())
-		}()
-	}
-	wg.Wait()
-
-	// The report: every check's line, then the timings.
+// report prints every check's line of each route and fails the test on a
+// failed one, then the timings.
+func report(t *testing.T, work string, routes []*route, timings map[string]string) {
 	for _, rt := range routes {
 		for _, l := range rt.lines {
 			fmt.Printf("%s: %s\n", rt.name, l)

@@ -12,122 +12,126 @@ import (
 // header opens a spec; the tests write its hooks after it.
 const header = "apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n"
 
+// diagnosticCases are specs (after the header; line 4 is the first hook)
+// with what their diagnostics must contain.
+var diagnosticCases = []struct {
+	name string
+	spec string
+	want []string
+}{
+	{
+		name: "raw name without type",
+		spec: "- name: swap1\n  useRawName: true\n  exec: [/bin/true]\n",
+		want: []string{`t.yaml:4:9: error: hooks[0].name: `, `hint: with useRawName the name must end in a unit type, such as "swap1.service"`},
+	},
+	{
+		name: "invalid characters",
+		spec: "- name: bad name\n  exec: [/bin/true]\n",
+		want: []string{`t.yaml:4:9: error: hooks[0].name: `},
+	},
+	{
+		name: "too long",
+		spec: "- name: " + strings.Repeat("a", 250) + "\n  exec: [/bin/true]\n",
+		want: []string{`t.yaml:4:9: error: hooks[0].name: `},
+	},
+	{
+		name: "swap named after another path",
+		spec: "- name: swap.swap\n  useRawManifest: true\n  manifest: |\n    [Swap]\n    What=/swap1\n    [Install]\n    WantedBy=swap.target\n",
+		want: []string{`t.yaml:4:9: error: hooks[0].name: systemd requires a swap unit to be named after its What= path /swap1, but it is named swap.swap`,
+			`hint: name the hook "swap1.swap"`},
+	},
+	{
+		name: "mount named after another path",
+		spec: "- name: data.mount\n  directives:\n    Mount: [What=/dev/vdb, Where=/srv/my data]\n",
+		want: []string{`t.yaml:4:9: error: hooks[0].name: systemd requires a mount unit to be named after its Where= path /srv/my data, but it is named data.mount`,
+			`hint: name the hook "srv-my\x20data.mount"`},
+	},
+	{
+		name: "raw manifest that does not parse",
+		spec: "- name: a\n  useRawManifest: true\n  manifest: |\n    [Service]\n    ExecStart=/bin/true\n    no equals sign\n",
+		want: []string{`t.yaml:9:5: error: hooks[0].manifest: not a valid unit file: `},
+	},
+	{
+		name: "drop-in that does not parse",
+		spec: "- name: docker\n  dropins:\n  - name: a.conf\n    contents: |\n      ExecStart=/bin/true\n",
+		want: []string{`t.yaml:8:7: error: hooks[0].dropins[0].contents: not a valid unit file: `},
+	},
+	{
+		name: "unknown directive with suggestion",
+		spec: "- name: a\n  exec: [/bin/true]\n  directives:\n    Service: [ExecStrat=/bin/false]\n",
+		want: []string{`t.yaml:7:15: warning: hooks[0].directives.Service[0]: systemd does not know ExecStrat= in [Service] and ignores it`, `did you mean "ExecStart"?`},
+	},
+	{
+		name: "directive in the wrong section",
+		spec: "- name: a\n  exec: [/bin/true]\n  directives:\n    Service: [WantedBy=multi-user.target]\n",
+		want: []string{`t.yaml:7:15: warning: hooks[0].directives.Service[0]: systemd does not know WantedBy= in [Service]`, `"WantedBy" belongs in [Install]`},
+	},
+	{
+		name: "unknown directive in a raw manifest",
+		spec: "- name: a\n  useRawManifest: true\n  manifest: |\n    [Service]\n    ExecStart=/bin/true\n    StandOutput=journal\n    [Install]\n    WantedBy=multi-user.target\n",
+		want: []string{`t.yaml:9:5: warning: hooks[0].manifest: systemd does not know StandOutput= in [Service]`},
+	},
+	{
+		name: "unknown section",
+		spec: "- name: a\n  exec: [/bin/true]\n  directives:\n    Servce: [Nice=5]\n",
+		want: []string{`t.yaml:7:14: warning: hooks[0].directives.Servce[0]: systemd does not know section [Servce]`},
+	},
+	{
+		name: "enabled raw unit without install",
+		spec: "- name: a\n  useRawManifest: true\n  manifest: \"[Service]\\nExecStart=/bin/true\\n\"\n",
+		want: []string{`t.yaml:6:13: warning: hooks[0].manifest: a.service is enabled but has no [Install] section`},
+	},
+	{
+		name: "enabled template without default instance",
+		spec: "- name: w@.service\n  useRawName: true\n  exec: [/bin/true]\n",
+		want: []string{`warning: hooks[0]`, `w@.service is a template: it cannot be enabled without an instance`},
+	},
+	{
+		name: "service without a command",
+		spec: "- name: a\n  description: nothing to run\n",
+		want: []string{`t.yaml:4:3: error: hooks[0]: the service has no command to run`},
+	},
+	{
+		name: "two ExecStart without oneshot",
+		spec: "- name: a\n  exec: [/bin/true]\n  directives:\n    Service: [ExecStart=/bin/false]\n",
+		want: []string{`error: hooks[0]: the service has 2 ExecStart= commands`},
+	},
+	{
+		name: "oneshot with Restart=always",
+		spec: "- name: a\n  type: oneshot\n  restart: always\n  exec: [/bin/true]\n",
+		want: []string{`t.yaml:6:12: error: hooks[0].restart: Restart=always is not allowed for Type=oneshot`},
+	},
+	{
+		name: "structured field set again as directive",
+		spec: "- name: a\n  type: oneshot\n  exec: [/bin/true]\n  directives:\n    Service: [Type=simple]\n",
+		want: []string{`t.yaml:8:15: error: hooks[0].directives.Service[0]: Type= is set by hooks[0].type already`},
+	},
+	{
+		name: "structured field set again in manifest",
+		spec: "- name: a\n  user: nobody\n  manifest: |\n    ExecStart=/bin/true\n    User=root\n",
+		want: []string{`t.yaml:8:5: error: hooks[0].manifest: User= is set by hooks[0].user already`},
+	},
+	{
+		name: "dependency without type",
+		spec: "- name: a\n  exec: [/bin/true]\n  after: [network-online]\n",
+		want: []string{`t.yaml:6:11: error: hooks[0].after[0]: `, `did you mean "network-online.service"?`},
+	},
+	{
+		name: "two hooks render the same unit",
+		spec: "- name: a\n  exec: [/bin/true]\n- name: a.service\n  exec: [/bin/true]\n",
+		want: []string{`t.yaml:6:9: error: hooks[1].name: two hooks render the same unit a.service`, `hint: hooks[0] (line 4)`},
+	},
+	{
+		name: "manifest for a target",
+		spec: "- name: x.target\n  manifest: \"Wants=a.service\\n\"\n",
+		want: []string{`error: hooks[0].manifest: a target unit has no section of its own`},
+	},
+}
+
 // TestDiagnostics checks the problems that only the unit model can find,
 // each at its exact place in the spec, with its message and hint.
 func TestDiagnostics(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		spec string // after the header; line 4 is the first hook
-		want []string
-	}{
-		{
-			name: "raw name without type",
-			spec: "- name: swap1\n  useRawName: true\n  exec: [/bin/true]\n",
-			want: []string{`t.yaml:4:9: error: hooks[0].name: `, `hint: with useRawName the name must end in a unit type, such as "swap1.service"`},
-		},
-		{
-			name: "invalid characters",
-			spec: "- name: bad name\n  exec: [/bin/true]\n",
-			want: []string{`t.yaml:4:9: error: hooks[0].name: `},
-		},
-		{
-			name: "too long",
-			spec: "- name: " + strings.Repeat("a", 250) + "\n  exec: [/bin/true]\n",
-			want: []string{`t.yaml:4:9: error: hooks[0].name: `},
-		},
-		{
-			name: "swap named after another path",
-			spec: "- name: swap.swap\n  useRawManifest: true\n  manifest: |\n    [Swap]\n    What=/swap1\n    [Install]\n    WantedBy=swap.target\n",
-			want: []string{`t.yaml:4:9: error: hooks[0].name: systemd requires a swap unit to be named after its What= path /swap1, but it is named swap.swap`,
-				`hint: name the hook "swap1.swap"`},
-		},
-		{
-			name: "mount named after another path",
-			spec: "- name: data.mount\n  directives:\n    Mount: [What=/dev/vdb, Where=/srv/my data]\n",
-			want: []string{`t.yaml:4:9: error: hooks[0].name: systemd requires a mount unit to be named after its Where= path /srv/my data, but it is named data.mount`,
-				`hint: name the hook "srv-my\x20data.mount"`},
-		},
-		{
-			name: "raw manifest that does not parse",
-			spec: "- name: a\n  useRawManifest: true\n  manifest: |\n    [Service]\n    ExecStart=/bin/true\n    no equals sign\n",
-			want: []string{`t.yaml:9:5: error: hooks[0].manifest: not a valid unit file: `},
-		},
-		{
-			name: "drop-in that does not parse",
-			spec: "- name: docker\n  dropins:\n  - name: a.conf\n    contents: |\n      ExecStart=/bin/true\n",
-			want: []string{`t.yaml:8:7: error: hooks[0].dropins[0].contents: not a valid unit file: `},
-		},
-		{
-			name: "unknown directive with suggestion",
-			spec: "- name: a\n  exec: [/bin/true]\n  directives:\n    Service: [ExecStrat=/bin/false]\n",
-			want: []string{`t.yaml:7:15: warning: hooks[0].directives.Service[0]: systemd does not know ExecStrat= in [Service] and ignores it`, `did you mean "ExecStart"?`},
-		},
-		{
-			name: "directive in the wrong section",
-			spec: "- name: a\n  exec: [/bin/true]\n  directives:\n    Service: [WantedBy=multi-user.target]\n",
-			want: []string{`t.yaml:7:15: warning: hooks[0].directives.Service[0]: systemd does not know WantedBy= in [Service]`, `"WantedBy" belongs in [Install]`},
-		},
-		{
-			name: "unknown directive in a raw manifest",
-			spec: "- name: a\n  useRawManifest: true\n  manifest: |\n    [Service]\n    ExecStart=/bin/true\n    StandOutput=journal\n    [Install]\n    WantedBy=multi-user.target\n",
-			want: []string{`t.yaml:9:5: warning: hooks[0].manifest: systemd does not know StandOutput= in [Service]`},
-		},
-		{
-			name: "unknown section",
-			spec: "- name: a\n  exec: [/bin/true]\n  directives:\n    Servce: [Nice=5]\n",
-			want: []string{`t.yaml:7:14: warning: hooks[0].directives.Servce[0]: systemd does not know section [Servce]`},
-		},
-		{
-			name: "enabled raw unit without install",
-			spec: "- name: a\n  useRawManifest: true\n  manifest: \"[Service]\\nExecStart=/bin/true\\n\"\n",
-			want: []string{`t.yaml:6:13: warning: hooks[0].manifest: a.service is enabled but has no [Install] section`},
-		},
-		{
-			name: "enabled template without default instance",
-			spec: "- name: w@.service\n  useRawName: true\n  exec: [/bin/true]\n",
-			want: []string{`warning: hooks[0]`, `w@.service is a template: it cannot be enabled without an instance`},
-		},
-		{
-			name: "service without a command",
-			spec: "- name: a\n  description: nothing to run\n",
-			want: []string{`t.yaml:4:3: error: hooks[0]: the service has no command to run`},
-		},
-		{
-			name: "two ExecStart without oneshot",
-			spec: "- name: a\n  exec: [/bin/true]\n  directives:\n    Service: [ExecStart=/bin/false]\n",
-			want: []string{`error: hooks[0]: the service has 2 ExecStart= commands`},
-		},
-		{
-			name: "oneshot with Restart=always",
-			spec: "- name: a\n  type: oneshot\n  restart: always\n  exec: [/bin/true]\n",
-			want: []string{`t.yaml:6:12: error: hooks[0].restart: Restart=always is not allowed for Type=oneshot`},
-		},
-		{
-			name: "structured field set again as directive",
-			spec: "- name: a\n  type: oneshot\n  exec: [/bin/true]\n  directives:\n    Service: [Type=simple]\n",
-			want: []string{`t.yaml:8:15: error: hooks[0].directives.Service[0]: Type= is set by hooks[0].type already`},
-		},
-		{
-			name: "structured field set again in manifest",
-			spec: "- name: a\n  user: nobody\n  manifest: |\n    ExecStart=/bin/true\n    User=root\n",
-			want: []string{`t.yaml:8:5: error: hooks[0].manifest: User= is set by hooks[0].user already`},
-		},
-		{
-			name: "dependency without type",
-			spec: "- name: a\n  exec: [/bin/true]\n  after: [network-online]\n",
-			want: []string{`t.yaml:6:11: error: hooks[0].after[0]: `, `did you mean "network-online.service"?`},
-		},
-		{
-			name: "two hooks render the same unit",
-			spec: "- name: a\n  exec: [/bin/true]\n- name: a.service\n  exec: [/bin/true]\n",
-			want: []string{`t.yaml:6:9: error: hooks[1].name: two hooks render the same unit a.service`, `hint: hooks[0] (line 4)`},
-		},
-		{
-			name: "manifest for a target",
-			spec: "- name: x.target\n  manifest: \"Wants=a.service\\n\"\n",
-			want: []string{`error: hooks[0].manifest: a target unit has no section of its own`},
-		},
-	} {
+	for _, tc := range diagnosticCases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, diags := compile.Build("t.yaml", []byte(header+tc.spec))
 			got := diags.Error()

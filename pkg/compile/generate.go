@@ -1,11 +1,7 @@
 package compile
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/hostprov/hostprov/pkg/hooks"
@@ -44,86 +40,6 @@ type gen struct {
 	secs      [4]units.Section
 	secList   [4]*units.Section
 	ok        bool
-}
-
-// origin is where in the spec an entry comes from: the value at the path
-// of the hook, then field, then name, then "[index]" when index >= 0
-// (".type"; ".env.", "HOME"; ".pre", 2; ".directives.", "Unit", 0); for an
-// entry of a manifest (line >= 1), that line of the text there. The path
-// and position are made (path, where) only for an entry a problem is
-// reported at.
-type origin struct {
-	field, name string
-	index       int
-	line        int
-}
-
-// searchMax is the most entries origin searches one by one.
-const searchMax = 32
-
-// origin is where e, an entry g added, comes from. The few entries of a
-// usual unit are searched; a unit of more gets an index on first use.
-func (g *gen) origin(e *units.Entry) origin {
-	if g.from == nil && len(g.ents) > searchMax {
-		g.from = make(map[*units.Entry]int, len(g.ents))
-		for i, x := range g.ents {
-			g.from[x] = i
-		}
-	}
-	if g.from != nil {
-		if i, ok := g.from[e]; ok {
-			return g.origins[i]
-		}
-		return origin{}
-	}
-	for i, x := range g.ents {
-		if x == e {
-			return g.origins[i]
-		}
-	}
-	return origin{}
-}
-
-// at is the origin of the value at the hook's field (".type").
-func at(field string) origin { return origin{field: field, index: -1} }
-
-// item is the origin of item k of the list at the hook's field (".pre").
-func item(field string, k int) origin { return origin{field: field, index: k} }
-
-// path is the path in the spec of o.
-func (g *gen) path(o origin) string {
-	if o.index < 0 {
-		return g.p + o.field + o.name
-	}
-	return g.p + o.field + o.name + "[" + strconv.Itoa(o.index) + "]"
-}
-
-// where is the position in the spec of o.
-func (g *gen) where(o origin) hooks.Position {
-	if o.line >= 1 {
-		return g.b.spec.WhereInScalar(g.path(o), o.line)
-	}
-	return g.b.spec.Where(g.path(o))
-}
-
-// userText reports whether o is text the user wrote as unit text (a
-// manifest, directives), whose Exec*= lines checkExec checks: whether its
-// path holds ".manifest", ".directives." or ".contents". The hook's path
-// holds none of them and no field other than these two does; a name is a
-// valid variable name (no '.') or a directive section, under
-// ".directives.".
-func (o origin) userText() bool {
-	return o.field == ".manifest" || o.field == ".directives."
-}
-
-// longArg is a command line e made mostly of one argument: the one at
-// the path of o, then field, then "[index]" when index >= 0 (".sh" of a
-// step; "[2]" of exec). It is what to point at when the line is too long.
-type longArg struct {
-	e     *units.Entry
-	o     origin
-	field string
-	index int
 }
 
 // add appends Key=Value to section, coming from the spec at o.
@@ -430,51 +346,6 @@ func (g *gen) exec(key string, argv []string, o origin, argField string, indexed
 	return e
 }
 
-// argPath is the path in the spec of the argument a.
-func (g *gen) argPath(a longArg) string {
-	if a.index < 0 {
-		return g.path(a.o) + a.field
-	}
-	return g.path(a.o) + a.field + "[" + strconv.Itoa(a.index) + "]"
-}
-
-// maxArgStrlen is Linux's MAX_ARG_STRLEN on machines with 4 KiB pages
-// (32 pages): execve refuses an argument or environment string of that
-// many bytes or more, its NUL included, with E2BIG. It is below
-// units.MaxLineLen, so a command systemd loads can still never start.
-const maxArgStrlen = 32 * 4096
-
-// argStrlenRefusal says what happens to a string of maxArgStrlen bytes
-// or more handed to a program.
-const argStrlenRefusal = "Linux refuses to start a program with an argument or environment variable of 131072 bytes or more (MAX_ARG_STRLEN with 4 KiB pages: \"Argument list too long\")"
-
-// checkLines refuses an entry that makes a line longer than systemd
-// reads: it would not load the unit at all. The diagnostic points at what
-// made the line long: the longest argument of a command, or the value.
-func (g *gen) checkLines() {
-	for _, s := range g.file.Sections {
-		for _, e := range s.Entries {
-			n := e.LineLen()
-			if n <= units.MaxLineLen {
-				continue
-			}
-			o := g.origin(e)
-			path := g.path(o)
-			var pos hooks.Position
-			if i := slices.IndexFunc(g.longest, func(a longArg) bool { return a.e == e }); i >= 0 {
-				path = g.argPath(g.longest[i])
-				pos = g.b.spec.Where(path)
-			} else {
-				pos = g.where(o)
-			}
-			g.b.report(hooks.Error, pos, path,
-				fmt.Sprintf("this makes %s= a line of %d bytes; systemd refuses a unit file line of %d bytes or more (LONG_LINE_MAX), and the unit would not load", e.Key, n, units.MaxLineLen+1),
-				units.LongLineHint)
-			g.ok = false
-		}
-	}
-}
-
 // esc escapes systemd's specifiers in a structured value, unless the hook
 // asks for them to be expanded (specifiers: true).
 func (g *gen) esc(s string) string {
@@ -495,182 +366,11 @@ func (g *gen) unescapeSpecifiers(s string) string {
 	return strings.ReplaceAll(s, "%%", "%")
 }
 
-// StepComment is the comment written before the ExecStart= line of each
-// step of a command hook; status reads the step names back from it.
-const StepComment = "# step: "
-
-// steps adds a command hook's steps: one ExecStart= per step, run in order
-// by a oneshot that stops at the first failure and then remains active,
-// so that systemd keeps each command's exit status for status to read.
-func (g *gen) steps() {
-	h, s := g.h, units.SectionService
-	if h.Type == "" {
-		g.add(s, "Type", "oneshot", at(".steps"))
-	}
-	g.add(s, "RemainAfterExit", "yes", at(".steps"))
-	for k, st := range h.Steps {
-		argv := st.Run
-		if argv == nil {
-			// -e stops the script at the first command that fails, as the
-			// steps stop at the first step that fails. The script is one
-			// quoted argument, whatever it contains.
-			argv = []string{"/bin/sh", "-ec", st.Sh}
-		}
-		argField, indexed := ".run", true
-		if st.Run == nil {
-			argField, indexed = ".sh", false
-		}
-		if e := g.exec("ExecStart", argv, item(".steps", k), argField, indexed); e != nil {
-			e.Comments = []string{StepComment + st.Name}
-		}
-	}
-}
-
-// StepNames returns the names of a command hook's steps, in order, from
-// its unit file: the "# step: NAME" comment before each ExecStart= line.
-// A unit that is not a command hook has none.
-func StepNames(contents []byte) []string {
-	f, err := units.Parse(contents)
-	if err != nil {
-		return nil
-	}
-	var names []string
-	for _, s := range f.Sections {
-		if s.Name != units.SectionService {
-			continue
-		}
-		for _, e := range s.Entries {
-			if e.Key != "ExecStart" {
-				continue
-			}
-			name := ""
-			for _, c := range e.Comments {
-				if strings.HasPrefix(c, StepComment) {
-					name = strings.TrimPrefix(c, StepComment)
-				}
-			}
-			if name == "" {
-				return nil // a hand-written unit, not a command hook
-			}
-			names = append(names, name)
-		}
-	}
-	return names
-}
-
-// StampDir is where a command hook that runs once records that it ran.
-const StampDir = "/var/lib/hostprov/stamps"
-
-// once makes a command hook run once per content: after its steps
-// succeed it writes a stamp named by the hash of the rest of the unit, and
-// it is skipped while that stamp exists. A changed hook has another hash,
-// so it runs again; an unchanged one never does, on any boot.
-func (g *gen) once() {
-	sum := sha256.Sum256(g.file.Canonical())
-	stamp := StampDir + "/" + stampName(UnitName(g.h)) + "." + hex.EncodeToString(sum[:8])
-	o := at(".when")
-	g.add(units.SectionUnit, "ConditionPathExists", "!"+stamp, o)
-	// "+": the stamp is written with full privileges even when the steps
-	// run as another user.
-	for _, argv := range [][]string{{"/bin/mkdir", "-p", StampDir}, {"/bin/touch", stamp}} {
-		v, err := units.QuoteExec(argv, false)
-		if err != nil {
-			g.b.errorf(g.path(o), "", "%v", err)
-			g.ok = false
-			return
-		}
-		g.add(units.SectionService, "ExecStartPost", "+"+v, o)
-	}
-}
-
-// IsStamp reports whether name, a file name in StampDir, is one of the
-// stamps the command hook of unit writes (for this or another content of
-// the hook): the unit's stamp name, a dot and 16 lower-case hex digits.
-func IsStamp(unit, name string) bool {
-	rest, ok := strings.CutPrefix(name, stampName(unit)+".")
-	if !ok || len(rest) != 16 {
-		return false
-	}
-	for _, r := range rest {
-		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-// stampName keeps the characters of a unit name that are plain in a path.
-func stampName(unit string) string {
-	return strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._@-", r) {
-			return r
-		}
-		return '_'
-	}, unit)
-}
-
 func yesNo(b bool) string {
 	if b {
 		return "yes"
 	}
 	return "no"
-}
-
-// manifest adds the entries of a non-raw manifest, the body of the unit
-// type's own section (kops's meaning: the body of [Service]).
-func (g *gen) manifest(own string, structured map[sectionKey]origin) {
-	if g.h.Manifest == "" {
-		return
-	}
-	path := g.p + ".manifest"
-	if own == "" {
-		g.b.errorf(path, "use useRawManifest: true and write the whole unit, or use directives",
-			"%s %s unit has no section of its own for the manifest to be the body of", article(units.Type(UnitName(g.h))), units.Type(UnitName(g.h)))
-		g.ok = false
-		return
-	}
-	f := g.b.parseText(path, g.h.Manifest, own)
-	if f == nil {
-		g.ok = false
-		return
-	}
-	sec := g.section(own)
-	for _, s := range f.Sections {
-		for _, e := range s.Entries {
-			// Lines count from the manifest's first line: the parser saw
-			// one header line more, so every entry is on line 1 or after.
-			o := origin{field: ".manifest", index: -1, line: e.Line - 1}
-			g.conflict(own, e.Key, o, structured)
-			ne := g.addEntry(sec, e.Key, e.Value, o)
-			ne.Comments = e.Comments
-		}
-	}
-}
-
-// directives adds the free-form Key=Value entries, per section, in order.
-func (g *gen) directives(structured map[sectionKey]origin) {
-	for _, sect := range sortedKeys(g.h.Directives) {
-		for k, d := range g.h.Directives[sect] {
-			o := origin{field: ".directives.", name: sect, index: k}
-			key, value, _ := strings.Cut(d, "=")
-			key, value = strings.TrimSpace(key), strings.TrimSpace(value)
-			g.conflict(sect, key, o, structured)
-			g.add(sect, key, value, o)
-		}
-	}
-}
-
-// conflict reports a key that a structured field sets already.
-func (g *gen) conflict(section, key string, o origin, structured map[sectionKey]origin) {
-	set, ok := structured[sectionKey{section, key}]
-	if !ok {
-		return
-	}
-	field := g.path(set)
-	g.b.report(hooks.Error, g.where(o), g.path(o),
-		fmt.Sprintf("%s= is set by %s already; systemd would use only one of them", key, field),
-		fmt.Sprintf("set it in one place: remove this line or %s", field))
-	g.ok = false
 }
 
 // install adds [Install]: the spec's wantedBy, or, for an enabled hook that
@@ -749,15 +449,8 @@ func (g *gen) checkService() {
 	}
 }
 
-// lastValue is the value in effect for a single-valued key: the last one.
-func lastValue(vs []string) string {
-	if len(vs) == 0 {
-		return ""
-	}
-	return vs[len(vs)-1]
-}
-
-// lastOf is lastValue(f.Values(section, key)), without the list.
+// lastOf is the value in effect of a single-valued key of section: the
+// last one, found without making the list of them all.
 func lastOf(f *units.File, section, key string) string {
 	v := ""
 	for _, s := range f.Sections {

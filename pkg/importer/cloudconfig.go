@@ -155,162 +155,185 @@ func (c *ccImporter) scalar(n *yaml.Node, path string) (string, bool) {
 }
 
 func (c *ccImporter) writeFiles(v *yaml.Node) {
-	c.entries(v, "write_files", "file", func(i int, item *yaml.Node, p string) {
-		// What a spec cannot say of a file takes the whole entry to the
-		// leftovers: a merge takes an entry of a path whole.
-		entry := restPath{"write_files", i}
-		if item.Kind != yaml.MappingNode {
-			c.fail(item, p, "a write_files entry must be a mapping, not "+yamlnode.KindName(item), "write it as {path: ..., content: ...}")
+	c.entries(v, "write_files", "file", c.writeFile)
+}
+
+// writeFile puts the write_files entry item (the i-th, at p) on the
+// storage hook.
+func (c *ccImporter) writeFile(i int, item *yaml.Node, p string) {
+	// What a spec cannot say of a file takes the whole entry to the
+	// leftovers: a merge takes an entry of a path whole.
+	entry := restPath{"write_files", i}
+	if item.Kind != yaml.MappingNode {
+		c.fail(item, p, "a write_files entry must be a mapping, not "+yamlnode.KindName(item), "write it as {path: ..., content: ...}")
+		return
+	}
+	var f hooks.File
+	if v := mapValue(item, "path"); v != nil && v.Kind == yaml.ScalarNode {
+		f.Path = v.Value // for messages about fields before it
+	}
+	var content, encoding string
+	// binary is content given as YAML's !!binary: base64 of the
+	// bytes, which cloud-init's YAML reading decodes before the
+	// encoding is applied.
+	binary := false
+	ok := true
+	for j := 0; j+1 < len(item.Content); j += 2 {
+		k, val := item.Content[j], item.Content[j+1]
+		fp := p + "." + k.Value
+		switch k.Value {
+		case "path":
+			f.Path, ok = c.scalar(val, fp)
+		case "content":
+			content, ok = c.scalar(val, fp)
+			binary = val.ShortTag() == "!!binary"
+		case "encoding":
+			encoding, ok = c.scalar(val, fp)
+		case "permissions":
+			f.Mode, ok = c.permissions(val, fp)
+		case "owner":
+			f.User, f.Group, ok = c.owner(val, p, entry, f.Path)
+		case "defer":
+			// hostprov writes a file after the users it needs exist.
+		case "append":
+			if val.Value == "true" {
+				c.move(k, p, entry, f.Path+": append adds to a file, and a hostprov file is the whole file",
+					"write the whole file as the hook's file, or append in a command hook")
+				return
+			}
+		case "source":
+			c.move(k, p, entry, f.Path+": a file from a source URL, which cloud-init fetches without a hash and a hostprov file from a source needs one",
+				"give the file as a hook's file with source: and verification: {hash: sha512-HEX}")
+			return
+		default:
+			c.move(k, p, entry, f.Path+": "+k.Value+" of a write_files entry has no hostprov equivalent",
+				"the fields of a hostprov file are path, contents, local, source, verification, mode, user, group and overwrite")
 			return
 		}
-		var f hooks.File
-		if v := mapValue(item, "path"); v != nil && v.Kind == yaml.ScalarNode {
-			f.Path = v.Value // for messages about fields before it
-		}
-		var content, encoding string
-		// binary is content given as YAML's !!binary: base64 of the
-		// bytes, which cloud-init's YAML reading decodes before the
-		// encoding is applied.
-		binary := false
-		ok := true
-		for j := 0; j+1 < len(item.Content); j += 2 {
-			k, val := item.Content[j], item.Content[j+1]
-			fp := p + "." + k.Value
-			switch k.Value {
-			case "path":
-				f.Path, ok = c.scalar(val, fp)
-			case "content":
-				content, ok = c.scalar(val, fp)
-				binary = val.ShortTag() == "!!binary"
-			case "encoding":
-				encoding, ok = c.scalar(val, fp)
-			case "permissions":
-				s, good := c.scalar(val, fp)
-				if !good {
-					return
-				}
-				m, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(s, "0o"), "0"), 8, 32)
-				if s == "0" {
-					m, err = 0, nil
-				}
-				// Unquoted and without a leading 0, YAML gives cloud-init
-				// an integer, which it applies as the number it is: 600
-				// is mode 01130, and 384 is 0600.
-				dec, decErr := strconv.ParseUint(s, 10, 32)
-				integer := val.ShortTag() == "!!int" && val.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) == 0 &&
-					decErr == nil && s[0] != '0'
-				if integer && (err != nil || m > 0o7777) && dec <= 0o7777 {
-					m, err = dec, nil // not octal: what cloud-init applies
-				}
-				if err != nil || m > 0o7777 {
-					c.fail(val, fp, fmt.Sprintf("permissions %q is not an octal mode", s), "write it as cloud-init documents it, such as '0644'")
-					return
-				}
-				if integer && m != dec {
-					c.warn(val, fp, fmt.Sprintf("permissions: %s is an integer, which cloud-init applies as the decimal number it is, mode 0%o; the spec keeps 0%o, the digits read in octal",
-						s, dec, m), fmt.Sprintf("check which is meant: for 0%o write mode: 0%o in the spec; in a cloud-config quote a mode ('0%o'), as cloud-init documents", dec, dec, m))
-				}
-				mode := uint32(m)
-				f.Mode = &mode
-			case "owner":
-				s, good := c.scalar(val, fp)
-				if !good {
-					return
-				}
-				user, group, _ := strings.Cut(s, ":")
-				for _, o := range []string{user, group} {
-					if problem := hooks.OwnerProblem(o); o != "" && problem != "" {
-						c.move(val, p, entry, fmt.Sprintf("%s: the owner %q is not one a hook spec can name: %s", f.Path, o, problem),
-							"rename the account, or give its numeric id")
-						return
-					}
-				}
-				if user != "root" {
-					f.User = user
-				}
-				if group != "root" {
-					f.Group = group
-				}
-			case "defer":
-				// hostprov writes a file after the users it needs exist.
-			case "append":
-				if val.Value == "true" {
-					c.move(k, p, entry, f.Path+": append adds to a file, and a hostprov file is the whole file",
-						"write the whole file as the hook's file, or append in a command hook")
-					return
-				}
-			case "source":
-				c.move(k, p, entry, f.Path+": a file from a source URL, which cloud-init fetches without a hash and a hostprov file from a source needs one",
-					"give the file as a hook's file with source: and verification: {hash: sha512-HEX}")
-				return
-			default:
-				c.move(k, p, entry, f.Path+": "+k.Value+" of a write_files entry has no hostprov equivalent",
-					"the fields of a hostprov file are path, contents, local, source, verification, mode, user, group and overwrite")
-				return
-			}
-			if !ok {
-				return
-			}
-		}
-		if f.Path == "" {
-			c.fail(item, p, "the write_files entry has no path", "add path: with where the file goes")
+		if !ok {
 			return
 		}
-		data := []byte(content)
-		if binary {
-			b, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(content), ""))
-			if err != nil {
-				c.fail(item, p+".content", "the !!binary content is not base64: "+err.Error(), "fix the content")
-				return
-			}
-			data = b
+	}
+	if f.Path == "" {
+		c.fail(item, p, "the write_files entry has no path", "add path: with where the file goes")
+		return
+	}
+	data, ok := c.decodeContent(item, p, content, encoding, binary)
+	if !ok {
+		return
+	}
+	if utf8.Valid(data) {
+		s := string(data)
+		f.Contents = &s
+	} else if f.Local = c.locals.add(f.Path, data); f.Local == "" {
+		c.move(item, p, entry, f.Path+": the contents are not UTF-8 text, which a hook spec's contents: cannot carry, and the spec goes to no directory for a local: file to be beside it",
+			"import with -o FILE: such contents go beside it as local: files")
+		return
+	}
+	c.h.Files = append(c.h.Files, f)
+	c.origins.files = append(c.origins.files, c.origin(item, p))
+}
+
+// permissions is the mode of a write_files entry's permissions (val, at
+// fp), as cloud-init applies it; false, with an error, when it is none.
+func (c *ccImporter) permissions(val *yaml.Node, fp string) (*uint32, bool) {
+	s, good := c.scalar(val, fp)
+	if !good {
+		return nil, false
+	}
+	m, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(s, "0o"), "0"), 8, 32)
+	if s == "0" {
+		m, err = 0, nil
+	}
+	// Unquoted and without a leading 0, YAML gives cloud-init
+	// an integer, which it applies as the number it is: 600
+	// is mode 01130, and 384 is 0600.
+	dec, decErr := strconv.ParseUint(s, 10, 32)
+	integer := val.ShortTag() == "!!int" && val.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) == 0 &&
+		decErr == nil && s[0] != '0'
+	if integer && (err != nil || m > 0o7777) && dec <= 0o7777 {
+		m, err = dec, nil // not octal: what cloud-init applies
+	}
+	if err != nil || m > 0o7777 {
+		c.fail(val, fp, fmt.Sprintf("permissions %q is not an octal mode", s), "write it as cloud-init documents it, such as '0644'")
+		return nil, false
+	}
+	if integer && m != dec {
+		c.warn(val, fp, fmt.Sprintf("permissions: %s is an integer, which cloud-init applies as the decimal number it is, mode 0%o; the spec keeps 0%o, the digits read in octal",
+			s, dec, m), fmt.Sprintf("check which is meant: for 0%o write mode: 0%o in the spec; in a cloud-config quote a mode ('0%o'), as cloud-init documents", dec, dec, m))
+	}
+	mode := uint32(m)
+	return &mode, true
+}
+
+// owner is the user and group of a write_files entry's owner (val, of
+// the entry at p, the file at path), root being left out; false, with the
+// entry moved to the leftovers, when a spec cannot name them.
+func (c *ccImporter) owner(val *yaml.Node, p string, entry restPath, path string) (user, group string, ok bool) {
+	s, good := c.scalar(val, p+".owner")
+	if !good {
+		return "", "", false
+	}
+	user, group, _ = strings.Cut(s, ":")
+	for _, o := range []string{user, group} {
+		if problem := hooks.OwnerProblem(o); o != "" && problem != "" {
+			c.move(val, p, entry, fmt.Sprintf("%s: the owner %q is not one a hook spec can name: %s", path, o, problem),
+				"rename the account, or give its numeric id")
+			return "", "", false
 		}
-		switch strings.ToLower(encoding) {
-		case "", "text/plain":
-		case "b64", "base64":
+	}
+	if user == "root" {
+		user = ""
+	}
+	if group == "root" {
+		group = ""
+	}
+	return user, group, true
+}
+
+// decodeContent is a write_files entry's content (of item, at p) decoded
+// as its encoding says; false, with an error, when it does not decode.
+func (c *ccImporter) decodeContent(item *yaml.Node, p, content, encoding string, binary bool) ([]byte, bool) {
+	data := []byte(content)
+	if binary {
+		b, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(content), ""))
+		if err != nil {
+			c.fail(item, p+".content", "the !!binary content is not base64: "+err.Error(), "fix the content")
+			return nil, false
+		}
+		data = b
+	}
+	switch strings.ToLower(encoding) {
+	case "", "text/plain":
+	case "b64", "base64":
+		b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(data)))
+		if err != nil {
+			c.fail(item, p+".content", "the content is not base64: "+err.Error(), "fix the content, or its encoding")
+			return nil, false
+		}
+		data = b
+	case "gz", "gzip", "gz+b64", "gz+base64", "gzip+b64", "gzip+base64":
+		if strings.Contains(encoding, "b") {
 			b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(data)))
 			if err != nil {
 				c.fail(item, p+".content", "the content is not base64: "+err.Error(), "fix the content, or its encoding")
-				return
+				return nil, false
 			}
 			data = b
-		case "gz", "gzip", "gz+b64", "gz+base64", "gzip+b64", "gzip+base64":
-			if strings.Contains(encoding, "b") {
-				b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(data)))
-				if err != nil {
-					c.fail(item, p+".content", "the content is not base64: "+err.Error(), "fix the content, or its encoding")
-					return
-				}
-				data = b
-			}
-			zr, err := gzip.NewReader(bytes.NewReader(data))
-			if err == nil {
-				data, err = io.ReadAll(zr)
-			}
-			if err != nil {
-				c.fail(item, p+".content", "the content does not decompress: "+err.Error(), "fix the content, or its encoding")
-				return
-			}
-		default:
-			c.fail(item, p+".encoding", fmt.Sprintf("unknown encoding %q", encoding), "cloud-init knows b64, gzip, gz+b64 and text/plain")
-			return
 		}
-		if !utf8.Valid(data) {
-			if name := c.locals.add(f.Path, data); name != "" {
-				f.Local = name
-				c.h.Files = append(c.h.Files, f)
-				c.origins.files = append(c.origins.files, c.origin(item, p))
-				return
-			}
-			c.move(item, p, entry, f.Path+": the contents are not UTF-8 text, which a hook spec's contents: cannot carry, and the spec goes to no directory for a local: file to be beside it",
-				"import with -o FILE: such contents go beside it as local: files")
-			return
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err == nil {
+			data, err = io.ReadAll(zr)
 		}
-		s := string(data)
-		f.Contents = &s
-		c.h.Files = append(c.h.Files, f)
-		c.origins.files = append(c.origins.files, c.origin(item, p))
-	})
+		if err != nil {
+			c.fail(item, p+".content", "the content does not decompress: "+err.Error(), "fix the content, or its encoding")
+			return nil, false
+		}
+	default:
+		c.fail(item, p+".encoding", fmt.Sprintf("unknown encoding %q", encoding), "cloud-init knows b64, gzip, gz+b64 and text/plain")
+		return nil, false
+	}
+	return data, true
 }
 
 // userFieldHints say, for cloud-init user fields hostprov lacks, what
@@ -355,95 +378,8 @@ func (c *ccImporter) users(v *yaml.Node) {
 		var u hooks.User
 		for j := 0; j+1 < len(item.Content); j += 2 {
 			k, val := item.Content[j], item.Content[j+1]
-			fp := p + "." + k.Value
-			switch k.Value {
-			case "name":
-				s, ok := c.scalar(val, fp)
-				if !ok {
-					return
-				}
-				u.Name = s
-			case "uid":
-				s, ok := c.scalar(val, fp)
-				if !ok {
-					return
-				}
-				id, err := strconv.ParseUint(s, 10, 32)
-				if err != nil {
-					c.fail(val, fp, fmt.Sprintf("uid %q is not a number", s), "write the uid as a number")
-					return
-				}
-				v := uint32(id)
-				u.UID = &v
-			case "system":
-				u.System = val.Value == "true"
-			case "homedir":
-				u.Home, _ = c.scalar(val, fp)
-			case "shell":
-				u.Shell, _ = c.scalar(val, fp)
-			case "primary_group":
-				u.PrimaryGroup, _ = c.scalar(val, fp)
-			case "no_create_home":
-				if b, ok := yaml11Bool(val); ok {
-					u.NoCreateHome = b
-				} else {
-					c.move(k, fp, append(entry, k.Value), "no_create_home of the user "+u.Name+" is not a boolean", "write no_create_home: true or false")
-				}
-			case "ssh_authorized_keys":
-				if val.Kind != yaml.SequenceNode {
-					c.move(val, fp, append(entry, k.Value), "ssh_authorized_keys of the user "+u.Name+" is not a list", "write it as a list of keys")
-					continue
-				}
-				for ki, key := range val.Content {
-					if problem := hooks.AuthorizedKeyProblem(key.Value); key.Kind != yaml.ScalarNode || problem != "" {
-						c.move(key, fmt.Sprintf("%s[%d]", fp, ki), append(entry, k.Value, ki), "a key of the user "+u.Name+": "+problem, "give the line of the key's .pub file")
-						continue
-					}
-					u.SSHAuthorizedKeys = append(u.SSHAuthorizedKeys, key.Value)
-				}
-			case "hashed_passwd", "passwd":
-				// passwd is cloud-init's older name of the hash.
-				s, ok := c.scalar(val, fp)
-				if !ok {
-					continue
-				}
-				if problem := hooks.PasswordHashProblem(s); problem != "" {
-					c.move(val, fp, append(entry, k.Value), "the password of the user "+u.Name+": "+problem,
-						"make a hash with mkpasswd -m yescrypt or openssl passwd -6, and give it as hashed_passwd")
-					continue
-				}
-				u.PasswordHash = s
-				if b, ok := yaml11Bool(mapValue(item, "lock_passwd")); !ok || b {
-					c.warn(val, fp, "the password of the user "+u.Name+" is kept as passwordHash, which hostprov's outputs leave usable; cloud-init locks it, as lock_passwd is not false",
-						"write lock_passwd: false to log in with it, or leave the hash out")
-				}
-			case "groups":
-				switch val.Kind {
-				case yaml.ScalarNode:
-					for _, g := range strings.Split(val.Value, ",") {
-						if g = strings.TrimSpace(g); g != "" {
-							u.Groups = append(u.Groups, g)
-						}
-					}
-				case yaml.SequenceNode:
-					for _, g := range val.Content {
-						u.Groups = append(u.Groups, g.Value)
-					}
-				}
-			default:
-				if b, ok := yaml11Bool(val); k.Value == "lock_passwd" && ok && !b && (mapValue(item, "hashed_passwd") != nil || mapValue(item, "passwd") != nil) {
-					continue // the hash is the user's password: what hostprov's outputs write
-				}
-				if def, known := ccUserDefaults[k.Value]; known {
-					if b, ok := yaml11Bool(val); ok && b == def {
-						continue
-					}
-				}
-				hint := ccUserHints[k.Value]
-				if hint == "" {
-					hint = "a hostprov user has name, uid, system, home, shell, groups, sshAuthorizedKeys, passwordHash, primaryGroup and noCreateHome"
-				}
-				c.move(k, fp, append(entry, k.Value), k.Value+" of the user "+u.Name+" has no hostprov equivalent", hint)
+			if !c.userField(&u, item, k, val, p+"."+k.Value, entry) {
+				return
 			}
 		}
 		if problem := hooks.AccountNameProblem(u.Name); problem != "" {
@@ -454,6 +390,101 @@ func (c *ccImporter) users(v *yaml.Node) {
 		c.h.Users = append(c.h.Users, u)
 		c.origins.users = append(c.origins.users, c.origin(item, p))
 	})
+}
+
+// userField sets the field k (its value val, at fp) of the users entry
+// item on u; false, with an error, when the entry cannot be a user.
+func (c *ccImporter) userField(u *hooks.User, item, k, val *yaml.Node, fp string, entry restPath) bool {
+	switch k.Value {
+	case "name":
+		s, ok := c.scalar(val, fp)
+		if !ok {
+			return false
+		}
+		u.Name = s
+	case "uid":
+		s, ok := c.scalar(val, fp)
+		if !ok {
+			return false
+		}
+		id, err := strconv.ParseUint(s, 10, 32)
+		if err != nil {
+			c.fail(val, fp, fmt.Sprintf("uid %q is not a number", s), "write the uid as a number")
+			return false
+		}
+		v := uint32(id)
+		u.UID = &v
+	case "system":
+		u.System = val.Value == "true"
+	case "homedir":
+		u.Home, _ = c.scalar(val, fp)
+	case "shell":
+		u.Shell, _ = c.scalar(val, fp)
+	case "primary_group":
+		u.PrimaryGroup, _ = c.scalar(val, fp)
+	case "no_create_home":
+		if b, ok := yaml11Bool(val); ok {
+			u.NoCreateHome = b
+		} else {
+			c.move(k, fp, append(entry, k.Value), "no_create_home of the user "+u.Name+" is not a boolean", "write no_create_home: true or false")
+		}
+	case "ssh_authorized_keys":
+		if val.Kind != yaml.SequenceNode {
+			c.move(val, fp, append(entry, k.Value), "ssh_authorized_keys of the user "+u.Name+" is not a list", "write it as a list of keys")
+			return true
+		}
+		for ki, key := range val.Content {
+			if problem := hooks.AuthorizedKeyProblem(key.Value); key.Kind != yaml.ScalarNode || problem != "" {
+				c.move(key, fmt.Sprintf("%s[%d]", fp, ki), append(entry, k.Value, ki), "a key of the user "+u.Name+": "+problem, "give the line of the key's .pub file")
+				continue
+			}
+			u.SSHAuthorizedKeys = append(u.SSHAuthorizedKeys, key.Value)
+		}
+	case "hashed_passwd", "passwd":
+		// passwd is cloud-init's older name of the hash.
+		s, ok := c.scalar(val, fp)
+		if !ok {
+			return true
+		}
+		if problem := hooks.PasswordHashProblem(s); problem != "" {
+			c.move(val, fp, append(entry, k.Value), "the password of the user "+u.Name+": "+problem,
+				"make a hash with mkpasswd -m yescrypt or openssl passwd -6, and give it as hashed_passwd")
+			return true
+		}
+		u.PasswordHash = s
+		if b, ok := yaml11Bool(mapValue(item, "lock_passwd")); !ok || b {
+			c.warn(val, fp, "the password of the user "+u.Name+" is kept as passwordHash, which hostprov's outputs leave usable; cloud-init locks it, as lock_passwd is not false",
+				"write lock_passwd: false to log in with it, or leave the hash out")
+		}
+	case "groups":
+		switch val.Kind {
+		case yaml.ScalarNode:
+			for _, g := range strings.Split(val.Value, ",") {
+				if g = strings.TrimSpace(g); g != "" {
+					u.Groups = append(u.Groups, g)
+				}
+			}
+		case yaml.SequenceNode:
+			for _, g := range val.Content {
+				u.Groups = append(u.Groups, g.Value)
+			}
+		}
+	default:
+		if b, ok := yaml11Bool(val); k.Value == "lock_passwd" && ok && !b && (mapValue(item, "hashed_passwd") != nil || mapValue(item, "passwd") != nil) {
+			return true // the hash is the user's password: what hostprov's outputs write
+		}
+		if def, known := ccUserDefaults[k.Value]; known {
+			if b, ok := yaml11Bool(val); ok && b == def {
+				return true
+			}
+		}
+		hint := ccUserHints[k.Value]
+		if hint == "" {
+			hint = "a hostprov user has name, uid, system, home, shell, groups, sshAuthorizedKeys, passwordHash, primaryGroup and noCreateHome"
+		}
+		c.move(k, fp, append(entry, k.Value), k.Value+" of the user "+u.Name+" has no hostprov equivalent", hint)
+	}
+	return true
 }
 
 // groups reads cloud-init's groups: a list of names, or of mappings of a

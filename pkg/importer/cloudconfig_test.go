@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"gopkg.in/yaml.v3"
 
 	"github.com/hostprov/hostprov/internal/corpus"
 	"github.com/hostprov/hostprov/internal/sdtool"
@@ -206,19 +205,6 @@ func schemaValid(t *testing.T, doc []byte) bool {
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"}
 	out, err := cmd.CombinedOutput()
 	return err == nil && strings.HasPrefix(string(out), "Valid cloud-config")
-}
-
-// jsonOfYAML decodes YAML into v through JSON.
-func jsonOfYAML(data []byte, v any) error {
-	var raw any
-	if err := yaml.Unmarshal(data, &raw); err != nil {
-		return err
-	}
-	b, err := json.Marshal(raw)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, v)
 }
 
 // TestCloudConfigIntegerPermissions: cloud-init reads permissions that

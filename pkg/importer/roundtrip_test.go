@@ -7,10 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -277,48 +275,6 @@ func checkWarnings(t *testing.T, diags hooks.Diagnostics) {
 			t.Fatalf("a warning the round trip does not know to change nothing: %s", d)
 		}
 	}
-}
-
-var indexRE = regexp.MustCompile(`\[(\d+)\]`)
-
-func splitPath(p string) []any {
-	var out []any
-	for _, part := range strings.Split(indexRE.ReplaceAllString(p, ".[$1]"), ".") {
-		if part == "" {
-			continue
-		}
-		if strings.HasPrefix(part, "[") {
-			n, _ := strconv.Atoi(strings.Trim(part, "[]"))
-			out = append(out, n)
-		} else {
-			out = append(out, part)
-		}
-	}
-	return out
-}
-
-// locate returns the container of the value at path p and its key or
-// index in it.
-func locate(t *testing.T, v any, p string) (any, any) {
-	t.Helper()
-	parts := splitPath(p)
-	cur := v
-	for i, e := range parts {
-		if i == len(parts)-1 {
-			return cur, e
-		}
-		switch e := e.(type) {
-		case string:
-			cur = get(cur, e)
-		case int:
-			cur = list(cur)[e]
-		}
-		if cur == nil {
-			t.Fatalf("the original has nothing at %s", p)
-		}
-	}
-	t.Fatalf("empty path")
-	return nil, nil
 }
 
 func get(v any, k string) any {

@@ -236,8 +236,8 @@ func TestQuoteEnv(t *testing.T) {
 			t.Errorf("QuoteEnv(%q, %q) = %q, want error", bad[0], bad[1], got)
 		}
 	}
-	if !ValidEnvName("_") || !ValidEnvName("a1") || ValidEnvName("1a") || ValidEnvName("") || ValidEnvName("a.b") {
-		t.Error("ValidEnvName")
+	if !validEnvName("_") || !validEnvName("a1") || validEnvName("1a") || validEnvName("") || validEnvName("a.b") {
+		t.Error("validEnvName")
 	}
 }
 

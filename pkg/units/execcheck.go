@@ -5,11 +5,11 @@ import (
 	"strings"
 )
 
-// SpecifierLetters are the letters and digits that systemd 252 accepts
+// specifierLetters are the letters and digits that systemd 252 accepts
 // after '%' in a unit file, as the real systemd loads them; '%' followed
 // by any other letter or digit makes an Exec*= line, and with it the whole
 // unit, fail to load ("bad-setting").
-const SpecifierLetters = "abcdfghijlmnopqrstuvwyABCEGHIJLMNPRSTUVWY"
+const specifierLetters = "abcdfghijlmnopqrstuvwyABCEGHIJLMNPRSTUVWY"
 
 // UnknownSpecifier returns the byte offset in s of the first '%' that
 // systemd 252 would not expand, and the two characters there ("%z"); spec
@@ -26,7 +26,7 @@ func UnknownSpecifier(s string) (offset int, spec string) {
 			continue
 		}
 		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-		if alnum && strings.IndexByte(SpecifierLetters, c) < 0 {
+		if alnum && strings.IndexByte(specifierLetters, c) < 0 {
 			return i - 1, s[i-1 : i+1]
 		}
 	}

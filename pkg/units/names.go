@@ -25,13 +25,13 @@ const (
 	SectionInstall   = "Install"
 )
 
-// UnitNameMax is the longest unit name systemd accepts, in bytes
+// unitNameMax is the longest unit name systemd accepts, in bytes
 // (UNIT_NAME_MAX is 256 including the terminating NUL).
-const UnitNameMax = 255
+const unitNameMax = 255
 
-// Types lists the systemd unit types, as the suffix of a unit name without
+// unitTypes lists the systemd unit types, as the suffix of a unit name without
 // its dot. Callers must not modify it.
-var Types = []string{"service", "socket", "device", "mount", "automount", "swap", "target", "path", "timer", "slice", "scope"}
+var unitTypes = []string{"service", "socket", "device", "mount", "automount", "swap", "target", "path", "timer", "slice", "scope"}
 
 // typeSections maps a unit type to the section that carries its settings.
 // Devices and targets have none.
@@ -61,7 +61,7 @@ var defaultTargets = map[string]string{
 }
 
 func isType(s string) bool {
-	for _, t := range Types {
+	for _, t := range unitTypes {
 		if s == t {
 			return true
 		}
@@ -116,14 +116,14 @@ func ValidateName(name string) error {
 	dot := strings.LastIndexByte(name, '.')
 	if dot < 0 || !isType(name[dot+1:]) {
 		return fmt.Errorf("unit name %s has no unit type suffix; it must end in one of .%s (for example %s)",
-			quoteName(name), strings.Join(Types, ", ."), quoteName(name+".service"))
+			quoteName(name), strings.Join(unitTypes, ", ."), quoteName(name+".service"))
 	}
 	prefix, typ := name[:dot], name[dot+1:]
 	if prefix == "" {
 		return fmt.Errorf("unit name %s has nothing before its .%s suffix; add a name such as \"example.%s\"", quoteName(name), typ, typ)
 	}
-	if len(name) > UnitNameMax {
-		return fmt.Errorf("unit name %s is %d bytes long; systemd allows at most %d", quoteName(name), len(name), UnitNameMax)
+	if len(name) > unitNameMax {
+		return fmt.Errorf("unit name %s is %d bytes long; systemd allows at most %d", quoteName(name), len(name), unitNameMax)
 	}
 	for i := 0; i < len(prefix); i++ {
 		if !validNameChar(prefix[i]) {
@@ -211,7 +211,7 @@ func EscapePath(p string) string {
 // known unit type.
 func PathUnitName(p, typ string) (string, error) {
 	if !isType(typ) {
-		return "", fmt.Errorf("%q is not a systemd unit type; use one of %s", typ, strings.Join(Types, ", "))
+		return "", fmt.Errorf("%q is not a systemd unit type; use one of %s", typ, strings.Join(unitTypes, ", "))
 	}
 	if !strings.HasPrefix(p, "/") {
 		return "", fmt.Errorf("path %q is not absolute; systemd derives %s unit names from absolute paths only, so write it as %q", p, typ, path.Join("/", p))

@@ -27,7 +27,7 @@ func TestType(t *testing.T) {
 			t.Errorf("DefaultTarget(%q) = %q, want %q", typ, got, want)
 		}
 	}
-	for _, typ := range Types {
+	for _, typ := range unitTypes {
 		if TypeSection(typ) != "" && !KnownSection(TypeSection(typ)) {
 			t.Errorf("type %s has unknown section %s", typ, TypeSection(typ))
 		}

@@ -116,11 +116,11 @@ func sectionKeys(section string) []string {
 	return vocab()[section].keys
 }
 
-// ClosestDirective returns the known key of section closest to key: one
+// closestDirective returns the known key of section closest to key: one
 // that differs only in letter case, or else the one at the smallest edit
 // distance if that distance is small for the key's length (at most 2, or a
 // third of its length). It returns "" when nothing is close or key is known.
-func ClosestDirective(section, key string) string {
+func closestDirective(section, key string) string {
 	if KnownDirective(section, key) {
 		return ""
 	}
@@ -156,13 +156,13 @@ func ClosestDirective(section, key string) string {
 //   - when the key (in any letter case) belongs to other sections:
 //     `"WantedBy" belongs in [Install]` (all such sections are listed);
 //   - otherwise, when a key of this section is close (see
-//     ClosestDirective): `did you mean "ExecStart"?`;
+//     closestDirective): `did you mean "ExecStart"?`;
 //   - otherwise "", as it is for known keys.
 func SuggestDirective(section, key string) string {
 	if KnownDirective(section, key) {
 		return ""
 	}
-	closest := ClosestDirective(section, key)
+	closest := closestDirective(section, key)
 	if closest != "" && strings.EqualFold(closest, key) {
 		return fmt.Sprintf("did you mean %q?", closest)
 	}
@@ -189,10 +189,10 @@ func SuggestDirective(section, key string) string {
 	return ""
 }
 
-// SuggestSection returns a hint for an unknown section name: `did you mean
+// suggestSection returns a hint for an unknown section name: `did you mean
 // [Service]?` when a known section differs only in case or by one edit, or
 // "".
-func SuggestSection(name string) string {
+func suggestSection(name string) string {
 	if KnownSection(name) {
 		return ""
 	}

@@ -58,25 +58,25 @@ func TestSuggestDirective(t *testing.T) {
 			t.Errorf("SuggestDirective(%q, %q) = %q, want %q", tt.section, tt.key, got, tt.want)
 		}
 	}
-	if got := ClosestDirective("Service", "Restrat"); got != "Restart" {
-		t.Errorf("ClosestDirective = %q", got)
+	if got := closestDirective("Service", "Restrat"); got != "Restart" {
+		t.Errorf("closestDirective = %q", got)
 	}
-	if got := SuggestSection("service"); got != "did you mean [Service]?" {
-		t.Errorf("SuggestSection = %q", got)
+	if got := suggestSection("service"); got != "did you mean [Service]?" {
+		t.Errorf("suggestSection = %q", got)
 	}
-	if got := SuggestSection("Network"); got != "" {
-		t.Errorf("SuggestSection(Network) = %q", got)
+	if got := suggestSection("Network"); got != "" {
+		t.Errorf("suggestSection(Network) = %q", got)
 	}
 }
 
-// TestClosestDirectiveFull checks ClosestDirective, which skips keys whose
+// TestClosestDirectiveFull checks closestDirective, which skips keys whose
 // length alone puts them too far, against comparing every key, for a
 // typo of each kind in every known key of a few sections.
 func TestClosestDirectiveFull(t *testing.T) {
 	for _, d := range knownDirectives {
 		for i := 0; i < len(d); i++ {
 			if d[i] >= 0x80 {
-				t.Fatalf("known directive %q is not ASCII; ClosestDirective's length bound counts bytes", d)
+				t.Fatalf("known directive %q is not ASCII; closestDirective's length bound counts bytes", d)
 			}
 		}
 	}
@@ -107,8 +107,8 @@ func TestClosestDirectiveFull(t *testing.T) {
 			}
 			for _, typo := range typos {
 				checked++
-				if got, want := ClosestDirective(section, typo), full(section, typo); got != want {
-					t.Errorf("ClosestDirective(%q, %q) = %q, want %q", section, typo, got, want)
+				if got, want := closestDirective(section, typo), full(section, typo); got != want {
+					t.Errorf("closestDirective(%q, %q) = %q, want %q", section, typo, got, want)
 				}
 			}
 		}

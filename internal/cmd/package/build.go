@@ -343,9 +343,10 @@ func writePackage(c Config, stage, arch, bin, format string) (string, error) {
 	return path, os.Rename(tmp.Name(), path)
 }
 
-// packageInfo describes the package to nfpm: its metadata, every file with
-// its mode, and the maintainer scripts of the format.
-func packageInfo(c Config, stage, arch, bin, format string) *nfpm.Info {
+// packageContents are the files of the package of format: the binary bin,
+// the units, configuration, docs, examples and man pages (from stage, made
+// by build, and the repository's packaging directory).
+func packageContents(c Config, stage, bin, format string) files.Contents {
 	pkg := filepath.Join(c.Root, "packaging")
 	file := func(src, dst string, mode os.FileMode) *files.Content {
 		return &files.Content{Source: src, Destination: dst,
@@ -364,12 +365,12 @@ func packageInfo(c Config, stage, arch, bin, format string) *nfpm.Info {
 		// only *.yaml, so it is not a spec.
 		{Source: filepath.Join(pkg, "hooks.d.README"), Destination: hooksDir + "/README",
 			Type: files.TypeConfigNoReplace, FileInfo: &files.ContentFileInfo{Mode: 0o644, MTime: c.Date}},
-		// Debian's machine-readable copyright file; RPM takes the
-		// license text itself, as %license (below).
 		// The boot service's flags (HOSTPROV_APPLY_FLAGS), the
 		// administrator's to set: kept through upgrades.
 		{Source: filepath.Join(pkg, "default"), Destination: "/etc/default/hostprov",
 			Type: files.TypeConfigNoReplace, FileInfo: &files.ContentFileInfo{Mode: 0o644, MTime: c.Date}},
+		// Debian's machine-readable copyright file; RPM takes the
+		// license text itself, as %license (below).
 		file(filepath.Join(pkg, "copyright"), docDir+"/copyright", 0o644),
 		file(filepath.Join(stage, "README.md.gz"), docDir+"/README.md.gz", 0o644),
 		file(filepath.Join(stage, "SECURITY.md.gz"), docDir+"/SECURITY.md.gz", 0o644),
@@ -407,7 +408,13 @@ func packageInfo(c Config, stage, arch, bin, format string) *nfpm.Info {
 			contents = append(contents, file(m, manDir+section+"/"+filepath.Base(m), 0o644))
 		}
 	}
+	return contents
+}
 
+// packageInfo describes the package to nfpm: its metadata, its files
+// (packageContents), and the maintainer scripts of the format.
+func packageInfo(c Config, stage, arch, bin, format string) *nfpm.Info {
+	pkg := filepath.Join(c.Root, "packaging")
 	info := &nfpm.Info{
 		Name:     "hostprov",
 		Arch:     arch,
@@ -431,7 +438,7 @@ func packageInfo(c Config, stage, arch, bin, format string) *nfpm.Info {
 			"/etc/hostprov/hooks.d, and again whenever one of them changes.",
 		MTime: c.Date,
 	}
-	info.Contents = contents
+	info.Contents = packageContents(c, stage, bin, format)
 	// Recommends, not Depends: the binary is static, and render, validate
 	// and apply --root on an image need no systemd on the machine that
 	// runs them; applying on a node talks to its systemd and makes

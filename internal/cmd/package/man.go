@@ -81,13 +81,8 @@ func manRoff(c *cobra.Command, version string, date time.Time) []byte {
 	writeFlags(&b, "OPTIONS INHERITED FROM PARENT COMMANDS", c.InheritedFlags())
 
 	var see []string
-	if c.HasParent() {
-		see = append(see, manName(c.Parent()))
-	}
-	for _, sub := range c.Commands() {
-		if clidoc.Shown(sub) {
-			see = append(see, manName(sub))
-		}
+	for _, r := range clidoc.Related(c) {
+		see = append(see, manName(r))
 	}
 	if !c.HasParent() {
 		see = append(see, "systemd.unit")

@@ -24,6 +24,33 @@ func TestWatchRig(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	w := startWatchRig(ctx, t)
+	w.start("hostprov-apply.service")
+	w.start("hostprov-apply.path")
+	if got := w.applies(1); strings.Join(got, " ") != "hostprov-apply" {
+		t.Fatalf("after boot, the applies are %q, want the boot service's alone", got)
+	}
+	// The boot service stays active, as units ordered after it expect.
+	if got := w.activeState("hostprov-apply.service"); got != "active" {
+		t.Errorf("hostprov-apply.service is %s after its run, want active (RemainAfterExit=yes)", got)
+	}
+	w.checkChanges()
+	w.checkBurst()
+}
+
+// watchRig is a rig with the package's units, whose apply services record
+// which of them ran in /var/log/applies.
+type watchRig struct {
+	t     *testing.T
+	ctx   context.Context
+	r     *rig.Rig
+	hooks string // the rig's /etc/hostprov/hooks.d, on the host
+}
+
+// startWatchRig starts a rig with the package's units as they are in
+// packaging/systemd, and drop-ins that replace the ExecStart= lines of the
+// apply services with a command that records which unit ran.
+func startWatchRig(ctx context.Context, t *testing.T) *watchRig {
 	r := rig.Start(t)
 	for _, u := range units {
 		data, err := os.ReadFile(filepath.Join(repoRoot, "packaging/systemd", u))
@@ -48,70 +75,71 @@ func TestWatchRig(t *testing.T) {
 	if err := r.Conn.ReloadContext(ctx); err != nil {
 		t.Fatal(err)
 	}
-	start := func(unit string) {
-		t.Helper()
-		done := make(chan string, 1)
-		if _, err := r.Conn.StartUnitContext(ctx, unit, "replace", done); err != nil {
-			t.Fatalf("start %s: %v", unit, err)
-		}
-		select {
-		case res := <-done:
-			if res != "done" {
-				t.Fatalf("start %s: %s", unit, res)
-			}
-		case <-ctx.Done():
-			t.Fatalf("start %s: %v", unit, ctx.Err())
-		}
-	}
-	// applies waits until the record has n lines, for 10 seconds at most
-	// (a run takes milliseconds), and returns them.
-	applies := func(n int) []string {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			out, _ := r.Run(ctx, "cat", "/var/log/applies")
-			lines := strings.Fields(out)
-			if len(lines) >= n || time.Now().After(deadline) {
-				return lines
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	return &watchRig{t: t, ctx: ctx, r: r, hooks: hooks}
+}
 
-	start("hostprov-apply.service")
-	start("hostprov-apply.path")
-	if got := applies(1); strings.Join(got, " ") != "hostprov-apply" {
-		t.Fatalf("after boot, the applies are %q, want the boot service's alone", got)
+// start starts unit and waits for the job to be done.
+func (w *watchRig) start(unit string) {
+	w.t.Helper()
+	done := make(chan string, 1)
+	if _, err := w.r.Conn.StartUnitContext(w.ctx, unit, "replace", done); err != nil {
+		w.t.Fatalf("start %s: %v", unit, err)
 	}
-	// The boot service stays active, as units ordered after it expect.
-	prop, err := r.Conn.GetUnitPropertyContext(ctx, "hostprov-apply.service", "ActiveState")
+	select {
+	case res := <-done:
+		if res != "done" {
+			w.t.Fatalf("start %s: %s", unit, res)
+		}
+	case <-w.ctx.Done():
+		w.t.Fatalf("start %s: %v", unit, w.ctx.Err())
+	}
+}
+
+// applies waits until the record has n lines, for 10 seconds at most
+// (a run takes milliseconds), and returns them.
+func (w *watchRig) applies(n int) []string {
+	w.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, _ := w.r.Run(w.ctx, "cat", "/var/log/applies")
+		lines := strings.Fields(out)
+		if len(lines) >= n || time.Now().After(deadline) {
+			return lines
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// activeState is the ActiveState of unit.
+func (w *watchRig) activeState(unit string) string {
+	w.t.Helper()
+	prop, err := w.r.Conn.GetUnitPropertyContext(w.ctx, unit, "ActiveState")
 	if err != nil {
-		t.Fatal(err)
+		w.t.Fatal(err)
 	}
-	if got := strings.Trim(prop.Value.String(), `"`); got != "active" {
-		t.Errorf("hostprov-apply.service is %s after its run, want active (RemainAfterExit=yes)", got)
-	}
+	return strings.Trim(prop.Value.String(), `"`)
+}
 
-	// waitInactive waits until the reapply service has exited. A change
-	// is made only then: systemd 252 sets its inotify watches up again
-	// when the triggered unit exits, and a change in that instant is lost
-	// (the next change, or the next boot, applies it).
-	waitInactive := func() {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-			prop, err := r.Conn.GetUnitPropertyContext(ctx, "hostprov-reapply.service", "ActiveState")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st := strings.Trim(prop.Value.String(), `"`); st == "inactive" {
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
+// waitInactive waits until the reapply service has exited. A change
+// is made only then: systemd 252 sets its inotify watches up again
+// when the triggered unit exits, and a change in that instant is lost
+// (the next change, or the next boot, applies it).
+func (w *watchRig) waitInactive() {
+	w.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		if w.activeState("hostprov-reapply.service") == "inactive" {
+			return
 		}
-		t.Fatal("hostprov-reapply.service is still active after 10s")
+		time.Sleep(20 * time.Millisecond)
 	}
+	w.t.Fatal("hostprov-reapply.service is still active after 10s")
+}
 
-	spec := filepath.Join(hooks, "node.yaml")
+// checkChanges checks that each file added to, changed in or removed from
+// hooks.d runs the apply again, through hostprov-reapply.service.
+func (w *watchRig) checkChanges() {
+	t := w.t
+	spec := filepath.Join(w.hooks, "node.yaml")
 	steps := []struct {
 		what   string
 		change func() error
@@ -119,7 +147,7 @@ func TestWatchRig(t *testing.T) {
 		{"a spec file added", func() error { return os.WriteFile(spec, []byte("hooks: []\n"), 0o644) }},
 		{"a spec file changed", func() error { return os.WriteFile(spec, []byte("hooks: [] # changed\n"), 0o644) }},
 		{"a spec file replaced by a rename", func() error {
-			tmp := filepath.Join(hooks, ".node.yaml.tmp")
+			tmp := filepath.Join(w.hooks, ".node.yaml.tmp")
 			if err := os.WriteFile(tmp, []byte("hooks: [] # renamed\n"), 0o644); err != nil {
 				return err
 			}
@@ -134,41 +162,40 @@ func TestWatchRig(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := i + 2
-		got := applies(want)
+		got := w.applies(want)
 		if len(got) < want || got[want-1] != "hostprov-reapply" {
 			t.Fatalf("after %s, the applies are %q, want run %d by hostprov-reapply", s.what, got, want)
 		}
 		// The reapply service exits, so that the next change starts it
 		// again.
-		waitInactive()
+		w.waitInactive()
 	}
-	if got := applies(0); len(got) != len(steps)+1 {
+	if got := w.applies(0); len(got) != len(steps)+1 {
 		t.Errorf("applies %q: want one per change and the boot's, %d in all", got, len(steps)+1)
 	}
+}
 
-	// A configuration tool that drops a dozen files one after another
-	// does not stop the watch: systemd's start rate limit would fail the
-	// path unit after five starts in ten seconds, and no change after that
-	// would be applied.
-	before := len(applies(0))
+// checkBurst checks that a configuration tool that drops a dozen files
+// one after another does not stop the watch: systemd's start rate limit
+// would fail the path unit after five starts in ten seconds, and no change
+// after that would be applied.
+func (w *watchRig) checkBurst() {
+	t := w.t
+	before := len(w.applies(0))
 	for i := range 12 {
-		name := filepath.Join(hooks, "burst"+strings.Repeat("x", i)+".yaml")
+		name := filepath.Join(w.hooks, "burst"+strings.Repeat("x", i)+".yaml")
 		if err := os.WriteFile(name, []byte("hooks: []\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		// Each write after the apply of the one before has ended.
-		if got := applies(before + i + 1); len(got) < before+i+1 {
-			status, _ := r.Run(ctx, "systemctl", "status", "--no-pager", "hostprov-apply.path", "hostprov-reapply.service")
+		if got := w.applies(before + i + 1); len(got) < before+i+1 {
+			status, _ := w.r.Run(w.ctx, "systemctl", "status", "--no-pager", "hostprov-apply.path", "hostprov-reapply.service")
 			t.Errorf("change %d of a burst ran no apply:\n%s", i+1, status)
 			break
 		}
-		waitInactive()
+		w.waitInactive()
 	}
-	prop, err = r.Conn.GetUnitPropertyContext(ctx, "hostprov-apply.path", "ActiveState")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := strings.Trim(prop.Value.String(), `"`); got != "active" {
+	if got := w.activeState("hostprov-apply.path"); got != "active" {
 		t.Errorf("after a burst of changes, hostprov-apply.path is %s, want active", got)
 	}
 }

@@ -69,3 +69,20 @@ func TestFormatAllAgrees(t *testing.T) {
 		})
 	}
 }
+
+func TestNormalizeRaw(t *testing.T) {
+	tests := map[string]string{
+		"":                     "\n",
+		"[Unit]":               "[Unit]\n",
+		"[Unit]\r\nA=1\r\n":    "[Unit]\nA=1\n",
+		"[Unit]\rA=1\r":        "[Unit]\nA=1\n",
+		"[Unit]\nA=1\n\n\n":    "[Unit]\nA=1\n",
+		" [Unit] \n\tA = 1 \n": " [Unit] \n\tA = 1 \n",
+		"A=\"x\"\\\r\n  y\r\n": "A=\"x\"\\\n  y\n",
+	}
+	for in, want := range tests {
+		if got := string(NormalizeRaw([]byte(in))); got != want {
+			t.Errorf("NormalizeRaw(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
