@@ -196,7 +196,7 @@ func (r *reader) read() *Manifests {
 			r.yamlError(err)
 			break
 		}
-		if len(doc.Content) != 1 || isNull(doc.Content[0]) {
+		if len(doc.Content) != 1 || yamlnode.IsNull(doc.Content[0]) {
 			continue // an empty document, such as after a final ---
 		}
 		seen++
@@ -324,46 +324,17 @@ func (r *reader) spend(n *yaml.Node) bool {
 	return false
 }
 
-// lookup returns the value of key in mapping n (the last, as kops reads
-// duplicate keys), with aliases followed, and the key node.
-func lookup(n *yaml.Node, key string) (k, v *yaml.Node) {
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil, nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if c := n.Content[i]; c.Kind == yaml.ScalarNode && c.Value == key {
-			k, v = c, resolve(n.Content[i+1])
-		}
-	}
-	return k, v
-}
-
-func resolve(n *yaml.Node) *yaml.Node {
-	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 100; i++ {
-		n = n.Alias
-	}
-	return n
-}
-
-func isNull(n *yaml.Node) bool {
-	return n == nil || n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
-}
-
-func isString(n *yaml.Node) bool {
-	return n != nil && n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str"
-}
-
 // manifest reads one document; it returns nil for documents that are not
 // kops Cluster or InstanceGroup manifests.
 func (r *reader) manifest(root *yaml.Node) *Manifest {
-	root = resolve(root)
+	root = yamlnode.Resolve(root)
 	if root.Kind != yaml.MappingNode {
 		r.add(hooks.Error, r.pos(root), "", fmt.Sprintf("a kops manifest is a mapping with apiVersion, kind, metadata and spec, not %s", yamlnode.KindName(root)),
 			"give a kops Cluster or InstanceGroup manifest, as kops get cluster -o yaml prints it")
 		return nil
 	}
-	ak, av := lookup(root, "apiVersion")
-	kk, kv := lookup(root, "kind")
+	ak, av := yamlnode.Lookup(root, "apiVersion")
+	kk, kv := yamlnode.Lookup(root, "kind")
 	switch {
 	case ak == nil || kk == nil:
 		missing := "apiVersion"
@@ -375,7 +346,7 @@ func (r *reader) manifest(root *yaml.Node) *Manifest {
 		r.add(hooks.Error, r.pos(root), "", "this document has no "+missing+", so it is not a kops manifest",
 			"start it with apiVersion: kops.k8s.io/v1alpha2 and kind: Cluster (or InstanceGroup)")
 		return nil
-	case !isString(av) || !isString(kv):
+	case !yamlnode.IsString(av) || !yamlnode.IsString(kv):
 		return nil // not a Kubernetes object hostprov knows
 	}
 	group, version, _ := strings.Cut(av.Value, "/")
@@ -396,13 +367,13 @@ func (r *reader) manifest(root *yaml.Node) *Manifest {
 		return nil
 	}
 	m := &Manifest{Kind: kv.Value, APIVersion: apiVersion, File: r.file, Pos: r.pos(root), src: r.src}
-	if _, meta := lookup(root, "metadata"); meta != nil {
-		if _, name := lookup(meta, "name"); isString(name) {
+	if _, meta := yamlnode.Lookup(root, "metadata"); meta != nil {
+		if _, name := yamlnode.Lookup(meta, "name"); yamlnode.IsString(name) {
 			m.Name = name.Value
 		}
 	}
-	_, spec := lookup(root, "spec")
-	if spec == nil || isNull(spec) {
+	_, spec := yamlnode.Lookup(root, "spec")
+	if spec == nil || yamlnode.IsNull(spec) {
 		if m.Kind == KindInstanceGroup {
 			r.add(hooks.Error, r.pos(root), "spec.role", "the InstanceGroup has no spec, so no role",
 				"give it spec.role: Node, ControlPlane, APIServer or Bastion")
@@ -416,7 +387,7 @@ func (r *reader) manifest(root *yaml.Node) *Manifest {
 	if m.Kind == KindInstanceGroup {
 		r.role(m, spec)
 	}
-	if _, rt := lookup(spec, "containerRuntime"); isString(rt) {
+	if _, rt := yamlnode.Lookup(spec, "containerRuntime"); yamlnode.IsString(rt) {
 		m.ContainerRuntime = rt.Value
 	}
 	for i := 0; i+1 < len(spec.Content); i += 2 {
@@ -425,7 +396,7 @@ func (r *reader) manifest(root *yaml.Node) *Manifest {
 			r.misplaced(m, spec, k)
 		}
 	}
-	hk, hv := lookup(spec, "hooks")
+	hk, hv := yamlnode.Lookup(spec, "hooks")
 	if hk == nil {
 		return m
 	}
@@ -442,11 +413,11 @@ var misplaced = map[string]bool{
 
 func (r *reader) misplaced(m *Manifest, spec, k *yaml.Node) {
 	hint := "indent it under the hook it belongs to, lined up with that hook's name"
-	if hk, hv := lookup(spec, "hooks"); hk != nil && hv != nil && hv.Kind == yaml.SequenceNode && len(hv.Content) > 0 {
-		last := resolve(hv.Content[len(hv.Content)-1])
+	if hk, hv := yamlnode.Lookup(spec, "hooks"); hk != nil && hv != nil && hv.Kind == yaml.SequenceNode && len(hv.Content) > 0 {
+		last := yamlnode.Resolve(hv.Content[len(hv.Content)-1])
 		for _, c := range hv.Content {
 			if c.Line < k.Line {
-				last = resolve(c)
+				last = yamlnode.Resolve(c)
 			}
 		}
 		if last.Kind == yaml.MappingNode && len(last.Content) > 0 {
@@ -462,13 +433,13 @@ func (r *reader) misplaced(m *Manifest, spec, k *yaml.Node) {
 }
 
 func (r *reader) role(m *Manifest, spec *yaml.Node) {
-	k, v := lookup(spec, "role")
+	k, v := yamlnode.Lookup(spec, "role")
 	switch {
 	case k == nil:
 		r.add(hooks.Error, r.pos(spec), "spec.role", "the InstanceGroup has no spec.role",
 			"give it role: Node, ControlPlane, APIServer or Bastion")
 		return
-	case !isString(v):
+	case !yamlnode.IsString(v):
 		r.add(hooks.Error, r.pos(k), "spec.role", fmt.Sprintf("spec.role must be a role name, not %s", yamlnode.KindName(v)),
 			"write role: Node, ControlPlane, APIServer or Bastion")
 		return
@@ -507,7 +478,7 @@ func (r *reader) roleName(m *Manifest, v *yaml.Node, path string) (Role, bool) {
 // hooks reads spec.hooks.
 func (r *reader) hooks(m *Manifest, k, v *yaml.Node) {
 	switch {
-	case isNull(v):
+	case yamlnode.IsNull(v):
 		return // "hooks:" with nothing: no hooks, as kops reads it
 	case v.Kind != yaml.SequenceNode:
 		r.add(hooks.Error, r.pos(v), "spec.hooks", fmt.Sprintf("hooks must be a list of hooks, not %s", yamlnode.KindName(v)),
@@ -521,7 +492,7 @@ func (r *reader) hooks(m *Manifest, k, v *yaml.Node) {
 		}
 		path := fmt.Sprintf("spec.hooks[%d]", i)
 		h := Hook{Path: path, File: r.file, m: m, nodes: map[string]*yaml.Node{"": c}}
-		rc := resolve(c)
+		rc := yamlnode.Resolve(c)
 		if rc.Kind != yaml.MappingNode {
 			r.add(hooks.Error, r.pos(c), path, fmt.Sprintf("a hook must be a mapping of fields, not %s", yamlnode.KindName(rc)),
 				`write a hook as "- name: my-hook" followed by its other fields`)
@@ -553,7 +524,7 @@ func (r *reader) hook(m *Manifest, h *Hook, n *yaml.Node) {
 	present := map[string]bool{}
 	before := len(r.diags)
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], resolve(n.Content[i+1])
+		k, v := n.Content[i], yamlnode.Resolve(n.Content[i+1])
 		if !r.spend(k) {
 			return
 		}
@@ -568,7 +539,7 @@ func (r *reader) hook(m *Manifest, h *Hook, n *yaml.Node) {
 		}
 		present[name] = true
 		at := n.Content[i+1]
-		if isNull(v) {
+		if yamlnode.IsNull(v) {
 			at = k
 		}
 		h.nodes[name] = at
@@ -578,7 +549,7 @@ func (r *reader) hook(m *Manifest, h *Hook, n *yaml.Node) {
 			if strings.Contains(h.Name, "/") || h.Name == "." || strings.Contains(h.Name, "..") {
 				r.add(hooks.Error, r.pos(at), path, fmt.Sprintf("hook name %q looks like a path; kops would write the unit outside the unit directory", h.Name),
 					"a hook name is a unit name, such as my-hook or my-hook.service")
-			} else if h.Name == "" && isString(v) {
+			} else if h.Name == "" && yamlnode.IsString(v) {
 				r.add(hooks.Error, r.pos(at), path, "the hook's name is empty",
 					"remove the line to have kops name it kops-hook-<index>, or write a unit name")
 			}
@@ -675,7 +646,7 @@ func (r *reader) enablement(m *Manifest, h *Hook, name string, k, v *yaml.Node, 
 }
 
 func (r *reader) roles(m *Manifest, h *Hook, k, v *yaml.Node, path string) []Role {
-	if isNull(v) {
+	if yamlnode.IsNull(v) {
 		return nil
 	}
 	if v.Kind != yaml.SequenceNode {
@@ -686,8 +657,8 @@ func (r *reader) roles(m *Manifest, h *Hook, k, v *yaml.Node, path string) []Rol
 	for i, c := range v.Content {
 		p := fmt.Sprintf("%s[%d]", path, i)
 		h.nodes[fmt.Sprintf("roles[%d]", i)] = c
-		rc := resolve(c)
-		if !isString(rc) {
+		rc := yamlnode.Resolve(c)
+		if !yamlnode.IsString(rc) {
 			r.add(hooks.Error, r.pos(c), p, fmt.Sprintf("a role must be a name, not %s", yamlnode.KindName(rc)), "write a role such as Node")
 			continue
 		}
@@ -703,7 +674,7 @@ func (r *reader) roles(m *Manifest, h *Hook, k, v *yaml.Node, path string) []Rol
 }
 
 func (r *reader) strList(h *Hook, field string, k, v *yaml.Node, path string) []string {
-	if isNull(v) {
+	if yamlnode.IsNull(v) {
 		return nil
 	}
 	if v.Kind != yaml.SequenceNode {
@@ -721,7 +692,7 @@ func (r *reader) strList(h *Hook, field string, k, v *yaml.Node, path string) []
 		}
 		rel := fmt.Sprintf("%s[%d]", strings.TrimPrefix(path, h.Path+"."), i)
 		h.nodes[rel] = c
-		s, ok := r.str(resolve(c), c, fmt.Sprintf("%s[%d]", path, i))
+		s, ok := r.str(yamlnode.Resolve(c), c, fmt.Sprintf("%s[%d]", path, i))
 		if ok {
 			if strings.ContainsAny(s, "\n\r") {
 				r.add(hooks.Error, r.pos(c), fmt.Sprintf("%s[%d]", path, i), "a unit name with a line break would inject lines into the unit", "write the name on one line")
@@ -733,7 +704,7 @@ func (r *reader) strList(h *Hook, field string, k, v *yaml.Node, path string) []
 }
 
 func (r *reader) execContainer(h *Hook, k, v *yaml.Node, path string) *ExecContainer {
-	if isNull(v) {
+	if yamlnode.IsNull(v) {
 		r.add(hooks.Error, r.pos(k), path, "execContainer has no value", "give its image:, or remove the line")
 		return nil
 	}
@@ -745,14 +716,14 @@ func (r *reader) execContainer(h *Hook, k, v *yaml.Node, path string) *ExecConta
 	ec := &ExecContainer{}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(v.Content); i += 2 {
-		ek, ev := v.Content[i], resolve(v.Content[i+1])
+		ek, ev := v.Content[i], yamlnode.Resolve(v.Content[i+1])
 		if ek.Kind != yaml.ScalarNode || seen[ek.Value] {
 			continue
 		}
 		seen[ek.Value] = true
 		p := path + "." + ek.Value
 		rel := "execContainer." + ek.Value
-		if isNull(ev) {
+		if yamlnode.IsNull(ev) {
 			h.nodes[rel] = ek
 		} else {
 			h.nodes[rel] = v.Content[i+1]
@@ -761,7 +732,7 @@ func (r *reader) execContainer(h *Hook, k, v *yaml.Node, path string) *ExecConta
 		case "image":
 			ec.Image, _ = r.str(ev, ek, p)
 		case "command":
-			if isNull(ev) {
+			if yamlnode.IsNull(ev) {
 				continue
 			}
 			if ev.Kind != yaml.SequenceNode {
@@ -782,11 +753,11 @@ func (r *reader) execContainer(h *Hook, k, v *yaml.Node, path string) *ExecConta
 					break
 				}
 				h.nodes[fmt.Sprintf("%s[%d]", rel, j)] = c
-				s, _ := r.str(resolve(c), c, fmt.Sprintf("%s[%d]", p, j))
+				s, _ := r.str(yamlnode.Resolve(c), c, fmt.Sprintf("%s[%d]", p, j))
 				ec.Command = append(ec.Command, s)
 			}
 		case "environment":
-			if isNull(ev) {
+			if yamlnode.IsNull(ev) {
 				continue
 			}
 			if ev.Kind != yaml.MappingNode {
@@ -796,7 +767,7 @@ func (r *reader) execContainer(h *Hook, k, v *yaml.Node, path string) *ExecConta
 			}
 			ec.Environment = map[string]string{}
 			for j := 0; j+1 < len(ev.Content); j += 2 {
-				nk, nv := ev.Content[j], resolve(ev.Content[j+1])
+				nk, nv := ev.Content[j], yamlnode.Resolve(ev.Content[j+1])
 				if !r.spend(nk) || nk.Kind != yaml.ScalarNode {
 					continue
 				}
@@ -822,7 +793,7 @@ func (r *reader) execContainer(h *Hook, k, v *yaml.Node, path string) *ExecConta
 // error with the quoted spelling as the hint.
 func (r *reader) str(v, k *yaml.Node, path string) (string, bool) {
 	switch {
-	case isNull(v):
+	case yamlnode.IsNull(v):
 		r.add(hooks.Error, r.pos(k), path, lastKey(path)+" has no value", `give it a value, write "" for an empty string, or remove the line`)
 		return "", false
 	case v.Kind != yaml.ScalarNode:
@@ -839,7 +810,7 @@ func (r *reader) str(v, k *yaml.Node, path string) (string, bool) {
 func (r *reader) boolean(v, k *yaml.Node, path string) (bool, bool) {
 	name := lastKey(path)
 	switch {
-	case isNull(v):
+	case yamlnode.IsNull(v):
 		r.add(hooks.Error, r.pos(k), path, name+" has no value", fmt.Sprintf("write %s: true or %s: false, or remove the line", name, name))
 	case v.Kind == yaml.ScalarNode && v.ShortTag() == "!!bool":
 		return strings.EqualFold(v.Value, "true"), true

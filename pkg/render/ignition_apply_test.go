@@ -19,6 +19,8 @@ import (
 	"github.com/hostprov/hostprov/internal/sdtool"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
+	"github.com/hostprov/hostprov/pkg/render/unitdir"
 	"github.com/hostprov/hostprov/pkg/units"
 )
 
@@ -248,19 +250,19 @@ func TestIgnitionApplyGoldens(t *testing.T) {
 		sdtool.Unavailable(t, "systemctl not found (Debian package systemd)")
 	}
 	m := newIgnitionMachine(t)
-	for name, path := range goldenSpecs(t) {
+	for name, path := range rendertest.GoldenSpecs(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			us := build(t, path)
+			us := rendertest.Build(t, path)
 
 			// What hostprov itself installs: the directory output with
 			// its masks, and the links systemctl makes for what the spec
 			// enables.
 			ref := t.TempDir()
 			refDir := filepath.Join(ref, "etc", "systemd", "system")
-			if err := render.WriteDir(refDir, us); err != nil {
+			if err := unitdir.Write(refDir, us); err != nil {
 				t.Fatal(err)
 			}
 			var enable []string

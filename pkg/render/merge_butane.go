@@ -14,6 +14,7 @@ import (
 
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
+	"github.com/hostprov/hostprov/pkg/render/internal/yamlwrite"
 )
 
 // MergeButane returns the Butane config of the units with the user's
@@ -201,7 +202,7 @@ func MergeButaneConfig(own []byte, us []compile.Unit, opts ButaneOptions, files 
 		return nil, diags, nil
 	}
 	var buf bytes.Buffer
-	if err := yamlEncode(&buf, doc); err != nil {
+	if err := yamlwrite.Encode(&buf, doc); err != nil {
 		return nil, nil, err
 	}
 	out := buf.Bytes()

@@ -24,6 +24,7 @@ import (
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 )
 
 // mergeDir holds the merge tests' spec and the configs of a user's own.
@@ -442,7 +443,7 @@ func TestMergeCorpusClash(t *testing.T) {
 	if !ok {
 		t.Skip("corpus case 12 not found")
 	}
-	us := build(t, filepath.Join("..", "..", "examples", "swap", "hostprov.yaml"))
+	us := rendertest.Build(t, filepath.Join("..", "..", "examples", "swap", "hostprov.yaml"))
 	out, diags, err := render.MergeIgnition(us, render.IgnitionOptions{}, []render.MergeFile{f})
 	if err != nil {
 		t.Fatal(err)
@@ -457,9 +458,9 @@ func TestMergeCorpusClash(t *testing.T) {
 // is its output as it is without --merge, byte for byte, so that merging
 // reads hostprov's own output without changing it.
 func TestMergeNothing(t *testing.T) {
-	for name, path := range goldenSpecs(t) {
+	for name, path := range rendertest.GoldenSpecs(t) {
 		t.Run(name, func(t *testing.T) {
-			us := build(t, path)
+			us := rendertest.Build(t, path)
 			for _, pretty := range []bool{false, true} {
 				want, err := render.Ignition(us, render.IgnitionOptions{Pretty: pretty})
 				if err != nil {

@@ -16,18 +16,19 @@ import (
 	"github.com/hostprov/hostprov/internal/rig"
 	"github.com/hostprov/hostprov/internal/sdtool"
 	"github.com/hostprov/hostprov/pkg/compile"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
+	"github.com/hostprov/hostprov/pkg/render/unitdir"
 	"github.com/hostprov/hostprov/pkg/units"
 )
 
 // TestVerifyGoldens runs systemd's own checker on every unit file that the
 // golden specs and examples render to: any output at all is a failure.
 func TestVerifyGoldens(t *testing.T) {
-	for name, path := range goldenSpecs(t) {
+	for name, path := range rendertest.GoldenSpecs(t) {
 		t.Run(name, func(t *testing.T) {
-			us := build(t, path)
+			us := rendertest.Build(t, path)
 			dir := t.TempDir()
-			if err := render.WriteDir(dir, us); err != nil {
+			if err := unitdir.Write(dir, us); err != nil {
 				t.Fatal(err)
 			}
 			var names []string
@@ -124,7 +125,7 @@ func TestRealSystemd(t *testing.T) {
 	}
 
 	r := rig.Start(t)
-	if err := render.WriteDir(r.UnitDir, us); err != nil {
+	if err := unitdir.Write(r.UnitDir, us); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -278,7 +279,7 @@ hooks:
 		t.Fatal(diags)
 	}
 	r := rig.Start(t)
-	if err := render.WriteDir(r.UnitDir, us); err != nil {
+	if err := unitdir.Write(r.UnitDir, us); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -357,7 +358,7 @@ func TestRealSystemdExpandEnv(t *testing.T) {
 	}
 
 	r := rig.Start(t)
-	if err := render.WriteDir(r.UnitDir, us); err != nil {
+	if err := unitdir.Write(r.UnitDir, us); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
