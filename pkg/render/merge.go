@@ -58,8 +58,8 @@ var ignitionParsers = map[string]ignitionParser{
 	"3.5.0": {parser(v35.Parse), parser(v35.ParseCompatibleVersion)},
 }
 
-// MergeIgnition returns the Ignition config of the units (as Ignition
-// writes it for opts) with the user's configs merged into it, in order, by
+// MergeIgnitionConfig returns own, hostprov's Ignition config of the
+// units (and whatever else the spec puts there) at opts.Version, with the user's configs merged into it, in order, by
 // Ignition's own merge (config/merge): hostprov's config is the parent,
 // each file a child, the way Ignition merges a config named in
 // ignition.config.merge at boot. A file is an Ignition config of any spec
@@ -73,21 +73,8 @@ var ignitionParsers = map[string]ignitionParser{
 // The merged config is checked with Ignition's own validation of
 // opts.Version, and written with its keys sorted and without empty objects,
 // lists or nulls, compact unless opts.Pretty.
-func MergeIgnition(us []compile.Unit, opts IgnitionOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
-	opts, err := opts.Resolve()
-	if err != nil {
-		return nil, nil, err
-	}
-	own, err := Ignition(us, IgnitionOptions{Version: opts.Version, Storage: opts.Storage})
-	if err != nil {
-		return nil, nil, err
-	}
-	return MergeIgnitionConfig(own, us, opts, files)
-}
-
-// MergeIgnitionConfig is MergeIgnition into own, hostprov's Ignition
-// config of the units (and whatever else the spec puts there) at
-// opts.Version. Besides units, a path that own's storage and a file both
+//
+// Besides units, a path that own's storage and a file both
 // have (files, directories, links) is an error at the file's entry unless
 // the two entries are the same, and so is a user or group both make with
 // a field both set to other values: Ignition's merge would let the

@@ -17,7 +17,8 @@ import (
 	"github.com/hostprov/hostprov/pkg/render/internal/yamlwrite"
 )
 
-// MergeButane returns the Butane config of the units with the user's
+// MergeButaneConfig returns own, hostprov's Butane config of the units
+// (and whatever else the spec puts there) for opts, with the user's
 // Butane configs merged into it, in order. The rule:
 //
 //   - a file is a Butane config of the output's variant, at the output's
@@ -32,9 +33,9 @@ import (
 //     hostprov sets (contents, enabled, mask) added, and hostprov's
 //     drop-ins the file does not name added before the file's own new
 //     ones. A unit or drop-in that both make differently is an error at
-//     both places (checkUnitClashes, the rule of MergeIgnition).
+//     both places (checkUnitClashes, the rule of MergeIgnitionConfig).
 //   - a file, directory or link at a path hostprov writes too must be the
-//     same entry (checkStorageClashes, the rule of MergeIgnition), and is
+//     same entry (checkStorageClashes, the rule of MergeIgnitionConfig), and is
 //     then written once; so must one at a path of an earlier file, and a
 //     tree's may be at no such path (checkButaneStorage).
 //   - the merged config reads its local: files from one directory, the
@@ -48,24 +49,10 @@ import (
 //     lists appended, a different value an error).
 //
 // Butane then translates the merged config to the same Ignition config as
-// MergeIgnition makes of the same units and files translated by Butane.
+// MergeIgnitionConfig makes of the same units and files translated by Butane.
 // The merged config is translated with Butane as a check, from that
 // directory; its errors are reported. The output is
 // nil when there is an error.
-func MergeButane(us []compile.Unit, opts ButaneOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
-	opts, err := opts.Resolve()
-	if err != nil {
-		return nil, nil, err
-	}
-	own, err := Butane(us, opts)
-	if err != nil {
-		return nil, nil, err
-	}
-	return MergeButaneConfig(own, us, opts, files)
-}
-
-// MergeButaneConfig is MergeButane into own, hostprov's Butane config of
-// the units (and whatever else the spec puts there) for opts.
 func MergeButaneConfig(own []byte, us []compile.Unit, opts ButaneOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
 	opts, err := opts.Resolve()
 	if err != nil {
@@ -140,7 +127,7 @@ func MergeButaneConfig(own []byte, us []compile.Unit, opts ButaneOptions, files 
 			return nil, nil, err
 		}
 		clashes := checkUnitClashes(us, nu, f)
-		// Files, directories, links and accounts as MergeIgnition
+		// Files, directories, links and accounts as MergeIgnitionConfig
 		// checks them, in the Ignition config both translate to, so that
 		// a clash is at the user's entry rather than at Butane's
 		// duplicate in the merged output.
@@ -232,7 +219,7 @@ func MergeButaneConfig(own []byte, us []compile.Unit, opts ButaneOptions, files 
 }
 
 // mergeButaneDoc merges a user's Butane document into hostprov's by the
-// rule of MergeButane; the units are checked already.
+// rule of MergeButaneConfig; the units are checked already.
 func mergeButaneDoc(doc, user *yaml.Node, f MergeFile) hooks.Diagnostics {
 	var diags hooks.Diagnostics
 	rest := &yaml.Node{Kind: yaml.MappingNode}

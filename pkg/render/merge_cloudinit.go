@@ -12,31 +12,23 @@ import (
 	"github.com/hostprov/hostprov/pkg/hooks"
 )
 
-// CloudInitMergeRule is the rule MergeCloudInit merges by, in cloud-init's
+// CloudInitMergeRule is the rule MergeCloudInitConfig merges by, in cloud-init's
 // own merge_how syntax: mappings merged key by key and recursively, lists
 // appended (hostprov's items first, then the file's), and a value both set
 // to something else is a clash (cloud-init's no_replace would keep
 // hostprov's silently; hostprov says so instead).
 const CloudInitMergeRule = "list(append)+dict(no_replace,recurse_list)+str()"
 
-// MergeCloudInit returns the cloud-config of the units with the user's
+// MergeCloudInitConfig returns own, hostprov's cloud-config of the units
+// (and whatever else the spec puts there), without MIME, with the user's
 // cloud-configs merged into it, in order, by CloudInitMergeRule: the
 // file's keys as written (comments and styles kept, as yaml.v3 reads
 // them), write_files and runcmd after hostprov's. A write_files entry for
 // a path hostprov writes is a clash unless it is the same entry; a user
 // hostprov makes too is one entry (see mergeCloudInitAccounts); a clash
 // is an error at both places. The output is nil when there is an error.
-func MergeCloudInit(us []compile.Unit, opts CloudInitOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
-	own, err := CloudInit(us, CloudInitOptions{Storage: opts.Storage})
-	if err != nil {
-		return nil, nil, err
-	}
-	return MergeCloudInitConfig(own, us, opts, files)
-}
-
-// MergeCloudInitConfig is MergeCloudInit into own, hostprov's cloud-config
-// of the units (and whatever else the spec puts there), without MIME. A
-// write_files path of own that no unit writes is a clash at hostprov's
+//
+// A write_files path of own that no unit writes is a clash at hostprov's
 // spec as a whole.
 func MergeCloudInitConfig(own []byte, us []compile.Unit, opts CloudInitOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
 	var root yaml.Node
