@@ -338,21 +338,24 @@ func blockEnd(lines []string, key, indent int) int {
 	return last
 }
 
-// replaceManaged rewrites the hostprov hooks of a block hooks list.
-func replaceManaged(lines []string, t *target, items []hookItem) ([]string, error) {
+// itemRegion is where an item of the hooks list is: from its first comment
+// line (its head comments, the Marker, at the dash's column) through its
+// "-" line to its last line, and whether it is hostprov's.
+type itemRegion struct {
+	start, dash, end int
+	managed          bool
+	name             string
+}
+
+// itemRegions finds the region of every item of t's hooks list in lines,
+// the column of the list's dashes, and how far an item's keys are
+// indented beyond its dash.
+func itemRegions(lines []string, t *target) (regions []itemRegion, dashCol, step int, err error) {
 	seq := t.hooksVal
 	keyLine := t.hooksKey.Line - 1
 	end := blockEnd(lines, keyLine, t.hooksKey.Column-1)
-	// Where each item starts: its "-" line, and the comment lines right
-	// above it at the dash's column (its head comments, the Marker).
-	type region struct {
-		start, dash, end int
-		managed          bool
-		name             string
-	}
-	regions := make([]region, len(seq.Content))
-	dashCol := -1
-	step := 2
+	regions = make([]itemRegion, len(seq.Content))
+	dashCol, step = -1, 2
 	for i, c := range seq.Content {
 		dash := -1
 		for l := c.Line - 1; l > keyLine; l-- {
@@ -370,7 +373,7 @@ func replaceManaged(lines []string, t *target, items []hookItem) ([]string, erro
 			}
 		}
 		if dash < 0 {
-			return nil, fmt.Errorf("line %d: cannot find where hook %d of the list starts", c.Line, i)
+			return nil, 0, 0, fmt.Errorf("line %d: cannot find where hook %d of the list starts", c.Line, i)
 		}
 		start := dash
 		for start-1 > keyLine && strings.HasPrefix(strings.TrimSpace(lines[start-1]), "#") && indentOf(lines[start-1]) == indentOf(lines[dash]) {
@@ -405,6 +408,15 @@ func replaceManaged(lines []string, t *target, items []hookItem) ([]string, erro
 			lastR.end = l
 			break
 		}
+	}
+	return regions, dashCol, step, nil
+}
+
+// replaceManaged rewrites the hostprov hooks of a block hooks list.
+func replaceManaged(lines []string, t *target, items []hookItem) ([]string, error) {
+	regions, dashCol, step, err := itemRegions(lines, t)
+	if err != nil {
+		return nil, err
 	}
 	names := map[string]bool{}
 	for _, it := range items {
