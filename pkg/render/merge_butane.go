@@ -81,40 +81,9 @@ func MergeButaneConfig(own []byte, us []compile.Unit, opts ButaneOptions, files 
 	dirOf := "the spec's directory, which its own local: files are read from"
 	var diags hooks.Diagnostics
 	for _, f := range files {
-		fail := func(pos hooks.Position, msg, hint string) {
-			diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: pos, Message: msg, Hint: hint})
-		}
-		if bytes.HasPrefix(bytes.TrimLeft(f.Data, " \t\r\n"), []byte("{")) {
-			fail(hooks.Position{File: f.Name}, "an Ignition config cannot be merged into Butane output: Butane would have to rewrite it",
-				fmt.Sprintf("render --format ignition --merge %s, or name it in your own Butane config under ignition.config.merge (local: %s) and translate that with butane --files-dir", f.Name, f.Name))
-			continue
-		}
-		var froot yaml.Node
-		if err := yaml.Unmarshal(f.Data, &froot); err != nil {
-			fail(yamlErrPos(f.Name, err), "not valid YAML: "+err.Error(), "check the file with butane --strict")
-			continue
-		}
-		if len(froot.Content) == 0 || froot.Content[0].Kind != yaml.MappingNode {
-			fail(hooks.Position{File: f.Name}, "not a Butane config: a Butane config is a mapping with variant: and version:", "give --merge a Butane config")
-			continue
-		}
-		user := froot.Content[0]
-		variant, version := yamlAt(user, "variant"), yamlAt(user, "version")
-		switch {
-		case variant == nil || version == nil:
-			fail(hooks.Position{File: f.Name, Line: user.Line, Column: user.Column}, "not a Butane config: it has no variant: or no version:", "give --merge a Butane config")
-			continue
-		case variant.Value != opts.Variant:
-			fail(hooks.Position{File: f.Name, Line: variant.Line, Column: variant.Column},
-				fmt.Sprintf("the config is for variant %s, the output for %s: Butane's variants are for different systems", variant.Value, opts.Variant),
-				fmt.Sprintf("render with --variant %s, or write the config for %s", variant.Value, opts.Variant))
-			continue
-		}
-		v, verr := semver.NewVersion(version.Value)
-		if verr != nil || semver.New(opts.Version).LessThan(*v) {
-			fail(hooks.Position{File: f.Name, Line: version.Line, Column: version.Column},
-				fmt.Sprintf("the config is Butane %s %s, newer than the output's %s", variant.Value, version.Value, opts.Version),
-				fmt.Sprintf("render with --butane-version %s, or write the config for %s", version.Value, opts.Version))
+		froot, user, bad := butaneOfFile(f, opts)
+		if bad != nil {
+			diags = append(diags, *bad)
 			continue
 		}
 		cfg, d := userIgnition(f, opts.IgnitionVersion, "--format butane")
@@ -161,27 +130,7 @@ func MergeButaneConfig(own []byte, us []compile.Unit, opts ButaneOptions, files 
 		if len(clashes) > 0 {
 			continue
 		}
-		// The comments at the top of the file go with its first key
-		// that is kept (variant and version are hostprov's).
-		var top []string
-		for _, c := range []string{froot.HeadComment, user.HeadComment} {
-			if c != "" {
-				top = append(top, c)
-			}
-		}
-		for i := 0; i+1 < len(user.Content); i += 2 {
-			k := user.Content[i]
-			if k.Value != "variant" && k.Value != "version" {
-				if len(top) > 0 {
-					k.HeadComment = strings.Join(append(top, k.HeadComment), "\n")
-					k.HeadComment = strings.TrimSuffix(k.HeadComment, "\n")
-				}
-				break
-			}
-			if k.HeadComment != "" {
-				top = append(top, k.HeadComment)
-			}
-		}
+		liftTopComments(froot, user)
 		diags = append(diags, mergeButaneDoc(doc, user, f)...)
 	}
 	diags.Sort()
@@ -193,6 +142,79 @@ func MergeButaneConfig(own []byte, us []compile.Unit, opts ButaneOptions, files 
 		return nil, nil, err
 	}
 	out := buf.Bytes()
+	if d := translateMerged(out, filesDir, files); d != nil {
+		return nil, append(diags, *d), nil
+	}
+	return out, diags, nil
+}
+
+// butaneOfFile reads f as a Butane config that can be merged into the
+// output of opts: YAML, a mapping with variant: and version:, of the
+// output's variant and no newer than its version. It returns the
+// document and its mapping, or the diagnostic that says why not.
+func butaneOfFile(f MergeFile, opts ButaneOptions) (*yaml.Node, *yaml.Node, *hooks.Diagnostic) {
+	fail := func(pos hooks.Position, msg, hint string) (*yaml.Node, *yaml.Node, *hooks.Diagnostic) {
+		return nil, nil, &hooks.Diagnostic{Severity: hooks.Error, Pos: pos, Message: msg, Hint: hint}
+	}
+	if bytes.HasPrefix(bytes.TrimLeft(f.Data, " \t\r\n"), []byte("{")) {
+		return fail(hooks.Position{File: f.Name}, "an Ignition config cannot be merged into Butane output: Butane would have to rewrite it",
+			fmt.Sprintf("render --format ignition --merge %s, or name it in your own Butane config under ignition.config.merge (local: %s) and translate that with butane --files-dir", f.Name, f.Name))
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(f.Data, &doc); err != nil {
+		return fail(yamlErrPos(f.Name, err), "not valid YAML: "+err.Error(), "check the file with butane --strict")
+	}
+	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return fail(hooks.Position{File: f.Name}, "not a Butane config: a Butane config is a mapping with variant: and version:", "give --merge a Butane config")
+	}
+	user := doc.Content[0]
+	variant, version := yamlAt(user, "variant"), yamlAt(user, "version")
+	switch {
+	case variant == nil || version == nil:
+		return fail(hooks.Position{File: f.Name, Line: user.Line, Column: user.Column}, "not a Butane config: it has no variant: or no version:", "give --merge a Butane config")
+	case variant.Value != opts.Variant:
+		return fail(hooks.Position{File: f.Name, Line: variant.Line, Column: variant.Column},
+			fmt.Sprintf("the config is for variant %s, the output for %s: Butane's variants are for different systems", variant.Value, opts.Variant),
+			fmt.Sprintf("render with --variant %s, or write the config for %s", variant.Value, opts.Variant))
+	}
+	v, verr := semver.NewVersion(version.Value)
+	if verr != nil || semver.New(opts.Version).LessThan(*v) {
+		return fail(hooks.Position{File: f.Name, Line: version.Line, Column: version.Column},
+			fmt.Sprintf("the config is Butane %s %s, newer than the output's %s", variant.Value, version.Value, opts.Version),
+			fmt.Sprintf("render with --butane-version %s, or write the config for %s", version.Value, opts.Version))
+	}
+	return &doc, user, nil
+}
+
+// liftTopComments moves the comments at the top of a user's Butane config
+// to its first key that the merge keeps (variant and version are
+// hostprov's), so that they are not lost with them.
+func liftTopComments(froot, user *yaml.Node) {
+	var top []string
+	for _, c := range []string{froot.HeadComment, user.HeadComment} {
+		if c != "" {
+			top = append(top, c)
+		}
+	}
+	for i := 0; i+1 < len(user.Content); i += 2 {
+		k := user.Content[i]
+		if k.Value != "variant" && k.Value != "version" {
+			if len(top) > 0 {
+				k.HeadComment = strings.Join(append(top, k.HeadComment), "\n")
+				k.HeadComment = strings.TrimSuffix(k.HeadComment, "\n")
+			}
+			break
+		}
+		if k.HeadComment != "" {
+			top = append(top, k.HeadComment)
+		}
+	}
+}
+
+// translateMerged translates the merged config with Butane, from
+// filesDir, and returns what stops Butane as an error at the files
+// merged, or nil.
+func translateMerged(out []byte, filesDir string, files []MergeFile) *hooks.Diagnostic {
 	if _, rpt, err := butane.TranslateBytes(out, butanecommon.TranslateBytesOptions{TranslateOptions: butanecommon.TranslateOptions{FilesDir: filesDir}}); err != nil || rpt.IsFatal() {
 		var names []string
 		for _, f := range files {
@@ -210,12 +232,11 @@ func MergeButaneConfig(own []byte, us []compile.Unit, opts ButaneOptions, files 
 		if err != nil && msg == "" {
 			msg = err.Error()
 		}
-		diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: strings.Join(names, ", ")},
+		return &hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: strings.Join(names, ", ")},
 			Message: "Butane cannot translate the merged config: " + msg,
-			Hint:    "change your config so that, merged with hostprov's units, it translates"})
-		return nil, diags, nil
+			Hint:    "change your config so that, merged with hostprov's units, it translates"}
 	}
-	return out, diags, nil
+	return nil
 }
 
 // mergeButaneDoc merges a user's Butane document into hostprov's by the
