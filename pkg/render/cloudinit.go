@@ -414,8 +414,9 @@ func startName(u compile.Unit) (string, bool, error) {
 // a unit in at boot, then DefaultInstance.
 var startKeys = []string{"WantedBy", "RequiredBy", "UpheldBy", "DefaultInstance"}
 
-// isTemplate reports whether name is a template ("worker@.service"), which
-// systemd cannot start or restart without an instance.
+// IsTemplate reports whether name is a template ("worker@.service"), which
+// systemd cannot start or restart without an instance: cloud-init and kops
+// both start the units they write, and cannot start a template.
 func IsTemplate(name string) bool {
 	return strings.HasSuffix(strings.TrimSuffix(name, "."+units.Type(name)), "@")
 }
