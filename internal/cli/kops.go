@@ -10,7 +10,7 @@ import (
 
 	"github.com/hostprov/hostprov/internal/fsutil"
 	"github.com/hostprov/hostprov/pkg/compile"
-	"github.com/hostprov/hostprov/pkg/kops"
+	"github.com/hostprov/hostprov/pkg/render/kopshooks"
 )
 
 func newKops() *cobra.Command {
@@ -61,7 +61,7 @@ paste by hand, use hostprov render --format kops.`,
 				}
 				return failure("%v", err)
 			}
-			after, err := kops.SetHooks(before, instanceGroup, us)
+			after, err := kopshooks.Set(before, instanceGroup, us)
 			if err != nil {
 				// A hook kops cannot carry is the spec's problem, at
 				// the hook; anything else is the manifest's.

@@ -13,6 +13,9 @@ import (
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/kopshooks"
+	"github.com/hostprov/hostprov/pkg/render/listing"
+	"github.com/hostprov/hostprov/pkg/render/unitdir"
 )
 
 // renderFlags are the flags of render that only some formats take.
@@ -136,18 +139,18 @@ var outputFormats = []outputFormat{
 		flags: []string{"kops-api-version"},
 		check: func(f *renderFlags) error {
 			switch f.kopsAPIVersion {
-			case "", render.KopsV1Alpha2, render.KopsV1Alpha3:
+			case "", kopshooks.V1Alpha2, kopshooks.V1Alpha3:
 				return nil
 			}
-			return invalid("unknown --kops-api-version %q: use %s or %s", f.kopsAPIVersion, render.KopsV1Alpha2, render.KopsV1Alpha3)
+			return invalid("unknown --kops-api-version %q: use %s or %s", f.kopsAPIVersion, kopshooks.V1Alpha2, kopshooks.V1Alpha3)
 		},
 		write: func(w io.Writer, f *renderFlags, us []compile.Unit) error {
-			b, err := render.Kops(us, render.KopsOptions{APIVersion: f.kopsAPIVersion, Storage: f.storage})
+			b, err := kopshooks.Render(us, kopshooks.Options{APIVersion: f.kopsAPIVersion, Storage: f.storage})
 			if err != nil {
 				// The spec asks for what kops cannot express: the
 				// input, not the machine, is at fault. A *KopsError
 				// is reported at its hooks by render's RunE.
-				var ke *render.KopsError
+				var ke *kopshooks.Error
 				if errors.As(err, &ke) {
 					return err
 				}
@@ -160,7 +163,7 @@ var outputFormats = []outputFormat{
 		name: "units",
 		help: `every unit file after a "# NAME" line, to read`,
 		write: func(w io.Writer, f *renderFlags, us []compile.Unit) error {
-			return write(w, append(render.Text(us), storageText(f.storage)...))
+			return write(w, append(listing.Render(us), storageText(f.storage)...))
 		},
 	},
 	{
@@ -180,7 +183,7 @@ var outputFormats = []outputFormat{
 			if f.check {
 				return nil
 			}
-			if err := render.WriteDir(f.out, us); err != nil {
+			if err := unitdir.Write(f.out, us); err != nil {
 				return failure("writing units: %v", err)
 			}
 			return nil
@@ -396,12 +399,12 @@ Nothing is written when the spec has an error.`,
 	c.Flags().StringVar(&rf.variant, "variant", "", "Butane variant, for --format butane: "+orList(render.ButaneVariants())+" (default "+render.ButaneVariants()[0]+")")
 	c.Flags().StringVar(&rf.butaneVersion, "butane-version", "", "Butane spec version, for --format butane (default: the one for the Ignition version)")
 	c.Flags().BoolVar(&rf.mime, "mime", false, "wrap the cloud-config in a multipart MIME message, for --format cloud-init")
-	c.Flags().StringVar(&rf.kopsAPIVersion, "kops-api-version", "", "kops API version of the hooks, for --format kops: "+render.KopsV1Alpha2+" (disabled: true, the default) or "+render.KopsV1Alpha3+" (enabled: false)")
+	c.Flags().StringVar(&rf.kopsAPIVersion, "kops-api-version", "", "kops API version of the hooks, for --format kops: "+kopshooks.V1Alpha2+" (disabled: true, the default) or "+kopshooks.V1Alpha3+" (enabled: false)")
 	c.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(formatNames(), cobra.ShellCompDirectiveNoFileComp))
 	c.RegisterFlagCompletionFunc("ignition-version", cobra.FixedCompletions(render.IgnitionVersions(), cobra.ShellCompDirectiveNoFileComp))
 	c.RegisterFlagCompletionFunc("variant", cobra.FixedCompletions(render.ButaneVariants(), cobra.ShellCompDirectiveNoFileComp))
 	c.RegisterFlagCompletionFunc("butane-version", butaneVersionCompletion(&rf))
-	c.RegisterFlagCompletionFunc("kops-api-version", cobra.FixedCompletions([]string{render.KopsV1Alpha2, render.KopsV1Alpha3}, cobra.ShellCompDirectiveNoFileComp))
+	c.RegisterFlagCompletionFunc("kops-api-version", cobra.FixedCompletions([]string{kopshooks.V1Alpha2, kopshooks.V1Alpha3}, cobra.ShellCompDirectiveNoFileComp))
 	return c
 }
 

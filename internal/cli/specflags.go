@@ -20,7 +20,7 @@ import (
 	"github.com/hostprov/hostprov/pkg/apply"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/kops"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/kopshooks"
 )
 
 // specFlags are the flags of every command that reads a hook spec: a
@@ -194,12 +194,12 @@ func (f *specFlags) outputVerdict(c *cobra.Command, err error) error {
 	return err
 }
 
-// kopsRefusal reports the units kops cannot carry (a *render.KopsError in
+// kopsRefusal reports the units kops cannot carry (a *kopshooks.Error in
 // err) as errors at their hooks in the spec, like the spec's own problems,
 // and returns the exit error that says nothing was written. It returns nil
 // for any other error.
 func (f *specFlags) kopsRefusal(c *cobra.Command, err error) error {
-	var ke *render.KopsError
+	var ke *kopshooks.Error
 	if !errors.As(err, &ke) {
 		return nil
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/hostprov/hostprov/pkg/apply"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/unitdir"
 )
 
 // TestOfflineMatchesSystemctl applies each golden spec with --root to an
@@ -87,7 +87,7 @@ func TestOfflineMatchesSystemctl(t *testing.T) {
 			}
 
 			// the files, then systemctl --root B
-			if err := render.WriteDir(filepath.Join(b, "etc/systemd/system"), withoutMasks(us)); err != nil {
+			if err := unitdir.Write(filepath.Join(b, "etc/systemd/system"), withoutMasks(us)); err != nil {
 				t.Fatal(err)
 			}
 			var enable, mask []string

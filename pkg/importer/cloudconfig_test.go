@@ -158,7 +158,12 @@ func TestCloudConfigRoundTrip(t *testing.T) {
 				merge = append(merge, render.MergeFile{Name: "leftovers", Data: res.Rest})
 				rest++
 			}
-			out, mdiags, err := render.MergeCloudInit(r.Units, render.CloudInitOptions{Storage: r.Storage}, merge)
+			opts := render.CloudInitOptions{Storage: r.Storage}
+			own, err := render.CloudInit(r.Units, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, mdiags, err := render.MergeCloudInitConfig(own, r.Units, opts, merge)
 			if err != nil || mdiags.HasErrors(false) {
 				t.Fatalf("render --merge of the leftovers: %v\n%s\nleftovers:\n%s", err, mdiags.Error(), res.Rest)
 			}

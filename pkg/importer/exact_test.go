@@ -148,7 +148,11 @@ func TestCloudConfigOwnGroup(t *testing.T) {
 	if bad.HasErrors(false) {
 		t.Fatal(bad.Error())
 	}
-	out, mdiags, err := render.MergeCloudInit(r.Units, render.CloudInitOptions{Storage: r.Storage}, []render.MergeFile{{Name: "leftovers", Data: res.Rest}})
+	own, err := render.CloudInit(r.Units, render.CloudInitOptions{Storage: r.Storage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, mdiags, err := render.MergeCloudInitConfig(own, r.Units, render.CloudInitOptions{Storage: r.Storage}, []render.MergeFile{{Name: "leftovers", Data: res.Rest}})
 	if err != nil || mdiags.HasErrors(false) {
 		t.Fatalf("render --merge of the leftovers: %v\n%s\nleftovers:\n%s", err, mdiags.Error(), res.Rest)
 	}

@@ -72,7 +72,12 @@ func roundTrip(t *testing.T, in importer.Input, original []byte) (got, want any,
 	if res.Rest != nil {
 		merge = append(merge, render.MergeFile{Name: "leftovers", Data: res.Rest, Dir: t.TempDir()})
 	}
-	out, mdiags, err := render.MergeIgnition(r.Units, render.IgnitionOptions{Version: res.IgnitionVersion, Storage: r.Storage}, merge)
+	ignOpts := render.IgnitionOptions{Version: res.IgnitionVersion, Storage: r.Storage}
+	own, err := render.Ignition(r.Units, ignOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, mdiags, err := render.MergeIgnitionConfig(own, r.Units, ignOpts, merge)
 	if err != nil || mdiags.HasErrors(false) {
 		t.Fatalf("render --merge of the leftovers: %v\n%s\nleftovers:\n%s", err, mdiags.Error(), res.Rest)
 	}
@@ -104,7 +109,12 @@ func roundTrip(t *testing.T, in importer.Input, original []byte) (got, want any,
 	// The Butane output is of the leftovers' variant (render --variant).
 	var head struct{ Variant string }
 	_ = yaml.Unmarshal(res.Rest, &head)
-	bu, bdiags, err := render.MergeButane(r.Units, render.ButaneOptions{Variant: head.Variant, IgnitionVersion: res.IgnitionVersion, Storage: r.Storage}, merge)
+	buOpts := render.ButaneOptions{Variant: head.Variant, IgnitionVersion: res.IgnitionVersion, Storage: r.Storage}
+	ownBu, err := render.Butane(r.Units, buOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bu, bdiags, err := render.MergeButaneConfig(ownBu, r.Units, buOpts, merge)
 	if err != nil || bdiags.HasErrors(false) {
 		t.Fatalf("render --format butane --merge of the leftovers: %v\n%s\nleftovers:\n%s", err, bdiags.Error(), res.Rest)
 	}

@@ -169,37 +169,7 @@ func Spec(hs []NodeHook, rt Runtime) (*hooks.Spec, *Origins, hooks.Diagnostics) 
 			locate(fmt.Sprintf("before[%d]", k), fmt.Sprintf("before[%d]", k))
 		}
 		if ec := h.ExecContainer; ec != nil {
-			image := strings.TrimSpace(ec.Image)
-			pull, run, requires := containerCommands(rt, image, h.Name, ec, true)
-			hh.Type = "oneshot"
-			hh.Pre = [][]string{pull}
-			hh.Exec = run
-			// kops only Requires= the runtime; without After= systemd
-			// starts both at once and the pull can fail.
-			hh.Requires = append(hh.Requires, requires)
-			hh.After = []string{requires}
-			locate(fmt.Sprintf("requires[%d]", len(h.Requires)), "execContainer")
-			locate("after", "execContainer")
-			locate("type", "execContainer")
-			locate("pre", "execContainer.image")
-			locate("exec", "execContainer")
-			// The arguments of the run command: kops's fixed ones, the
-			// environment, the image, the name, then the command.
-			fixed := len(run) - len(ec.Command)
-			for k := range ec.Command {
-				locate(fmt.Sprintf("exec[%d]", fixed+k), fmt.Sprintf("execContainer.command[%d]", k))
-			}
-			for k := 0; k < fixed; k++ {
-				a := run[k]
-				switch {
-				case strings.HasPrefix(a, "--env"):
-				case k > 0 && run[k-1] == "--env":
-					name, _, _ := strings.Cut(a, "=")
-					locate(fmt.Sprintf("exec[%d]", k), "execContainer.environment."+name)
-				case a == image || a == ContainerdImage(image):
-					locate(fmt.Sprintf("exec[%d]", k), "execContainer.image")
-				}
-			}
+			execContainerHook(&hh, h.Name, len(h.Requires), ec, rt, locate)
 		} else {
 			hh.Manifest = h.Manifest
 			locate("manifest", "manifest")
@@ -211,6 +181,44 @@ func Spec(hs []NodeHook, rt Runtime) (*hooks.Spec, *Origins, hooks.Diagnostics) 
 	}
 	spec.Hooks = out
 	return spec, o, diags
+}
+
+// execContainerHook makes hh run ec as kops does, with rt: pull the image,
+// then run it once, after the runtime. locate places each field it sets
+// at the field of the kops hook it comes from; the hook had
+// requiresBefore entries of requires before the runtime's.
+func execContainerHook(hh *hooks.Hook, hookName string, requiresBefore int, ec *ExecContainer, rt Runtime, locate func(sp, kp string)) {
+	image := strings.TrimSpace(ec.Image)
+	pull, run, requires := containerCommands(rt, image, hookName, ec, true)
+	hh.Type = "oneshot"
+	hh.Pre = [][]string{pull}
+	hh.Exec = run
+	// kops only Requires= the runtime; without After= systemd
+	// starts both at once and the pull can fail.
+	hh.Requires = append(hh.Requires, requires)
+	hh.After = []string{requires}
+	locate(fmt.Sprintf("requires[%d]", requiresBefore), "execContainer")
+	locate("after", "execContainer")
+	locate("type", "execContainer")
+	locate("pre", "execContainer.image")
+	locate("exec", "execContainer")
+	// The arguments of the run command: kops's fixed ones, the
+	// environment, the image, the name, then the command.
+	fixed := len(run) - len(ec.Command)
+	for k := range ec.Command {
+		locate(fmt.Sprintf("exec[%d]", fixed+k), fmt.Sprintf("execContainer.command[%d]", k))
+	}
+	for k := 0; k < fixed; k++ {
+		a := run[k]
+		switch {
+		case strings.HasPrefix(a, "--env"):
+		case k > 0 && run[k-1] == "--env":
+			name, _, _ := strings.Cut(a, "=")
+			locate(fmt.Sprintf("exec[%d]", k), "execContainer.environment."+name)
+		case a == image || a == ContainerdImage(image):
+			locate(fmt.Sprintf("exec[%d]", k), "execContainer.image")
+		}
+	}
 }
 
 func joinSpecPath(p string) string {

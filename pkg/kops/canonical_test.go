@@ -12,13 +12,13 @@ import (
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/kops"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/listing"
 	"github.com/hostprov/hostprov/pkg/units"
 )
 
-// listing shows both renderings of hooks side by side, for review: what
+// bothRenderings shows both renderings of hooks side by side, for review: what
 // kops nodeup writes, then what hostprov renders by default.
-func listing(t *testing.T, hs []kops.NodeHook, rt kops.Runtime) []byte {
+func bothRenderings(t *testing.T, hs []kops.NodeHook, rt kops.Runtime) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	tasks, err := kops.RenderCompat(hs, rt)
@@ -50,7 +50,7 @@ func listing(t *testing.T, hs []kops.NodeHook, rt kops.Runtime) []byte {
 		b.WriteString("\n")
 	}
 	if !diags.HasErrors(false) {
-		b.Write(render.Text(us))
+		b.Write(listing.Render(us))
 	}
 	return b.Bytes()
 }
@@ -71,7 +71,7 @@ func TestExampleRenderings(t *testing.T) {
 		if len(diags) > 0 {
 			t.Fatal(diags)
 		}
-		got := listing(t, hs, kops.Containerd)
+		got := bothRenderings(t, hs, kops.Containerd)
 		golden.Check(t, filepath.Join("..", "..", "testdata", "golden", "kops", "example."+ig.Name+".txt"), got)
 		us, diags := kops.Render(hs, kops.Containerd)
 		if diags.HasErrors(true) {

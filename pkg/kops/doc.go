@@ -1,6 +1,7 @@
-// Package kops reads the hooks of kops cluster specs, renders them as kops
-// nodeup does or canonically, and writes hostprov's units back into a
-// kops manifest as hooks.
+// Package kops reads the hooks of kops cluster specs and renders them as
+// kops nodeup does or canonically: kops manifests as an input. Writing
+// hostprov's units back into a manifest is an output, package
+// [github.com/hostprov/hostprov/pkg/render/kopshooks].
 //
 // The pipeline for rendering is:
 //
@@ -8,10 +9,6 @@
 //	hs, more := ms.Hooks(role, instanceGroup)   // kops's role filter, names, overrides
 //	tasks, err := kops.RenderCompat(hs, rt)     // --compat kops: kops's bytes
 //	units, more := kops.Render(hs, rt)          // default: canonical hostprov units
-//
-// and for writing units back:
-//
-//	out, err := kops.SetHooks(manifest, instanceGroup, units)
 //
 // # Reading
 //

@@ -7,7 +7,11 @@ import (
 
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/kops"
+	"github.com/hostprov/hostprov/pkg/render/kopshooks"
 )
+
+// exampleDir is the kops example of the repository.
+var exampleDir = filepath.Join("..", "..", "examples", "kops")
 
 // FuzzRead checks that Read never panics, that every diagnostic has a
 // position in the file, and that what follows Read (selecting, both
@@ -56,8 +60,8 @@ func FuzzRead(f *testing.F) {
 				}
 			}
 		}
-		// SetHooks either refuses or writes what reads back as meant;
+		// Set either refuses or writes what reads back as meant;
 		// it checks the latter itself, so here it must only not panic.
-		_, _ = kops.SetHooks(data, "", units)
+		_, _ = kopshooks.Set(data, "", units)
 	})
 }

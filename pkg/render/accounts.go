@@ -1,7 +1,6 @@
 package render
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -167,21 +166,6 @@ func cloudInitAccounts(st compile.Storage) (users, groups *yaml.Node, bootcmd []
 		}
 	}
 	return users, groups, bootcmd
-}
-
-// ErrKopsAccounts is why the kops output refuses users and groups.
-var ErrKopsAccounts = errors.New("a kops hook is a unit and nothing else: it cannot create users or groups")
-
-func kopsAccountProblems(st compile.Storage) []KopsProblem {
-	var ps []KopsProblem
-	hint := "create the account in the unit's own ExecStartPre= (or a command hook's steps), use DynamicUser=, or provision it with Ignition, Butane or cloud-init"
-	for _, g := range st.Groups {
-		ps = append(ps, KopsProblem{Unit: "group " + g.Name, Hook: g.Hook, Pos: g.Pos, Err: ErrKopsAccounts, Hint: hint})
-	}
-	for _, u := range st.Users {
-		ps = append(ps, KopsProblem{Unit: "user " + u.Name, Hook: u.Hook, Pos: u.Pos, Err: ErrKopsAccounts, Hint: hint})
-	}
-	return ps
 }
 
 // strSeq is a YAML list of strings, one per item, in order.

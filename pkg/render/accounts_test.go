@@ -7,7 +7,8 @@ import (
 	"testing"
 
 	"github.com/hostprov/hostprov/pkg/compile"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
+	"github.com/hostprov/hostprov/pkg/render/kopshooks"
 )
 
 const accountsSpec = "apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n- name: a\n  exec: [/bin/true]\n"
@@ -54,10 +55,10 @@ func TestAccountsDisagree(t *testing.T) {
 
 // A kops hook cannot create accounts: each is refused at its entry.
 func TestAccountsKopsRefused(t *testing.T) {
-	r := buildAll(t, filepath.Join(storageDir, "accounts.yaml"))
-	_, err := render.Kops(r.Units, render.KopsOptions{Storage: r.Storage})
-	var ke *render.KopsError
-	if !errors.As(err, &ke) || !errors.Is(err, render.ErrKopsAccounts) {
+	r := rendertest.BuildAll(t, filepath.Join(storageDir, "accounts.yaml"))
+	_, err := kopshooks.Render(r.Units, kopshooks.Options{Storage: r.Storage})
+	var ke *kopshooks.Error
+	if !errors.As(err, &ke) || !errors.Is(err, kopshooks.ErrAccounts) {
 		t.Fatalf("got %v, want a *KopsError with ErrKopsAccounts", err)
 	}
 	var accounts int

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hostprov/hostprov/internal/yamlnode"
 	"github.com/hostprov/hostprov/pkg/compile"
+	"github.com/hostprov/hostprov/pkg/render/internal/yamlwrite"
 )
 
 // ButaneVersion is one version of a Butane variant's config spec and the
@@ -211,13 +212,13 @@ func Butane(us []compile.Unit, opts ButaneOptions) ([]byte, error) {
 				content = append(content, k.mask, boolean(*u.mask))
 			}
 			if u.contents != nil {
-				content = append(content, k.contents, yamlText(u.contents))
+				content = append(content, k.contents, yamlnode.Text(u.contents))
 			}
 			if len(u.dropins) > 0 {
 				ds := &yaml.Node{Kind: yaml.SequenceNode}
 				for _, d := range u.dropins {
 					ds.Content = append(ds.Content, &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
-						k.name, yamlnode.Str(d.name), k.contents, yamlText(d.contents)}})
+						k.name, yamlnode.Str(d.name), k.contents, yamlnode.Text(d.contents)}})
 				}
 				content = append(content, k.dropins, ds)
 			}
@@ -227,8 +228,8 @@ func Butane(us []compile.Unit, opts ButaneOptions) ([]byte, error) {
 		yamlnode.Pairs(doc, "systemd", yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "units", list))
 	}
 	var buf bytes.Buffer
-	buf.Grow(yamlSize(doc))
-	if err := yamlEncode(&buf, doc); err != nil {
+	buf.Grow(yamlwrite.Size(doc))
+	if err := yamlwrite.Encode(&buf, doc); err != nil {
 		return nil, fmt.Errorf("writing the Butane config: %w", err)
 	}
 	return buf.Bytes(), nil

@@ -17,6 +17,7 @@ import (
 	v34 "github.com/coreos/ignition/v2/config/v3_4"
 
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 )
 
 // TestButaneMergesHostprov proves docs/outputs.md's way of adding one's own
@@ -26,7 +27,7 @@ import (
 // carry hostprov's config byte for byte, and the result must be a valid
 // Ignition config.
 func TestButaneMergesHostprov(t *testing.T) {
-	ign, err := render.Ignition(build(t, filepath.Join("..", "..", "examples", "swap", "hostprov.yaml")), render.IgnitionOptions{})
+	ign, err := render.Ignition(rendertest.Build(t, filepath.Join("..", "..", "examples", "swap", "hostprov.yaml")), render.IgnitionOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

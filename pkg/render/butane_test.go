@@ -19,15 +19,16 @@ import (
 	"github.com/hostprov/hostprov/internal/yamlnode"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 )
 
 // TestButaneGolden renders every golden spec and example to a Butane
 // config (fcos, the default version) and compares it with
 // testdata/golden/<case>.bu.
 func TestButaneGolden(t *testing.T) {
-	for name, path := range goldenSpecs(t) {
+	for name, path := range rendertest.GoldenSpecs(t) {
 		t.Run(name, func(t *testing.T) {
-			bu, err := render.Butane(build(t, path), render.ButaneOptions{})
+			bu, err := render.Butane(rendertest.Build(t, path), render.ButaneOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,8 +71,8 @@ func sameJSON(t *testing.T, what string, a, b []byte) {
 // translates the Butane config without an error or a warning into the
 // Ignition config --format ignition emits for the matching version.
 func TestButaneTranslatesToIgnition(t *testing.T) {
-	for name, path := range goldenSpecs(t) {
-		us := build(t, path)
+	for name, path := range rendertest.GoldenSpecs(t) {
+		us := rendertest.Build(t, path)
 		want := map[string]string{}
 		for _, f := range render.Files(us) {
 			want[f.Path] = string(f.Contents)
@@ -100,8 +101,8 @@ func TestButaneTranslatesToIgnition(t *testing.T) {
 // exactBytes that has carriage returns or no final newline, see
 // yamlnode.BlockSafe).
 func TestButaneReadable(t *testing.T) {
-	for name, path := range goldenSpecs(t) {
-		bu, err := render.Butane(build(t, path), render.ButaneOptions{})
+	for name, path := range rendertest.GoldenSpecs(t) {
+		bu, err := render.Butane(rendertest.Build(t, path), render.ButaneOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

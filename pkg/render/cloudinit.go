@@ -16,6 +16,7 @@ import (
 
 	"github.com/hostprov/hostprov/internal/yamlnode"
 	"github.com/hostprov/hostprov/pkg/compile"
+	"github.com/hostprov/hostprov/pkg/render/internal/yamlwrite"
 	"github.com/hostprov/hostprov/pkg/units"
 )
 
@@ -139,11 +140,11 @@ func CloudInit(us []compile.Unit, opts CloudInitOptions) ([]byte, error) {
 // its header line, wrapped in MIME when opts ask for it.
 func encodeCloudConfig(doc *yaml.Node, opts CloudInitOptions) ([]byte, error) {
 	var b bytes.Buffer
-	b.Grow(len(cloudConfigHeader) + yamlSize(doc))
+	b.Grow(len(cloudConfigHeader) + yamlwrite.Size(doc))
 	b.WriteString(cloudConfigHeader)
 	if len(doc.Content) == 0 {
 		b.WriteString("{}\n")
-	} else if err := yamlEncode(&b, doc); err != nil {
+	} else if err := yamlwrite.Encode(&b, doc); err != nil {
 		return nil, err
 	}
 	if opts.MIME {
@@ -233,7 +234,7 @@ func cloudInitFile(path string, contents []byte, k *fileNodes) *yaml.Node {
 		// YAML holds only Unicode text.
 		content = append(content, k.encoding, k.b64, k.content, yamlnode.Str(base64.StdEncoding.EncodeToString(contents)))
 	} else {
-		content = append(content, k.content, yamlText(contents))
+		content = append(content, k.content, yamlnode.Text(contents))
 	}
 	ns[0] = yaml.Node{Kind: yaml.MappingNode, Content: content}
 	return &ns[0]
@@ -332,7 +333,7 @@ func cloudInitCommands(us []compile.Unit, held map[hookKey]string) ([][]string, 
 			continue
 		}
 		written := u.Contents != nil
-		if !written && len(u.Dropins) > 0 && units.Type(u.Name) == "service" && !isTemplateName(u.Name) {
+		if !written && len(u.Dropins) > 0 && units.Type(u.Name) == "service" && !IsTemplate(u.Name) {
 			restart = append(restart, u.Name)
 		}
 		if u.Enabled == nil {
@@ -389,7 +390,7 @@ func appendCmd(cmds [][]string, cmd, names []string) [][]string {
 // image (no contents) is started: the spec enables it to have it run.
 func startName(u compile.Unit) (string, bool, error) {
 	if u.Contents == nil {
-		return u.Name, !isTemplateName(u.Name), nil
+		return u.Name, !IsTemplate(u.Name), nil
 	}
 	vs, err := units.LastValues(u.Contents, units.SectionInstall, startKeys)
 	if err != nil {
@@ -398,7 +399,7 @@ func startName(u compile.Unit) (string, bool, error) {
 	if vs[0] == "" && vs[1] == "" && vs[2] == "" {
 		return "", false, nil
 	}
-	if !isTemplateName(u.Name) {
+	if !IsTemplate(u.Name) {
 		return u.Name, true, nil
 	}
 	inst := vs[3]
@@ -413,9 +414,10 @@ func startName(u compile.Unit) (string, bool, error) {
 // a unit in at boot, then DefaultInstance.
 var startKeys = []string{"WantedBy", "RequiredBy", "UpheldBy", "DefaultInstance"}
 
-// isTemplate reports whether name is a template ("worker@.service"), which
-// systemd cannot start or restart without an instance.
-func isTemplateName(name string) bool {
+// IsTemplate reports whether name is a template ("worker@.service"), which
+// systemd cannot start or restart without an instance: cloud-init and kops
+// both start the units they write, and cannot start a template.
+func IsTemplate(name string) bool {
 	return strings.HasSuffix(strings.TrimSuffix(name, "."+units.Type(name)), "@")
 }
 

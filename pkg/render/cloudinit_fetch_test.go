@@ -18,6 +18,7 @@ import (
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 )
 
 // TestCloudInitFetch runs the downloads of the cloud-init output of the
@@ -229,7 +230,7 @@ func cloudInitRun(t *testing.T, path, dir string) (fetcher string, runcmd [][]st
 	if _, err := exec.LookPath("python3"); err != nil {
 		sdtool.Unavailable(t, "python3 not found (cloud-init's own language; Debian package python3)")
 	}
-	r := buildAll(t, path)
+	r := rendertest.BuildAll(t, path)
 	ci, err := render.CloudInit(r.Units, render.CloudInitOptions{Storage: r.Storage})
 	if err != nil {
 		t.Fatal(err)

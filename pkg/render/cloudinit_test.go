@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -26,6 +25,7 @@ import (
 	"github.com/hostprov/hostprov/internal/sdtool"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 )
 
 // cloudConfig is what the tests read back from a #cloud-config document.
@@ -53,9 +53,9 @@ func cloudInit(t *testing.T, us []compile.Unit) []byte {
 // testdata/golden/<case>.cloud-init.yml. The extension is .yml, not .yaml,
 // because goldenSpecs takes every testdata/golden/*.yaml for a spec.
 func TestCloudInitGolden(t *testing.T) {
-	for name, path := range goldenSpecs(t) {
+	for name, path := range rendertest.GoldenSpecs(t) {
 		t.Run(name, func(t *testing.T) {
-			doc := cloudInit(t, build(t, path))
+			doc := cloudInit(t, rendertest.Build(t, path))
 			golden.Check(t, filepath.Join("..", "..", "testdata", "golden", name+".cloud-init.yml"), doc)
 		})
 	}
@@ -65,11 +65,11 @@ func TestCloudInitGolden(t *testing.T) {
 // checks that write_files holds exactly the unit files and drop-ins, byte
 // for byte, and that runcmd reloads systemd first and only once.
 func TestCloudInitSameBytes(t *testing.T) {
-	for name, path := range goldenSpecs(t) {
+	for name, path := range rendertest.GoldenSpecs(t) {
 		t.Run(name, func(t *testing.T) {
-			us := build(t, path)
+			us := rendertest.Build(t, path)
 			doc := cloudInit(t, us)
-			if again := cloudInit(t, build(t, path)); !bytes.Equal(doc, again) {
+			if again := cloudInit(t, rendertest.Build(t, path)); !bytes.Equal(doc, again) {
 				t.Fatal("two renders of the same spec differ")
 			}
 			if !bytes.HasPrefix(doc, []byte("#cloud-config\n")) {
@@ -237,37 +237,10 @@ func TestCloudInitEmpty(t *testing.T) {
 	}
 }
 
-// trickyUnits are unit files whose bytes a careless YAML writer would
-// change: leading blank lines and indentation, tabs, trailing spaces,
-// characters YAML takes for line breaks, characters beyond U+FFFF, and a
-// unit that is not UTF-8 at all.
-func trickyUnits() []compile.Unit {
-	off := false // not parsed for [Install]: some of these are not unit files
-	contents := []string{
-		"[Service]\nExecStart=/bin/true\n",
-		"\n\n[Service]\nExecStart=/bin/true\n",
-		" # indented comment\n[Service]\nExecStart=/bin/true\n",
-		"\t# tab\n[Service]\nExecStart=/bin/true\n",
-		"[Service]\nExecStart=/bin/true   \n\t\n",
-		"[Unit]\nDescription=cowboy \U0001F920 中文 café\n",
-		"[Unit]\n# line\u2028separator, next\u0085line, bom\ufeff, del\x7f, bell\a\nDescription=x\n",
-		"[Unit]\r\nDescription=crlf\r\n",
-		"[Unit]\nDescription=no final newline",
-		"[Unit]\nDescription=two final newlines\n\n",
-		"key: value\n- item\n--- \n...\n# not YAML: \"'|>&*!%@`\n",
-		"[Unit]\nDescription=not UTF-8 \xff\xfe\n",
-	}
-	us := make([]compile.Unit, len(contents))
-	for i, c := range contents {
-		us[i] = compile.Unit{Name: fmt.Sprintf("tricky-%02d.service", i), Contents: []byte(c), Enabled: &off, Hook: i}
-	}
-	return us
-}
-
 // TestCloudInitTrickyBytes proves that write_files keeps bytes that YAML
 // makes hard to keep.
 func TestCloudInitTrickyBytes(t *testing.T) {
-	us := trickyUnits()
+	us := rendertest.TrickyUnits()
 	doc := cloudInit(t, us)
 	want := map[string]string{}
 	for _, f := range render.Files(us) {
@@ -326,9 +299,9 @@ func pyFiles(t *testing.T, py string, doc []byte) (map[string]string, [][]string
 // units' bytes, and runcmd is the argument lists hostprov wrote.
 func TestCloudInitPyYAML(t *testing.T) {
 	py := sdtool.CloudInitPython(t)
-	cases := map[string][]compile.Unit{"tricky": trickyUnits()}
-	for name, path := range goldenSpecs(t) {
-		cases[name] = build(t, path)
+	cases := map[string][]compile.Unit{"tricky": rendertest.TrickyUnits()}
+	for name, path := range rendertest.GoldenSpecs(t) {
+		cases[name] = rendertest.Build(t, path)
 	}
 	for name, us := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -356,10 +329,10 @@ func TestCloudInitSchema(t *testing.T) {
 		sdtool.Unavailable(t, "cloud-init not found (Debian package cloud-init)")
 	}
 	dir := t.TempDir()
-	for name, path := range goldenSpecs(t) {
+	for name, path := range rendertest.GoldenSpecs(t) {
 		t.Run(name, func(t *testing.T) {
 			file := filepath.Join(dir, strings.ReplaceAll(name, "/", "-")+".yaml")
-			if err := os.WriteFile(file, cloudInit(t, build(t, path)), 0o644); err != nil {
+			if err := os.WriteFile(file, cloudInit(t, rendertest.Build(t, path)), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			out, err := cloudInitSchema(file)
@@ -405,8 +378,8 @@ func cloudInitSchema(file string) (string, error) {
 // document, for ASCII documents (7bit) and others (base64).
 func TestCloudInitMIME(t *testing.T) {
 	for name, us := range map[string][]compile.Unit{
-		"swap":   build(t, filepath.Join("..", "..", "examples", "swap", "hostprov.yaml")),
-		"tricky": trickyUnits(),
+		"swap":   rendertest.Build(t, filepath.Join("..", "..", "examples", "swap", "hostprov.yaml")),
+		"tricky": rendertest.TrickyUnits(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			doc := cloudInit(t, us)
@@ -496,8 +469,8 @@ json.dump(parts, sys.stdout)
 func TestCloudInitMIMEPython(t *testing.T) {
 	py := sdtool.CloudInitPython(t)
 	for name, us := range map[string][]compile.Unit{
-		"swap":   build(t, filepath.Join("..", "..", "examples", "swap", "hostprov.yaml")),
-		"tricky": trickyUnits(),
+		"swap":   rendertest.Build(t, filepath.Join("..", "..", "examples", "swap", "hostprov.yaml")),
+		"tricky": rendertest.TrickyUnits(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			doc := cloudInit(t, us)

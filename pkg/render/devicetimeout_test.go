@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/hostprov/hostprov/pkg/compile"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/kopshooks"
 )
 
 // A deviceTimeout renders a drop-in for the device unit systemd makes for
@@ -61,13 +61,13 @@ func TestDeviceTimeoutRenders(t *testing.T) {
 	}
 
 	// kops cannot write it, and says so at deviceTimeout.
-	_, err := render.Kops(us, render.KopsOptions{})
-	var ke *render.KopsError
-	if !errors.As(err, &ke) || len(ke.Problems) != 1 || !errors.Is(err, render.ErrKopsDeviceTimeout) ||
+	_, err := kopshooks.Render(us, kopshooks.Options{})
+	var ke *kopshooks.Error
+	if !errors.As(err, &ke) || len(ke.Problems) != 1 || !errors.Is(err, kopshooks.ErrDeviceTimeout) ||
 		ke.Problems[0].Unit != "mnt-lun.mount" || ke.Problems[0].Pos.Line != 5 {
 		t.Errorf("kops: %v, want one refusal of mnt-lun.mount's deviceTimeout at line 5", err)
 	}
-	if _, err := render.Kops(without, render.KopsOptions{}); err != nil {
+	if _, err := kopshooks.Render(without, kopshooks.Options{}); err != nil {
 		t.Errorf("kops without deviceTimeout: %v", err)
 	}
 }

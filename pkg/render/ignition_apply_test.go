@@ -19,6 +19,8 @@ import (
 	"github.com/hostprov/hostprov/internal/sdtool"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
+	"github.com/hostprov/hostprov/pkg/render/unitdir"
 	"github.com/hostprov/hostprov/pkg/units"
 )
 
@@ -232,7 +234,7 @@ func enableLinks(t *testing.T, u compile.Unit) []string {
 // and proves that what Ignition installs is what hostprov means:
 //
 //   - the unit files and drop-ins it writes under etc/systemd/system are
-//     byte for byte (and mode for mode) those of render.WriteDir, no more
+//     byte for byte (and mode for mode) those of unitdir.Write, no more
 //     and no fewer;
 //   - masks are links to /dev/null;
 //   - after `systemctl --root preset-all` with the image presets of
@@ -240,7 +242,7 @@ func enableLinks(t *testing.T, u compile.Unit) []string {
 //     systemd makes the links on the first boot), every enabled unit with
 //     WantedBy= or RequiredBy= has its link, no unit with enabled: false
 //     has any, and the whole set of links is exactly what `systemctl
-//     enable` makes of render.WriteDir's output (with its masks);
+//     enable` makes of unitdir.Write's output (with its masks);
 //   - units of the image, which an empty root does not have, are named in
 //     the preset file as enable or disable, as the spec says.
 func TestIgnitionApplyGoldens(t *testing.T) {
@@ -248,19 +250,19 @@ func TestIgnitionApplyGoldens(t *testing.T) {
 		sdtool.Unavailable(t, "systemctl not found (Debian package systemd)")
 	}
 	m := newIgnitionMachine(t)
-	for name, path := range goldenSpecs(t) {
+	for name, path := range rendertest.GoldenSpecs(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			us := build(t, path)
+			us := rendertest.Build(t, path)
 
 			// What hostprov itself installs: the directory output with
 			// its masks, and the links systemctl makes for what the spec
 			// enables.
 			ref := t.TempDir()
 			refDir := filepath.Join(ref, "etc", "systemd", "system")
-			if err := render.WriteDir(refDir, us); err != nil {
+			if err := unitdir.Write(refDir, us); err != nil {
 				t.Fatal(err)
 			}
 			var enable []string
@@ -301,7 +303,7 @@ func TestIgnitionApplyGoldens(t *testing.T) {
 }
 
 // checkApplied compares what Ignition's apply tool installed in root with
-// what hostprov means (want: render.WriteDir plus systemctl enable).
+// what hostprov means (want: unitdir.Write plus systemctl enable).
 func checkApplied(t *testing.T, us []compile.Unit, root string, want unitTree, ign []byte) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -311,7 +313,7 @@ func checkApplied(t *testing.T, us []compile.Unit, root string, want unitTree, i
 	compareFiles(t, "ignition-apply", want.files, got.files)
 	for p, m := range want.modes {
 		if g, ok := got.modes[p]; ok && g != m {
-			t.Errorf("ignition-apply wrote %s with mode %v; render.WriteDir writes %v", p, g, m)
+			t.Errorf("ignition-apply wrote %s with mode %v; unitdir.Write writes %v", p, g, m)
 		}
 	}
 	// Nothing else anywhere in the root but the preset file.

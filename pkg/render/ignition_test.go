@@ -18,6 +18,7 @@ import (
 
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 )
 
 // ignitionParsers are Ignition's own parsers, one per spec version, each
@@ -123,8 +124,8 @@ func TestIgnitionVersionsList(t *testing.T) {
 // version and parses it with that version's own parser: no error, no
 // warning, and unit files byte-identical to the rendered units.
 func TestIgnitionEveryVersion(t *testing.T) {
-	for name, path := range goldenSpecs(t) {
-		us := build(t, path)
+	for name, path := range rendertest.GoldenSpecs(t) {
+		us := rendertest.Build(t, path)
 		want := map[string]string{}
 		for _, f := range render.Files(us) {
 			want[f.Path] = string(f.Contents)
@@ -147,8 +148,8 @@ func TestIgnitionEveryVersion(t *testing.T) {
 // are the same in every version, so the configs differ in the version
 // field only.
 func TestIgnitionVersionsDifferOnlyInVersion(t *testing.T) {
-	for name, path := range goldenSpecs(t) {
-		us := build(t, path)
+	for name, path := range rendertest.GoldenSpecs(t) {
+		us := rendertest.Build(t, path)
 		base, err := render.Ignition(us, render.IgnitionOptions{})
 		if err != nil {
 			t.Fatal(err)

@@ -42,13 +42,13 @@ func accountMerges(t *testing.T) map[string]func(...render.MergeFile) ([]byte, h
 	us, st := r.Units, r.Storage
 	return map[string]func(...render.MergeFile) ([]byte, hooks.Diagnostics, error){
 		"ignition": func(fs ...render.MergeFile) ([]byte, hooks.Diagnostics, error) {
-			return render.MergeIgnition(us, render.IgnitionOptions{Storage: st}, fs)
+			return mergeIgnition(us, render.IgnitionOptions{Storage: st}, fs)
 		},
 		"butane": func(fs ...render.MergeFile) ([]byte, hooks.Diagnostics, error) {
-			return render.MergeButane(us, render.ButaneOptions{Storage: st}, fs)
+			return mergeButane(us, render.ButaneOptions{Storage: st}, fs)
 		},
 		"cloud-init": func(fs ...render.MergeFile) ([]byte, hooks.Diagnostics, error) {
-			return render.MergeCloudInit(us, render.CloudInitOptions{Storage: st}, fs)
+			return mergeCloudInit(us, render.CloudInitOptions{Storage: st}, fs)
 		},
 	}
 }

@@ -14,9 +14,11 @@ import (
 
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
+	"github.com/hostprov/hostprov/pkg/render/internal/yamlwrite"
 )
 
-// MergeButane returns the Butane config of the units with the user's
+// MergeButaneConfig returns own, hostprov's Butane config of the units
+// (and whatever else the spec puts there) for opts, with the user's
 // Butane configs merged into it, in order. The rule:
 //
 //   - a file is a Butane config of the output's variant, at the output's
@@ -31,9 +33,9 @@ import (
 //     hostprov sets (contents, enabled, mask) added, and hostprov's
 //     drop-ins the file does not name added before the file's own new
 //     ones. A unit or drop-in that both make differently is an error at
-//     both places (checkUnitClashes, the rule of MergeIgnition).
+//     both places (checkUnitClashes, the rule of MergeIgnitionConfig).
 //   - a file, directory or link at a path hostprov writes too must be the
-//     same entry (checkStorageClashes, the rule of MergeIgnition), and is
+//     same entry (checkStorageClashes, the rule of MergeIgnitionConfig), and is
 //     then written once; so must one at a path of an earlier file, and a
 //     tree's may be at no such path (checkButaneStorage).
 //   - the merged config reads its local: files from one directory, the
@@ -47,24 +49,10 @@ import (
 //     lists appended, a different value an error).
 //
 // Butane then translates the merged config to the same Ignition config as
-// MergeIgnition makes of the same units and files translated by Butane.
+// MergeIgnitionConfig makes of the same units and files translated by Butane.
 // The merged config is translated with Butane as a check, from that
 // directory; its errors are reported. The output is
 // nil when there is an error.
-func MergeButane(us []compile.Unit, opts ButaneOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
-	opts, err := opts.Resolve()
-	if err != nil {
-		return nil, nil, err
-	}
-	own, err := Butane(us, opts)
-	if err != nil {
-		return nil, nil, err
-	}
-	return MergeButaneConfig(own, us, opts, files)
-}
-
-// MergeButaneConfig is MergeButane into own, hostprov's Butane config of
-// the units (and whatever else the spec puts there) for opts.
 func MergeButaneConfig(own []byte, us []compile.Unit, opts ButaneOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
 	opts, err := opts.Resolve()
 	if err != nil {
@@ -93,40 +81,9 @@ func MergeButaneConfig(own []byte, us []compile.Unit, opts ButaneOptions, files 
 	dirOf := "the spec's directory, which its own local: files are read from"
 	var diags hooks.Diagnostics
 	for _, f := range files {
-		fail := func(pos hooks.Position, msg, hint string) {
-			diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: pos, Message: msg, Hint: hint})
-		}
-		if bytes.HasPrefix(bytes.TrimLeft(f.Data, " \t\r\n"), []byte("{")) {
-			fail(hooks.Position{File: f.Name}, "an Ignition config cannot be merged into Butane output: Butane would have to rewrite it",
-				fmt.Sprintf("render --format ignition --merge %s, or name it in your own Butane config under ignition.config.merge (local: %s) and translate that with butane --files-dir", f.Name, f.Name))
-			continue
-		}
-		var froot yaml.Node
-		if err := yaml.Unmarshal(f.Data, &froot); err != nil {
-			fail(yamlErrPos(f.Name, err), "not valid YAML: "+err.Error(), "check the file with butane --strict")
-			continue
-		}
-		if len(froot.Content) == 0 || froot.Content[0].Kind != yaml.MappingNode {
-			fail(hooks.Position{File: f.Name}, "not a Butane config: a Butane config is a mapping with variant: and version:", "give --merge a Butane config")
-			continue
-		}
-		user := froot.Content[0]
-		variant, version := yamlAt(user, "variant"), yamlAt(user, "version")
-		switch {
-		case variant == nil || version == nil:
-			fail(hooks.Position{File: f.Name, Line: user.Line, Column: user.Column}, "not a Butane config: it has no variant: or no version:", "give --merge a Butane config")
-			continue
-		case variant.Value != opts.Variant:
-			fail(hooks.Position{File: f.Name, Line: variant.Line, Column: variant.Column},
-				fmt.Sprintf("the config is for variant %s, the output for %s: Butane's variants are for different systems", variant.Value, opts.Variant),
-				fmt.Sprintf("render with --variant %s, or write the config for %s", variant.Value, opts.Variant))
-			continue
-		}
-		v, verr := semver.NewVersion(version.Value)
-		if verr != nil || semver.New(opts.Version).LessThan(*v) {
-			fail(hooks.Position{File: f.Name, Line: version.Line, Column: version.Column},
-				fmt.Sprintf("the config is Butane %s %s, newer than the output's %s", variant.Value, version.Value, opts.Version),
-				fmt.Sprintf("render with --butane-version %s, or write the config for %s", version.Value, opts.Version))
+		froot, user, bad := butaneOfFile(f, opts)
+		if bad != nil {
+			diags = append(diags, *bad)
 			continue
 		}
 		cfg, d := userIgnition(f, opts.IgnitionVersion, "--format butane")
@@ -139,7 +96,7 @@ func MergeButaneConfig(own []byte, us []compile.Unit, opts ButaneOptions, files 
 			return nil, nil, err
 		}
 		clashes := checkUnitClashes(us, nu, f)
-		// Files, directories, links and accounts as MergeIgnition
+		// Files, directories, links and accounts as MergeIgnitionConfig
 		// checks them, in the Ignition config both translate to, so that
 		// a clash is at the user's entry rather than at Butane's
 		// duplicate in the merged output.
@@ -173,27 +130,7 @@ func MergeButaneConfig(own []byte, us []compile.Unit, opts ButaneOptions, files 
 		if len(clashes) > 0 {
 			continue
 		}
-		// The comments at the top of the file go with its first key
-		// that is kept (variant and version are hostprov's).
-		var top []string
-		for _, c := range []string{froot.HeadComment, user.HeadComment} {
-			if c != "" {
-				top = append(top, c)
-			}
-		}
-		for i := 0; i+1 < len(user.Content); i += 2 {
-			k := user.Content[i]
-			if k.Value != "variant" && k.Value != "version" {
-				if len(top) > 0 {
-					k.HeadComment = strings.Join(append(top, k.HeadComment), "\n")
-					k.HeadComment = strings.TrimSuffix(k.HeadComment, "\n")
-				}
-				break
-			}
-			if k.HeadComment != "" {
-				top = append(top, k.HeadComment)
-			}
-		}
+		liftTopComments(froot, user)
 		diags = append(diags, mergeButaneDoc(doc, user, f)...)
 	}
 	diags.Sort()
@@ -201,10 +138,83 @@ func MergeButaneConfig(own []byte, us []compile.Unit, opts ButaneOptions, files 
 		return nil, diags, nil
 	}
 	var buf bytes.Buffer
-	if err := yamlEncode(&buf, doc); err != nil {
+	if err := yamlwrite.Encode(&buf, doc); err != nil {
 		return nil, nil, err
 	}
 	out := buf.Bytes()
+	if d := translateMerged(out, filesDir, files); d != nil {
+		return nil, append(diags, *d), nil
+	}
+	return out, diags, nil
+}
+
+// butaneOfFile reads f as a Butane config that can be merged into the
+// output of opts: YAML, a mapping with variant: and version:, of the
+// output's variant and no newer than its version. It returns the
+// document and its mapping, or the diagnostic that says why not.
+func butaneOfFile(f MergeFile, opts ButaneOptions) (*yaml.Node, *yaml.Node, *hooks.Diagnostic) {
+	fail := func(pos hooks.Position, msg, hint string) (*yaml.Node, *yaml.Node, *hooks.Diagnostic) {
+		return nil, nil, &hooks.Diagnostic{Severity: hooks.Error, Pos: pos, Message: msg, Hint: hint}
+	}
+	if bytes.HasPrefix(bytes.TrimLeft(f.Data, " \t\r\n"), []byte("{")) {
+		return fail(hooks.Position{File: f.Name}, "an Ignition config cannot be merged into Butane output: Butane would have to rewrite it",
+			fmt.Sprintf("render --format ignition --merge %s, or name it in your own Butane config under ignition.config.merge (local: %s) and translate that with butane --files-dir", f.Name, f.Name))
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(f.Data, &doc); err != nil {
+		return fail(yamlErrPos(f.Name, err), "not valid YAML: "+err.Error(), "check the file with butane --strict")
+	}
+	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return fail(hooks.Position{File: f.Name}, "not a Butane config: a Butane config is a mapping with variant: and version:", "give --merge a Butane config")
+	}
+	user := doc.Content[0]
+	variant, version := yamlAt(user, "variant"), yamlAt(user, "version")
+	switch {
+	case variant == nil || version == nil:
+		return fail(hooks.Position{File: f.Name, Line: user.Line, Column: user.Column}, "not a Butane config: it has no variant: or no version:", "give --merge a Butane config")
+	case variant.Value != opts.Variant:
+		return fail(hooks.Position{File: f.Name, Line: variant.Line, Column: variant.Column},
+			fmt.Sprintf("the config is for variant %s, the output for %s: Butane's variants are for different systems", variant.Value, opts.Variant),
+			fmt.Sprintf("render with --variant %s, or write the config for %s", variant.Value, opts.Variant))
+	}
+	v, verr := semver.NewVersion(version.Value)
+	if verr != nil || semver.New(opts.Version).LessThan(*v) {
+		return fail(hooks.Position{File: f.Name, Line: version.Line, Column: version.Column},
+			fmt.Sprintf("the config is Butane %s %s, newer than the output's %s", variant.Value, version.Value, opts.Version),
+			fmt.Sprintf("render with --butane-version %s, or write the config for %s", version.Value, opts.Version))
+	}
+	return &doc, user, nil
+}
+
+// liftTopComments moves the comments at the top of a user's Butane config
+// to its first key that the merge keeps (variant and version are
+// hostprov's), so that they are not lost with them.
+func liftTopComments(froot, user *yaml.Node) {
+	var top []string
+	for _, c := range []string{froot.HeadComment, user.HeadComment} {
+		if c != "" {
+			top = append(top, c)
+		}
+	}
+	for i := 0; i+1 < len(user.Content); i += 2 {
+		k := user.Content[i]
+		if k.Value != "variant" && k.Value != "version" {
+			if len(top) > 0 {
+				k.HeadComment = strings.Join(append(top, k.HeadComment), "\n")
+				k.HeadComment = strings.TrimSuffix(k.HeadComment, "\n")
+			}
+			break
+		}
+		if k.HeadComment != "" {
+			top = append(top, k.HeadComment)
+		}
+	}
+}
+
+// translateMerged translates the merged config with Butane, from
+// filesDir, and returns what stops Butane as an error at the files
+// merged, or nil.
+func translateMerged(out []byte, filesDir string, files []MergeFile) *hooks.Diagnostic {
 	if _, rpt, err := butane.TranslateBytes(out, butanecommon.TranslateBytesOptions{TranslateOptions: butanecommon.TranslateOptions{FilesDir: filesDir}}); err != nil || rpt.IsFatal() {
 		var names []string
 		for _, f := range files {
@@ -222,16 +232,15 @@ func MergeButaneConfig(own []byte, us []compile.Unit, opts ButaneOptions, files 
 		if err != nil && msg == "" {
 			msg = err.Error()
 		}
-		diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: strings.Join(names, ", ")},
+		return &hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: strings.Join(names, ", ")},
 			Message: "Butane cannot translate the merged config: " + msg,
-			Hint:    "change your config so that, merged with hostprov's units, it translates"})
-		return nil, diags, nil
+			Hint:    "change your config so that, merged with hostprov's units, it translates"}
 	}
-	return out, diags, nil
+	return nil
 }
 
 // mergeButaneDoc merges a user's Butane document into hostprov's by the
-// rule of MergeButane; the units are checked already.
+// rule of MergeButaneConfig; the units are checked already.
 func mergeButaneDoc(doc, user *yaml.Node, f MergeFile) hooks.Diagnostics {
 	var diags hooks.Diagnostics
 	rest := &yaml.Node{Kind: yaml.MappingNode}

@@ -12,31 +12,23 @@ import (
 	"github.com/hostprov/hostprov/pkg/hooks"
 )
 
-// CloudInitMergeRule is the rule MergeCloudInit merges by, in cloud-init's
+// CloudInitMergeRule is the rule MergeCloudInitConfig merges by, in cloud-init's
 // own merge_how syntax: mappings merged key by key and recursively, lists
 // appended (hostprov's items first, then the file's), and a value both set
 // to something else is a clash (cloud-init's no_replace would keep
 // hostprov's silently; hostprov says so instead).
 const CloudInitMergeRule = "list(append)+dict(no_replace,recurse_list)+str()"
 
-// MergeCloudInit returns the cloud-config of the units with the user's
+// MergeCloudInitConfig returns own, hostprov's cloud-config of the units
+// (and whatever else the spec puts there), without MIME, with the user's
 // cloud-configs merged into it, in order, by CloudInitMergeRule: the
 // file's keys as written (comments and styles kept, as yaml.v3 reads
 // them), write_files and runcmd after hostprov's. A write_files entry for
 // a path hostprov writes is a clash unless it is the same entry; a user
 // hostprov makes too is one entry (see mergeCloudInitAccounts); a clash
 // is an error at both places. The output is nil when there is an error.
-func MergeCloudInit(us []compile.Unit, opts CloudInitOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
-	own, err := CloudInit(us, CloudInitOptions{Storage: opts.Storage})
-	if err != nil {
-		return nil, nil, err
-	}
-	return MergeCloudInitConfig(own, us, opts, files)
-}
-
-// MergeCloudInitConfig is MergeCloudInit into own, hostprov's cloud-config
-// of the units (and whatever else the spec puts there), without MIME. A
-// write_files path of own that no unit writes is a clash at hostprov's
+//
+// A write_files path of own that no unit writes is a clash at hostprov's
 // spec as a whole.
 func MergeCloudInitConfig(own []byte, us []compile.Unit, opts CloudInitOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
 	var root yaml.Node
@@ -52,29 +44,7 @@ func MergeCloudInitConfig(own []byte, us []compile.Unit, opts CloudInitOptions, 
 			}
 		}
 	}
-	// Where each file hostprov writes comes from: a unit (or drop-in)
-	// of a hook, or a hook's files: (place says where the spec has it,
-	// when known).
-	type origin struct {
-		unit  *compile.Unit
-		place string
-	}
-	byPath := map[string]origin{}
-	if wf := yamlAt(doc, "write_files"); wf != nil {
-		for _, item := range wf.Content {
-			if p := yamlAt(item, "path"); p != nil {
-				byPath[p.Value] = origin{place: storagePlace(opts.Storage, us, p.Value)}
-			}
-		}
-	}
-	for i, u := range us {
-		if u.Contents != nil && !u.Mask {
-			byPath[CloudInitUnitDir+"/"+u.Name] = origin{unit: &us[i]}
-		}
-		for _, d := range u.Dropins {
-			byPath[CloudInitUnitDir+"/"+u.Name+".d/"+d.Name] = origin{unit: &us[i]}
-		}
-	}
+	byPath := writeOrigins(doc, us, opts.Storage)
 	var diags hooks.Diagnostics
 	for _, f := range files {
 		pos := func(n *yaml.Node) hooks.Position { return hooks.Position{File: f.Name, Line: n.Line, Column: n.Column} }
@@ -107,46 +77,7 @@ func MergeCloudInitConfig(own []byte, us []compile.Unit, opts CloudInitOptions, 
 				Message: "a cloud-config is a mapping of module keys", Hint: "write keys such as write_files:, users:, packages:"})
 			continue
 		}
-		// write_files entries for paths hostprov writes: identical ones
-		// are dropped, others are clashes.
-		if wf := yamlAt(user, "write_files"); wf != nil && wf.Kind == yaml.SequenceNode {
-			kept := wf.Content[:0:0]
-			for _, item := range wf.Content {
-				p := yamlAt(item, "path")
-				if p == nil || p.Kind != yaml.ScalarNode {
-					kept = append(kept, item)
-					continue
-				}
-				o, ours := byPath[p.Value]
-				if !ours {
-					kept = append(kept, item)
-					continue
-				}
-				if sameYAML(item, ownWriteFile(doc, p.Value)) {
-					continue
-				}
-				if u := o.unit; u != nil {
-					// The unit file itself, or one of its drop-ins:
-					// the hint says which, and what the user can do.
-					hint := "the unit file belongs to the spec: add a drop-in through the hook, or drop the entry from your cloud-config"
-					if p.Value != CloudInitUnitDir+"/"+u.Name {
-						hint = "this drop-in belongs to the spec's hook: change it there, or give yours another name in " + path.Dir(p.Value) + ", or drop the entry from your cloud-config"
-					}
-					diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: pos(p), Path: "write_files.path",
-						Message: fmt.Sprintf("%s is written by hostprov too, for %s at %s (hooks[%d], %s), with other contents or mode", p.Value, u.Name, u.Pos, u.Hook, u.HookName),
-						Hint:    hint})
-					continue
-				}
-				by := "hostprov's spec,"
-				if o.place != "" {
-					by = "hostprov's spec too, at " + o.place + ","
-				}
-				diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: pos(p), Path: "write_files.path",
-					Message: fmt.Sprintf("%s is written by %s with other contents or mode", p.Value, by),
-					Hint:    "keep the file in one place: drop the entry from your cloud-config or the file from the spec, or make both the same"})
-			}
-			wf.Content = kept
-		}
+		diags = append(diags, dropOwnWriteFiles(doc, user, byPath, f)...)
 		diags = append(diags, mergeCloudInitAccounts(doc, user, f, opts.Storage, us)...)
 		diags = append(diags, mergeYAML(doc, user, f, "")...)
 	}
@@ -156,6 +87,83 @@ func MergeCloudInitConfig(own []byte, us []compile.Unit, opts CloudInitOptions, 
 	}
 	out, err := encodeCloudConfig(doc, opts)
 	return out, diags, err
+}
+
+// writeOrigin is where a file hostprov writes comes from: a unit (or
+// drop-in) of a hook, or a hook's files: (place says where the spec has
+// it, when known).
+type writeOrigin struct {
+	unit  *compile.Unit
+	place string
+}
+
+// writeOrigins are the origins of the files of doc's write_files and of
+// the units, by path.
+func writeOrigins(doc *yaml.Node, us []compile.Unit, st compile.Storage) map[string]writeOrigin {
+	byPath := map[string]writeOrigin{}
+	if wf := yamlAt(doc, "write_files"); wf != nil {
+		for _, item := range wf.Content {
+			if p := yamlAt(item, "path"); p != nil {
+				byPath[p.Value] = writeOrigin{place: storagePlace(st, us, p.Value)}
+			}
+		}
+	}
+	for i, u := range us {
+		if u.Contents != nil && !u.Mask {
+			byPath[CloudInitUnitDir+"/"+u.Name] = writeOrigin{unit: &us[i]}
+		}
+		for _, d := range u.Dropins {
+			byPath[CloudInitUnitDir+"/"+u.Name+".d/"+d.Name] = writeOrigin{unit: &us[i]}
+		}
+	}
+	return byPath
+}
+
+// dropOwnWriteFiles takes the write_files entries of user for paths
+// hostprov writes out of it: identical ones are dropped, others are
+// clashes, an error each.
+func dropOwnWriteFiles(doc, user *yaml.Node, byPath map[string]writeOrigin, f MergeFile) hooks.Diagnostics {
+	pos := func(n *yaml.Node) hooks.Position { return hooks.Position{File: f.Name, Line: n.Line, Column: n.Column} }
+	var diags hooks.Diagnostics
+	if wf := yamlAt(user, "write_files"); wf != nil && wf.Kind == yaml.SequenceNode {
+		kept := wf.Content[:0:0]
+		for _, item := range wf.Content {
+			p := yamlAt(item, "path")
+			if p == nil || p.Kind != yaml.ScalarNode {
+				kept = append(kept, item)
+				continue
+			}
+			o, ours := byPath[p.Value]
+			if !ours {
+				kept = append(kept, item)
+				continue
+			}
+			if sameYAML(item, ownWriteFile(doc, p.Value)) {
+				continue
+			}
+			if u := o.unit; u != nil {
+				// The unit file itself, or one of its drop-ins:
+				// the hint says which, and what the user can do.
+				hint := "the unit file belongs to the spec: add a drop-in through the hook, or drop the entry from your cloud-config"
+				if p.Value != CloudInitUnitDir+"/"+u.Name {
+					hint = "this drop-in belongs to the spec's hook: change it there, or give yours another name in " + path.Dir(p.Value) + ", or drop the entry from your cloud-config"
+				}
+				diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: pos(p), Path: "write_files.path",
+					Message: fmt.Sprintf("%s is written by hostprov too, for %s at %s (hooks[%d], %s), with other contents or mode", p.Value, u.Name, u.Pos, u.Hook, u.HookName),
+					Hint:    hint})
+				continue
+			}
+			by := "hostprov's spec,"
+			if o.place != "" {
+				by = "hostprov's spec too, at " + o.place + ","
+			}
+			diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: pos(p), Path: "write_files.path",
+				Message: fmt.Sprintf("%s is written by %s with other contents or mode", p.Value, by),
+				Hint:    "keep the file in one place: drop the entry from your cloud-config or the file from the spec, or make both the same"})
+		}
+		wf.Content = kept
+	}
+	return diags
 }
 
 // ownWriteFile is hostprov's write_files entry for path.

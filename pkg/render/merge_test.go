@@ -24,6 +24,7 @@ import (
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 )
 
 // mergeDir holds the merge tests' spec and the configs of a user's own.
@@ -46,6 +47,31 @@ func mergeFile(t *testing.T, path string) render.MergeFile {
 	return render.MergeFile{Name: filepath.Base(path), Data: data, Dir: dir}
 }
 
+// merged is render --merge of one format as the command does it:
+// hostprov's own output of the units first, then the user's files merged
+// into it by the format's merge.
+func merged[O any](own func([]compile.Unit, O) ([]byte, error), merge func([]byte, []compile.Unit, O, []render.MergeFile) ([]byte, hooks.Diagnostics, error)) func([]compile.Unit, O, []render.MergeFile) ([]byte, hooks.Diagnostics, error) {
+	return func(us []compile.Unit, opts O, files []render.MergeFile) ([]byte, hooks.Diagnostics, error) {
+		b, err := own(us, opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		return merge(b, us, opts, files)
+	}
+}
+
+// The merges of the three formats that take --merge. Ignition's own
+// config is compact whatever opts.Pretty says; the merge writes it out.
+var (
+	mergeIgnition = merged(func(us []compile.Unit, o render.IgnitionOptions) ([]byte, error) {
+		return render.Ignition(us, render.IgnitionOptions{Version: o.Version, Storage: o.Storage})
+	}, render.MergeIgnitionConfig)
+	mergeButane    = merged(render.Butane, render.MergeButaneConfig)
+	mergeCloudInit = merged(func(us []compile.Unit, o render.CloudInitOptions) ([]byte, error) {
+		return render.CloudInit(us, render.CloudInitOptions{Storage: o.Storage})
+	}, render.MergeCloudInitConfig)
+)
+
 func noDiags(t *testing.T, what string, diags hooks.Diagnostics, err error) {
 	t.Helper()
 	if err != nil {
@@ -62,19 +88,19 @@ func TestMergeGolden(t *testing.T) {
 	us := mergeSpec(t)
 	for _, name := range []string{"own.ign", "own.bu"} {
 		t.Run(name, func(t *testing.T) {
-			out, diags, err := render.MergeIgnition(us, render.IgnitionOptions{Pretty: true}, []render.MergeFile{mergeFile(t, filepath.Join(mergeDir, name))})
+			out, diags, err := mergeIgnition(us, render.IgnitionOptions{Pretty: true}, []render.MergeFile{mergeFile(t, filepath.Join(mergeDir, name))})
 			noDiags(t, "MergeIgnition", diags, err)
 			golden.Check(t, mergeGolden(name+".ign"), out)
 			checkIgnitionValid(t, render.DefaultIgnitionVersion, out)
 		})
 	}
 	t.Run("butane", func(t *testing.T) {
-		out, diags, err := render.MergeButane(us, render.ButaneOptions{}, []render.MergeFile{mergeFile(t, filepath.Join(mergeDir, "own.bu"))})
+		out, diags, err := mergeButane(us, render.ButaneOptions{}, []render.MergeFile{mergeFile(t, filepath.Join(mergeDir, "own.bu"))})
 		noDiags(t, "MergeButane", diags, err)
 		golden.Check(t, mergeGolden("own.bu.bu"), out)
 	})
 	t.Run("cloud-init", func(t *testing.T) {
-		out, diags, err := render.MergeCloudInit(us, render.CloudInitOptions{}, []render.MergeFile{mergeFile(t, filepath.Join(mergeDir, "own.cloud-config.yml"))})
+		out, diags, err := mergeCloudInit(us, render.CloudInitOptions{}, []render.MergeFile{mergeFile(t, filepath.Join(mergeDir, "own.cloud-config.yml"))})
 		noDiags(t, "MergeCloudInit", diags, err)
 		golden.Check(t, mergeGolden("own.cloud-config.yml"), out)
 		checkCloudInitSchema(t, out)
@@ -89,13 +115,13 @@ func TestMergeClashes(t *testing.T) {
 	us := mergeSpec(t)
 	run := map[string]func([]render.MergeFile) ([]byte, hooks.Diagnostics, error){
 		"ignition": func(fs []render.MergeFile) ([]byte, hooks.Diagnostics, error) {
-			return render.MergeIgnition(us, render.IgnitionOptions{}, fs)
+			return mergeIgnition(us, render.IgnitionOptions{}, fs)
 		},
 		"butane": func(fs []render.MergeFile) ([]byte, hooks.Diagnostics, error) {
-			return render.MergeButane(us, render.ButaneOptions{}, fs)
+			return mergeButane(us, render.ButaneOptions{}, fs)
 		},
 		"cloud-init": func(fs []render.MergeFile) ([]byte, hooks.Diagnostics, error) {
-			return render.MergeCloudInit(us, render.CloudInitOptions{}, fs)
+			return mergeCloudInit(us, render.CloudInitOptions{}, fs)
 		},
 	}
 	for _, c := range []struct{ format, file string }{
@@ -136,13 +162,13 @@ func TestMergeButaneTranslates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			bu, diags, err := render.MergeButane(us, opts, []render.MergeFile{f})
+			bu, diags, err := mergeButane(us, opts, []render.MergeFile{f})
 			noDiags(t, "MergeButane", diags, err)
 			fromButane, rpt, err := butane.TranslateBytes(bu, common.TranslateBytesOptions{TranslateOptions: common.TranslateOptions{FilesDir: f.Dir}})
 			if err != nil || rpt.IsFatal() {
 				t.Fatalf("Butane: %v\n%s\n%s", err, rpt, bu)
 			}
-			ign, diags, err := render.MergeIgnition(us, render.IgnitionOptions{Version: opts.IgnitionVersion}, []render.MergeFile{f})
+			ign, diags, err := mergeIgnition(us, render.IgnitionOptions{Version: opts.IgnitionVersion}, []render.MergeFile{f})
 			noDiags(t, "MergeIgnition", diags, err)
 			if d := cmp.Diff(jsonData(t, ign), jsonData(t, fromButane)); d != "" {
 				t.Errorf("Butane's translation of the merged Butane config differs from the merged Ignition config (-ignition +butane):\n%s", d)
@@ -179,7 +205,7 @@ func TestMergeCorpus(t *testing.T) {
 				t.Fatal(err)
 			}
 			body, _ := corpus.Strip(raw)
-			fromIgn, diags, err := render.MergeIgnition(us, render.IgnitionOptions{Version: "3.5.0"},
+			fromIgn, diags, err := mergeIgnition(us, render.IgnitionOptions{Version: "3.5.0"},
 				[]render.MergeFile{{Name: filepath.Base(ignPath), Data: body, Dir: butaneCorpus}})
 			if err == nil && fromIgn == nil && len(diags) == 1 && diags[0].Pos.Line > 0 && strings.Contains(diags[0].Message, "newer than the output's 3.5.0") {
 				// Ignition 3.6.0 (Butane fcos 1.7.0), which this
@@ -195,7 +221,7 @@ func TestMergeCorpus(t *testing.T) {
 			// A Butane version this Butane does not know: upstream's
 			// Ignition config is merged, and the Butane config refused.
 			if !butaneRefuses(t, us, f) {
-				out, diags, err = render.MergeIgnition(us, render.IgnitionOptions{Version: "3.5.0"}, []render.MergeFile{f})
+				out, diags, err = mergeIgnition(us, render.IgnitionOptions{Version: "3.5.0"}, []render.MergeFile{f})
 				noDiags(t, "MergeIgnition", diags, err)
 				checkIgnitionValid(t, "3.5.0", out)
 				if d := cmp.Diff(jsonData(t, fromIgn), jsonData(t, out)); d != "" {
@@ -237,7 +263,7 @@ func TestMergeCorpus(t *testing.T) {
 	}
 	for name, f := range corpusCloudConfigs(t) {
 		t.Run(name, func(t *testing.T) {
-			out, diags, err := render.MergeCloudInit(us, render.CloudInitOptions{}, []render.MergeFile{f})
+			out, diags, err := mergeCloudInit(us, render.CloudInitOptions{}, []render.MergeFile{f})
 			noDiags(t, "MergeCloudInit", diags, err)
 			checkCloudInitSchema(t, out)
 			digests = append(digests, fmt.Sprintf("%x  %s", sha256.Sum256(out), name))
@@ -258,7 +284,7 @@ func butaneRefuses(t *testing.T, us []compile.Unit, f render.MergeFile) bool {
 	if err == nil {
 		return false
 	}
-	out, diags, merr := render.MergeIgnition(us, render.IgnitionOptions{Version: "3.5.0"}, []render.MergeFile{f})
+	out, diags, merr := mergeIgnition(us, render.IgnitionOptions{Version: "3.5.0"}, []render.MergeFile{f})
 	if merr != nil || out != nil || !diags.HasErrors(false) || !strings.HasPrefix(diags.Error(), f.Name) {
 		t.Errorf("Butane refuses %s (%v), but merging it gives no error at the file:\n%s\n%s", f.Name, err, diags.Error(), out)
 	}
@@ -383,7 +409,7 @@ func TestMergeIgnitionApply(t *testing.T) {
 		sdtool.Unavailable(t, "systemctl not found (Debian package systemd)")
 	}
 	us := mergeSpec(t)
-	ign, diags, err := render.MergeIgnition(us, render.IgnitionOptions{}, []render.MergeFile{mergeFile(t, filepath.Join(mergeDir, "own.ign"))})
+	ign, diags, err := mergeIgnition(us, render.IgnitionOptions{}, []render.MergeFile{mergeFile(t, filepath.Join(mergeDir, "own.ign"))})
 	noDiags(t, "MergeIgnition", diags, err)
 	m := newIgnitionMachine(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -442,8 +468,8 @@ func TestMergeCorpusClash(t *testing.T) {
 	if !ok {
 		t.Skip("corpus case 12 not found")
 	}
-	us := build(t, filepath.Join("..", "..", "examples", "swap", "hostprov.yaml"))
-	out, diags, err := render.MergeIgnition(us, render.IgnitionOptions{}, []render.MergeFile{f})
+	us := rendertest.Build(t, filepath.Join("..", "..", "examples", "swap", "hostprov.yaml"))
+	out, diags, err := mergeIgnition(us, render.IgnitionOptions{}, []render.MergeFile{f})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,15 +483,15 @@ func TestMergeCorpusClash(t *testing.T) {
 // is its output as it is without --merge, byte for byte, so that merging
 // reads hostprov's own output without changing it.
 func TestMergeNothing(t *testing.T) {
-	for name, path := range goldenSpecs(t) {
+	for name, path := range rendertest.GoldenSpecs(t) {
 		t.Run(name, func(t *testing.T) {
-			us := build(t, path)
+			us := rendertest.Build(t, path)
 			for _, pretty := range []bool{false, true} {
 				want, err := render.Ignition(us, render.IgnitionOptions{Pretty: pretty})
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, diags, err := render.MergeIgnition(us, render.IgnitionOptions{Pretty: pretty}, nil)
+				got, diags, err := mergeIgnition(us, render.IgnitionOptions{Pretty: pretty}, nil)
 				noDiags(t, "MergeIgnition", diags, err)
 				if d := cmp.Diff(string(want), string(got)); d != "" {
 					t.Errorf("Ignition (pretty %v) (-want +got):\n%s", pretty, d)
@@ -475,7 +501,7 @@ func TestMergeNothing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, diags, err := render.MergeButane(us, render.ButaneOptions{}, nil)
+			got, diags, err := mergeButane(us, render.ButaneOptions{}, nil)
 			noDiags(t, "MergeButane", diags, err)
 			if d := cmp.Diff(string(want), string(got)); d != "" {
 				t.Errorf("Butane (-want +got):\n%s", d)
@@ -484,7 +510,7 @@ func TestMergeNothing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, diags, err = render.MergeCloudInit(us, render.CloudInitOptions{}, nil)
+			got, diags, err = mergeCloudInit(us, render.CloudInitOptions{}, nil)
 			noDiags(t, "MergeCloudInit", diags, err)
 			if d := cmp.Diff(string(want), string(got)); d != "" {
 				t.Errorf("cloud-init (-want +got):\n%s", d)

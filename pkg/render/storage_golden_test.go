@@ -25,6 +25,8 @@ import (
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
+	"github.com/hostprov/hostprov/pkg/render/kopshooks"
 )
 
 // storageDir holds the golden specs with files, directories and links, and
@@ -62,26 +64,13 @@ func storageGoldens(t *testing.T) map[string]string {
 	return out
 }
 
-func buildAll(t *testing.T, path string) compile.Result {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, diags := compile.BuildAll(path, data)
-	if len(diags) > 0 {
-		t.Fatalf("golden specs must render without any diagnostic:\n%v", diags.Error())
-	}
-	return r
-}
-
 // TestStorageGolden renders the storage goldens to Ignition, Butane and
 // cloud-init. A file from an s3:// source cannot be carried by cloud-init,
 // which refuses it at the file.
 func TestStorageGolden(t *testing.T) {
 	for name, path := range storageGoldens(t) {
 		t.Run(name, func(t *testing.T) {
-			r := buildAll(t, path)
+			r := rendertest.BuildAll(t, path)
 			ign, err := render.Ignition(r.Units, render.IgnitionOptions{Pretty: true, Storage: r.Storage})
 			if err != nil {
 				t.Fatal(err)
@@ -173,7 +162,7 @@ func decodeContents(t *testing.T, source string, compression *string) []byte {
 func TestStorageIgnitionEveryVersion(t *testing.T) {
 	compressed := false
 	for name, path := range storageGoldens(t) {
-		r := buildAll(t, path)
+		r := rendertest.BuildAll(t, path)
 		for _, v := range render.IgnitionVersions() {
 			t.Run(name+"/"+v, func(t *testing.T) {
 				ign, err := render.Ignition(r.Units, render.IgnitionOptions{Version: v, Storage: r.Storage})
@@ -241,7 +230,7 @@ func TestStorageIgnitionEveryVersion(t *testing.T) {
 func TestStorageButaneTranslates(t *testing.T) {
 	for name, path := range storageGoldens(t) {
 		t.Run(name, func(t *testing.T) {
-			r := buildAll(t, path)
+			r := rendertest.BuildAll(t, path)
 			for _, iv := range []string{"3.1.0", "3.2.0", "3.3.0", "3.4.0", "3.5.0"} {
 				bu, err := render.Butane(r.Units, render.ButaneOptions{IgnitionVersion: iv, Storage: r.Storage})
 				if err != nil {
@@ -275,7 +264,7 @@ func TestStorageCloudInitSchema(t *testing.T) {
 	}
 	docs := map[string]compile.Result{"named": r}
 	for name, path := range storageGoldens(t) {
-		g := buildAll(t, path)
+		g := rendertest.BuildAll(t, path)
 		s3 := false
 		for _, f := range g.Storage.Files {
 			s3 = s3 || strings.HasPrefix(f.Source, "s3://")
@@ -313,7 +302,7 @@ func TestStorageCloudInitSchema(t *testing.T) {
 func TestStorageIgnitionApply(t *testing.T) {
 	m := newIgnitionMachine(t)
 	for name, path := range storageGoldens(t) {
-		r := buildAll(t, path)
+		r := rendertest.BuildAll(t, path)
 		fetch := false
 		for _, f := range r.Storage.Files {
 			fetch = fetch || f.Source != ""
@@ -462,10 +451,10 @@ func checkIgnitionApplied(t *testing.T, m *ignitionMachine, r compile.Result) {
 // A kops hook cannot carry files: each entry is refused at its place.
 func TestStorageKopsRefused(t *testing.T) {
 	path := filepath.Join(storageDir, "files.yaml")
-	r := buildAll(t, path)
-	_, err := render.Kops(r.Units, render.KopsOptions{Storage: r.Storage})
-	var ke *render.KopsError
-	if !errors.As(err, &ke) || !errors.Is(err, render.ErrKopsStorage) {
+	r := rendertest.BuildAll(t, path)
+	_, err := kopshooks.Render(r.Units, kopshooks.Options{Storage: r.Storage})
+	var ke *kopshooks.Error
+	if !errors.As(err, &ke) || !errors.Is(err, kopshooks.ErrStorage) {
 		t.Fatalf("got %v, want a *KopsError with ErrKopsStorage", err)
 	}
 	ds := ke.Diagnostics()

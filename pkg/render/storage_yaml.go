@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"path"
 	"strconv"
@@ -69,7 +68,7 @@ func butaneStorage(st compile.Storage, ignitionVersion string) (*yaml.Node, erro
 			case !utf8.Valid(f.Contents):
 				return nil, fmt.Errorf("%s: %s: contents are not valid UTF-8, which Butane's inline cannot carry", f.Pos, f.Path)
 			default:
-				yamlnode.Pairs(c, "inline", yamlText(f.Contents))
+				yamlnode.Pairs(c, "inline", yamlnode.Text(f.Contents))
 			}
 			if f.Hash != "" {
 				yamlnode.Pairs(c, "verification", yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "hash", yamlnode.Str(f.Hash)))
@@ -145,7 +144,7 @@ func cloudInitStorage(st compile.Storage, held map[hookKey]string) (files []*yam
 				perm := yamlnode.Str("0755")
 				perm.Style = yaml.SingleQuotedStyle
 				files = append(files, yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "path", yamlnode.Str(cloudInitFetcher),
-					"permissions", perm, "owner", yamlnode.Str("root:root"), "content", yamlText([]byte(downloadScript))))
+					"permissions", perm, "owner", yamlnode.Str("root:root"), "content", yamlnode.Text([]byte(downloadScript))))
 			}
 			c := []string{"python3", cloudInitFetcher, f.Source, f.Hash, f.Path,
 				fmt.Sprintf("%04o", f.Mode), f.User.String(), f.Group.String()}
@@ -164,7 +163,7 @@ func cloudInitStorage(st compile.Storage, held map[hookKey]string) (files []*yam
 		}
 		switch enc, text := cloudInitEncoding(f.Contents); enc {
 		case "":
-			yamlnode.Pairs(n, "content", yamlText(f.Contents))
+			yamlnode.Pairs(n, "content", yamlnode.Text(f.Contents))
 		default:
 			yamlnode.Pairs(n, "encoding", yamlnode.Str(enc), "content", yamlnode.Str(text))
 		}
@@ -324,29 +323,4 @@ func chownCmd(user, group compile.Owner, p string, always bool) []string {
 		return nil
 	}
 	return []string{"chown", user.String() + ":" + group.String(), p}
-}
-
-// ErrKopsStorage is why the kops output refuses files, directories and
-// links (ErrKopsAccounts users and groups).
-var ErrKopsStorage = errors.New("a kops hook is a unit and nothing else: it cannot carry files, directories or links")
-
-// kopsStorage refuses st, each entry at its place in the spec.
-func kopsStorage(st compile.Storage) error {
-	if st.Empty() {
-		return nil
-	}
-	var e KopsError
-	e.Problems = kopsAccountProblems(st)
-	hint := "write the file in the unit's own ExecStartPre= (or a command hook's steps), or provision it with Ignition, Butane or cloud-init"
-	for _, f := range st.Files {
-		e.Problems = append(e.Problems, KopsProblem{Unit: "file " + f.Path, Hook: f.Hook, Pos: f.Pos, Err: ErrKopsStorage, Hint: hint})
-	}
-	for _, d := range st.Directories {
-		e.Problems = append(e.Problems, KopsProblem{Unit: "directory " + d.Path, Hook: d.Hook, Pos: d.Pos, Err: ErrKopsStorage,
-			Hint: "use StateDirectory= (stateDirectory:) or ExecStartPre=, or provision it with Ignition, Butane or cloud-init"})
-	}
-	for _, l := range st.Links {
-		e.Problems = append(e.Problems, KopsProblem{Unit: "link " + l.Path, Hook: l.Hook, Pos: l.Pos, Err: ErrKopsStorage, Hint: hint})
-	}
-	return &e
 }

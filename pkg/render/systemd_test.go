@@ -16,18 +16,19 @@ import (
 	"github.com/hostprov/hostprov/internal/rig"
 	"github.com/hostprov/hostprov/internal/sdtool"
 	"github.com/hostprov/hostprov/pkg/compile"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
+	"github.com/hostprov/hostprov/pkg/render/unitdir"
 	"github.com/hostprov/hostprov/pkg/units"
 )
 
 // TestVerifyGoldens runs systemd's own checker on every unit file that the
 // golden specs and examples render to: any output at all is a failure.
 func TestVerifyGoldens(t *testing.T) {
-	for name, path := range goldenSpecs(t) {
+	for name, path := range rendertest.GoldenSpecs(t) {
 		t.Run(name, func(t *testing.T) {
-			us := build(t, path)
+			us := rendertest.Build(t, path)
 			dir := t.TempDir()
-			if err := render.WriteDir(dir, us); err != nil {
+			if err := unitdir.Write(dir, us); err != nil {
 				t.Fatal(err)
 			}
 			var names []string
@@ -88,32 +89,86 @@ var nastyEnv = map[string]string{
 // hook's name: the process itself says what it received.
 const dumpArgv = `f=/var/lib/out-$(basename "$HOSTPROV_HOOK"); printf '%s\0' "$0" "$@" > "$f"`
 
-// TestRealSystemd renders hooks with nasty argument lists and environments,
-// installs them in a real systemd, and checks what systemd understood, over
-// D-Bus, and what the started processes received: argv and environment must
-// be exactly what the spec says, and every unit must load.
-func TestRealSystemd(t *testing.T) {
-	type hook struct {
-		Name      string            `yaml:"name"`
-		Type      string            `yaml:"type"`
-		Exec      []string          `yaml:"exec"`
-		Env       map[string]string `yaml:"env,omitempty"`
-		ExpandEnv bool              `yaml:"expandEnv,omitempty"`
-	}
-	var hs []hook
+// nastyHook is a hook of the spec TestRealSystemd gives systemd.
+type nastyHook struct {
+	Name      string            `yaml:"name"`
+	Type      string            `yaml:"type"`
+	Exec      []string          `yaml:"exec"`
+	Env       map[string]string `yaml:"env,omitempty"`
+	ExpandEnv bool              `yaml:"expandEnv,omitempty"`
+}
+
+// nastyHooks are a hook for each of nastyArgv, which writes the argv it
+// got, one that writes its environment of nastyEnv, and one that
+// expands variables.
+func nastyHooks() []nastyHook {
+	var hs []nastyHook
 	for i, argv := range nastyArgv {
 		name := fmt.Sprintf("argv-%02d", i)
 		exec := append([]string{"/bin/sh", "-c", dumpArgv}, argv...)
-		hs = append(hs, hook{Name: name, Type: "oneshot", Exec: exec, Env: map[string]string{"HOSTPROV_HOOK": name}})
+		hs = append(hs, nastyHook{Name: name, Type: "oneshot", Exec: exec, Env: map[string]string{"HOSTPROV_HOOK": name}})
 	}
 	env := map[string]string{"HOSTPROV_HOOK": "env"}
 	for k, v := range nastyEnv {
 		env[k] = v
 	}
 	hs = append(hs,
-		hook{Name: "env", Type: "oneshot", Exec: []string{"/bin/sh", "-c", `env -0 > /var/lib/out-env`}, Env: env},
-		hook{Name: "expand", Type: "oneshot", Exec: []string{"/bin/echo", "$HOME", "${HOME}/x"}, ExpandEnv: true},
+		nastyHook{Name: "env", Type: "oneshot", Exec: []string{"/bin/sh", "-c", `env -0 > /var/lib/out-env`}, Env: env},
+		nastyHook{Name: "expand", Type: "oneshot", Exec: []string{"/bin/echo", "$HOME", "${HOME}/x"}, ExpandEnv: true},
 	)
+	return hs
+}
+
+// checkProcesses waits for the start jobs of TestRealSystemd and checks
+// what each process received: the argv of the spec, or the environment.
+func checkProcesses(t *testing.T, r *rig.Rig, hs []nastyHook, jobs map[string]chan string) {
+	t.Helper()
+	for _, h := range hs {
+		unit := h.Name + ".service"
+		if jobs[unit] == nil {
+			continue
+		}
+		text, _ := os.ReadFile(filepath.Join(r.UnitDir, unit))
+		if res := <-jobs[unit]; res != "done" {
+			t.Errorf("%s: start job %s\n%s", unit, res, text)
+			continue
+		}
+		want := []string{}
+		for k, v := range h.Env {
+			want = append(want, k+"="+v)
+		}
+		sort.Strings(want)
+		out, err := os.ReadFile(filepath.Join(r.Root, "var/lib/out-"+h.Name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fields := strings.Split(string(out), "\x00")
+		fields = fields[:len(fields)-1] // every field ends in NUL
+		if h.Name == "env" {
+			var vars []string
+			for _, f := range fields {
+				if k, _, _ := strings.Cut(f, "="); h.Env[k] != "" || f == k+"=" && hasKey(h.Env, k) {
+					vars = append(vars, f)
+				}
+			}
+			sort.Strings(vars)
+			if diff := cmp.Diff(want, vars); diff != "" {
+				t.Errorf("%s: the process's environment differs from the spec (-spec +process):\n%s", unit, diff)
+			}
+			continue
+		}
+		if diff := cmp.Diff(h.Exec[3:], fields); diff != "" {
+			t.Errorf("%s: the process's argv differs from the spec (-spec +process):\n%s\nunit:\n%s", unit, diff, text)
+		}
+	}
+}
+
+// TestRealSystemd renders hooks with nasty argument lists and environments,
+// installs them in a real systemd, and checks what systemd understood, over
+// D-Bus, and what the started processes received: argv and environment must
+// be exactly what the spec says, and every unit must load.
+func TestRealSystemd(t *testing.T) {
+	hs := nastyHooks()
 	spec, err := yaml.Marshal(map[string]any{"apiVersion": "hostprov/v1alpha1", "kind": "Hooks", "hooks": hs})
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +179,7 @@ func TestRealSystemd(t *testing.T) {
 	}
 
 	r := rig.Start(t)
-	if err := render.WriteDir(r.UnitDir, us); err != nil {
+	if err := unitdir.Write(r.UnitDir, us); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -204,44 +259,7 @@ func TestRealSystemd(t *testing.T) {
 		}
 		jobs[unit] = done
 	}
-	for _, h := range hs {
-		unit := h.Name + ".service"
-		if jobs[unit] == nil {
-			continue
-		}
-		text, _ := os.ReadFile(filepath.Join(r.UnitDir, unit))
-		if res := <-jobs[unit]; res != "done" {
-			t.Errorf("%s: start job %s\n%s", unit, res, text)
-			continue
-		}
-		want := []string{}
-		for k, v := range h.Env {
-			want = append(want, k+"="+v)
-		}
-		sort.Strings(want)
-		out, err := os.ReadFile(filepath.Join(r.Root, "var/lib/out-"+h.Name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		fields := strings.Split(string(out), "\x00")
-		fields = fields[:len(fields)-1] // every field ends in NUL
-		if h.Name == "env" {
-			var vars []string
-			for _, f := range fields {
-				if k, _, _ := strings.Cut(f, "="); h.Env[k] != "" || f == k+"=" && hasKey(h.Env, k) {
-					vars = append(vars, f)
-				}
-			}
-			sort.Strings(vars)
-			if diff := cmp.Diff(want, vars); diff != "" {
-				t.Errorf("%s: the process's environment differs from the spec (-spec +process):\n%s", unit, diff)
-			}
-			continue
-		}
-		if diff := cmp.Diff(h.Exec[3:], fields); diff != "" {
-			t.Errorf("%s: the process's argv differs from the spec (-spec +process):\n%s\nunit:\n%s", unit, diff, text)
-		}
-	}
+	checkProcesses(t, r, hs, jobs)
 }
 
 func hasKey(m map[string]string, k string) bool {
@@ -278,7 +296,7 @@ hooks:
 		t.Fatal(diags)
 	}
 	r := rig.Start(t)
-	if err := render.WriteDir(r.UnitDir, us); err != nil {
+	if err := unitdir.Write(r.UnitDir, us); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -357,7 +375,7 @@ func TestRealSystemdExpandEnv(t *testing.T) {
 	}
 
 	r := rig.Start(t)
-	if err := render.WriteDir(r.UnitDir, us); err != nil {
+	if err := unitdir.Write(r.UnitDir, us); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

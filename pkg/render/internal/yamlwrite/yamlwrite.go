@@ -1,4 +1,4 @@
-package render
+package yamlwrite
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// writeYAML writes n as yamlEncode's yaml.v3 encoder writes it, byte for
+// WriteFast writes n as Encode's yaml.v3 encoder writes it, byte for
 // byte, for the trees the outputs build: block mappings and sequences,
 // flow lists of scalars, plain, single-quoted and literal string scalars
 // of printable ASCII, booleans, and comments before the keys of the top
@@ -17,7 +17,7 @@ import (
 // every character of every unit file twice over, through a state machine).
 // TestWriteYAML holds it to yaml.v3 on the outputs of every test spec and
 // on trees built from fuzzed strings.
-func writeYAML(b *bytes.Buffer, n *yaml.Node) bool {
+func WriteFast(b *bytes.Buffer, n *yaml.Node) bool {
 	start := b.Len()
 	w := yamlWriter{b: b}
 	if n.Kind != yaml.MappingNode || len(n.Content) == 0 || !plainNode(n) || !w.mapping(n, 0, true) {

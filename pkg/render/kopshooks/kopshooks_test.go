@@ -1,10 +1,9 @@
-package render_test
+package kopshooks_test
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,7 +12,8 @@ import (
 
 	"github.com/hostprov/hostprov/internal/golden"
 	"github.com/hostprov/hostprov/pkg/compile"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
+	"github.com/hostprov/hostprov/pkg/render/kopshooks"
 )
 
 // kopsHook is a hook as kops reads it (v1alpha2 and v1alpha3 fields).
@@ -37,39 +37,39 @@ func parseKops(t *testing.T, out []byte) []kopsHook {
 }
 
 // kopsReasons are the documented reasons for kops to refuse a unit.
-var kopsReasons = []error{render.ErrKopsMask, render.ErrKopsDropin, render.ErrKopsDisabledUnit, render.ErrKopsTemplate, render.ErrKopsExisting, render.ErrKopsDeviceTimeout}
+var kopsReasons = []error{kopshooks.ErrMask, kopshooks.ErrDropin, kopshooks.ErrDisabledUnit, kopshooks.ErrTemplate, kopshooks.ErrExisting, kopshooks.ErrDeviceTimeout}
 
 // kopsRefusals lists, for the golden specs that kops cannot express, each
 // unit and why.
 var kopsRefusals = map[string]map[string]error{
 	"device-timeout": {
-		"mnt-lun.mount":                      render.ErrKopsDeviceTimeout,
-		`dev-disk-by\x2dpartlabel-swap.swap`: render.ErrKopsDeviceTimeout,
+		"mnt-lun.mount":                      kopshooks.ErrDeviceTimeout,
+		`dev-disk-by\x2dpartlabel-swap.swap`: kopshooks.ErrDeviceTimeout,
 	},
 	"dropins": {
-		"docker.service":            render.ErrKopsDropin,
-		"update-engine.service":     render.ErrKopsMask,
-		"systemd-timesyncd.service": render.ErrKopsExisting,
-		"metrics.service":           render.ErrKopsDropin,
+		"docker.service":            kopshooks.ErrDropin,
+		"update-engine.service":     kopshooks.ErrMask,
+		"systemd-timesyncd.service": kopshooks.ErrExisting,
+		"metrics.service":           kopshooks.ErrDropin,
 	},
 	"exact-bytes-dropins": {
-		"agent.service":      render.ErrKopsDropin,
-		"getty@tty1.service": render.ErrKopsDropin,
+		"agent.service":      kopshooks.ErrDropin,
+		"getty@tty1.service": kopshooks.ErrDropin,
 	},
 	"raw": {
-		"no-install.service": render.ErrKopsDisabledUnit,
+		"no-install.service": kopshooks.ErrDisabledUnit,
 	},
 	"templates": {
-		"worker@.service":            render.ErrKopsTemplate,
-		"tunnel@.service":            render.ErrKopsDisabledUnit,
-		"serial-getty@ttyS0.service": render.ErrKopsDropin,
+		"worker@.service":            kopshooks.ErrTemplate,
+		"tunnel@.service":            kopshooks.ErrDisabledUnit,
+		"serial-getty@ttyS0.service": kopshooks.ErrDropin,
 	},
 	"unit-types": {
-		"echo@.service":        render.ErrKopsDisabledUnit,
-		"cleanup.service":      render.ErrKopsDisabledUnit,
-		"reload-certs.service": render.ErrKopsDisabledUnit,
-		"srv-data.mount":       render.ErrKopsDisabledUnit,
-		"agents.slice":         render.ErrKopsDisabledUnit,
+		"echo@.service":        kopshooks.ErrDisabledUnit,
+		"cleanup.service":      kopshooks.ErrDisabledUnit,
+		"reload-certs.service": kopshooks.ErrDisabledUnit,
+		"srv-data.mount":       kopshooks.ErrDisabledUnit,
+		"agents.slice":         kopshooks.ErrDisabledUnit,
 	},
 }
 
@@ -80,18 +80,18 @@ var kopsRefusals = map[string]map[string]error{
 // unit kops cannot express with one of the documented reasons; for the
 // specs in kopsRefusals, exactly the units and reasons listed there.
 func TestKopsGolden(t *testing.T) {
-	for name, path := range goldenSpecs(t) {
+	for name, path := range rendertest.GoldenSpecs(t) {
 		t.Run(name, func(t *testing.T) {
-			out, err := render.Kops(build(t, path), render.KopsOptions{})
+			out, err := kopshooks.Render(rendertest.Build(t, path), kopshooks.Options{})
 			want, listed := kopsRefusals[name]
 			if err == nil {
 				if listed {
 					t.Fatalf("kops accepts a spec listed in kopsRefusals:\n%s", out)
 				}
-				golden.Check(t, filepath.Join("..", "..", "testdata", "golden", name+".kops.yml"), out)
+				golden.Check(t, rendertest.Path("testdata", "golden", name+".kops.yml"), out)
 				return
 			}
-			var ke *render.KopsError
+			var ke *kopshooks.Error
 			if !errors.As(err, &ke) {
 				t.Fatalf("got %v; want a *KopsError", err)
 			}
@@ -124,22 +124,22 @@ func TestKopsGolden(t *testing.T) {
 // order, named by the full unit name, whose manifest is the unit's bytes.
 func TestKopsSameBytes(t *testing.T) {
 	cases := map[string][]compile.Unit{}
-	for name, path := range goldenSpecs(t) {
-		us := build(t, path)
-		if _, err := render.Kops(us, render.KopsOptions{}); err == nil {
+	for name, path := range rendertest.GoldenSpecs(t) {
+		us := rendertest.Build(t, path)
+		if _, err := kopshooks.Render(us, kopshooks.Options{}); err == nil {
 			cases[name] = us
 		}
 	}
 	on := true
-	for i, u := range trickyUnits() {
-		if i != len(trickyUnits())-1 { // all but the one that is not UTF-8
+	for i, u := range rendertest.TrickyUnits() {
+		if i != len(rendertest.TrickyUnits())-1 { // all but the one that is not UTF-8
 			u.Enabled = &on
 			cases["tricky/"+u.Name] = []compile.Unit{u}
 		}
 	}
 	for name, us := range cases {
 		t.Run(name, func(t *testing.T) {
-			out, err := render.Kops(us, render.KopsOptions{})
+			out, err := kopshooks.Render(us, kopshooks.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -172,10 +172,10 @@ func TestKopsDisable(t *testing.T) {
 		version, want string
 	}{
 		{"", "- name: update-engine.service\n    disabled: true # in a Cluster"},
-		{render.KopsV1Alpha2, "- name: update-engine.service\n    disabled: true # in a Cluster; a v1alpha2 InstanceGroup reads it the wrong way round"},
-		{render.KopsV1Alpha3, "- name: update-engine.service\n    enabled: false\n"},
+		{kopshooks.V1Alpha2, "- name: update-engine.service\n    disabled: true # in a Cluster; a v1alpha2 InstanceGroup reads it the wrong way round"},
+		{kopshooks.V1Alpha3, "- name: update-engine.service\n    enabled: false\n"},
 	} {
-		out, err := render.Kops(us, render.KopsOptions{APIVersion: c.version})
+		out, err := kopshooks.Render(us, kopshooks.Options{APIVersion: c.version})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +187,7 @@ func TestKopsDisable(t *testing.T) {
 			t.Errorf("version %q: %+v", c.version, h)
 		}
 	}
-	if _, err := render.Kops(us, render.KopsOptions{APIVersion: "v1"}); err == nil {
+	if _, err := kopshooks.Render(us, kopshooks.Options{APIVersion: "v1"}); err == nil {
 		t.Error("an unknown kops API version is accepted")
 	}
 }
@@ -200,7 +200,7 @@ func kopsVersionOr(s, d string) string {
 }
 
 func TestKopsEmpty(t *testing.T) {
-	out, err := render.Kops(nil, render.KopsOptions{})
+	out, err := kopshooks.Render(nil, kopshooks.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,11 +210,11 @@ func TestKopsEmpty(t *testing.T) {
 }
 
 func TestKopsNotUTF8(t *testing.T) {
-	us := trickyUnits()
+	us := rendertest.TrickyUnits()
 	on := true
 	u := us[len(us)-1]
 	u.Enabled = &on
-	_, err := render.Kops([]compile.Unit{u}, render.KopsOptions{})
+	_, err := kopshooks.Render([]compile.Unit{u}, kopshooks.Options{})
 	if err == nil || !strings.Contains(err.Error(), "UTF-8") {
 		t.Errorf("got %v; want an error that the unit is not UTF-8", err)
 	}

@@ -1,4 +1,4 @@
-package kops_test
+package kopshooks_test
 
 import (
 	"bytes"
@@ -9,14 +9,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostprov/hostprov/internal/corpus"
 	"github.com/hostprov/hostprov/internal/golden"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/kops"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
+	"github.com/hostprov/hostprov/pkg/render/kopshooks"
 )
 
-var exampleDir = filepath.Join("..", "..", "examples", "kops")
+// corpusDir is the real kops material beside the repository.
+var corpusDir = corpus.Path("kops")
+
+// exampleDir is the kops example of the repository.
+var exampleDir = rendertest.Path("examples", "kops")
 
 // exampleUnits renders the example's hostprov spec.
 func exampleUnits(t *testing.T) []compile.Unit {
@@ -38,7 +44,7 @@ func exampleUnits(t *testing.T) []compile.Unit {
 // setting no units gives the input back.
 func checkSetHooks(t *testing.T, in []byte, ig string, us []compile.Unit) []byte {
 	t.Helper()
-	out, err := kops.SetHooks(in, ig, us)
+	out, err := kopshooks.Set(in, ig, us)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,14 +56,14 @@ func checkSetHooks(t *testing.T, in []byte, ig string, us []compile.Unit) []byte
 	if len(after) != len(before) {
 		t.Errorf("the result reads with %d diagnostics, the input with %d:\n%v", len(after), len(before), after)
 	}
-	again, err := kops.SetHooks(out, ig, us)
+	again, err := kopshooks.Set(out, ig, us)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(again, out) {
 		t.Errorf("a second run changes the file:\n%s", again)
 	}
-	back, err := kops.SetHooks(out, ig, nil)
+	back, err := kopshooks.Set(out, ig, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +120,7 @@ func TestSetHooksExample(t *testing.T) {
 
 	// Into an instance group, which has its own hooks.
 	out = checkSetHooks(t, in, "nodes-eu-west-1a", exampleUnits(t))
-	golden.Check(t, filepath.Join("..", "..", "testdata", "golden", "kops", "example.ig-after.yaml"), out)
+	golden.Check(t, rendertest.Path("testdata", "golden", "kops", "example.ig-after.yaml"), out)
 	// Into one that has none.
 	checkSetHooks(t, in, "control-plane-eu-west-1a", exampleUnits(t))
 }
@@ -123,7 +129,9 @@ func TestSetHooksExample(t *testing.T) {
 // is a manifest (or a spec excerpt, given apiVersion and kind), in both
 // list styles, keeping every other line.
 func TestSetHooksCorpus(t *testing.T) {
-	needCorpus(t)
+	if _, err := os.Stat(corpusDir); err != nil {
+		t.Skipf("the kops corpus is not at %s (it lives beside the repository in ../shared/corpus): %v", corpusDir, err)
+	}
 	us := exampleUnits(t)
 	files, _ := filepath.Glob(filepath.Join(corpusDir, "docs", "cluster_spec.ex[1-7]*.yaml"))
 	for _, f := range []string{"conversion/v1alpha2.yaml", "conversion/v1alpha3.yaml", "golden/hooks-containerd-exec/cluster.yaml"} {
@@ -131,8 +139,11 @@ func TestSetHooksCorpus(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			rel, _ := filepath.Rel(corpusDir, f)
-			in := readCorpus(t, rel)
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, _ := corpus.Strip(data)
 			if !bytes.Contains(in, []byte("kind:")) {
 				in = append([]byte("apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\n"), in...)
 			}
@@ -205,7 +216,7 @@ func TestSetHooksRefuses(t *testing.T) {
 			compile.Unit{Name: "a.service", Contents: []byte("[Unit]\n")}, "hooks: a second time"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := kops.SetHooks(c.in, c.ig, []compile.Unit{c.u})
+			_, err := kopshooks.Set(c.in, c.ig, []compile.Unit{c.u})
 			if err == nil || !strings.Contains(err.Error(), strings.TrimPrefix(c.want, "no ")) {
 				t.Errorf("got %v, want an error saying %q", err, c.want)
 			}
@@ -223,10 +234,10 @@ func TestSetHooksRefusesAtTheHooks(t *testing.T) {
 		{Name: "b.service", Contents: []byte("[Unit]\n"), Hook: 1, Pos: hooks.Position{File: "hooks.yaml", Line: 6, Column: 3}},
 		{Name: "c.service", Enabled: &no, Hook: 2, Pos: hooks.Position{File: "hooks.yaml", Line: 9, Column: 3}},
 	}
-	_, err := kops.SetHooks(ig, "nodes", us)
-	var ke *render.KopsError
-	if !errors.As(err, &ke) || !errors.Is(err, kops.ErrV1Alpha2Disabled) {
-		t.Fatalf("got %v, want a *render.KopsError with ErrV1Alpha2Disabled", err)
+	_, err := kopshooks.Set(ig, "nodes", us)
+	var ke *kopshooks.Error
+	if !errors.As(err, &ke) || !errors.Is(err, kopshooks.ErrV1Alpha2Disabled) {
+		t.Fatalf("got %v, want a *kopshooks.Error with ErrV1Alpha2Disabled", err)
 	}
 	var got []string
 	for _, d := range ke.Diagnostics() {
@@ -243,7 +254,7 @@ func TestSetHooksDisabled(t *testing.T) {
 	no := false
 	for _, v := range []string{kops.V1Alpha2, kops.V1Alpha3} {
 		in := []byte("apiVersion: " + v + "\nkind: Cluster\nspec:\n  channel: stable\n")
-		out, err := kops.SetHooks(in, "", []compile.Unit{{Name: "update-engine.service", Enabled: &no}})
+		out, err := kopshooks.Set(in, "", []compile.Unit{{Name: "update-engine.service", Enabled: &no}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -265,7 +276,7 @@ func TestSetHooksKeepsBytes(t *testing.T) {
 		"[Service]\nExecStart=/bin/true",
 		"[Service]\nExecStart=/bin/echo \"ünïcödé\"\n\n",
 	} {
-		out, err := kops.SetHooks(cluster, "", []compile.Unit{{Name: "a.service", Contents: []byte(contents)}})
+		out, err := kopshooks.Set(cluster, "", []compile.Unit{{Name: "a.service", Contents: []byte(contents)}})
 		if err != nil {
 			t.Fatalf("%q: %v", contents, err)
 		}

@@ -174,7 +174,7 @@ func TestMergeKindClashes(t *testing.T) {
 					}
 					if !ign {
 						outputs["butane"] = func() ([]byte, hooks.Diagnostics, error) {
-							return render.MergeButane(r.Units, render.ButaneOptions{Storage: r.Storage}, []render.MergeFile{f})
+							return mergeButane(r.Units, render.ButaneOptions{Storage: r.Storage}, []render.MergeFile{f})
 						}
 					}
 					for name, run := range outputs {
@@ -255,10 +255,10 @@ func TestMergeButaneIsIgnition(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ign, diags, err := render.MergeIgnition(r.Units, render.IgnitionOptions{Storage: r.Storage}, c.files)
+			ign, diags, err := mergeIgnition(r.Units, render.IgnitionOptions{Storage: r.Storage}, c.files)
 			noDiags(t, "MergeIgnition", diags, err)
 			checkIgnitionValid(t, render.DefaultIgnitionVersion, ign)
-			out, diags, err := render.MergeButane(r.Units, render.ButaneOptions{Storage: r.Storage}, c.files)
+			out, diags, err := mergeButane(r.Units, render.ButaneOptions{Storage: r.Storage}, c.files)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -333,7 +333,7 @@ func TestMergeUnderClashes(t *testing.T) {
 			if got := diags.Error(); got != c.want || (ign == nil) != (c.want != "") {
 				t.Errorf("Ignition output: diagnostics:\n%s\nwant:\n%s\noutput:\n%s", got, c.want, ign)
 			}
-			bu, diags, err := render.MergeButane(r.Units, render.ButaneOptions{Storage: r.Storage}, []render.MergeFile{f})
+			bu, diags, err := mergeButane(r.Units, render.ButaneOptions{Storage: r.Storage}, []render.MergeFile{f})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -441,14 +441,14 @@ func TestMergeTreeClashPlace(t *testing.T) {
 	f := render.MergeFile{Name: "mine.bu", Dir: dir, Data: []byte("variant: fcos\nversion: 1.5.0\nstorage:\n  trees:\n    - local: tree\n")}
 	want := "mine.bu:5:7: error: storage.files[0]: /etc/localtime is in hostprov's spec too, at spec.yaml:6:5 (hooks[0]), as another entry: Ignition's merge would keep only yours\n" +
 		"\thint: keep the path in one place: your config or the spec"
-	out, diags, err := render.MergeIgnition(r.Units, render.IgnitionOptions{Storage: r.Storage}, []render.MergeFile{f})
+	out, diags, err := mergeIgnition(r.Units, render.IgnitionOptions{Storage: r.Storage}, []render.MergeFile{f})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := diags.Error(); out != nil || got != want {
 		t.Errorf("Ignition output: diagnostics:\n%s\nwant:\n%s", got, want)
 	}
-	out, diags, err = render.MergeButane(r.Units, render.ButaneOptions{Storage: r.Storage}, []render.MergeFile{f})
+	out, diags, err = mergeButane(r.Units, render.ButaneOptions{Storage: r.Storage}, []render.MergeFile{f})
 	if err != nil {
 		t.Fatal(err)
 	}

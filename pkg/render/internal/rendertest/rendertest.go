@@ -1,0 +1,112 @@
+// Package rendertest holds what the tests of the outputs share: where the
+// repository's golden specs and examples are, and building them. Every
+// output is checked against the same specs, so that a unit's bytes are
+// compared across outputs from one list.
+package rendertest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hostprov/hostprov/pkg/compile"
+)
+
+// Path joins elem to the repository's root, found as the nearest directory
+// above the test's own that holds go.mod: the outputs' packages sit at
+// different depths, and their tests all read the same testdata.
+func Path(elem ...string) string {
+	dir, err := os.Getwd()
+	if err != nil {
+		panic(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			panic("rendertest: no go.mod above " + dir)
+		}
+		dir = up
+	}
+	return filepath.Join(append([]string{dir}, elem...)...)
+}
+
+// GoldenSpecs lists every spec whose output is kept under testdata/golden:
+// the golden specs themselves and the bundled examples. The key is the
+// golden file's name without extension.
+func GoldenSpecs(t *testing.T) map[string]string {
+	t.Helper()
+	specs := map[string]string{}
+	ms, err := filepath.Glob(Path("testdata", "golden", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		specs[strings.TrimSuffix(filepath.Base(m), ".yaml")] = m
+	}
+	ex, err := filepath.Glob(Path("examples", "*", "hostprov.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ex {
+		specs["examples/"+filepath.Base(filepath.Dir(m))] = m
+	}
+	if len(ms) < 5 || len(ex) < 2 {
+		t.Fatalf("found %d golden specs and %d examples; the tests expect the ones in the repository", len(ms), len(ex))
+	}
+	return specs
+}
+
+// Build compiles the spec at path to its units; a golden spec must
+// compile without any diagnostic.
+func Build(t *testing.T, path string) []compile.Unit {
+	t.Helper()
+	return BuildAll(t, path).Units
+}
+
+// BuildAll compiles the spec at path to its units and storage. The path,
+// not only its name, is passed on: local: files are read next to the
+// spec.
+func BuildAll(t *testing.T, path string) compile.Result {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, diags := compile.BuildAll(path, data)
+	if len(diags) > 0 {
+		t.Fatalf("golden specs must render without any diagnostic:\n%v", diags.Error())
+	}
+	return r
+}
+
+// TrickyUnits are unit files whose bytes a careless YAML writer would
+// change: leading blank lines and indentation, tabs, trailing spaces,
+// characters YAML takes for line breaks, characters beyond U+FFFF, and a
+// unit that is not UTF-8 at all.
+func TrickyUnits() []compile.Unit {
+	off := false // not parsed for [Install]: some of these are not unit files
+	contents := []string{
+		"[Service]\nExecStart=/bin/true\n",
+		"\n\n[Service]\nExecStart=/bin/true\n",
+		" # indented comment\n[Service]\nExecStart=/bin/true\n",
+		"\t# tab\n[Service]\nExecStart=/bin/true\n",
+		"[Service]\nExecStart=/bin/true   \n\t\n",
+		"[Unit]\nDescription=cowboy \U0001F920 中文 café\n",
+		"[Unit]\n# line\u2028separator, next\u0085line, bom\ufeff, del\x7f, bell\a\nDescription=x\n",
+		"[Unit]\r\nDescription=crlf\r\n",
+		"[Unit]\nDescription=no final newline",
+		"[Unit]\nDescription=two final newlines\n\n",
+		"key: value\n- item\n--- \n...\n# not YAML: \"'|>&*!%@`\n",
+		"[Unit]\nDescription=not UTF-8 \xff\xfe\n",
+	}
+	us := make([]compile.Unit, len(contents))
+	for i, c := range contents {
+		us[i] = compile.Unit{Name: fmt.Sprintf("tricky-%02d.service", i), Contents: []byte(c), Enabled: &off, Hook: i}
+	}
+	return us
+}
