@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -179,38 +178,4 @@ func (o Options) stampTime(content []byte) (string, *time.Time) {
 	}
 	t := fi.ModTime()
 	return s, &t
-}
-
-// removeStamp removes one stamp the plan removes, through the stamp
-// directory opened again without following a link on the way.
-func (e *executor) removeStamp(f *FileChange) error {
-	full := e.p.opts.hostPath(f.Path)
-	if path.Dir(f.Path) != compile.StampDir {
-		return fmt.Errorf("removing stamp %s: not in %s", f.Path, compile.StampDir)
-	}
-	dir, missing, bad, err := e.p.opts.openStampDir()
-	switch {
-	case err != nil:
-		return err
-	case missing:
-		return nil
-	case bad != "":
-		return fmt.Errorf("removing stamp %s: %s", full, bad)
-	}
-	defer dir.Close()
-	name := path.Base(f.Path)
-	mode, _, err := dir.Lstat(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fsError("reading", full, err)
-	}
-	if !mode.IsRegular() {
-		return fmt.Errorf("removing stamp %s: it is no longer a regular file; left alone: remove it by hand", full)
-	}
-	if err := e.files.Remove(dir, name); err != nil {
-		return fsError("removing", full, err)
-	}
-	return nil
 }
