@@ -186,3 +186,7 @@ func NodeHas(opts Options) (func(kind AccountKind, name string) bool, error) {
 		return ok
 	}, nil
 }
+
+// sysusersCommand is the systemd-sysusers the plan runs; a variable for
+// the test that a failing run stops the apply.
+var sysusersCommand = "systemd-sysusers"

@@ -9,10 +9,6 @@ import (
 	"github.com/hostprov/hostprov/internal/killpoint"
 )
 
-// sysusersCommand is the systemd-sysusers the plan runs; a variable for
-// the test that a failing run stops the apply.
-var sysusersCommand = "systemd-sysusers"
-
 // runSysusers runs systemd-sysusers on the sysusers.d files of the plan
 // that need it (below Root with --root, or the node's own through
 // Options.Tools), then resolves the owners the accounts it created give

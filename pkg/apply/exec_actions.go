@@ -325,13 +325,6 @@ func (e *executor) describe(ctx context.Context, unit string) string {
 	return s + ")"
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 // owner maps a unit acted on (maybe a template's instance) to the unit of
 // the plan it belongs to.
 func (e *executor) owner(unit string) string {

@@ -167,63 +167,99 @@ func TestPathsSourceRetries(t *testing.T) {
 // and converges once the source is back.
 func TestPathsSourceFailsItsHook(t *testing.T) {
 	needRoot(t)
-	v1, v2 := []byte("#!/bin/sh\necho v1\n"), []byte("#!/bin/sh\necho v2\n")
-	var mu sync.Mutex
-	serving := map[string][]byte{"/v1": v1}
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		body, ok := serving[r.URL.Path]
-		mu.Unlock()
+	defer apply.SetFetchRetryBase(10 * time.Millisecond)()
+	t.Run("a new hook", func(t *testing.T) {
+		f := newFetchServer(t)
+		sourceFailsNewHook(t, f)
+	})
+	t.Run("a hook applied before", func(t *testing.T) {
+		f := newFetchServer(t)
+		sourceFailsAppliedHook(t, f)
+	})
+}
+
+var fetchV1, fetchV2 = []byte("#!/bin/sh\necho v1\n"), []byte("#!/bin/sh\necho v2\n")
+
+// fetchServer serves the sources of TestPathsSourceFailsItsHook: v1, and
+// v2 once serve says so; what it does not serve fails with 500.
+type fetchServer struct {
+	t       *testing.T
+	srv     *httptest.Server
+	mu      sync.Mutex
+	serving map[string][]byte
+}
+
+func newFetchServer(t *testing.T) *fetchServer {
+	f := &fetchServer{t: t, serving: map[string][]byte{"/v1": fetchV1}}
+	f.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		body, ok := f.serving[r.URL.Path]
+		f.mu.Unlock()
 		if !ok {
 			http.Error(w, "gone", http.StatusInternalServerError)
 			return
 		}
 		w.Write(body)
 	}))
-	defer srv.Close()
-	defer apply.SetFetchRetryBase(10 * time.Millisecond)()
-	sum := func(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
-	spec := func(version string, body []byte, plain bool) string {
-		s := "- name: fetcher\n  exec: [/usr/local/bin/tool, " + version + "]\n  files:\n    - path: /usr/local/bin/tool\n      source: " + srv.URL + "/" + version +
-			"\n      verification: {hash: sha256-" + sum(body) + "}\n      mode: 0755\n"
-		if plain {
-			s += "- name: plain\n  exec: [/bin/true]\n"
-		}
-		return s
-	}
-	mods := func(o *apply.Options) {
-		o.HTTPClient, o.FetchWait, o.Inputs = srv.Client(), 50*time.Millisecond, "inputs"
-	}
-	run := func(n *node, yaml string) (*apply.Result, error) {
-		t.Helper()
-		p, err := n.planStorage(yaml, mods)
-		if err != nil {
-			t.Fatalf("plan: %v", err)
-		}
-		n.sd.Reset()
-		return apply.Execute(context.Background(), p, n.sd, nil)
-	}
-	failedDownload := func(res *apply.Result) bool {
-		for _, ev := range res.Events {
-			if ev.Action == apply.EvFailed && ev.Op == apply.OpDownload && ev.Hook == "fetcher" && ev.Path == "/usr/local/bin/tool" && strings.Contains(ev.Error, "500") {
-				return true
-			}
-		}
-		return false
-	}
-	hooksOf := func(st *apply.State) (units, paths []string) {
-		for _, u := range st.Units {
-			units = append(units, u.Hook+":"+u.Name)
-		}
-		for _, sp := range st.Paths {
-			paths = append(paths, sp.Hook+":"+sp.Path)
-		}
-		return
-	}
+	t.Cleanup(f.srv.Close)
+	return f
+}
 
-	// A new hook whose source fails: the other hook is applied.
+func (f *fetchServer) serve(p string, body []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.serving[p] = body
+}
+
+func sha256Hex(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
+
+// spec is hook fetcher, whose file's source is version, and with plain a
+// hook plain without files.
+func (f *fetchServer) spec(version string, body []byte, plain bool) string {
+	s := "- name: fetcher\n  exec: [/usr/local/bin/tool, " + version + "]\n  files:\n    - path: /usr/local/bin/tool\n      source: " + f.srv.URL + "/" + version +
+		"\n      verification: {hash: sha256-" + sha256Hex(body) + "}\n      mode: 0755\n"
+	if plain {
+		s += "- name: plain\n  exec: [/bin/true]\n"
+	}
+	return s
+}
+
+func (f *fetchServer) run(n *node, yaml string) (*apply.Result, error) {
+	f.t.Helper()
+	p, err := n.planStorage(yaml, func(o *apply.Options) {
+		o.HTTPClient, o.FetchWait, o.Inputs = f.srv.Client(), 50*time.Millisecond, "inputs"
+	})
+	if err != nil {
+		f.t.Fatalf("plan: %v", err)
+	}
+	n.sd.Reset()
+	return apply.Execute(context.Background(), p, n.sd, nil)
+}
+
+func failedDownload(res *apply.Result) bool {
+	for _, ev := range res.Events {
+		if ev.Action == apply.EvFailed && ev.Op == apply.OpDownload && ev.Hook == "fetcher" && ev.Path == "/usr/local/bin/tool" && strings.Contains(ev.Error, "500") {
+			return true
+		}
+	}
+	return false
+}
+
+func hooksOf(st *apply.State) (units, paths []string) {
+	for _, u := range st.Units {
+		units = append(units, u.Hook+":"+u.Name)
+	}
+	for _, sp := range st.Paths {
+		paths = append(paths, sp.Hook+":"+sp.Path)
+	}
+	return
+}
+
+// sourceFailsNewHook: a new hook whose source fails: the other hook is
+// applied, and once the source is there the next apply installs the hook.
+func sourceFailsNewHook(t *testing.T, f *fetchServer) {
 	n := newNode(t)
-	res, err := run(n, spec("v2", v2, true))
+	res, err := f.run(n, f.spec("v2", fetchV2, true))
 	if err == nil || !strings.Contains(err.Error(), "fetcher") || !strings.Contains(err.Error(), "500") {
 		t.Fatalf("err = %v; want the failed hook and why", err)
 	}
@@ -243,25 +279,23 @@ func TestPathsSourceFailsItsHook(t *testing.T) {
 	if units, paths := hooksOf(st); strings.Join(units, " ") != "plain:plain.service" || len(paths) != 0 || st.Inputs != "" {
 		t.Errorf("state: units %q, paths %q, inputs %q; want plain.service only, and no inputs recorded", units, paths, st.Inputs)
 	}
-	// Once the source is there, the next apply installs the hook.
-	mu.Lock()
-	serving["/v2"] = v2
-	mu.Unlock()
-	if _, err := run(n, spec("v2", v2, true)); err != nil {
+	f.serve("/v2", fetchV2)
+	if _, err := f.run(n, f.spec("v2", fetchV2, true)); err != nil {
 		t.Fatalf("apply once the source is back: %v", err)
 	}
-	if got := n.readNode("/usr/local/bin/tool"); got != string(v2) || n.gone(strings.TrimPrefix(n.unitPath("fetcher.service"), n.root)) {
+	if got := n.readNode("/usr/local/bin/tool"); got != string(fetchV2) || n.gone(strings.TrimPrefix(n.unitPath("fetcher.service"), n.root)) {
 		t.Errorf("after the source came back: tool %q, fetcher.service there: %v", got, !n.gone(strings.TrimPrefix(n.unitPath("fetcher.service"), n.root)))
 	}
-	mu.Lock()
-	delete(serving, "/v2")
-	mu.Unlock()
+}
 
-	// A hook applied before whose new source fails stays as it was: its
-	// file, its unit (which the spec changes too) and what the state
-	// records, while the plain hook is added.
-	n = newNode(t)
-	if _, err := run(n, spec("v1", v1, false)); err != nil {
+// sourceFailsAppliedHook: a hook applied before whose new source fails
+// stays as it was: its file, its unit (which the spec changes too) and
+// what the state records, while the plain hook is added. A re-apply
+// without the source changes nothing else and fails the same way; once
+// the source is back, it converges.
+func sourceFailsAppliedHook(t *testing.T, f *fetchServer) {
+	n := newNode(t)
+	if _, err := f.run(n, f.spec("v1", fetchV1, false)); err != nil {
 		t.Fatal(err)
 	}
 	before := n.state()
@@ -269,11 +303,11 @@ func TestPathsSourceFailsItsHook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err = run(n, spec("v2", v2, true))
+	res, err := f.run(n, f.spec("v2", fetchV2, true))
 	if err == nil || !failedDownload(res) {
 		t.Fatalf("err = %v, events %+v; want the failed download of hook fetcher", err, res.Events)
 	}
-	if got := n.readNode("/usr/local/bin/tool"); got != string(v1) {
+	if got := n.readNode("/usr/local/bin/tool"); got != string(fetchV1) {
 		t.Errorf("the tool is %q; want v1 left in place", got)
 	}
 	if now, _ := os.ReadFile(n.unitPath("fetcher.service")); string(now) != string(unit) {
@@ -288,7 +322,7 @@ func TestPathsSourceFailsItsHook(t *testing.T) {
 	if strings.Join(bp, " ") != strings.Join(ap, " ") || !slices.Contains(au, "fetcher:fetcher.service") || !slices.Contains(au, "plain:plain.service") || len(au) != len(bu)+1 {
 		t.Errorf("state units %q paths %q; want %q and %q with plain.service added", au, ap, bu, bp)
 	}
-	if sp := after.Path("/usr/local/bin/tool"); sp == nil || sp.SHA256 != sum(v1) || sp.Next != "" {
+	if sp := after.Path("/usr/local/bin/tool"); sp == nil || sp.SHA256 != sha256Hex(fetchV1) || sp.Next != "" {
 		t.Errorf("state of the tool: %+v; want v1's hash", sp)
 	}
 	for _, ev := range res.Events {
@@ -296,24 +330,20 @@ func TestPathsSourceFailsItsHook(t *testing.T) {
 			t.Errorf("event %+v about the held hook", ev)
 		}
 	}
-	// A re-apply without the source changes nothing else and fails the
-	// same way; once the source is back, it converges.
-	if _, err := run(n, spec("v2", v2, true)); err == nil || n.readNode("/usr/local/bin/tool") != string(v1) {
+	if _, err := f.run(n, f.spec("v2", fetchV2, true)); err == nil || n.readNode("/usr/local/bin/tool") != string(fetchV1) {
 		t.Fatalf("second apply without the source: err = %v", err)
 	}
-	mu.Lock()
-	serving["/v2"] = v2
-	mu.Unlock()
-	if _, err := run(n, spec("v2", v2, true)); err != nil {
+	f.serve("/v2", fetchV2)
+	if _, err := f.run(n, f.spec("v2", fetchV2, true)); err != nil {
 		t.Fatal(err)
 	}
-	if got := n.readNode("/usr/local/bin/tool"); got != string(v2) {
+	if got := n.readNode("/usr/local/bin/tool"); got != string(fetchV2) {
 		t.Errorf("the tool is %q; want v2", got)
 	}
 	if now, _ := os.ReadFile(n.unitPath("fetcher.service")); string(now) == string(unit) {
 		t.Error("fetcher.service was not changed once the source was back")
 	}
-	if st := n.state(); st.Inputs != "inputs" || st.Path("/usr/local/bin/tool").SHA256 != sum(v2) {
+	if st := n.state(); st.Inputs != "inputs" || st.Path("/usr/local/bin/tool").SHA256 != sha256Hex(fetchV2) {
 		t.Errorf("state after convergence: inputs %q, tool %+v", st.Inputs, st.Path("/usr/local/bin/tool"))
 	}
 }

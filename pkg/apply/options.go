@@ -83,6 +83,9 @@ type Options struct {
 	// records of them is carried over. Execute re-plans with the hooks
 	// whose files could not be downloaded held.
 	hold map[hookKey]bool
+	// node, when set, is the node a plan reads instead of the one on
+	// this machine: the planner's tests plan against a node in memory.
+	node nodeView
 }
 
 // hookKey names a hook of a spec set ("" for a plan of one spec).

@@ -254,3 +254,10 @@ func ownerOf(o compile.Owner) string {
 	}
 	return o.Name
 }
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -113,37 +113,8 @@ func (p *planner) planAccounts(accounts []Account, acc *accounts) {
 			p.Warnings = append(p.Warnings, Problem{Unit: hookOr(&Path{Hook: a.Hook}), Path: cfg,
 				Message: fmt.Sprintf("%s %s exists on the node with id %d, and the spec gives %d; left as it is (systemd-sysusers never changes an account): change the spec's id, or the account", a.Kind, a.Name, id, *a.ID)})
 		}
-		if a.Kind == KindUser && a.PasswordHash != "" {
-			// Set when the node's hash is another (or cannot be read,
-			// as by a plan that is not run as root): chpasswd -e is
-			// idempotent, and a hash is never compared by printing it.
-			if cur, known := acc.shadow[a.Name]; !exists || !known || cur != a.PasswordHash {
-				ac.Password, ac.hash = "set", a.PasswordHash
-				if ac.Op == OpAdd {
-					ac.Reason += "; its password is set to the spec's hash"
-				}
-				if ac.Op == OpUnchanged {
-					ac.Op, ac.Reason = OpChange, "its password is set to the spec's hash"
-					if exists && !known {
-						ac.Reason += " (the node's /etc/shadow could not be read to compare)"
-					}
-				}
-			}
-		}
 		if a.Kind == KindUser {
-			for _, g := range a.Groups {
-				if !slices.Contains(acc.members[g], a.Name) {
-					ac.Groups = append(ac.Groups, g)
-				}
-			}
-			if len(ac.Groups) > 0 {
-				switch {
-				case ac.Op == OpUnchanged:
-					ac.Op, ac.Reason = OpChange, "joins "+strings.Join(ac.Groups, ", ")
-				case ac.Op == OpChange:
-					ac.Reason += "; joins " + strings.Join(ac.Groups, ", ")
-				}
-			}
+			ac.userChanges(a, acc, exists)
 		}
 		if !placed[cfg] {
 			if ac.changes() {
@@ -159,7 +130,53 @@ func (p *planner) planAccounts(accounts []Account, acc *accounts) {
 		}
 		p.Accounts = append(p.Accounts, ac)
 	}
-	// A path owned by an account that is not created cannot be placed.
+	p.ownersNotCreated(accounts, placed)
+	for cfg, ch := range changed {
+		if ch && placed[cfg] && !slices.Contains(p.sysusers, cfg) {
+			p.sysusers = append(p.sysusers, cfg)
+		}
+	}
+	slices.Sort(p.sysusers)
+}
+
+// userChanges adds to ac what the user a's password and groups change:
+// exists says the node has the user.
+func (ac *AccountChange) userChanges(a Account, acc *accounts, exists bool) {
+	if a.PasswordHash != "" {
+		// Set when the node's hash is another (or cannot be read,
+		// as by a plan that is not run as root): chpasswd -e is
+		// idempotent, and a hash is never compared by printing it.
+		if cur, known := acc.shadow[a.Name]; !exists || !known || cur != a.PasswordHash {
+			ac.Password, ac.hash = "set", a.PasswordHash
+			if ac.Op == OpAdd {
+				ac.Reason += "; its password is set to the spec's hash"
+			}
+			if ac.Op == OpUnchanged {
+				ac.Op, ac.Reason = OpChange, "its password is set to the spec's hash"
+				if exists && !known {
+					ac.Reason += " (the node's /etc/shadow could not be read to compare)"
+				}
+			}
+		}
+	}
+	for _, g := range a.Groups {
+		if !slices.Contains(acc.members[g], a.Name) {
+			ac.Groups = append(ac.Groups, g)
+		}
+	}
+	if len(ac.Groups) > 0 {
+		switch {
+		case ac.Op == OpUnchanged:
+			ac.Op, ac.Reason = OpChange, "joins "+strings.Join(ac.Groups, ", ")
+		case ac.Op == OpChange:
+			ac.Reason += "; joins " + strings.Join(ac.Groups, ", ")
+		}
+	}
+}
+
+// ownersNotCreated makes a conflict of each path whose owner is an account
+// this apply does not create: it cannot be placed.
+func (p *planner) ownersNotCreated(accounts []Account, placed map[string]bool) {
 	for i := range p.Files {
 		pc := p.Files[i].path
 		if pc == nil || p.Files[i].Op == OpKeep {
@@ -178,12 +195,6 @@ func (p *planner) planAccounts(accounts []Account, acc *accounts) {
 			}
 		}
 	}
-	for cfg, ch := range changed {
-		if ch && placed[cfg] && !slices.Contains(p.sysusers, cfg) {
-			p.sysusers = append(p.sysusers, cfg)
-		}
-	}
-	slices.Sort(p.sysusers)
 }
 
 // createdBy returns the account of accounts that creates the user (or

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/hostprov/hostprov/internal/fsutil"
 	"github.com/hostprov/hostprov/pkg/compile"
 )
 
@@ -142,7 +141,8 @@ func NewRemovePlan(ctx context.Context, names []string, st *State, opts Options)
 // planner carries a plan being made.
 type planner struct {
 	*Plan
-	dir *fsutil.Dir // the unit dir on this machine; nil while it does not exist
+	// node is all the planner knows of the node: it only reads.
+	node nodeView
 	// keepStamps are the stamps that the node's unit files name after
 	// the apply (node paths); stamps is the stamp directory, read once.
 	keepStamps map[string]bool
@@ -174,15 +174,15 @@ func newPlan(_ context.Context, desired []compile.Unit, st *State, opts Options,
 		return nil, fmt.Errorf("the state in %s records units in %s, not in %s: give --unit-dir %s, or another --state-dir for another unit directory",
 			StatePath(opts.stateDir()), st.UnitDir, opts.UnitDir, st.UnitDir)
 	}
-	dir, err := openUnitDir(opts)
+	node, done, err := planNode(opts)
 	if err != nil {
 		return nil, err
 	}
-	defer dir.Close()
+	defer done()
 	p := &planner{
 		Plan: &Plan{opts: opts, state: st, Files: []FileChange{}, Actions: []Action{}, Units: []UnitChange{},
-			Warnings: Permissions(opts)},
-		dir: dir,
+			Warnings: node.permissions()},
+		node: node,
 	}
 	next := &State{Version: StateVersion, UnitDir: opts.UnitDir}
 	inSpec := map[string]bool{}
@@ -191,22 +191,7 @@ func newPlan(_ context.Context, desired []compile.Unit, st *State, opts Options,
 		inSpec[desired[i].Name] = true
 		p.desired[desired[i].Name] = &desired[i]
 	}
-	// No stamp that a unit file names after the apply is removed, even
-	// one whose name another unit's stamps share (stamp names keep only
-	// the plain characters of a unit name).
-	p.keepStamps = map[string]bool{}
-	for i := range desired {
-		if s := stampOf(desired[i].Contents); s != "" && !desired[i].Mask {
-			p.keepStamps[s] = true
-		}
-	}
-	for _, prev := range st.Units {
-		if !inSpec[prev.Name] && prune(prev) == "" {
-			if s := stampOf(p.current(prev.Name)); s != "" {
-				p.keepStamps[s] = true
-			}
-		}
-	}
+	p.keepStamps = p.stampsKept(desired, inSpec, prune)
 	for i := range desired {
 		su, err := p.unit(&desired[i])
 		if err != nil {
@@ -264,6 +249,27 @@ func newPlan(_ context.Context, desired []compile.Unit, st *State, opts Options,
 	p.finish()
 	p.next = next
 	return p.Plan, nil
+}
+
+// stampsKept are the stamps that the node's unit files name after the
+// apply: no such stamp is removed, even one whose name another unit's
+// stamps share (stamp names keep only the plain characters of a unit
+// name).
+func (p *planner) stampsKept(desired []compile.Unit, inSpec map[string]bool, prune func(*StateUnit) string) map[string]bool {
+	keep := map[string]bool{}
+	for i := range desired {
+		if s := stampOf(desired[i].Contents); s != "" && !desired[i].Mask {
+			keep[s] = true
+		}
+	}
+	for _, prev := range p.state.Units {
+		if !inSpec[prev.Name] && prune(prev) == "" {
+			if s := stampOf(p.current(prev.Name)); s != "" {
+				keep[s] = true
+			}
+		}
+	}
+	return keep
 }
 
 // holdHooks takes the units and paths of the hooks opts holds out of

@@ -28,6 +28,14 @@ type pathChange struct {
 	first bool
 }
 
+// pathOrder is the paths a plan places, in the order it places them.
+type pathOrder struct {
+	wanted  map[string]*Path // the desired paths by node path
+	parents map[string]bool  // missing parents that no hook names
+	first   map[string]bool  // sysusers.d files and the directories they are in
+	order   []string
+}
+
 // planPaths plans the desired paths and the pruning of the state's others,
 // after the units. prune gives the reason to remove a path of the state
 // that is not desired, or "" to keep it.
@@ -36,83 +44,102 @@ func (p *planner) planPaths(desired []Path, accounts []Account, next *State, pru
 	if len(desired) == 0 && len(p.state.Paths) == 0 {
 		return nil
 	}
-	n := newNodeFS(p.opts)
-	acc, err := readAccounts(n)
+	acc, err := p.node.accounts(slices.ContainsFunc(accounts, func(a Account) bool { return a.PasswordHash != "" }))
 	if err != nil {
 		return err
-	}
-	if slices.ContainsFunc(accounts, func(a Account) bool { return a.PasswordHash != "" }) {
-		acc.readShadow(n)
 	}
 	keys, problems := keyPaths(accounts, acc)
 	desired = append(desired, keys...)
 	p.Conflicts = append(p.Conflicts, problems...)
-	if len(accounts) > 0 {
-		// With Tools the node's own systemd-sysusers runs, and the
-		// node must have one; this machine's (a container's) is none
-		// of its business.
-		if _, err := p.opts.tool(sysusersCommand); err != nil {
-			machine := "this machine has none"
-			if p.opts.Tools != nil {
-				machine = "the node has none"
-			}
-			p.Conflicts = append(p.Conflicts, Problem{Unit: hookOr(&Path{Hook: accounts[0].Hook}), Path: SysusersConfig(accounts[0].set),
-				Message: fmt.Sprintf("%s: the spec has users or groups, which hostprov creates with systemd-sysusers, and %s (%v): install systemd's sysusers, or create the accounts in the image", orDash(accounts[0].Where), machine, err)})
+	p.checkSysusers(accounts)
+	po, err := p.orderPaths(desired)
+	if err != nil {
+		return err
+	}
+	changed := map[string][]string{} // hook -> paths changed
+	p.rewritten = map[string]bool{}
+	for _, np := range po.order {
+		if err := p.planWanted(po, np, acc, accounts, next, changed); err != nil {
+			return err
 		}
 	}
-	wanted := map[string]*Path{}
-	var order []string
+	if err := p.prunePaths(po, next, prune); err != nil {
+		return err
+	}
+	p.restartFor(changed)
+	p.planAccounts(accounts, acc)
+	return nil
+}
+
+// checkSysusers makes a conflict of a spec with accounts for a node with
+// no systemd-sysusers. With Tools the node's own systemd-sysusers runs,
+// and the node must have one; this machine's (a container's) is none of
+// its business.
+func (p *planner) checkSysusers(accounts []Account) {
+	if len(accounts) == 0 {
+		return
+	}
+	if _, err := p.node.findTool(sysusersCommand); err != nil {
+		machine := "this machine has none"
+		if p.opts.Tools != nil {
+			machine = "the node has none"
+		}
+		p.Conflicts = append(p.Conflicts, Problem{Unit: hookOr(&Path{Hook: accounts[0].Hook}), Path: SysusersConfig(accounts[0].set),
+			Message: fmt.Sprintf("%s: the spec has users or groups, which hostprov creates with systemd-sysusers, and %s (%v): install systemd's sysusers, or create the accounts in the image", orDash(accounts[0].Where), machine, err)})
+	}
+}
+
+// orderPaths checks the desired paths and orders them with the parents
+// they need.
+func (p *planner) orderPaths(desired []Path) (*pathOrder, error) {
+	po := &pathOrder{wanted: map[string]*Path{}, parents: map[string]bool{}, first: map[string]bool{}}
+	wanted := po.wanted
 	for i := range desired {
 		d := &desired[i]
 		if err := checkNodePath(d.Path, p.opts); err != nil {
-			return fmt.Errorf("%shook %s: %v", at(d.Where), d.Hook, err)
+			return nil, fmt.Errorf("%shook %s: %v", at(d.Where), d.Hook, err)
 		}
 		if o := wanted[d.Path]; o != nil {
-			return fmt.Errorf("%s%s is placed by hook %s (%s) and by hook %s: a path belongs to one hook", at(d.Where), d.Path, o.Hook, orDash(o.Where), d.Hook)
+			return nil, fmt.Errorf("%s%s is placed by hook %s (%s) and by hook %s: a path belongs to one hook", at(d.Where), d.Path, o.Hook, orDash(o.Where), d.Hook)
 		}
 		wanted[d.Path] = d
-		order = append(order, d.Path)
+		po.order = append(po.order, d.Path)
 	}
 	// Parents a path needs that no hook names: made 0755 root, and
 	// recorded so that pruning takes them away again.
-	parents := map[string]bool{}
 	for _, d := range desired {
-		w, err := n.walk(d.Path)
+		missing, err := p.node.missingParents(d.Path)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if w.dir != nil {
-			w.dir.Close()
-		}
-		for _, m := range w.missing {
-			if wanted[m] == nil && !parents[m] {
-				parents[m] = true
-				order = append(order, m)
+		for _, m := range missing {
+			if wanted[m] == nil && !po.parents[m] {
+				po.parents[m] = true
+				po.order = append(po.order, m)
 			}
 		}
 	}
 	// Parents before what is in them, so that Execute can make them in
 	// order; a parent of an earlier apply that is still needed stays.
 	for _, sp := range p.state.Paths {
-		if sp.Parent && wanted[sp.Path] == nil && !parents[sp.Path] && p.needed(sp.Path, wanted) {
-			parents[sp.Path] = true
-			order = append(order, sp.Path)
+		if sp.Parent && wanted[sp.Path] == nil && !po.parents[sp.Path] && p.needed(sp.Path, wanted) {
+			po.parents[sp.Path] = true
+			po.order = append(po.order, sp.Path)
 		}
 	}
 	// The sysusers.d files and the directories they need first, so that
 	// systemd-sysusers runs before any path is given to an account it
 	// creates. Then directories, parents before what is in them; then
 	// files; then links, a hard link after the file it links to.
-	first := map[string]bool{}
 	for _, d := range desired {
 		if d.sysusers {
 			for q := d.Path; q != "/"; q = path.Dir(q) {
-				first[q] = true
+				po.first[q] = true
 			}
 		}
 	}
 	rank := func(np string) int {
-		if first[np] {
+		if po.first[np] {
 			return -1
 		}
 		if w := wanted[np]; w != nil && w.Kind == KindFile {
@@ -122,62 +149,68 @@ func (p *planner) planPaths(desired []Path, accounts []Account, next *State, pru
 		}
 		return 0
 	}
-	sort.SliceStable(order, func(i, j int) bool {
-		if ri, rj := rank(order[i]), rank(order[j]); ri != rj {
+	sort.SliceStable(po.order, func(i, j int) bool {
+		if ri, rj := rank(po.order[i]), rank(po.order[j]); ri != rj {
 			return ri < rj
 		}
-		return depth(order[i]) < depth(order[j])
+		return depth(po.order[i]) < depth(po.order[j])
 	})
-	changed := map[string][]string{} // hook -> paths changed
-	p.rewritten = map[string]bool{}
-	for _, np := range order {
-		want := wanted[np]
-		if want == nil {
-			want = &Path{Kind: KindDirectory, Path: np, Mode: 0o755}
-		}
-		pc := &pathChange{want: want, parent: wanted[np] == nil, mode: want.mode()}
-		uid, pendingUser, err := ownerID(acc, accounts, want.User, true)
-		if err != nil {
-			return fmt.Errorf("%shook %s: %s: %v", at(want.Where), want.Hook, np, err)
-		}
-		gid, pendingGroup, err := ownerID(acc, accounts, want.Group, false)
-		if err != nil {
-			return fmt.Errorf("%shook %s: %s: %v", at(want.Where), want.Hook, np, err)
-		}
-		if (pendingUser != "" || pendingGroup != "") && first[np] {
-			return fmt.Errorf("%shook %s: %s is to be owned by an account this apply creates, but the sysusers.d file that creates it is below it: give the owner a numeric id, or create the account first",
-				at(want.Where), want.Hook, np)
-		}
-		pc.owner = &fsutil.Owner{UID: uid, GID: gid}
-		pc.pendingUser, pc.pendingGroup = pendingUser, pendingGroup
-		pc.first = first[np]
-		fc, sp, err := p.planPath(n, pc)
-		if err != nil {
-			return err
-		}
-		p.Files = append(p.Files, fc)
-		if sp != nil {
-			sp.Set = want.set
-			next.Paths = append(next.Paths, sp)
-			pc.done = sp
-		}
-		if fc.changes() && want.Kind == KindFile {
-			p.rewritten[np] = true
-		}
-		if fc.changes() && want.Hook != "" {
-			changed[want.Hook] = append(changed[want.Hook], np)
-		}
+	return po, nil
+}
+
+// planWanted plans the path np of the order, and records its state in
+// next and, when it changes, its hook in changed.
+func (p *planner) planWanted(po *pathOrder, np string, acc *accounts, accounts []Account, next *State, changed map[string][]string) error {
+	want := po.wanted[np]
+	if want == nil {
+		want = &Path{Kind: KindDirectory, Path: np, Mode: 0o755}
 	}
-	// The state's paths the spec no longer has: deepest first, so that
-	// a directory is empty when its turn comes.
+	pc := &pathChange{want: want, parent: po.wanted[np] == nil, mode: want.mode()}
+	uid, pendingUser, err := ownerID(acc, accounts, want.User, true)
+	if err != nil {
+		return fmt.Errorf("%shook %s: %s: %v", at(want.Where), want.Hook, np, err)
+	}
+	gid, pendingGroup, err := ownerID(acc, accounts, want.Group, false)
+	if err != nil {
+		return fmt.Errorf("%shook %s: %s: %v", at(want.Where), want.Hook, np, err)
+	}
+	if (pendingUser != "" || pendingGroup != "") && po.first[np] {
+		return fmt.Errorf("%shook %s: %s is to be owned by an account this apply creates, but the sysusers.d file that creates it is below it: give the owner a numeric id, or create the account first",
+			at(want.Where), want.Hook, np)
+	}
+	pc.owner = &fsutil.Owner{UID: uid, GID: gid}
+	pc.pendingUser, pc.pendingGroup = pendingUser, pendingGroup
+	pc.first = po.first[np]
+	fc, sp, err := p.planPath(pc)
+	if err != nil {
+		return err
+	}
+	p.Files = append(p.Files, fc)
+	if sp != nil {
+		sp.Set = want.set
+		next.Paths = append(next.Paths, sp)
+		pc.done = sp
+	}
+	if fc.changes() && want.Kind == KindFile {
+		p.rewritten[np] = true
+	}
+	if fc.changes() && want.Hook != "" {
+		changed[want.Hook] = append(changed[want.Hook], np)
+	}
+	return nil
+}
+
+// prunePaths plans the state's paths the spec no longer has: deepest
+// first, so that a directory is empty when its turn comes.
+func (p *planner) prunePaths(po *pathOrder, next *State, prune func(*PathState) string) error {
 	var gone []*PathState
 	whys := map[*PathState]string{}
 	for _, sp := range p.state.Paths {
-		if wanted[sp.Path] != nil || parents[sp.Path] {
+		if po.wanted[sp.Path] != nil || po.parents[sp.Path] {
 			continue
 		}
 		why := prune(sp)
-		if sp.Parent && why == "" && !p.needed(sp.Path, wanted) && !p.keptBelow(sp.Path, prune) {
+		if sp.Parent && why == "" && !p.needed(sp.Path, po.wanted) && !p.keptBelow(sp.Path, prune) {
 			why = "no path below it is placed any more"
 		}
 		if why == "" {
@@ -190,7 +223,7 @@ func (p *planner) planPaths(desired []Path, accounts []Account, next *State, pru
 	sort.SliceStable(gone, func(i, j int) bool { return depth(gone[i].Path) > depth(gone[j].Path) })
 	removing := map[string]bool{}
 	for _, sp := range gone {
-		fc, keep, err := p.prunePath(n, sp, whys[sp], removing)
+		fc, keep, err := p.prunePath(sp, whys[sp], removing)
 		if err != nil {
 			return err
 		}
@@ -204,8 +237,6 @@ func (p *planner) planPaths(desired []Path, accounts []Account, next *State, pru
 			next.Paths = append(next.Paths, cloneStatePath(sp))
 		}
 	}
-	p.restartFor(changed)
-	p.planAccounts(accounts, acc)
 	return nil
 }
 
@@ -268,281 +299,29 @@ func cloneStatePath(sp *PathState) *PathState {
 	return &c
 }
 
-// planPath plans one wanted path and returns its FileChange and its state
-// after the apply (nil when the plan cannot be applied).
-func (p *planner) planPath(n nodeFS, pc *pathChange) (FileChange, *PathState, error) {
-	want := pc.want
-	fc := FileChange{Hook: want.Hook, Path: want.Path, Kind: want.Kind, Mode: fmt.Sprintf("%04o", modeNum(pc.mode)),
-		Owner: pc.ownerText(), Target: want.Target, Source: want.Source, path: pc, parentDir: pc.parent}
-	if want.Kind == KindLink {
-		// A link has no mode of its own, and an owner only when the
-		// spec gives a symbolic link one.
-		fc.Mode = ""
-		if want.Hard || want.User == "" && want.Group == "" {
-			fc.Owner = ""
-		}
-	}
-	prev := p.state.Path(want.Path)
-	conflict := func(why string) (FileChange, *PathState, error) {
-		fc.Op, fc.Reason = OpKeep, why
-		p.Conflicts = append(p.Conflicts, Problem{Unit: hookOr(want), Path: want.Path, Message: why})
-		return fc, nil, nil
-	}
-	// notPlaced is the conflict of something hostprov did not place
-	// where the spec puts a file, directory or link.
-	notPlaced := func(why string) (FileChange, *PathState, error) {
-		fc, ps, err := conflict(why)
-		p.Conflicts[len(p.Conflicts)-1].Fix = &Fix{Manual: "move it away", Spec: "set overwrite: true on it",
-			Flag: "--adopt", Does: "to replace it"}
-		return fc, ps, err
-	}
-	keep := func(why string) (FileChange, *PathState, error) {
-		fc.Op, fc.Drift, fc.Reason = OpKeep, true, why
-		p.Warnings = append(p.Warnings, Problem{Unit: hookOr(want), Path: want.Path, Message: why})
-		c := cloneStatePath(prev)
-		c.Hook = want.Hook
-		return fc, c, nil
-	}
-	if want.Kind == KindFile {
-		if want.Contents != nil {
-			fc.New, fc.NewSHA256 = want.Contents, hashOf(want.Contents)
-		} else {
-			if !strings.HasPrefix(want.Source, "https://") && !strings.HasPrefix(want.Source, "http://") {
-				return conflict(sourceHint(want.Source))
-			}
-			if algo, hex, ok := strings.Cut(want.Hash, "-"); ok && algo == "sha256" {
-				fc.NewSHA256 = hex
-			}
-		}
-	}
-	w, err := n.walk(want.Path)
-	if err != nil {
-		return fc, nil, err
-	}
-	var cur onDisk
-	if w.dir != nil {
-		cur, err = look(w.dir, path.Base(want.Path))
-		w.dir.Close()
-		if err != nil {
-			return fc, nil, err
-		}
-	}
-	if w.bad != "" {
-		return conflict(w.bad)
-	}
-	if prev != nil && prev.Kind != want.Kind && !(prev.Parent && want.Kind == KindDirectory) {
-		return conflict(fmt.Sprintf("hostprov placed a %s here, and the spec now has a %s: apply the spec without this entry once (which removes the %s), then with it",
-			prev.Kind, want.Kind, prev.Kind))
-	}
-	if prev != nil && p.otherSet != nil && p.otherSet(prev.Set) {
-		return conflict(fmt.Sprintf("spec set %s places it (hook %s, %s), but spec set %s owns it (hook %s, as last applied): a path belongs to one set; remove it from one of them",
-			orDash(want.set), want.Hook, orDash(want.Where), prev.Set, orDash(prev.Hook)))
-	}
-	fc.Old, fc.OldSHA256, fc.OldLink, fc.oldIno = cur.data, cur.hash, cur.link, cur.st.Ino
-	done := &PathState{Path: want.Path, Kind: want.Kind, Hook: want.Hook, Parent: pc.parent, Target: want.Target, Hard: want.Hard}
-	if prev != nil {
-		done.Existed, done.PriorSHA256 = prev.Existed, prev.PriorSHA256
-	}
-	metaOK := cur.exists && cur.st.UID == pc.owner.UID && cur.st.GID == pc.owner.GID &&
-		cur.st.Mode&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky) == pc.mode
-	mayReplace := want.Overwrite || p.opts.Adopt
-	adopt := func(reason string) {
-		done.Existed = true
-		if cur.isFile() {
-			done.PriorSHA256 = cur.hash
-		}
-		fc.Reason = reason
-	}
-	switch want.Kind {
-	case KindDirectory:
-		switch {
-		case !cur.exists:
-			fc.Op, fc.Reason = OpAdd, "new"
-			if pc.parent {
-				fc.Reason = "new, for what is placed in it"
-			}
-			if prev != nil {
-				fc.Reason = "missing on disk"
-			}
-		case !cur.isDir():
-			if prev != nil {
-				return keep(fmt.Sprintf("hostprov made this directory, but it is now a %s; left alone: move it away", describe(cur)))
-			}
-			return conflict(fmt.Sprintf("a %s that hostprov did not place is where the spec puts a directory; move it away", describe(cur)))
-		case metaOK:
-			fc.Op = OpUnchanged
-			done.Inode = cur.st.Ino
-			if prev == nil {
-				adopt("exists already")
-			}
-		default:
-			fc.Op, fc.Reason = OpChange, "mode or owner differs from the spec"
-			done.Inode = cur.st.Ino
-			if prev == nil {
-				adopt("exists already; mode and owner set as the spec says")
-			}
-		}
-		return fc, done, nil
-	case KindLink:
-		if want.Hard {
-			tino, bad, err := p.hardTarget(n, want.Target)
-			if err != nil {
-				return fc, nil, err
-			}
-			if bad != "" {
-				return conflict(bad)
-			}
-			// A file of the spec that is rewritten gets a new inode
-			// (it is replaced by rename): the link is made again.
-			if cur.isFile() && tino != 0 && cur.st.Ino == tino && !p.rewritten[want.Target] {
-				fc.Op, done.Inode = OpUnchanged, cur.st.Ino
-				return fc, done, nil
-			}
-		} else if cur.isLink() && cur.link == want.Target && cur.st.UID == pc.owner.UID && cur.st.GID == pc.owner.GID {
-			fc.Op, done.Inode = OpUnchanged, cur.st.Ino
-			return fc, done, nil
-		}
-		switch {
-		case !cur.exists:
-			fc.Op, fc.Reason = OpAdd, "new"
-		case !want.Hard && cur.isLink() && cur.link == want.Target:
-			// Made again, with the owner (a link's owner is set as
-			// it is made).
-			fc.Op, fc.Reason = OpChange, "owner differs from the spec"
-			if prev == nil {
-				adopt("exists already; owner set as the spec says")
-			}
-		case cur.isDir():
-			return conflict("a directory is where the spec puts a link; move it away")
-		case prev != nil && prev.Kind == KindLink && (cur.isLink() && cur.link == prev.Target && !prev.Hard || prev.Hard && cur.st.Ino == prev.Inode):
-			fc.Op, fc.Reason = OpChange, "target changed"
-			if want.Hard && prev.Hard && prev.Target == want.Target {
-				fc.Reason = "its target is rewritten"
-			}
-		case prev != nil && !p.opts.Force:
-			return keep("hostprov made this link, but it was changed since (drift); left alone: put the change into the hook spec, or run apply with --force to replace it")
-		case prev != nil:
-			fc.Op, fc.Drift, fc.Reason = OpChange, true, "changed since hostprov made it; replaced (--force)"
-		case !mayReplace:
-			return notPlaced(fmt.Sprintf("a %s that hostprov did not place is where the spec puts a link", describe(cur)))
-		default:
-			fc.Op = OpChange
-			adopt("replaces what was there (overwrite)")
-		}
-		return fc, done, nil
-	}
-	// A file.
-	same := func() bool {
-		if want.Contents != nil {
-			return cur.hash == fc.NewSHA256
-		}
-		return cur.isFile() && hashMatches(want.Hash, cur.data)
-	}
-	switch {
-	case !cur.exists:
-		fc.Op, fc.Reason = OpAdd, "new"
-		if prev != nil {
-			fc.Reason = "missing on disk"
-		}
-	case cur.isDir() || !cur.isFile() && !cur.isLink():
-		return conflict(fmt.Sprintf("a %s is where the spec puts a file; move it away", describe(cur)))
-	case prev != nil && !cur.isLink() && prev.owns(cur.hash):
-		switch {
-		case same() && metaOK:
-			fc.Op = OpUnchanged
-		case same():
-			fc.Op, fc.Reason = OpChange, "mode or owner differs from the spec"
-		default:
-			fc.Op, fc.Reason = OpChange, "content changed"
-		}
-	case prev != nil:
-		switch {
-		case same() && metaOK:
-			fc.Op, fc.Reason = OpUnchanged, "edited on disk to what the spec says"
-		case p.opts.Force:
-			fc.Op, fc.Drift, fc.Reason = OpChange, true, "edited since hostprov wrote it; overwritten (--force)"
-		default:
-			return keep("edited since hostprov wrote it (drift); left alone: put the edit into the hook spec, or run apply with --force to overwrite it")
-		}
-	case same() && metaOK:
-		fc.Op = OpUnchanged
-		adopt("exists already with what the spec says")
-	case !mayReplace:
-		return notPlaced(fmt.Sprintf("this %s exists and hostprov did not write it; hostprov never overwrites a file it does not own", describe(cur)))
-	default:
-		fc.Op = OpChange
-		adopt("replaces a file hostprov did not write (overwrite)")
-	}
-	if want.Source != "" && cur.isFile() && same() {
-		// The bytes are on disk already (only the mode or owner
-		// differs): nothing to download.
-		fc.New, fc.NewSHA256 = cur.data, cur.hash
-	}
-	if fc.Op == OpUnchanged {
-		done.SHA256, done.Inode = cur.hash, cur.st.Ino
-	} else {
-		done.SHA256 = fc.NewSHA256 // filled in for a download by Execute
-	}
-	pc.done = done
-	return fc, done, nil
-}
-
-// hardTarget returns the inode of the file a hard link points to, or 0
-// when it does not exist yet (a file of the spec, written first).
-func (p *planner) hardTarget(n nodeFS, target string) (uint64, string, error) {
-	w, err := n.walk(target)
-	if err != nil {
-		return 0, "", err
-	}
-	if w.bad != "" {
-		return 0, "the hard link's target: " + w.bad, nil
-	}
-	if w.dir == nil {
-		return 0, "", nil
-	}
-	defer w.dir.Close()
-	cur, err := look(w.dir, path.Base(target))
-	if err != nil {
-		return 0, "", err
-	}
-	if cur.exists && !cur.isFile() {
-		return 0, fmt.Sprintf("the hard link's target %s is a %s, not a file", target, describe(cur)), nil
-	}
-	return cur.st.Ino, "", nil
-}
-
 // prunePath plans removing a path of the state. keep reports that it stays
 // recorded (left alone with a warning); fc is nil when it is gone already
 // or is only forgotten.
-func (p *planner) prunePath(n nodeFS, sp *PathState, why string, removing map[string]bool) (*FileChange, bool, error) {
+func (p *planner) prunePath(sp *PathState, why string, removing map[string]bool) (*FileChange, bool, error) {
 	fc := &FileChange{Hook: sp.Hook, Path: sp.Path, Kind: sp.Kind, Target: sp.Target, Op: OpRemove, Reason: why, parentDir: sp.Parent}
 	if sp.Existed {
 		// Forgotten, left in place: see PathState.Existed.
 		fc.Op, fc.Reason = OpKeep, why+"; left in place, as it was there before hostprov took it over"
 		return fc, false, nil
 	}
-	w, err := n.walk(sp.Path)
+	cur, err := p.node.path(sp.Path)
 	if err != nil {
 		return nil, false, err
 	}
-	if w.bad != "" {
-		fc.Op, fc.Reason = OpKeep, w.bad
-		p.Warnings = append(p.Warnings, Problem{Unit: hookOr(&Path{Hook: sp.Hook}), Path: sp.Path, Message: "not removed: " + w.bad})
+	if cur.bad != "" {
+		fc.Op, fc.Reason = OpKeep, cur.bad
+		p.Warnings = append(p.Warnings, Problem{Unit: hookOr(&Path{Hook: sp.Hook}), Path: sp.Path, Message: "not removed: " + cur.bad})
 		return fc, true, nil
 	}
-	if w.dir == nil {
+	if !cur.exists {
 		return nil, false, nil
-	}
-	cur, err := look(w.dir, path.Base(sp.Path))
-	if err != nil {
-		w.dir.Close()
-		return nil, false, err
 	}
 	fc.Old, fc.OldSHA256, fc.OldLink, fc.oldIno = cur.data, cur.hash, cur.link, cur.st.Ino
-	if !cur.exists {
-		w.dir.Close()
-		return nil, false, nil
-	}
 	var mine bool
 	switch sp.Kind {
 	case KindFile:
@@ -553,21 +332,18 @@ func (p *planner) prunePath(n nodeFS, sp *PathState, why string, removing map[st
 	case KindDirectory:
 		mine = cur.isDir() && cur.st.Ino == sp.Inode && sp.Inode != 0
 		if mine {
-			empty, err := emptyBut(w.dir, path.Base(sp.Path), sp.Path, removing)
+			empty, err := p.emptyBut(sp.Path, removing)
 			if err != nil {
-				w.dir.Close()
 				return nil, false, err
 			}
 			if !empty {
 				// Kept and recorded: it goes once what is in it
 				// does (a drifted file of hostprov's, say).
-				w.dir.Close()
 				fc.Op, fc.Reason = OpKeep, why+"; not empty, so left in place"
 				return fc, true, nil
 			}
 		}
 	}
-	w.dir.Close()
 	if mine {
 		return fc, false, nil
 	}
@@ -581,20 +357,15 @@ func (p *planner) prunePath(n nodeFS, sp *PathState, why string, removing map[st
 	return fc, true, nil
 }
 
-// emptyBut reports whether the directory name in dir holds nothing but
+// emptyBut reports whether the node directory dir holds nothing but
 // entries the plan removes.
-func emptyBut(dir *fsutil.Dir, name, nodePath string, removing map[string]bool) (bool, error) {
-	sub, err := dir.OpenDir(name)
+func (p *planner) emptyBut(dir string, removing map[string]bool) (bool, error) {
+	names, err := p.node.dirNames(dir)
 	if err != nil {
-		return false, fsError("reading", nodePath, err)
+		return false, err
 	}
-	defer sub.Close()
-	ents, err := sub.ReadDir()
-	if err != nil {
-		return false, fsError("reading", nodePath, err)
-	}
-	for _, e := range ents {
-		if !removing[path.Join(nodePath, e.Name)] {
+	for _, name := range names {
+		if !removing[path.Join(dir, name)] {
 			return false, nil
 		}
 	}

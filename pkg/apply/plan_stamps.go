@@ -1,15 +1,8 @@
 package apply
 
 import (
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
-	"time"
 
-	"github.com/hostprov/hostprov/internal/fsutil"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/units"
 )
@@ -49,47 +42,6 @@ func stampOf(content []byte) string {
 	return ""
 }
 
-// hostPath is where a path of the node is on this machine: under Root when
-// it is set.
-func (o Options) hostPath(nodePath string) string {
-	return filepath.Join(o.Root, filepath.FromSlash(nodePath))
-}
-
-// openStampDir opens the stamp directory, from Root down one directory
-// at a time without following a symbolic link, so that what is listed and
-// removed in it is in the stamp directory whatever is swapped meanwhile.
-// missing reports that it does not exist, so there are no stamps; bad says
-// why hostprov must not touch it: it or a directory above it (below Root)
-// is a symbolic link or not a directory.
-func (o Options) openStampDir() (dir *fsutil.Dir, missing bool, bad string, err error) {
-	top := o.Root
-	if top == "" {
-		top = "/"
-	}
-	dir, err = fsutil.OpenDir(top)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, true, "", nil // a --root not made yet
-	case err != nil:
-		return nil, false, "", fsError("opening", top, err)
-	}
-	for _, part := range strings.Split(strings.Trim(compile.StampDir, "/"), "/") {
-		sub, err := dir.OpenDir(part)
-		p := dir.Join(part)
-		dir.Close()
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return nil, true, "", nil
-		case errors.Is(err, fsutil.ErrNotDir):
-			return nil, false, fmt.Sprintf("%s is a symbolic link or not a directory; hostprov removes stamps only in a real directory, so that nothing is removed elsewhere: replace the link by a directory, or remove the stamps by hand", p), nil
-		case err != nil:
-			return nil, false, "", fsError("reading", p, err)
-		}
-		dir = sub
-	}
-	return dir, false, "", nil
-}
-
 // stampDir is the stamp directory as the plan found it: the names of its
 // regular files, and why nothing in it may be removed ("" when it may).
 type stampDir struct {
@@ -102,34 +54,12 @@ func (p *planner) readStamps() (*stampDir, error) {
 	if p.stamps != nil {
 		return p.stamps, nil
 	}
-	p.stamps = &stampDir{}
-	dir, missing, bad, err := p.opts.openStampDir()
-	if err != nil || missing {
-		return p.stamps, err
-	}
-	p.stamps.bad = bad
-	if bad != "" {
-		// Listed even when nothing in it may be removed, to warn of
-		// the stamps that stay; listing reads, and changes nothing.
-		entries, _ := os.ReadDir(p.opts.hostPath(compile.StampDir))
-		for _, e := range entries {
-			if e.Type().IsRegular() {
-				p.stamps.names = append(p.stamps.names, e.Name())
-			}
-		}
-		return p.stamps, nil
-	}
-	defer dir.Close()
-	entries, err := dir.ReadDir()
+	sd, err := p.node.stamps()
 	if err != nil {
-		return nil, fsError("reading", dir.Path(), err)
+		return nil, err
 	}
-	for _, e := range entries {
-		if e.Type.IsRegular() {
-			p.stamps.names = append(p.stamps.names, e.Name)
-		}
-	}
-	return p.stamps, nil
+	p.stamps = sd
+	return sd, nil
 }
 
 // removeStamps plans removing the stamps of unit in the stamp directory,
@@ -161,21 +91,4 @@ func (p *planner) removeStamps(unit, reason string) ([]FileChange, error) {
 		out = append(out, FileChange{Unit: unit, Path: node, Op: OpRemove, Reason: reason, Stamp: true})
 	}
 	return out, nil
-}
-
-// stampTime returns when a unit file's stamp was written (its
-// modification time), or nil when it names none or the stamp is not
-// there. It is what systemd checks, so it follows a link as systemd
-// does.
-func (o Options) stampTime(content []byte) (string, *time.Time) {
-	s := stampOf(content)
-	if s == "" {
-		return "", nil
-	}
-	fi, err := os.Stat(o.hostPath(s))
-	if err != nil {
-		return s, nil
-	}
-	t := fi.ModTime()
-	return s, &t
 }

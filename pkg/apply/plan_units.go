@@ -40,8 +40,55 @@ func (p *planner) unit(u *compile.Unit) (*StateUnit, error) {
 		e := *u.Enabled
 		next.Enabled = &e
 	}
+	unitFile, err := p.unitFiles(u, prev, up, next)
+	if err != nil {
+		return nil, err
+	}
+	if u.Mask {
+		p.checkMask(u, prev, up)
+	}
+	bodyChanged, installChanged := definitionChanged(up, unitFile)
 
-	// The files the spec wants, then the owned files it no longer has.
+	// The stamps of the hook's earlier contents: only the current one
+	// can matter. Left alone while the unit file stays as it was (drift),
+	// as it may name one of them.
+	prevOwned := prev != nil && slices.ContainsFunc(prev.Files, func(f StateFile) bool { return f.Path == u.Name })
+	if (u.Contents != nil && !u.Mask || prevOwned) && (unitFile == nil || unitFile.Op != OpKeep) {
+		stamps, err := p.removeStamps(u.Name, "stamp of an earlier version of the hook")
+		if err != nil {
+			return nil, err
+		}
+		up.files = append(up.files, stamps...)
+	}
+	unknown := prev != nil && prev.Incomplete
+	// A unit that failed to start at an apply that finished: its files
+	// and links are right, so only the start is tried again.
+	retry := prev != nil && prev.Failed && !unknown
+	if u.Mask {
+		up.maskActions(u, prev)
+	} else {
+		// Whether systemd can disable the unit before the files
+		// change: disable reads the [Install] of the unit's file, and
+		// refuses a unit without one. A unit whose file an interrupted
+		// apply never wrote has no links of hostprov's to undo; the
+		// enable, after the files are written, makes them.
+		onDisk := unitFile == nil || unitFile.Op != OpAdd
+		up.unitActions(u, prev, bodyChanged, installChanged, onDisk, retry)
+	}
+	// Without starts (--no-start) the failure stays to be retried.
+	next.Failed = retry && !p.opts.manages() && !u.Mask && (u.Enabled == nil || *u.Enabled)
+	change := "change"
+	if prev == nil {
+		change = "add"
+	}
+	p.add(up, change, hook)
+	return next, nil
+}
+
+// unitFiles plans the files the spec wants of u, then the owned files it
+// no longer has, into up and next. It returns the unit file's change, nil
+// when the spec has no unit file.
+func (p *planner) unitFiles(u *compile.Unit, prev *StateUnit, up *unitPlan, next *StateUnit) (*FileChange, error) {
 	type want struct {
 		rel  string
 		data []byte
@@ -86,117 +133,97 @@ func (p *planner) unit(u *compile.Unit) (*StateUnit, error) {
 			}
 		}
 	}
-	if u.Mask {
-		p.checkMask(u, prev, up)
-	}
+	return unitFile, nil
+}
 
-	// What changed in the unit's definition.
-	bodyChanged, installChanged := false, false
+// definitionChanged says what changed in the unit's definition: its body
+// (a drop-in is part of it) and its [Install] section.
+func definitionChanged(up *unitPlan, unitFile *FileChange) (body, install bool) {
 	for i := range up.files {
 		f := &up.files[i]
 		if !f.changes() {
 			continue
 		}
 		if f != unitFile {
-			bodyChanged = true // a drop-in: part of the definition
+			body = true // a drop-in: part of the definition
 			continue
 		}
 		b, in := compareUnit(f.Old, f.New, f.Op == OpAdd || f.OldLink != "")
-		bodyChanged = bodyChanged || b
-		installChanged = installChanged || in
+		body = body || b
+		install = install || in
 	}
+	return body, install
+}
 
-	// The stamps of the hook's earlier contents: only the current one
-	// can matter. Left alone while the unit file stays as it was (drift),
-	// as it may name one of them.
-	prevOwned := prev != nil && slices.ContainsFunc(prev.Files, func(f StateFile) bool { return f.Path == u.Name })
-	if (u.Contents != nil && !u.Mask || prevOwned) && (unitFile == nil || unitFile.Op != OpKeep) {
-		stamps, err := p.removeStamps(u.Name, "stamp of an earlier version of the hook")
-		if err != nil {
-			return nil, err
+// maskActions plans the actions of masking the unit u.
+func (up *unitPlan) maskActions(u *compile.Unit, prev *StateUnit) {
+	unknown := prev != nil && prev.Incomplete
+	prevMasked := prev != nil && prev.Masked
+	prevEnabled := prev != nil && prev.Enabled != nil && *prev.Enabled
+	if !prevMasked || unknown {
+		up.act(ActStop, runName(u.Name, u.Contents), "masked")
+		// Not on unknown alone: the unit may not exist, and systemd
+		// refuses to disable what it cannot find.
+		if prevEnabled {
+			up.act(ActDisable, u.Name, "masked")
 		}
-		up.files = append(up.files, stamps...)
+		up.act(ActMask, u.Name, "mask: true")
 	}
+}
 
+// unitActions plans the actions of a unit that is not masked, from what
+// changed in its definition since the last apply.
+func (up *unitPlan) unitActions(u *compile.Unit, prev *StateUnit, bodyChanged, installChanged, onDisk, retry bool) {
 	isNew := prev == nil
 	unknown := prev != nil && prev.Incomplete
-	// Whether systemd can disable the unit before the files change:
-	// disable reads the [Install] of the unit's file, and refuses a unit
-	// without one. A unit whose file an interrupted apply never wrote
-	// has no links of hostprov's to undo; the enable, after the files
-	// are written, makes them.
-	onDisk := unitFile == nil || unitFile.Op != OpAdd
-	// A unit that failed to start at an apply that finished: its files
-	// and links are right, so only the start is tried again.
-	retry := prev != nil && prev.Failed && !unknown
 	prevMasked := prev != nil && prev.Masked
 	prevEnabled := prev != nil && prev.Enabled != nil && *prev.Enabled
 	content := u.Contents
 	run := runName(u.Name, content)
-	if u.Mask {
-		if !prevMasked || unknown {
-			up.act(ActStop, run, "masked")
-			// Not on unknown alone: the unit may not exist, and
-			// systemd refuses to disable what it cannot find.
-			if prevEnabled {
-				up.act(ActDisable, u.Name, "masked")
-			}
-			up.act(ActMask, u.Name, "mask: true")
+	if prevMasked {
+		up.act(ActUnmask, u.Name, "no longer masked")
+	}
+	switch {
+	case u.Enabled == nil:
+		if (bodyChanged || unknown) && restartable(u.Name) {
+			up.act(ActTryRestart, run, orReason(unknown, "drop-ins changed"))
 		}
-	} else {
-		if prevMasked {
-			up.act(ActUnmask, u.Name, "no longer masked")
-		}
+	case *u.Enabled:
+		started := false
 		switch {
+		case isNew:
+			up.act(ActEnable, u.Name, "new")
+			up.act(ActStart, run, "new")
+			started = true
+		case !prevEnabled || prevMasked:
+			up.act(ActEnable, u.Name, "enabled: true")
+			up.act(ActStart, run, "enabled: true")
+			started = true
+		case installChanged || unknown:
+			r := orReason(unknown, "[Install] changed")
+			if onDisk {
+				up.act(ActDisable, u.Name, r)
+			}
+			up.act(ActEnable, u.Name, r)
+		}
+		if !started && (bodyChanged || unknown) {
+			up.act(ActRestart, run, orReason(unknown, restartReason(content)))
+		}
+	default:
+		if (prevEnabled || unknown) && onDisk {
+			up.act(ActDisable, u.Name, "enabled: false")
+			up.act(ActStop, run, "enabled: false")
+		}
+	}
+	if retry && !up.starts() {
+		switch {
+		case u.Enabled == nil && !restartable(u.Name):
 		case u.Enabled == nil:
-			if (bodyChanged || unknown) && restartable(u.Name) {
-				up.act(ActTryRestart, run, orReason(unknown, "drop-ins changed"))
-			}
+			up.act(ActTryRestart, run, retryReason)
 		case *u.Enabled:
-			started := false
-			switch {
-			case isNew:
-				up.act(ActEnable, u.Name, "new")
-				up.act(ActStart, run, "new")
-				started = true
-			case !prevEnabled || prevMasked:
-				up.act(ActEnable, u.Name, "enabled: true")
-				up.act(ActStart, run, "enabled: true")
-				started = true
-			case installChanged || unknown:
-				r := orReason(unknown, "[Install] changed")
-				if onDisk {
-					up.act(ActDisable, u.Name, r)
-				}
-				up.act(ActEnable, u.Name, r)
-			}
-			if !started && (bodyChanged || unknown) {
-				up.act(ActRestart, run, orReason(unknown, restartReason(content)))
-			}
-		default:
-			if (prevEnabled || unknown) && onDisk {
-				up.act(ActDisable, u.Name, "enabled: false")
-				up.act(ActStop, run, "enabled: false")
-			}
-		}
-		if retry && !up.starts() {
-			switch {
-			case u.Enabled == nil && !restartable(u.Name):
-			case u.Enabled == nil:
-				up.act(ActTryRestart, run, retryReason)
-			case *u.Enabled:
-				up.act(ActStart, run, retryReason)
-			}
+			up.act(ActStart, run, retryReason)
 		}
 	}
-	// Without starts (--no-start) the failure stays to be retried.
-	next.Failed = retry && !p.opts.manages() && !u.Mask && (u.Enabled == nil || *u.Enabled)
-	change := "change"
-	if isNew {
-		change = "add"
-	}
-	p.add(up, change, hook)
-	return next, nil
 }
 
 // retryReason labels the start of a unit that failed to start at the last
@@ -341,18 +368,11 @@ func (p *planner) add(up *unitPlan, change, hook string) {
 // after the apply (nil when the plan cannot be applied).
 func (p *planner) write(unit, rel string, data []byte, prev *StateUnit) (FileChange, *StateFile, error) {
 	fc := FileChange{Unit: unit, Path: p.opts.nodePath(rel), rel: rel, New: data, NewSHA256: hashOf(data)}
-	cur, err := readDisk(p.dir, rel)
+	cur, err := p.node.unitFile(rel)
 	if err != nil {
 		return fc, nil, err
 	}
-	var sf *StateFile
-	if prev != nil {
-		for i := range prev.Files {
-			if prev.Files[i].Path == rel {
-				sf = &prev.Files[i]
-			}
-		}
-	}
+	sf := prev.fileAt(rel)
 	fc.Old, fc.OldSHA256, fc.OldLink, fc.oldIno = cur.data, cur.hash, cur.link, cur.ino
 	done := &StateFile{Path: rel, SHA256: fc.NewSHA256}
 	keep := func(why string) (FileChange, *StateFile, error) {
@@ -441,10 +461,24 @@ func (p *planner) write(unit, rel string, data []byte, prev *StateUnit) (FileCha
 	return fc, done, nil
 }
 
+// fileAt is the last apply's record of the file rel of the unit, nil when
+// there is none (or no unit).
+func (u *StateUnit) fileAt(rel string) *StateFile {
+	var sf *StateFile
+	if u != nil {
+		for i := range u.Files {
+			if u.Files[i].Path == rel {
+				sf = &u.Files[i]
+			}
+		}
+	}
+	return sf
+}
+
 // delete plans removing an owned file. keep reports that the file stays
 // hostprov's (it is left alone); fc is nil when the file is gone already.
 func (p *planner) delete(unit string, sf StateFile, reason string) (fc *FileChange, keep bool, err error) {
-	cur, err := readDisk(p.dir, sf.Path)
+	cur, err := p.node.unitFile(sf.Path)
 	if err != nil {
 		return nil, false, err
 	}
@@ -492,7 +526,7 @@ func (p *planner) checkMask(u *compile.Unit, prev *StateUnit, up *unitPlan) {
 			return // hostprov's own file, removed before the mask
 		}
 	}
-	cur, err := readDisk(p.dir, u.Name)
+	cur, err := p.node.unitFile(u.Name)
 	if err != nil || !cur.exists || cur.isLink && cur.link == "/dev/null" {
 		return
 	}
@@ -513,7 +547,7 @@ func (p *planner) checkMask(u *compile.Unit, prev *StateUnit, up *unitPlan) {
 
 // current returns the unit file on disk, or nil.
 func (p *planner) current(name string) []byte {
-	cur, err := readDisk(p.dir, name)
+	cur, err := p.node.unitFile(name)
 	if err != nil || !cur.exists || cur.isLink {
 		return nil
 	}
