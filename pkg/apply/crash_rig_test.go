@@ -110,63 +110,8 @@ func TestRigCrash(t *testing.T) {
 			versions[u.Name] = append(versions[u.Name], u.Contents)
 		}
 	}
-	hostprov := func(ctx context.Context, args ...string) (string, error) {
-		return n.r.Run(ctx, append([]string{"/opt/hostprov"}, args...)...)
-	}
-	// converge applies side to the end and checks that nothing is left
-	// to do and that systemd agrees.
-	converge := func(side string) time.Duration {
-		t.Helper()
-		t0 := time.Now()
-		if out, err := hostprov(ctx, "apply", "-f", "/root/"+side+".yaml"); err != nil {
-			t.Fatalf("apply %s after a kill: %v\n%s", side, err, out)
-		}
-		d := time.Since(t0)
-		if out, err := hostprov(ctx, "plan", "-f", "/root/"+side+".yaml", "--detailed-exitcode"); err != nil || !strings.HasSuffix(strings.TrimSpace(out), "No changes.") {
-			t.Fatalf("plan %s after the converging apply: %v\n%s", side, err, out)
-		}
-		n.checkUnitsApplied(ctx, t, specs[side])
-		us, _ := rigRender(t, specs[side])
-		for name := range versions {
-			if !slices.ContainsFunc(us, func(u compile.Unit) bool { return u.Name == name }) {
-				if st := rigStatus(ctx, t, n.m, name); st.LoadState != "not-found" || st.ActiveState != "inactive" {
-					t.Errorf("side %s: %s, not in the spec, is %s/%s", side, name, st.LoadState, st.ActiveState)
-				}
-			}
-		}
-		return d
-	}
-	// checkFiles checks that every unit file is whole, and collects the
-	// temporary files kills left behind.
-	temps := map[string]bool{}
-	checkFiles := func(when string) {
-		t.Helper()
-		entries, err := os.ReadDir(n.r.UnitDir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range entries {
-			if !e.Type().IsRegular() {
-				continue // .wants directories, mask links
-			}
-			if strings.HasPrefix(e.Name(), ".") {
-				temps[e.Name()] = true
-				continue
-			}
-			data, err := os.ReadFile(filepath.Join(n.r.UnitDir, e.Name()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.ContainsFunc(versions[e.Name()], func(v []byte) bool { return bytes.Equal(v, data) }) {
-				t.Errorf("%s: %s is neither its old nor its new content:\n%s", when, e.Name(), data)
-			}
-		}
-		if _, err := apply.LoadState(apply.StatePath(n.opts.StateDirPath())); err != nil {
-			t.Errorf("%s: the state file: %v", when, err)
-		}
-	}
-
-	full := converge("A")
+	c := &crashRig{n: n, specs: specs, versions: versions, temps: map[string]bool{}}
+	full := c.converge(ctx, t, "A")
 	seed := time.Now().UnixNano()
 	rng := rand.New(rand.NewPCG(uint64(seed), 0))
 	t.Logf("an uncut apply of A takes %v; kill delays are drawn below that (seed %d)", full, seed)
@@ -201,20 +146,87 @@ func TestRigCrash(t *testing.T) {
 		} else {
 			full = full * 9 / 10
 		}
-		checkFiles(fmt.Sprintf("round %d, %s killed after %v", i, side, delay))
+		c.checkFiles(t, fmt.Sprintf("round %d, %s killed after %v", i, side, delay))
 		if t.Failed() {
 			t.FailNow()
 		}
-		converge(side)
+		c.converge(ctx, t, side)
 	}
 	t.Logf("%d of %d applies killed; actions logged before the kill -> kills: %v", killed, rounds, progress)
-	names := slices.Sorted(maps.Keys(temps))
-	t.Logf("temporary files kills left in the unit directory before the next apply: %d, such as %v", len(temps), names[:min(len(names), 5)])
+	names := slices.Sorted(maps.Keys(c.temps))
+	t.Logf("temporary files kills left in the unit directory before the next apply: %d, such as %v", len(c.temps), names[:min(len(names), 5)])
 	// The converging applies removed them.
 	if left, _ := filepath.Glob(filepath.Join(n.r.UnitDir, ".*.tmp-*")); len(left) > 0 {
 		t.Errorf("temporary files left after the converging apply: %v", left)
 	}
 	if killed < wantKills || len(progress) < 3 {
 		t.Errorf("only %d kills, at %d different points: the test did not cut applies at enough places", killed, len(progress))
+	}
+}
+
+// crashRig is the node TestRigCrash kills applies on, with every version
+// of every unit file either spec renders.
+type crashRig struct {
+	n        *rigNode
+	specs    map[string]string   // side -> spec
+	versions map[string][][]byte // unit -> contents
+	// temps are the temporary files kills left behind.
+	temps map[string]bool
+}
+
+func (c *crashRig) hostprov(ctx context.Context, args ...string) (string, error) {
+	return c.n.r.Run(ctx, append([]string{"/opt/hostprov"}, args...)...)
+}
+
+// converge applies side to the end and checks that nothing is left to do
+// and that systemd agrees.
+func (c *crashRig) converge(ctx context.Context, t *testing.T, side string) time.Duration {
+	t.Helper()
+	t0 := time.Now()
+	if out, err := c.hostprov(ctx, "apply", "-f", "/root/"+side+".yaml"); err != nil {
+		t.Fatalf("apply %s after a kill: %v\n%s", side, err, out)
+	}
+	d := time.Since(t0)
+	if out, err := c.hostprov(ctx, "plan", "-f", "/root/"+side+".yaml", "--detailed-exitcode"); err != nil || !strings.HasSuffix(strings.TrimSpace(out), "No changes.") {
+		t.Fatalf("plan %s after the converging apply: %v\n%s", side, err, out)
+	}
+	c.n.checkUnitsApplied(ctx, t, c.specs[side])
+	us, _ := rigRender(t, c.specs[side])
+	for name := range c.versions {
+		if !slices.ContainsFunc(us, func(u compile.Unit) bool { return u.Name == name }) {
+			if st := rigStatus(ctx, t, c.n.m, name); st.LoadState != "not-found" || st.ActiveState != "inactive" {
+				t.Errorf("side %s: %s, not in the spec, is %s/%s", side, name, st.LoadState, st.ActiveState)
+			}
+		}
+	}
+	return d
+}
+
+// checkFiles checks that every unit file is whole, and collects the
+// temporary files kills left behind.
+func (c *crashRig) checkFiles(t *testing.T, when string) {
+	t.Helper()
+	entries, err := os.ReadDir(c.n.r.UnitDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue // .wants directories, mask links
+		}
+		if strings.HasPrefix(e.Name(), ".") {
+			c.temps[e.Name()] = true
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(c.n.r.UnitDir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(c.versions[e.Name()], func(v []byte) bool { return bytes.Equal(v, data) }) {
+			t.Errorf("%s: %s is neither its old nor its new content:\n%s", when, e.Name(), data)
+		}
+	}
+	if _, err := apply.LoadState(apply.StatePath(c.n.opts.StateDirPath())); err != nil {
+		t.Errorf("%s: the state file: %v", when, err)
 	}
 }

@@ -1,6 +1,7 @@
 package apply_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -145,29 +146,7 @@ func TestRigReapplyChangeRemove(t *testing.T) {
 		return string(data)
 	}
 
-	foreign := "[Unit]\nDescription=not hostprov's\n\n[Service]\nExecStart=/bin/sleep infinity\n\n[Install]\nWantedBy=multi-user.target\n"
-	if err := n.r.WriteUnit("foreign.service", []byte(foreign)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := n.r.Run(ctx, "systemctl", "daemon-reload"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := n.r.Run(ctx, "systemctl", "enable", "--now", "foreign.service"); err != nil {
-		t.Fatal(err)
-	}
-	foreignBefore := rigStatus(ctx, t, n.m, "foreign.service")
-	checkForeign := func(when string) {
-		t.Helper()
-		if data, err := os.ReadFile(filepath.Join(n.r.UnitDir, "foreign.service")); err != nil || string(data) != foreign {
-			t.Errorf("%s: foreign.service changed: %q, %v", when, data, err)
-		}
-		if target, err := os.Readlink(filepath.Join(n.r.UnitDir, "multi-user.target.wants/foreign.service")); err != nil || target != "/etc/systemd/system/foreign.service" {
-			t.Errorf("%s: foreign.service's enable link: %q, %v", when, target, err)
-		}
-		if st := rigStatus(ctx, t, n.m, "foreign.service"); st.ActiveState != "active" || !st.ActiveEnter.Equal(foreignBefore.ActiveEnter) {
-			t.Errorf("%s: foreign.service %s since %v; want active since %v, never restarted", when, st.ActiveState, st.ActiveEnter, foreignBefore.ActiveEnter)
-		}
-	}
+	checkForeign := startForeign(ctx, t, n)
 
 	// First apply: three units written, one reload, three started.
 	v1 := lifeSpec("v1", true)
@@ -242,6 +221,36 @@ func TestRigReapplyChangeRemove(t *testing.T) {
 	if p := n.plan(ctx, v3); p.HasChanges() {
 		t.Errorf("plan after the last apply: %s", p.Summary())
 	}
+}
+
+// startForeign installs and starts a unit that is not hostprov's, and
+// returns the check that it is as it was, never restarted.
+func startForeign(ctx context.Context, t *testing.T, n *rigNode) func(when string) {
+	t.Helper()
+	foreign := "[Unit]\nDescription=not hostprov's\n\n[Service]\nExecStart=/bin/sleep infinity\n\n[Install]\nWantedBy=multi-user.target\n"
+	if err := n.r.WriteUnit("foreign.service", []byte(foreign)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.r.Run(ctx, "systemctl", "daemon-reload"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.r.Run(ctx, "systemctl", "enable", "--now", "foreign.service"); err != nil {
+		t.Fatal(err)
+	}
+	foreignBefore := rigStatus(ctx, t, n.m, "foreign.service")
+	checkForeign := func(when string) {
+		t.Helper()
+		if data, err := os.ReadFile(filepath.Join(n.r.UnitDir, "foreign.service")); err != nil || string(data) != foreign {
+			t.Errorf("%s: foreign.service changed: %q, %v", when, data, err)
+		}
+		if target, err := os.Readlink(filepath.Join(n.r.UnitDir, "multi-user.target.wants/foreign.service")); err != nil || target != "/etc/systemd/system/foreign.service" {
+			t.Errorf("%s: foreign.service's enable link: %q, %v", when, target, err)
+		}
+		if st := rigStatus(ctx, t, n.m, "foreign.service"); st.ActiveState != "active" || !st.ActiveEnter.Equal(foreignBefore.ActiveEnter) {
+			t.Errorf("%s: foreign.service %s since %v; want active since %v, never restarted", when, st.ActiveState, st.ActiveEnter, foreignBefore.ActiveEnter)
+		}
+	}
+	return checkForeign
 }
 
 // TestRigStartsInParallelInOrder: the starts of one apply run as at boot.

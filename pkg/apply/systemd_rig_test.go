@@ -52,7 +52,20 @@ WantedBy=multi-user.target
 		t.Errorf("Status after reload (-want +got):\n%s", diff)
 	}
 
-	// Enable: one link, where systemctl enable makes it; again: nothing.
+	wantLink := lifecycleEnable(ctx, t, r, s, name)
+	lifecycleStart(ctx, t, r, s, name)
+	lifecycleEdited(ctx, t, r, s, name, unit)
+	lifecycleStop(ctx, t, r, s, name, wantLink)
+
+	// A unit apply never heard of: not an error, just not found.
+	if st := rigStatus(ctx, t, s, "never-written.service"); st.LoadState != "not-found" || st.ActiveState != "inactive" {
+		t.Errorf("Status of a unit without a file: %+v; want not-found, inactive", st)
+	}
+}
+
+// lifecycleEnable enables name twice: one link, where systemctl enable
+// makes it, then nothing. It returns the link.
+func lifecycleEnable(ctx context.Context, t *testing.T, r *rig.Rig, s apply.Systemd, name string) apply.LinkChange {
 	changes, err := s.Enable(ctx, []string{name})
 	if err != nil {
 		t.Fatalf("Enable: %v", err)
@@ -72,13 +85,18 @@ WantedBy=multi-user.target
 	if st := rigStatus(ctx, t, s, name); st.UnitFileState != "enabled" {
 		t.Errorf("UnitFileState after Enable: %q, want enabled", st.UnitFileState)
 	}
+	return wantLink
+}
 
-	// Start: the command runs once, the unit stays active (RemainAfterExit).
+// lifecycleStart starts name: the command runs once, the unit stays
+// active (RemainAfterExit); starting it again is a no-op, restarting runs
+// it again.
+func lifecycleStart(ctx context.Context, t *testing.T, r *rig.Rig, s apply.Systemd, name string) {
 	t0 := time.Now()
 	if err := s.Start(ctx, name); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	st = rigStatus(ctx, t, s, name)
+	st := rigStatus(ctx, t, s, name)
 	if st.ActiveState != "active" || st.SubState != "exited" || st.Result != "success" ||
 		st.ExecMainCode != 1 || st.ExecMainStatus != 0 {
 		t.Errorf("after Start: %+v; want active/exited, success, exited with 0", st)
@@ -102,9 +120,12 @@ WantedBy=multi-user.target
 		t.Errorf("after Restart: runs %d, %s since %v (was %v); want 2 runs, active since later", n, st.ActiveState, st.ActiveEnter, before)
 	}
 
-	// An edited file that systemd has not re-read. (While the unit is
-	// active: systemd unloads an inactive unit nothing refers to, and
-	// loads it afresh from disk when asked about it.)
+}
+
+// lifecycleEdited: an edited file that systemd has not re-read. (While
+// the unit is active: systemd unloads an inactive unit nothing refers to,
+// and loads it afresh from disk when asked about it.)
+func lifecycleEdited(ctx context.Context, t *testing.T, r *rig.Rig, s apply.Systemd, name, unit string) {
 	if err := r.WriteUnit(name, []byte(strings.Replace(unit, "records its runs", "records its runs, edited", 1))); err != nil {
 		t.Fatal(err)
 	}
@@ -118,15 +139,20 @@ WantedBy=multi-user.target
 		t.Error("NeedDaemonReload true after Reload")
 	}
 
+}
+
+// lifecycleStop stops and disables name, whose enable link is wantLink.
+func lifecycleStop(ctx context.Context, t *testing.T, r *rig.Rig, s apply.Systemd, name string, wantLink apply.LinkChange) {
+	link := filepath.Join(r.UnitDir, "multi-user.target.wants", name)
 	if err := s.Stop(ctx, name); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
-	st = rigStatus(ctx, t, s, name)
+	st := rigStatus(ctx, t, s, name)
 	if st.ActiveState != "inactive" || st.SubState != "dead" || st.InactiveEnter.Before(st.ActiveEnter) {
 		t.Errorf("after Stop: %+v; want inactive/dead, inactive since after it was active", st)
 	}
 
-	changes, err = s.Disable(ctx, []string{name})
+	changes, err := s.Disable(ctx, []string{name})
 	if err != nil {
 		t.Fatalf("Disable: %v", err)
 	}
@@ -140,10 +166,6 @@ WantedBy=multi-user.target
 		t.Errorf("UnitFileState after Disable: %q, want disabled", st.UnitFileState)
 	}
 
-	// A unit apply never heard of: not an error, just not found.
-	if st := rigStatus(ctx, t, s, "never-written.service"); st.LoadState != "not-found" || st.ActiveState != "inactive" {
-		t.Errorf("Status of a unit without a file: %+v; want not-found, inactive", st)
-	}
 }
 
 // TestSystemdMask masks a unit that lives outside the administrator's
