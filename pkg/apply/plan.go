@@ -35,7 +35,7 @@ type FileChange struct {
 	// Drift is set when the file on disk is not what hostprov wrote.
 	Drift bool `json:"drift,omitempty"`
 	// Stamp marks the stamp of a command hook that runs once (in
-	// /var/lib/hostprov/stamps; see stamps.go), which the plan removes:
+	// /var/lib/hostprov/stamps; see plan_stamps.go), which the plan removes:
 	// not a unit file, so no reload or restart follows from it.
 	Stamp bool `json:"stamp,omitempty"`
 	// Old and New are the bytes, for the diff.
