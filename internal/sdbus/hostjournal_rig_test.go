@@ -1,13 +1,9 @@
 package sdbus_test
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/hostprov/hostprov/internal/rig"
-	"github.com/hostprov/hostprov/internal/sdbus"
 )
 
 // The journal of the rig's systemd, read through that systemd as an agent
@@ -15,17 +11,7 @@ import (
 // the error of a start names them, with no journalctl of this process's.
 func TestHostJournalctl(t *testing.T) {
 	ctx := testContext(t)
-	r := rig.Start(t)
-	m, err := sdbus.Dial(ctx, r.Socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
-	// The rig's /var/lib/hostprov, as an agent's pod mounts its node's.
-	local := filepath.Join(r.Root, "var/lib/hostprov")
-	if err := os.MkdirAll(local, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	r, m, local := dialWithStateDir(ctx, t)
 	m.RunJournalctl = m.HostJournalctl("/var/lib/hostprov", local)
 	unit := "speaks-and-fails.service"
 	if err := r.WriteUnit(unit, []byte("[Service]\nType=oneshot\nExecStart=/bin/sh -c 'echo the disk is not there; exit 4'\n")); err != nil {
@@ -34,7 +20,7 @@ func TestHostJournalctl(t *testing.T) {
 	if err := m.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}
-	err = m.Start(ctx, unit)
+	err := m.Start(ctx, unit)
 	if err == nil || !strings.Contains(err.Error(), "the disk is not there") {
 		t.Fatalf("the start's error lacks the unit's output: %v", err)
 	}

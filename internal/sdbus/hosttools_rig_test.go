@@ -1,6 +1,7 @@
 package sdbus_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,16 +17,7 @@ import (
 // status in the error; no unit or file is left behind.
 func TestHostTools(t *testing.T) {
 	ctx := testContext(t)
-	r := rig.Start(t)
-	m, err := sdbus.Dial(ctx, r.Socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
-	local := filepath.Join(r.Root, "var/lib/hostprov")
-	if err := os.MkdirAll(local, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	r, m, local := dialWithStateDir(ctx, t)
 	tools := m.HostTools("/var/lib/hostprov", local)
 	// What a run killed midway left, a hash among it, goes with the next.
 	stale := filepath.Join(local, ".hostprov-tool-0123456789abcdef.in")
@@ -69,4 +61,22 @@ func TestHostTools(t *testing.T) {
 	for _, u := range units {
 		t.Errorf("unit left behind: %s, %s", u.Name, u.ActiveState)
 	}
+}
+
+// dialWithStateDir starts a rig and dials its systemd, as an agent in a
+// container does its node's; local is the rig's /var/lib/hostprov, made,
+// as an agent's pod mounts its node's.
+func dialWithStateDir(ctx context.Context, t *testing.T) (r *rig.Rig, m *sdbus.Manager, local string) {
+	t.Helper()
+	r = rig.Start(t)
+	m, err := sdbus.Dial(ctx, r.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	local = filepath.Join(r.Root, "var/lib/hostprov")
+	if err := os.MkdirAll(local, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return r, m, local
 }

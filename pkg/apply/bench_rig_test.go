@@ -86,234 +86,253 @@ func BenchmarkApplyRig(b *testing.B) {
 	// times slower. The rig's own goes now; the rig closes it again, in
 	// vain, at the end.
 	n.r.Conn.Close()
-	full := benchSpec(benchUnits, -1, "")
-	units, _ := rigRender(b, full)
+	br := &benchRig{ctx: ctx, n: n, full: benchSpec(benchUnits, -1, "")}
+	br.units, _ = rigRender(b, br.full)
+	// The rig powers off within seconds only when 1,000 units need not be
+	// stopped: remove them first, whichever benchmarks ran.
+	b.Cleanup(func() {
+		br.applySpec(benchSpec(0, -1, ""))
+		br.removeShellUnits(b, "shell")
+		n.m.Close() // a Manager of shellLoop's, or the first one again
+	})
+	b.Run("shell-loop-1000", br.benchShellLoop)
+	b.Run("cli-new-1000", br.benchCLINew)
+	b.Run("cli-unchanged-1000", br.benchCLIUnchanged)
+	b.Run("vs-systemctl-1000", func(b *testing.B) {
+		benchVsSystemctl(ctx, b, testbin.Hostprov(b))
+	})
+	b.Run("new-1000", br.benchNew)
+	b.Run("unchanged-1000", br.benchUnchanged)
+	b.Run("change-one-of-1000", br.benchChangeOne)
+}
 
-	// The loop installs the very units hostprov renders, under other
-	// names, from copies in the rig's /tmp.
-	writeShellUnits := func(prefix string, count int) {
-		b.Helper()
-		dir := filepath.Join(n.r.Root, "tmp/shell")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+// benchRig is the rig BenchmarkApplyRig's benchmarks share.
+type benchRig struct {
+	ctx   context.Context
+	n     *rigNode
+	full  string         // the spec of benchUnits units
+	units []compile.Unit // and its units
+	// shellDur is the time of shell-loop-1000, once it ran.
+	shellDur time.Duration
+	cliReady bool // hostprov is installed in the rig
+}
+
+// writeShellUnits installs the very units hostprov renders, under other
+// names, as copies in the rig's /tmp for the shell loop.
+func (br *benchRig) writeShellUnits(b testing.TB, prefix string, count int) {
+	b.Helper()
+	dir := filepath.Join(br.n.r.Root, "tmp/shell")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for i := range count {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%04d.service", prefix, i)), br.units[i].Contents, 0o644); err != nil {
 			b.Fatal(err)
 		}
-		for i := range count {
-			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%04d.service", prefix, i)), units[i].Contents, 0o644); err != nil {
-				b.Fatal(err)
-			}
-		}
 	}
-	// timedInRig runs a command in the rig and times it, with the
-	// Manager of this process closed meanwhile (see above).
-	timedInRig := func(what string, argv ...string) (string, time.Duration) {
-		b.Helper()
-		n.m.Close()
-		defer func() {
-			var err error
-			if n.m, err = rigManager(ctx, n.r); err != nil {
-				b.Fatal(err)
-			}
-		}()
-		t0 := time.Now()
-		out, err := n.r.Run(ctx, argv...)
-		d := time.Since(t0)
-		if err != nil {
-			b.Fatalf("%s: %v\n%s", what, err, out)
+}
+
+// timedInRig runs a command in the rig and times it, with the Manager of
+// this process closed meanwhile (see BenchmarkApplyRig).
+func (br *benchRig) timedInRig(b testing.TB, what string, argv ...string) (string, time.Duration) {
+	b.Helper()
+	n := br.n
+	n.m.Close()
+	defer func() {
+		var err error
+		if n.m, err = rigManager(br.ctx, n.r); err != nil {
+			b.Fatal(err)
 		}
-		return out, d
+	}()
+	t0 := time.Now()
+	out, err := n.r.Run(br.ctx, argv...)
+	d := time.Since(t0)
+	if err != nil {
+		b.Fatalf("%s: %v\n%s", what, err, out)
 	}
-	shellLoop := func(prefix string, count int) time.Duration {
-		b.Helper()
-		script := fmt.Sprintf(`for i in $(seq -f %%04g 0 %d); do
+	return out, d
+}
+
+func (br *benchRig) shellLoop(b testing.TB, prefix string, count int) time.Duration {
+	b.Helper()
+	script := fmt.Sprintf(`for i in $(seq -f %%04g 0 %d); do
 	u=%s-$i.service
 	cp /tmp/shell/$u /etc/systemd/system/$u
 	systemctl daemon-reload
 	systemctl enable --now $u
 done`, count-1, prefix)
-		_, d := timedInRig("shell loop", "sh", "-ec", script)
-		return d
-	}
-	removeShellUnits := func(prefix string) {
-		b.Helper()
-		script := fmt.Sprintf(`systemctl disable --now %[1]s-*.service >/dev/null 2>&1 || true
+	_, d := br.timedInRig(b, "shell loop", "sh", "-ec", script)
+	return d
+}
+
+func (br *benchRig) removeShellUnits(b testing.TB, prefix string) {
+	b.Helper()
+	script := fmt.Sprintf(`systemctl disable --now %[1]s-*.service >/dev/null 2>&1 || true
 rm -f /etc/systemd/system/%[1]s-*.service
 systemctl daemon-reload`, prefix)
-		if out, err := n.r.Run(ctx, "sh", "-ec", script); err != nil {
-			b.Fatalf("removing the loop's units: %v\n%s", err, out)
-		}
+	if out, err := br.n.r.Run(br.ctx, "sh", "-ec", script); err != nil {
+		b.Fatalf("removing the loop's units: %v\n%s", err, out)
 	}
-	// hostprov itself, as on a node: the binary inside the rig, on
-	// systemd's private socket there.
-	cliReady := false
-	cli := func(spec string) (apply.Counts, time.Duration) {
-		b.Helper()
-		if !cliReady {
-			if err := n.r.Install(testbin.Hostprov(b), "/opt/hostprov"); err != nil {
-				b.Fatal(err)
-			}
-			cliReady = true
-		}
-		if err := os.WriteFile(filepath.Join(n.r.Root, "root/bench.yaml"), []byte(spec), 0o644); err != nil {
+}
+
+// cli runs hostprov itself, as on a node: the binary inside the rig, on
+// systemd's private socket there.
+func (br *benchRig) cli(b testing.TB, spec string) (apply.Counts, time.Duration) {
+	b.Helper()
+	if !br.cliReady {
+		if err := br.n.r.Install(testbin.Hostprov(b), "/opt/hostprov"); err != nil {
 			b.Fatal(err)
 		}
-		out, d := timedInRig("hostprov apply", "/opt/hostprov", "apply", "-f", "/root/bench.yaml", "-o", "json")
-		var res struct{ Counts apply.Counts }
-		if err := json.Unmarshal([]byte(out), &res); err != nil {
-			b.Fatalf("hostprov apply -o json: %v\n%s", err, out)
-		}
-		return res.Counts, d
+		br.cliReady = true
 	}
-	applySpec := func(spec string) time.Duration {
-		b.Helper()
-		t0 := time.Now()
-		n.mustApply(ctx, spec)
-		return time.Since(t0)
+	if err := os.WriteFile(filepath.Join(br.n.r.Root, "root/bench.yaml"), []byte(spec), 0o644); err != nil {
+		b.Fatal(err)
 	}
-	// The rig powers off within seconds only when 1,000 units need not be
-	// stopped: remove them first, whichever benchmarks ran.
-	b.Cleanup(func() {
-		applySpec(benchSpec(0, -1, ""))
-		removeShellUnits("shell")
-		n.m.Close() // a Manager of shellLoop's, or the first one again
-	})
+	out, d := br.timedInRig(b, "hostprov apply", "/opt/hostprov", "apply", "-f", "/root/bench.yaml", "-o", "json")
+	var res struct{ Counts apply.Counts }
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		b.Fatalf("hostprov apply -o json: %v\n%s", err, out)
+	}
+	return res.Counts, d
+}
 
-	var shellDur time.Duration
-	b.Run("shell-loop-1000", func(b *testing.B) {
-		writeShellUnits("shell", benchUnits)
-		var total time.Duration
-		for range b.N {
-			total += shellLoop("shell", benchUnits)
-			b.StopTimer()
-			removeShellUnits("shell")
-			b.StartTimer()
-		}
-		shellDur = total / time.Duration(b.N)
-	})
+func (br *benchRig) applySpec(spec string) time.Duration {
+	t0 := time.Now()
+	br.n.mustApply(br.ctx, spec)
+	return time.Since(t0)
+}
 
-	b.Run("cli-new-1000", func(b *testing.B) {
-		var total time.Duration
-		for range b.N {
-			b.StopTimer()
-			cli(benchSpec(0, -1, "")) // prune what an earlier round made
-			b.StartTimer()
-			c, d := cli(full)
-			if c.Writes != benchUnits || c.Reloads != 1 || c.Starts != benchUnits {
-				b.Fatalf("counts %+v; want %d writes and starts, 1 reload", c, benchUnits)
-			}
-			total += d
-		}
-		if shellDur > 0 {
-			b.ReportMetric(shellDur.Seconds(), "s-shell-loop")
-			b.ReportMetric(float64(shellDur)/float64(total/time.Duration(b.N)), "x-faster-than-loop")
-		}
-	})
-
-	b.Run("cli-unchanged-1000", func(b *testing.B) {
-		var applies, reads []time.Duration
-		for range b.N {
-			for range sameRuns {
-				c, d := cli(full)
-				if c.Writes+c.Reloads+c.Starts+c.Restarts+c.StateSaves != 0 || c.Unchanged != benchUnits {
-					b.Fatalf("re-apply: counts %+v; want nothing done", c)
-				}
-				applies = append(applies, d)
-				t0 := time.Now()
-				if out, err := n.r.Run(ctx, "sh", "-c", "cat /etc/systemd/system/bench-*.service >/dev/null"); err != nil {
-					b.Fatalf("cat: %v\n%s", err, out)
-				}
-				reads = append(reads, time.Since(t0))
-			}
-		}
-		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-		apply, read := median(applies), median(reads)
-		b.ReportMetric(ms(apply), "ms-median-apply")
-		b.ReportMetric(ms(read), "ms-median-cat")
-		b.ReportMetric(float64(apply)/float64(read), "apply/cat")
-	})
-
-	b.Run("vs-systemctl-1000", func(b *testing.B) {
-		benchVsSystemctl(ctx, b, testbin.Hostprov(b))
-	})
-
-	var newDur time.Duration
-	b.Run("new-1000", func(b *testing.B) {
-		var total time.Duration
-		byEvent := map[string]time.Duration{}
-		for range b.N {
-			b.StopTimer()
-			applySpec(benchSpec(0, -1, "")) // prune what an earlier round made
-			b.StartTimer()
-			ph := n.timedApply(ctx, full)
-			total += ph.total()
-			for _, ev := range []string{apply.EvWrote, apply.EvEnabled, apply.EvReloaded, apply.EvStarted} {
-				byEvent[ev] += ph.byEvent[ev]
-			}
-			if c := ph.res.Counts; c.Writes != benchUnits || c.Reloads != 1 || c.Starts != benchUnits {
-				b.Fatalf("counts %+v; want %d writes and starts, 1 reload", c, benchUnits)
-			}
-		}
-		newDur = total / time.Duration(b.N)
-		// Where the time goes: writing (atomically, synced together),
-		// enabling, the one reload, starting (queued together, each
-		// waited for).
-		for _, ev := range []string{apply.EvWrote, apply.EvEnabled, apply.EvReloaded, apply.EvStarted} {
-			b.ReportMetric(byEvent[ev].Seconds()/float64(b.N), "s-"+ev)
-		}
-		if shellDur > 0 {
-			b.ReportMetric(shellDur.Seconds(), "s-shell-loop")
-			b.ReportMetric(float64(shellDur)/float64(newDur), "x-faster-than-loop")
-		}
-	})
-
-	b.Run("unchanged-1000", func(b *testing.B) {
-		var applies, plans, reads []time.Duration
-		for range b.N {
-			for range sameRuns {
-				ph := n.timedApply(ctx, full)
-				if c := ph.res.Counts; ph.plan0.HasChanges() || ph.rendered || c.Writes+c.Reloads+c.Starts+c.Restarts+c.StateSaves != 0 {
-					b.Fatalf("re-apply: %s, rendered %v, counts %+v; want nothing done", ph.plan0.Summary(), ph.rendered, c)
-				}
-				applies = append(applies, ph.total())
-				plans = append(plans, ph.plan+ph.execute)
-				t0 := time.Now()
-				for _, u := range units {
-					if _, err := os.ReadFile(filepath.Join(n.r.UnitDir, u.Name)); err != nil {
-						b.Fatal(err)
-					}
-				}
-				reads = append(reads, time.Since(t0))
-			}
-		}
-		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-		apply, read := median(applies), median(reads)
-		b.ReportMetric(ms(apply), "ms-median-apply")
-		b.ReportMetric(ms(median(plans)), "ms-median-plan+execute")
-		b.ReportMetric(ms(read), "ms-median-read")
-		b.ReportMetric(float64(apply)/float64(read), "apply/read")
-	})
-
-	b.Run("change-one-of-1000", func(b *testing.B) {
-		var render, plan time.Duration
-		byEvent := map[string]time.Duration{}
-		for i := range b.N {
-			ph := n.timedApply(ctx, benchSpec(benchUnits, benchUnits/2, fmt.Sprint("v", i)))
-			if c := ph.res.Counts; c.Writes != 1 || c.Reloads != 1 || c.Restarts != 1 {
-				b.Fatalf("counts %+v; want 1 write, 1 reload, 1 restart", c)
-			}
-			render, plan = render+ph.render, plan+ph.plan
-			for ev, d := range ph.byEvent {
-				byEvent[ev] += d
-			}
-		}
+func (br *benchRig) benchShellLoop(b *testing.B) {
+	br.writeShellUnits(b, "shell", benchUnits)
+	var total time.Duration
+	for range b.N {
+		total += br.shellLoop(b, "shell", benchUnits)
 		b.StopTimer()
-		applySpec(full)
-		perOp := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
-		b.ReportMetric(perOp(render), "ms-render")
-		b.ReportMetric(perOp(plan), "ms-plan")
-		b.ReportMetric(perOp(byEvent[apply.EvUnchanged]+byEvent[apply.EvWrote]), "ms-files")
-		b.ReportMetric(perOp(byEvent[apply.EvReloaded]), "ms-reload")
-		b.ReportMetric(perOp(byEvent[apply.EvRestarted]), "ms-restart")
-	})
+		br.removeShellUnits(b, "shell")
+		b.StartTimer()
+	}
+	br.shellDur = total / time.Duration(b.N)
+}
+
+func (br *benchRig) benchCLINew(b *testing.B) {
+	var total time.Duration
+	for range b.N {
+		b.StopTimer()
+		br.cli(b, benchSpec(0, -1, "")) // prune what an earlier round made
+		b.StartTimer()
+		c, d := br.cli(b, br.full)
+		if c.Writes != benchUnits || c.Reloads != 1 || c.Starts != benchUnits {
+			b.Fatalf("counts %+v; want %d writes and starts, 1 reload", c, benchUnits)
+		}
+		total += d
+	}
+	if br.shellDur > 0 {
+		b.ReportMetric(br.shellDur.Seconds(), "s-shell-loop")
+		b.ReportMetric(float64(br.shellDur)/float64(total/time.Duration(b.N)), "x-faster-than-loop")
+	}
+}
+
+func (br *benchRig) benchCLIUnchanged(b *testing.B) {
+	var applies, reads []time.Duration
+	for range b.N {
+		for range sameRuns {
+			c, d := br.cli(b, br.full)
+			if c.Writes+c.Reloads+c.Starts+c.Restarts+c.StateSaves != 0 || c.Unchanged != benchUnits {
+				b.Fatalf("re-apply: counts %+v; want nothing done", c)
+			}
+			applies = append(applies, d)
+			t0 := time.Now()
+			if out, err := br.n.r.Run(br.ctx, "sh", "-c", "cat /etc/systemd/system/bench-*.service >/dev/null"); err != nil {
+				b.Fatalf("cat: %v\n%s", err, out)
+			}
+			reads = append(reads, time.Since(t0))
+		}
+	}
+	apply, read := median(applies), median(reads)
+	b.ReportMetric(ms(apply), "ms-median-apply")
+	b.ReportMetric(ms(read), "ms-median-cat")
+	b.ReportMetric(float64(apply)/float64(read), "apply/cat")
+}
+
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func (br *benchRig) benchNew(b *testing.B) {
+	var total time.Duration
+	byEvent := map[string]time.Duration{}
+	for range b.N {
+		b.StopTimer()
+		br.applySpec(benchSpec(0, -1, "")) // prune what an earlier round made
+		b.StartTimer()
+		ph := br.n.timedApply(br.ctx, br.full)
+		total += ph.total()
+		for _, ev := range []string{apply.EvWrote, apply.EvEnabled, apply.EvReloaded, apply.EvStarted} {
+			byEvent[ev] += ph.byEvent[ev]
+		}
+		if c := ph.res.Counts; c.Writes != benchUnits || c.Reloads != 1 || c.Starts != benchUnits {
+			b.Fatalf("counts %+v; want %d writes and starts, 1 reload", c, benchUnits)
+		}
+	}
+	newDur := total / time.Duration(b.N)
+	// Where the time goes: writing (atomically, synced together),
+	// enabling, the one reload, starting (queued together, each waited
+	// for).
+	for _, ev := range []string{apply.EvWrote, apply.EvEnabled, apply.EvReloaded, apply.EvStarted} {
+		b.ReportMetric(byEvent[ev].Seconds()/float64(b.N), "s-"+ev)
+	}
+	if br.shellDur > 0 {
+		b.ReportMetric(br.shellDur.Seconds(), "s-shell-loop")
+		b.ReportMetric(float64(br.shellDur)/float64(newDur), "x-faster-than-loop")
+	}
+}
+
+func (br *benchRig) benchUnchanged(b *testing.B) {
+	var applies, plans, reads []time.Duration
+	for range b.N {
+		for range sameRuns {
+			ph := br.n.timedApply(br.ctx, br.full)
+			if c := ph.res.Counts; ph.plan0.HasChanges() || ph.rendered || c.Writes+c.Reloads+c.Starts+c.Restarts+c.StateSaves != 0 {
+				b.Fatalf("re-apply: %s, rendered %v, counts %+v; want nothing done", ph.plan0.Summary(), ph.rendered, c)
+			}
+			applies = append(applies, ph.total())
+			plans = append(plans, ph.plan+ph.execute)
+			t0 := time.Now()
+			for _, u := range br.units {
+				if _, err := os.ReadFile(filepath.Join(br.n.r.UnitDir, u.Name)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reads = append(reads, time.Since(t0))
+		}
+	}
+	apply, read := median(applies), median(reads)
+	b.ReportMetric(ms(apply), "ms-median-apply")
+	b.ReportMetric(ms(median(plans)), "ms-median-plan+execute")
+	b.ReportMetric(ms(read), "ms-median-read")
+	b.ReportMetric(float64(apply)/float64(read), "apply/read")
+}
+
+func (br *benchRig) benchChangeOne(b *testing.B) {
+	var render, plan time.Duration
+	byEvent := map[string]time.Duration{}
+	for i := range b.N {
+		ph := br.n.timedApply(br.ctx, benchSpec(benchUnits, benchUnits/2, fmt.Sprint("v", i)))
+		if c := ph.res.Counts; c.Writes != 1 || c.Reloads != 1 || c.Restarts != 1 {
+			b.Fatalf("counts %+v; want 1 write, 1 reload, 1 restart", c)
+		}
+		render, plan = render+ph.render, plan+ph.plan
+		for ev, d := range ph.byEvent {
+			byEvent[ev] += d
+		}
+	}
+	b.StopTimer()
+	br.applySpec(br.full)
+	perOp := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
+	b.ReportMetric(perOp(render), "ms-render")
+	b.ReportMetric(perOp(plan), "ms-plan")
+	b.ReportMetric(perOp(byEvent[apply.EvUnchanged]+byEvent[apply.EvWrote]), "ms-files")
+	b.ReportMetric(perOp(byEvent[apply.EvReloaded]), "ms-reload")
+	b.ReportMetric(perOp(byEvent[apply.EvRestarted]), "ms-restart")
 }
 
 func median(ds []time.Duration) time.Duration {

@@ -1,6 +1,7 @@
 package apply_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,67 +25,14 @@ func TestRigBootService(t *testing.T) {
 	t.Parallel()
 	ctx := rigContext(t)
 	n := newRigNodeWithHostprov(ctx, t)
-	for _, name := range bootUnits {
-		data, err := os.ReadFile(filepath.Join("../../packaging/systemd", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		unit := strings.ReplaceAll(string(data), "/usr/bin/hostprov", "/opt/hostprov")
-		if err := n.r.WriteUnit(name, []byte(unit)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	hooksDir := filepath.Join(n.r.Root, "etc/hostprov/hooks.d")
-	if err := os.MkdirAll(hooksDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := n.r.Run(ctx, "systemctl", "enable", "hostprov-apply.service", "hostprov-apply.path"); err != nil {
-		t.Fatalf("enable: %v\n%s", err, out)
-	}
-	if out, err := n.r.Run(ctx, "systemctl", "start", "hostprov-apply.path"); err != nil {
-		t.Fatalf("start the path unit: %v\n%s", err, out)
-	}
+	hooksDir := startBootService(ctx, t, n)
 
 	spec := func(version string) string {
 		return "apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n- name: boot-demo\n  type: oneshot\n  remainAfterExit: true\n  exec: [/bin/sh, -c, \"echo " + version + " >> /var/lib/boot-demo\"]\n"
 	}
-	// waitFor polls until ok holds (systemd applies on its own time),
-	// and fails with what the rig's journal says of the apply otherwise.
-	waitFor := func(what string, ok func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for !ok() {
-			if time.Now().After(deadline) {
-				out, _ := n.r.Run(ctx, "journalctl", "--no-pager", "-u", "hostprov-apply.service", "-u", "hostprov-reapply.service", "-u", "hostprov-apply.path")
-				t.Fatalf("%s: not within 60s; the journal says:\n%s", what, out)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	// idle waits until no apply the path unit started runs. apply -d
-	// reads the directory again when it is done and applies a change made
-	// meanwhile (TestApplyDirChangedDuring), but one made in the instant
-	// between that read and the service's end is seen only at the next
-	// change or boot, as the path unit watches only while its service
-	// is not running: the test makes each change once the last is done.
-	idle := func() {
-		t.Helper()
-		waitFor("the last apply is done", func() bool {
-			s, err := n.m.Status(ctx, "hostprov-reapply.service")
-			return err == nil && (s.ActiveState == "inactive" || s.ActiveState == "failed")
-		})
-	}
 	unitFile := filepath.Join(n.r.UnitDir, "boot-demo.service")
-	has := func(version string) func() bool {
-		return func() bool {
-			data, err := os.ReadFile(unitFile)
-			if err != nil || !strings.Contains(string(data), "echo "+version) {
-				return false
-			}
-			st, err := n.m.Status(ctx, "boot-demo.service")
-			return err == nil && st.ActiveState == "active" && !st.NeedDaemonReload
-		}
-	}
+	bw := &bootWatch{ctx: ctx, t: t, n: n, unitFile: unitFile}
+	waitFor, idle, has := bw.waitFor, bw.idle, bw.has
 
 	// Another spec set of the directory, whose unit must run once: the
 	// applies of demo.yaml's changes never restart or prune it.
@@ -156,5 +104,81 @@ func TestRigBootService(t *testing.T) {
 	}
 	if got := strings.Fields(string(data)); strings.Join(got, " ") != "v1 v2 v3 v3" {
 		t.Errorf("boot-demo ran %q; want v1, v2, v3, and v3 again at the boot", got)
+	}
+}
+
+// startBootService installs the packaged boot units, as a package does,
+// enables them and starts the path unit; it returns the hooks directory.
+func startBootService(ctx context.Context, t *testing.T, n *rigNode) string {
+	t.Helper()
+	for _, name := range bootUnits {
+		data, err := os.ReadFile(filepath.Join("../../packaging/systemd", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		unit := strings.ReplaceAll(string(data), "/usr/bin/hostprov", "/opt/hostprov")
+		if err := n.r.WriteUnit(name, []byte(unit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hooksDir := filepath.Join(n.r.Root, "etc/hostprov/hooks.d")
+	if err := os.MkdirAll(hooksDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := n.r.Run(ctx, "systemctl", "enable", "hostprov-apply.service", "hostprov-apply.path"); err != nil {
+		t.Fatalf("enable: %v\n%s", err, out)
+	}
+	if out, err := n.r.Run(ctx, "systemctl", "start", "hostprov-apply.path"); err != nil {
+		t.Fatalf("start the path unit: %v\n%s", err, out)
+	}
+	return hooksDir
+}
+
+// bootWatch waits for what the boot units do on their own time.
+type bootWatch struct {
+	ctx      context.Context
+	t        *testing.T
+	n        *rigNode
+	unitFile string // boot-demo.service's
+}
+
+// waitFor polls until ok holds (systemd applies on its own time), and
+// fails with what the rig's journal says of the apply otherwise.
+func (bw *bootWatch) waitFor(what string, ok func() bool) {
+	bw.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			out, _ := bw.n.r.Run(bw.ctx, "journalctl", "--no-pager", "-u", "hostprov-apply.service", "-u", "hostprov-reapply.service", "-u", "hostprov-apply.path")
+			bw.t.Fatalf("%s: not within 60s; the journal says:\n%s", what, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// idle waits until no apply the path unit started runs. apply -d reads
+// the directory again when it is done and applies a change made meanwhile
+// (TestApplyDirChangedDuring), but one made in the instant between that
+// read and the service's end is seen only at the next change or boot, as
+// the path unit watches only while its service is not running: the test
+// makes each change once the last is done.
+func (bw *bootWatch) idle() {
+	bw.t.Helper()
+	bw.waitFor("the last apply is done", func() bool {
+		s, err := bw.n.m.Status(bw.ctx, "hostprov-reapply.service")
+		return err == nil && (s.ActiveState == "inactive" || s.ActiveState == "failed")
+	})
+}
+
+// has reports whether boot-demo.service is applied with version, and
+// active.
+func (bw *bootWatch) has(version string) func() bool {
+	return func() bool {
+		data, err := os.ReadFile(bw.unitFile)
+		if err != nil || !strings.Contains(string(data), "echo "+version) {
+			return false
+		}
+		st, err := bw.n.m.Status(bw.ctx, "boot-demo.service")
+		return err == nil && st.ActiveState == "active" && !st.NeedDaemonReload
 	}
 }

@@ -102,32 +102,28 @@ func (c *crashSystemd) Reload(ctx context.Context) error {
 	return c.Systemd.Reload(ctx)
 }
 
-func (c *crashSystemd) Enable(ctx context.Context, n []string) ([]apply.LinkChange, error) {
+// links takes a step, then makes or removes links with do.
+func (c *crashSystemd) links(ctx context.Context, n []string, do func(context.Context, []string) ([]apply.LinkChange, error)) ([]apply.LinkChange, error) {
 	if err := c.step(); err != nil {
 		return nil, err
 	}
-	return c.Systemd.Enable(ctx, n)
+	return do(ctx, n)
+}
+
+func (c *crashSystemd) Enable(ctx context.Context, n []string) ([]apply.LinkChange, error) {
+	return c.links(ctx, n, c.Systemd.Enable)
 }
 
 func (c *crashSystemd) Disable(ctx context.Context, n []string) ([]apply.LinkChange, error) {
-	if err := c.step(); err != nil {
-		return nil, err
-	}
-	return c.Systemd.Disable(ctx, n)
+	return c.links(ctx, n, c.Systemd.Disable)
 }
 
 func (c *crashSystemd) Mask(ctx context.Context, n []string) ([]apply.LinkChange, error) {
-	if err := c.step(); err != nil {
-		return nil, err
-	}
-	return c.Systemd.Mask(ctx, n)
+	return c.links(ctx, n, c.Systemd.Mask)
 }
 
 func (c *crashSystemd) Unmask(ctx context.Context, n []string) ([]apply.LinkChange, error) {
-	if err := c.step(); err != nil {
-		return nil, err
-	}
-	return c.Systemd.Unmask(ctx, n)
+	return c.links(ctx, n, c.Systemd.Unmask)
 }
 
 func (c *crashSystemd) Start(ctx context.Context, n string) error {

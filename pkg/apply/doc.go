@@ -16,4 +16,11 @@
 // links systemctl --root would make, and applytest.Fake records calls for
 // tests. The state file is the only record of ownership; see State and
 // Execute for how it stays true to the disk through a crash.
+//
+// The package's files are three rooms. The planner (plan_*.go) is pure: it
+// learns what the node has only through nodeView, whose methods read, so a
+// plan never writes and its tests plan against a node in memory; node*.go
+// read the node on this machine for it. The executor (exec_*.go) carries a
+// plan out through Systemd and the file system. The state (state*.go) is
+// the record both of them share.
 package apply

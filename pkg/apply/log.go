@@ -1,7 +1,6 @@
 package apply
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -137,17 +136,6 @@ func TextLogger(w io.Writer) Logger {
 			lastErr = e.Error
 		}
 		fmt.Fprintln(w, "hostprov: "+line)
-	})
-}
-
-// JSONLogger writes each event as one line of JSON to w.
-func JSONLogger(w io.Writer) Logger {
-	var mu sync.Mutex
-	enc := json.NewEncoder(w)
-	return LoggerFunc(func(e Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		enc.Encode(e)
 	})
 }
 

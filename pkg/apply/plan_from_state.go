@@ -22,19 +22,19 @@ func NewPlanFromState(_ context.Context, st *State, opts Options) (p *Plan, ok b
 	if st == nil || opts.Inputs == "" || st.Inputs != opts.Inputs || st.UnitDir != opts.UnitDir || len(st.Paths) > 0 || len(opts.Paths) > 0 {
 		return nil, false, nil
 	}
-	p = &Plan{opts: opts, state: st, next: st.clone(), Files: []FileChange{}, Actions: []Action{},
-		Units: make([]UnitChange, 0, len(st.Units)), Warnings: Permissions(opts)}
-	dir, err := openUnitDir(opts)
+	node, done, err := planNode(opts)
 	if err != nil {
 		return nil, false, err
 	}
-	defer dir.Close()
+	defer done()
+	p = &Plan{opts: opts, state: st, next: st.clone(), Files: []FileChange{}, Actions: []Action{},
+		Units: make([]UnitChange, 0, len(st.Units)), Warnings: node.permissions()}
 	for _, u := range st.Units {
 		if u.Incomplete || u.Failed {
 			return nil, false, nil
 		}
 		for _, f := range u.Files {
-			cur, err := readDisk(dir, f.Path)
+			cur, err := node.unitFile(f.Path)
 			if err != nil {
 				return nil, false, err
 			}
@@ -47,7 +47,7 @@ func NewPlanFromState(_ context.Context, st *State, opts Options) (p *Plan, ok b
 		if u.Masked {
 			// NewPlan's checkMask: a file in the place of the mask
 			// link is a conflict.
-			cur, err := readDisk(dir, u.Name)
+			cur, err := node.unitFile(u.Name)
 			if err != nil {
 				return nil, false, err
 			}

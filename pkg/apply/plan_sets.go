@@ -76,27 +76,11 @@ func newPlanSets(ctx context.Context, sets []SpecSet, st *State, opts Options) (
 	if st == nil {
 		st = &State{Version: StateVersion}
 	}
-	applying := map[string]bool{}
-	var conflicts []Problem
-	var owned []SpecSet
-	for _, s := range sets {
-		if err := hooks.CheckSetName(s.Name); err != nil {
-			return nil, err
-		}
-		if applying[s.Name] {
-			return nil, fmt.Errorf("spec set %s is given twice: each spec of a node needs its own metadata.name", s.Name)
-		}
-		applying[s.Name] = true
-		if owner, recorded := st.SetOwner(s.Name); recorded && owner != s.Owner {
-			// Not applying: its units and paths are left as they
-			// are, neither taken over nor pruned.
-			conflicts = append(conflicts, ownerConflicts(s, st, owner, opts)...)
-			continue
-		}
-		owned = append(owned, s)
+	sets, conflicts, err := ownedSets(sets, st, opts)
+	if err != nil {
+		return nil, err
 	}
-	sets = owned
-	applying = map[string]bool{}
+	applying := map[string]bool{}
 	owners := map[string]string{}
 	for _, s := range sets {
 		applying[s.Name] = true
@@ -184,6 +168,31 @@ func newPlanSets(ctx context.Context, sets []SpecSet, st *State, opts Options) (
 	}
 	p.Conflicts = append(p.Conflicts, conflicts...)
 	return p, nil
+}
+
+// ownedSets checks the names of sets and returns those the state does not
+// record as another owner's, with the conflicts of the others: those are
+// not applied, and their units and paths are left as they are, neither
+// taken over nor pruned.
+func ownedSets(sets []SpecSet, st *State, opts Options) ([]SpecSet, []Problem, error) {
+	named := map[string]bool{}
+	var conflicts []Problem
+	var owned []SpecSet
+	for _, s := range sets {
+		if err := hooks.CheckSetName(s.Name); err != nil {
+			return nil, nil, err
+		}
+		if named[s.Name] {
+			return nil, nil, fmt.Errorf("spec set %s is given twice: each spec of a node needs its own metadata.name", s.Name)
+		}
+		named[s.Name] = true
+		if owner, recorded := st.SetOwner(s.Name); recorded && owner != s.Owner {
+			conflicts = append(conflicts, ownerConflicts(s, st, owner, opts)...)
+			continue
+		}
+		owned = append(owned, s)
+	}
+	return owned, conflicts, nil
 }
 
 // ownerConflicts are the conflicts of set s, which the state records as

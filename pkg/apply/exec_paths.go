@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"path"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/hostprov/hostprov/internal/fsutil"
@@ -110,31 +109,6 @@ func (e *executor) fetchSources(ctx context.Context) error {
 		f.path.done.SHA256 = f.NewSHA256
 	}
 	return nil
-}
-
-// OpDownload is the Op of the failed event of a file whose source could
-// not be downloaded, or did not have its hash.
-const OpDownload = "download"
-
-// fetches reports whether Execute downloads the file's source.
-func (f *FileChange) fetches() bool {
-	return f.Kind == KindFile && f.Source != "" && f.New == nil && (f.Op == OpAdd || f.Op == OpChange)
-}
-
-// Fetches tells whether the plan downloads the source of a file over the
-// network, and so asks systemd to start NetworkOnline first (see
-// fetchSources).
-func (p *Plan) Fetches() bool {
-	for i := range p.Files {
-		if f := &p.Files[i]; f.fetches() && overNetwork(f.Source) {
-			return true
-		}
-	}
-	return false
-}
-
-func overNetwork(source string) bool {
-	return strings.HasPrefix(source, "http://") || strings.HasPrefix(source, "https://")
 }
 
 // NetworkOnline is the target whose start apply waits for before it
