@@ -36,7 +36,7 @@ func TestSpecDocStorageFields(t *testing.T) {
 			}
 		}
 	}
-	for kind, want := range map[string][]string{"user": userFields, "group": groupFields} {
+	for kind, want := range map[string][]string{"user": userKind.keys, "group": groupKind.keys} {
 		g := slices.Clone(got[kind])
 		slices.Sort(g)
 		w := slices.Clone(want)
@@ -58,7 +58,7 @@ func TestSpecDocStorageFields(t *testing.T) {
 	}
 	sentence := doc[i:]
 	sentence = sentence[:strings.Index(sentence, "\n\n")]
-	for _, f := range linkFields {
+	for _, f := range linkKind.keys {
 		if !strings.Contains(sentence, "`"+f+"`") {
 			t.Errorf("docs/spec.md's sentence on links does not name %s:\n%s", f, sentence)
 		}
