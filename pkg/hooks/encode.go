@@ -11,11 +11,12 @@ import (
 
 // Encode writes a hook spec document named name (metadata.name; empty for
 // none) holding hs, in hostprov's canonical form: the fields of a hook and
-// of its entries in the order they are documented (HookFields, FileFields,
-// ...), fields at their default value left out, maps (env, directives)
-// with their keys sorted, indented by two spaces, text that a person reads
-// (manifests, drop-ins, file contents, shell steps) as literal blocks where
-// YAML keeps their bytes (see yamlnode.Text) and double-quoted otherwise.
+// of its entries in the order of the schema's tables, which is the order
+// they are documented in (see Fields), fields at their default value left
+// out, maps (env, directives) with their keys sorted, indented by two
+// spaces, text that a person reads (manifests, drop-ins, file contents,
+// shell steps) as literal blocks where YAML keeps their bytes (see
+// yamlnode.Text) and double-quoted otherwise.
 // Parse reads the document back as the same hooks; the tests prove it.
 //
 // The document is built as a yaml.v3 node tree, never as text, so that

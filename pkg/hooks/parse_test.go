@@ -39,7 +39,8 @@ func checkParse(t *testing.T, cases []diagCase) {
 	}
 }
 
-// TestParseDocumentDiagnostics: the document as a whole, and the keys of its mappings.
+// TestParseDocumentDiagnostics: the document as a whole, and the keys of
+// its mappings.
 func TestParseDocumentDiagnostics(t *testing.T) {
 	checkParse(t, []diagCase{
 		// The document as a whole.
@@ -124,7 +125,8 @@ func TestParseDocumentDiagnostics(t *testing.T) {
 	})
 }
 
-// TestParseTypeDiagnostics: values of the wrong type, enumerations and time spans.
+// TestParseTypeDiagnostics: values of the wrong type, enumerations and
+// time spans.
 func TestParseTypeDiagnostics(t *testing.T) {
 	checkParse(t, []diagCase{
 		// Types.
@@ -259,7 +261,8 @@ func TestParseValueDiagnostics(t *testing.T) {
 	})
 }
 
-// TestParseHookDiagnostics: names, control characters, raw manifests, masks and empty hooks.
+// TestParseHookDiagnostics: names, control characters, raw manifests,
+// masks and empty hooks.
 func TestParseHookDiagnostics(t *testing.T) {
 	checkParse(t, []diagCase{
 		// Names.
@@ -331,7 +334,8 @@ func TestParseHookDiagnostics(t *testing.T) {
 	})
 }
 
-// TestParseHookFieldsDiagnostics: fields a unit type or another field makes wrong, anchors, and every problem at once.
+// TestParseHookFieldsDiagnostics: fields that a unit type or another field
+// makes wrong, anchors, and every problem at once.
 func TestParseHookFieldsDiagnostics(t *testing.T) {
 	checkParse(t, []diagCase{
 		// Service fields on other unit types.
