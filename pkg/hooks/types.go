@@ -211,9 +211,6 @@ func (h *Hook) NeedsDrain() bool {
 	return h.Disruption == DisruptionDrain || h.Disruption == DisruptionReboot
 }
 
-// NeedsReboot reports whether the hook needs a reboot after it changed.
-func (h *Hook) NeedsReboot() bool { return h.Disruption == DisruptionReboot }
-
 // Dropin is a drop-in file for a hook's unit.
 type Dropin struct {
 	// Name is the file name inside NAME.d/; it ends in ".conf".
