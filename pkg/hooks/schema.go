@@ -48,6 +48,11 @@ const (
 	// replacedBySteps: a command hook's steps replace the field: steps
 	// are the commands, always of a oneshot that remains active.
 	replacedBySteps
+	// content: the field, when it is set, makes unit content, so that
+	// the hook renders to a unit file of its own (see Hook.Generated).
+	// expandEnv and specifiers only change how other fields are written,
+	// and when is only used with steps.
+	content
 )
 
 // kind is the table of one kind of entry, with what decoding needs.
