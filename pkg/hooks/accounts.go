@@ -22,10 +22,14 @@ var (
 func init() {
 	userKind = newKind("user", userFields)
 	userKind.unknown = unknownStorageField(userKind)
-	userKind.check = func(d *decoder, item value, _ *User, st *entryState) { d.checkAccountName(item, "user", st) }
+	userKind.check = func(d *decoder, item value, _ *User, st *entryState) {
+		d.checkAccountName(item, "user", userKind.has(st.present, "name"))
+	}
 	groupKind = newKind("group", groupFields)
 	groupKind.unknown = unknownStorageField(groupKind)
-	groupKind.check = func(d *decoder, item value, _ *Group, st *entryState) { d.checkAccountName(item, "group", st) }
+	groupKind.check = func(d *decoder, item value, _ *Group, st *entryState) {
+		d.checkAccountName(item, "group", groupKind.has(st.present, "name"))
+	}
 }
 
 var userFields = []field[User]{
@@ -72,8 +76,8 @@ func accountIDField[T any](key string, at func(*T) **uint32) field[T] {
 }
 
 // checkAccountName checks that a user or group (what) has a name.
-func (d *decoder) checkAccountName(item value, what string, st *entryState) {
-	if st.present&1 == 0 { // name is the first field of both
+func (d *decoder) checkAccountName(item value, what string, hasName bool) {
+	if !hasName {
 		d.add(Error, item.pos, item.path+".name", "the "+what+" has no name", "add name:, such as name: myapp")
 	}
 }
