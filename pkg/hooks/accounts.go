@@ -12,15 +12,75 @@ import (
 	"github.com/hostprov/hostprov/internal/yamlnode"
 )
 
+// userKind and groupKind are the tables of the fields of an entry of a
+// hook's users and groups, in the order they are documented.
 var (
-	userFields  = []string{"name", "uid", "system", "home", "shell", "groups", "sshAuthorizedKeys", "passwordHash", "primaryGroup", "noCreateHome"}
-	groupFields = []string{"name", "gid", "system"}
+	userKind  *kind[User]
+	groupKind *kind[Group]
 )
 
-// UserFields and GroupFields are the fields of an entry of a hook's users
-// and groups, in the order they are documented.
-func UserFields() []string  { return append([]string(nil), userFields...) }
-func GroupFields() []string { return append([]string(nil), groupFields...) }
+func init() {
+	userKind = newKind("user", userFields)
+	userKind.unknown = unknownStorageField(userKind)
+	userKind.check = func(d *decoder, item value, _ *User, st *entryState) {
+		d.checkAccountName(item, "user", userKind.has(st.present, "name"))
+	}
+	groupKind = newKind("group", groupFields)
+	groupKind.unknown = unknownStorageField(groupKind)
+	groupKind.check = func(d *decoder, item value, _ *Group, st *entryState) {
+		d.checkAccountName(item, "group", groupKind.has(st.present, "name"))
+	}
+}
+
+var userFields = []field[User]{
+	accountNameField(func(u *User) *string { return &u.Name }),
+	accountIDField("uid", func(u *User) **uint32 { return &u.UID }),
+	flag("system", 0, func(u *User) *bool { return &u.System }),
+	plain("home", "", 0, func(u *User) *string { return &u.Home }, (*decoder).absPath),
+	plain("shell", "", 0, func(u *User) *string { return &u.Shell }, (*decoder).absPath),
+	words("groups", "", 0, func(u *User) *[]string { return &u.Groups }, (*decoder).memberOf),
+	{key: "sshAuthorizedKeys", decode: func(d *decoder, v value, u *User) { u.SSHAuthorizedKeys = d.authorizedKeys(v) },
+		encode: func(u *User) *yaml.Node {
+			if len(u.SSHAuthorizedKeys) == 0 {
+				return nil
+			}
+			return list(u.SSHAuthorizedKeys)
+		}},
+	plain("passwordHash", "", 0, func(u *User) *string { return &u.PasswordHash }, (*decoder).passwordHash),
+	plain("primaryGroup", "", 0, func(u *User) *string { return &u.PrimaryGroup }, (*decoder).accountName),
+	flag("noCreateHome", 0, func(u *User) *bool { return &u.NoCreateHome }),
+}
+
+var groupFields = []field[Group]{
+	accountNameField(func(g *Group) *string { return &g.Name }),
+	accountIDField("gid", func(g *Group) **uint32 { return &g.GID }),
+	flag("system", 0, func(g *Group) *bool { return &g.System }),
+}
+
+// accountNameField is the name of a user or group, always written.
+func accountNameField[T any](at func(*T) *string) field[T] {
+	return field[T]{key: "name", decode: func(d *decoder, v value, t *T) { *at(t) = d.accountName(v) },
+		encode: func(t *T) *yaml.Node { return yamlnode.Str(*at(t)) }}
+}
+
+// accountIDField is the uid or gid of a user or group, nil when not
+// given.
+func accountIDField[T any](key string, at func(*T) **uint32) field[T] {
+	return field[T]{key: key, decode: func(d *decoder, v value, t *T) { *at(t) = d.accountID(v) },
+		encode: func(t *T) *yaml.Node {
+			if id := *at(t); id != nil {
+				return yamlnode.Uint(*id)
+			}
+			return nil
+		}}
+}
+
+// checkAccountName checks that a user or group (what) has a name.
+func (d *decoder) checkAccountName(item value, what string, hasName bool) {
+	if !hasName {
+		d.add(Error, item.pos, item.path+".name", "the "+what+" has no name", "add name:, such as name: myapp")
+	}
+}
 
 // MaxAccountName is the longest user or group name systemd-sysusers
 // accepts: the utmp name size less its terminating NUL.
@@ -90,74 +150,6 @@ func AccountNameProblem(name string) string {
 		}
 	}
 	return ""
-}
-
-// users decodes a hook's users.
-func (d *decoder) users(v value) []User {
-	var out []User
-	d.entries(v, "user", "{name: myapp, system: true}", func(i int, item value) {
-		var u User
-		var hasName bool
-		d.mapping(item.node, item.path, func(e entry) {
-			switch e.name {
-			case "name":
-				hasName = true
-				u.Name = d.accountName(e.value)
-			case "uid":
-				u.UID = d.accountID(e.value)
-			case "system":
-				u.System, _ = d.boolean(e.value)
-			case "home":
-				u.Home = d.absPath(e.value)
-			case "shell":
-				u.Shell = d.absPath(e.value)
-			case "groups":
-				u.Groups = d.memberOf(e.value)
-			case "sshAuthorizedKeys":
-				u.SSHAuthorizedKeys = d.authorizedKeys(e.value)
-			case "passwordHash":
-				u.PasswordHash = d.passwordHash(e.value)
-			case "primaryGroup":
-				u.PrimaryGroup = d.accountName(e.value)
-			case "noCreateHome":
-				u.NoCreateHome, _ = d.boolean(e.value)
-			default:
-				d.unknownStorageField(e, "user", userFields)
-			}
-		})
-		if !hasName {
-			d.add(Error, item.pos, item.path+".name", "the user has no name", "add name:, such as name: myapp")
-		}
-		out = append(out, u)
-	})
-	return out
-}
-
-// groups decodes a hook's groups.
-func (d *decoder) groups(v value) []Group {
-	var out []Group
-	d.entries(v, "group", "{name: myapp, system: true}", func(i int, item value) {
-		var g Group
-		var hasName bool
-		d.mapping(item.node, item.path, func(e entry) {
-			switch e.name {
-			case "name":
-				hasName = true
-				g.Name = d.accountName(e.value)
-			case "gid":
-				g.GID = d.accountID(e.value)
-			case "system":
-				g.System, _ = d.boolean(e.value)
-			default:
-				d.unknownStorageField(e, "group", groupFields)
-			}
-		})
-		if !hasName {
-			d.add(Error, item.pos, item.path+".name", "the group has no name", "add name:, such as name: myapp")
-		}
-		out = append(out, g)
-	})
-	return out
 }
 
 // accountName decodes the name of a user or group.

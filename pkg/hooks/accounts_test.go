@@ -6,11 +6,7 @@ import (
 )
 
 func TestParseAccountsDiagnostics(t *testing.T) {
-	tests := []struct {
-		name string
-		src  string
-		want []want
-	}{
+	checkParse(t, []diagCase{
 		{"valid", svc + "  users:\n" +
 			"    - {name: app, uid: 1500, system: true, home: /var/lib/app, shell: /usr/sbin/nologin, groups: [app, wheel]}\n" +
 			"    - {name: _svc-1}\n" +
@@ -87,13 +83,7 @@ func TestParseAccountsDiagnostics(t *testing.T) {
 				{"6:27", "hooks[0].groups[0].gid", "group g has gid 1 here and 2 at hooks[0].groups[1]", "", Error},
 				{"6:46", "hooks[0].groups[1].gid", "group g has gid 2 here and 1 at hooks[0].groups[0]", "", Error},
 			}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, got := Parse("hooks.yaml", []byte(tt.src))
-			checkDiags(t, got, tt.want)
-		})
-	}
+	})
 }
 
 func TestAccountNameProblem(t *testing.T) {

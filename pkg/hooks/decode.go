@@ -433,7 +433,7 @@ func (d *decoder) argv(v value) []string {
 func (d *decoder) unknownField(e entry, where string) {
 	pos := d.pos(e.key)
 	switch {
-	case where == "spec" && contains(hookFields, e.name):
+	case where == "spec" && contains(hookKind.keys, e.name):
 		d.add(Error, pos, e.path, fmt.Sprintf("%s is a field of a hook, not of the spec", e.name),
 			"move it under an entry of hooks:")
 		return
@@ -445,7 +445,7 @@ func (d *decoder) unknownField(e entry, where string) {
 		d.add(Error, pos, e.path, fmt.Sprintf("%s is a kops hook field that hostprov does not support", e.name), kopsOnly[e.name])
 		return
 	}
-	known := map[string][]string{"spec": specFields, "hook": hookFields, "drop-in": dropinFields, "step": stepFields, "metadata": metadataFields}[where]
+	known := map[string][]string{"spec": specFields, "hook": hookKind.keys, "drop-in": dropinKind.keys, "step": stepKind.keys, "metadata": metadataFields}[where]
 	hint := "the fields of a " + where + " are " + strings.Join(known, ", ")
 	if s := suggest.Closest(e.name, known); s != "" {
 		hint = "did you mean " + s + "?"

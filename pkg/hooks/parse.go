@@ -123,6 +123,10 @@ type decoder struct {
 	// paths is the buffer the paths of values are cut from (see
 	// reserve), and values the one kept values are copied to (see keep).
 	paths, values strings.Builder
+	// states are the states of the entries being decoded, outermost
+	// first, and depth how many there are (see entry).
+	states [maxDepth]entryState
+	depth  int
 }
 
 func (d *decoder) parse(data []byte) *Spec {
@@ -361,9 +365,9 @@ func (d *decoder) hookItem(path string, i int, c *yaml.Node) bool {
 		d.spec.Hooks = append(d.spec.Hooks, Hook{}) // keeps Hooks[i] at "hooks[i]"
 		return true
 	}
-	h, ok := d.hook(item)
-	d.spec.Hooks = append(d.spec.Hooks, h)
-	if !ok || h.Name == "" {
+	d.spec.Hooks = append(d.spec.Hooks, Hook{})
+	h := &d.spec.Hooks[len(d.spec.Hooks)-1]
+	if ok := d.hook(item, h); !ok || h.Name == "" {
 		return true
 	}
 	namePath := d.join(item.path, "name")

@@ -21,12 +21,28 @@ type want struct {
 
 func warning(pos, path, msg, hint string) want { return want{pos, path, msg, hint, Warning} }
 
-func TestParseDiagnostics(t *testing.T) {
-	tests := []struct {
-		name string
-		src  string
-		want []want
-	}{
+// diagCase is a spec and the diagnostics that parsing it gives, in order.
+type diagCase struct {
+	name string
+	src  string
+	want []want
+}
+
+// checkParse parses the spec of each case and checks its diagnostics.
+func checkParse(t *testing.T, cases []diagCase) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			_, got := Parse("hooks.yaml", []byte(tt.src))
+			checkDiags(t, got, tt.want)
+		})
+	}
+}
+
+// TestParseDocumentDiagnostics: the document as a whole, and the keys of
+// its mappings.
+func TestParseDocumentDiagnostics(t *testing.T) {
+	checkParse(t, []diagCase{
 		// The document as a whole.
 		{"empty file", "", []want{{"0:0", "", "empty spec", "apiVersion: hostprov/v1alpha1", Error}}},
 		{"only comments", "# nothing yet\n", []want{{"0:0", "", "empty spec", "kind: Hooks", Error}}},
@@ -106,7 +122,13 @@ func TestParseDiagnostics(t *testing.T) {
 			[]want{{"5:3", "hooks[0].disabled", "kops hook field", "enabled: false", Error}}},
 		{"kops execContainer", header + "- name: a\n  exec: [/bin/true]\n  execContainer: {image: busybox}\n",
 			[]want{{"6:3", "hooks[0].execContainer", "kops hook field", "podman", Error}}},
+	})
+}
 
+// TestParseTypeDiagnostics: values of the wrong type, enumerations and
+// time spans.
+func TestParseTypeDiagnostics(t *testing.T) {
+	checkParse(t, []diagCase{
 		// Types.
 		{"exec as a string", header + "- name: a\n  exec: /bin/echo hi\n",
 			[]want{{"5:9", "hooks[0].exec", "exec must be a list of arguments, not a string", `exec: ["/bin/echo", "hi"], one item per argument`, Error}}},
@@ -174,7 +196,12 @@ func TestParseDiagnostics(t *testing.T) {
 			[]want{{"6:18", "hooks[0].deviceTimeout", "a.timer is a timer", "or drop it", Error}}},
 		{"device timeout of a mask", header + "- name: mnt-lun.mount\n  mask: true\n  deviceTimeout: 5min\n",
 			[]want{{"6:18", "hooks[0].deviceTimeout", "a masked unit never waits for its device", "drop mask: true", Error}}},
+	})
+}
 
+// TestParseValueDiagnostics: the values of env, directives, pre and dropins.
+func TestParseValueDiagnostics(t *testing.T) {
+	checkParse(t, []diagCase{
 		// env.
 		{"env name", header + "- name: a\n  exec: [/bin/true]\n  env: {1A: x, B-C: y, _ok: z}\n", []want{
 			{"6:9", "hooks[0].env.1A", `"1A" is not a valid environment variable name`, "starts with a letter or _", Error},
@@ -231,7 +258,13 @@ func TestParseDiagnostics(t *testing.T) {
 		}},
 		{"dropins is a mapping", header + "- name: kubelet.service\n  dropins: {name: a.conf}\n",
 			[]want{{"5:12", "hooks[0].dropins", "dropins must be a list, not a mapping", "- name: 10-limits.conf", Error}}},
+	})
+}
 
+// TestParseHookDiagnostics: names, control characters, raw manifests,
+// masks and empty hooks.
+func TestParseHookDiagnostics(t *testing.T) {
+	checkParse(t, []diagCase{
 		// Names.
 		{"no name", header + "- exec: [/bin/true]\n", []want{{"4:3", "hooks[0].name", "the hook has no name", "name: create-swapfile", Error}}},
 		{"empty name", header + "- name: ''\n  exec: [/bin/true]\n", []want{{"4:9", "hooks[0].name", "name is empty", "create-swapfile", Error}}},
@@ -298,7 +331,13 @@ func TestParseDiagnostics(t *testing.T) {
 			[]want{{"4:3", "hooks[0]", "hook a has no manifest, exec, directives or dropins", "", Error}}},
 		{"name only, disabled", header + "- name: a\n  enabled: false\n", nil},
 		{"dropins only", header + "- name: kubelet.service\n  dropins: [{name: 10-a.conf, contents: \"[Service]\\nNice=5\\n\"}]\n", nil},
+	})
+}
 
+// TestParseHookFieldsDiagnostics: fields that a unit type or another field
+// makes wrong, anchors, and every problem at once.
+func TestParseHookFieldsDiagnostics(t *testing.T) {
+	checkParse(t, []diagCase{
 		// Service fields on other unit types.
 		{"service fields on a timer", header + "- name: x.timer\n  manifest: OnBootSec=5min\n  exec: [/bin/true]\n  user: root\n", []want{
 			{"6:9", "hooks[0].exec", "exec is a service field; x.timer is a timer", "move exec to a .service hook", Error},
@@ -329,13 +368,7 @@ func TestParseDiagnostics(t *testing.T) {
 			{"8:9", "hooks[1].exec", "not a string", "", Error},
 			{"9:9", "hooks[1].type", "oneshott", "did you mean oneshot?", Error},
 		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, got := Parse("hooks.yaml", []byte(tt.src))
-			checkDiags(t, got, tt.want)
-		})
-	}
+	})
 }
 
 // checkDiags compares diagnostics with what is wanted, in order.

@@ -15,16 +15,134 @@ import (
 	"github.com/hostprov/hostprov/internal/yamlnode"
 )
 
+// fileKind, directoryKind and linkKind are the tables of the fields of
+// an entry of a hook's files, directories and links, in the order they are
+// documented; verificationKind that of a file's verification.
 var (
-	fileFields         = []string{"path", "contents", "local", "source", "verification", "mode", "user", "group", "overwrite"}
-	directoryFields    = []string{"path", "mode", "user", "group"}
-	linkFields         = []string{"path", "target", "hard", "user", "group", "overwrite"}
-	verificationFields = []string{"hash"}
+	fileKind         *kind[File]
+	verificationKind *kind[File]
+	directoryKind    *kind[Directory]
+	linkKind         *kind[Link]
+)
 
-	// storageFields are the hook fields that put things on the machine
-	// besides the unit.
-	storageFields = []string{"files", "directories", "links", "users", "groups"}
+func init() {
+	fileKind = newKind("file", fileFields)
+	fileKind.unknown = unknownStorageField(fileKind)
+	fileKind.check = (*decoder).checkFile
+	verificationKind = newKind("verification", verificationFields)
+	verificationKind.unknown = unknownStorageField(verificationKind)
+	directoryKind = newKind("directory", directoryFields)
+	directoryKind.unknown = unknownStorageField(directoryKind)
+	directoryKind.check = (*decoder).checkDirectory
+	linkKind = newKind("link", linkFields)
+	linkKind.unknown = unknownStorageField(linkKind)
+	linkKind.check = (*decoder).checkLink
+}
 
+var fileFields = []field[File]{
+	{key: "path", typ: "string", decode: func(d *decoder, v value, f *File) { f.Path = d.absPath(v) },
+		encode: func(f *File) *yaml.Node { return yamlnode.Str(f.Path) }},
+	{key: "contents", typ: "string",
+		decode: func(d *decoder, v value, f *File) {
+			d.entry().addSource("contents")
+			if s, ok := d.str(v, true); ok {
+				f.Contents = &s
+			}
+		},
+		encode: func(f *File) *yaml.Node {
+			if f.Contents == nil {
+				return nil
+			}
+			return text(*f.Contents)
+		}},
+	{key: "local", typ: "string",
+		decode: func(d *decoder, v value, f *File) { d.entry().addSource("local"); f.Local = d.localPath(v) },
+		encode: func(f *File) *yaml.Node {
+			if f.Contents != nil {
+				return nil
+			}
+			return strOrNil(f.Local)
+		}},
+	{key: "source", typ: "URL",
+		decode: func(d *decoder, v value, f *File) { d.entry().addSource("source"); f.Source = d.sourceURL(v) },
+		encode: func(f *File) *yaml.Node {
+			if f.Contents != nil || f.Local != "" {
+				return nil
+			}
+			return strOrNil(f.Source)
+		}},
+	{key: "verification", typ: "`{hash: …}`", decode: (*decoder).verification,
+		encode: func(f *File) *yaml.Node {
+			if f.Hash == "" {
+				return nil
+			}
+			return encodeEntry(verificationKind, f)
+		}},
+	modeField("mode", func(f *File) **uint32 { return &f.Mode }, DefaultFileMode),
+	ownerField("user", func(f *File) *string { return &f.User }),
+	ownerField("group", func(f *File) *string { return &f.Group }),
+	flag("overwrite", 0, func(f *File) *bool { return &f.Overwrite }),
+}
+
+var verificationFields = []field[File]{
+	{key: "hash", decode: decodeHash, encode: func(f *File) *yaml.Node { return yamlnode.Str(f.Hash) }},
+}
+
+var directoryFields = []field[Directory]{
+	{key: "path", decode: func(d *decoder, v value, dir *Directory) { dir.Path = d.absPath(v) },
+		encode: func(dir *Directory) *yaml.Node { return yamlnode.Str(dir.Path) }},
+	modeField("mode", func(dir *Directory) **uint32 { return &dir.Mode }, DefaultDirectoryMode),
+	ownerField("user", func(dir *Directory) *string { return &dir.User }),
+	ownerField("group", func(dir *Directory) *string { return &dir.Group }),
+}
+
+var linkFields = []field[Link]{
+	{key: "path", decode: func(d *decoder, v value, l *Link) { l.Path = d.absPath(v) },
+		encode: func(l *Link) *yaml.Node { return yamlnode.Str(l.Path) }},
+	{key: "target", decode: func(d *decoder, v value, l *Link) { d.entry().target = v; l.Target, _ = d.str(v, false) },
+		encode: func(l *Link) *yaml.Node { return yamlnode.Str(l.Target) }},
+	flag("hard", 0, func(l *Link) *bool { return &l.Hard }),
+	linkOwnerField("user", func(l *Link) *string { return &l.User }),
+	linkOwnerField("group", func(l *Link) *string { return &l.Group }),
+	flag("overwrite", 0, func(l *Link) *bool { return &l.Overwrite }),
+}
+
+// addSource records that a file's bytes are given by key.
+func (s *entryState) addSource(key string) {
+	if s.nsources < len(s.sources) {
+		s.sources[s.nsources] = key
+	}
+	s.nsources++
+}
+
+// modeField is the permission bits of a file or directory, def when not
+// given.
+func modeField[T any](key string, at func(*T) **uint32, def uint32) field[T] {
+	return field[T]{key: key, typ: "octal",
+		decode: func(d *decoder, v value, t *T) { *at(t) = d.mode(v, def) },
+		encode: func(t *T) *yaml.Node {
+			if m := *at(t); m != nil {
+				return yamlnode.Mode(*m)
+			}
+			return nil
+		}}
+}
+
+// ownerField is the user or group that owns a file or directory.
+func ownerField[T any](key string, at func(*T) *string) field[T] {
+	return stringField(key, "string", 0, at, (*decoder).owner, ownerNode)
+}
+
+// linkOwnerField is ownerField for a link, whose check needs to know
+// where its owner was written.
+func linkOwnerField(key string, at func(*Link) *string) field[Link] {
+	f := ownerField(key, at)
+	decode := f.decode
+	f.decode = func(d *decoder, v value, l *Link) { decode(d, v, l); d.entry().owner = v }
+	return f
+}
+
+var (
 	hashRE = regexp.MustCompile(`^(sha256-[0-9a-f]{64}|sha512-[0-9a-f]{128})$`)
 	// ownerNameRE is what useradd and systemd-sysusers accept as a user
 	// or group name, give or take the trailing $ of machine accounts.
@@ -32,16 +150,6 @@ var (
 	octalRE     = regexp.MustCompile(`^0o?[0-7]+$`)
 	digitsRE    = regexp.MustCompile(`^[0-9]+$`)
 )
-
-// FileFields, DirectoryFields and LinkFields are the fields of an entry of
-// a hook's files, directories and links, in the order they are documented.
-func FileFields() []string      { return append([]string(nil), fileFields...) }
-func DirectoryFields() []string { return append([]string(nil), directoryFields...) }
-func LinkFields() []string      { return append([]string(nil), linkFields...) }
-
-// StorageFields are the fields of a hook that put files, directories,
-// links, users and groups on the machine.
-func StorageFields() []string { return append([]string(nil), storageFields...) }
 
 // entries decodes a list of mappings at v, calling f for each item that is
 // a mapping. what names an item in messages ("file"), example shows one.
@@ -71,148 +179,59 @@ func (d *decoder) entries(v value, what, example string, f func(i int, item valu
 	}
 }
 
-// files decodes a hook's files.
-func (d *decoder) files(v value) []File {
-	var out []File
-	d.entries(v, "file", "{path: /etc/myapp/config.toml, contents: ...}", func(i int, item value) {
-		var f File
-		var sources []string
-		var hasPath bool
-		d.mapping(item.node, item.path, func(e entry) {
-			switch e.name {
-			case "path":
-				hasPath = true
-				f.Path = d.absPath(e.value)
-			case "contents":
-				sources = append(sources, e.name)
-				if s, ok := d.str(e.value, true); ok {
-					f.Contents = &s
-				}
-			case "local":
-				sources = append(sources, e.name)
-				f.Local = d.localPath(e.value)
-			case "source":
-				sources = append(sources, e.name)
-				f.Source = d.sourceURL(e.value)
-			case "verification":
-				f.Hash = d.verification(e.value)
-			case "mode":
-				f.Mode = d.mode(e.value, DefaultFileMode)
-			case "user":
-				f.User = d.owner(e.value)
-			case "group":
-				f.Group = d.owner(e.value)
-			case "overwrite":
-				f.Overwrite, _ = d.boolean(e.value)
-			default:
-				d.unknownStorageField(e, "file", fileFields)
-			}
-		})
-		if !hasPath {
-			d.add(Error, item.pos, item.path+".path", "the file has no path", "add path: with where the file goes, such as path: /etc/myapp/config.toml")
-		}
-		switch len(sources) {
-		case 0:
-			d.add(Error, item.pos, item.path, "the file has none of contents, local and source",
-				"give its bytes with exactly one of contents: (inline), local: (a file next to the spec) or source: (a URL, with verification.hash)")
-		case 1:
-		default:
-			p := item.path + "." + sources[1]
-			d.add(Error, d.spec.Where(p), p, fmt.Sprintf("the file has both %s and %s", sources[0], sources[1]),
-				"give its bytes with exactly one of contents, local and source: remove the others")
-		}
-		if f.Source != "" && f.Hash == "" && !d.errorPaths[item.path+".verification"] && !d.errorPaths[item.path+".verification.hash"] {
-			p := item.path + ".source"
-			d.add(Error, d.spec.Where(p), p, "a file from a source URL needs verification.hash",
-				"add verification: {hash: sha512-HEX} (sha512sum FILE) or sha256-HEX, so that a changed download is refused")
-		}
-		out = append(out, f)
-	})
-	return out
+// checkFile checks that a file has a path and its bytes from one place.
+func (d *decoder) checkFile(item value, f *File, st *entryState) {
+	if !fileKind.has(st.present, "path") {
+		d.add(Error, item.pos, item.path+".path", "the file has no path", "add path: with where the file goes, such as path: /etc/myapp/config.toml")
+	}
+	switch st.nsources {
+	case 0:
+		d.add(Error, item.pos, item.path, "the file has none of contents, local and source",
+			"give its bytes with exactly one of contents: (inline), local: (a file next to the spec) or source: (a URL, with verification.hash)")
+	case 1:
+	default:
+		p := item.path + "." + st.sources[1]
+		d.add(Error, d.spec.Where(p), p, fmt.Sprintf("the file has both %s and %s", st.sources[0], st.sources[1]),
+			"give its bytes with exactly one of contents, local and source: remove the others")
+	}
+	if f.Source != "" && f.Hash == "" && !d.errorPaths[item.path+".verification"] && !d.errorPaths[item.path+".verification.hash"] {
+		p := item.path + ".source"
+		d.add(Error, d.spec.Where(p), p, "a file from a source URL needs verification.hash",
+			"add verification: {hash: sha512-HEX} (sha512sum FILE) or sha256-HEX, so that a changed download is refused")
+	}
 }
 
-// directories decodes a hook's directories.
-func (d *decoder) directories(v value) []Directory {
-	var out []Directory
-	d.entries(v, "directory", "{path: /var/lib/myapp, mode: 0750}", func(i int, item value) {
-		var dir Directory
-		var hasPath bool
-		d.mapping(item.node, item.path, func(e entry) {
-			switch e.name {
-			case "path":
-				hasPath = true
-				dir.Path = d.absPath(e.value)
-			case "mode":
-				dir.Mode = d.mode(e.value, DefaultDirectoryMode)
-			case "user":
-				dir.User = d.owner(e.value)
-			case "group":
-				dir.Group = d.owner(e.value)
-			default:
-				d.unknownStorageField(e, "directory", directoryFields)
-			}
-		})
-		if !hasPath {
-			d.add(Error, item.pos, item.path+".path", "the directory has no path", "add path:, such as path: /var/lib/myapp")
-		}
-		out = append(out, dir)
-	})
-	return out
+// checkDirectory checks that a directory has a path.
+func (d *decoder) checkDirectory(item value, _ *Directory, st *entryState) {
+	if !directoryKind.has(st.present, "path") {
+		d.add(Error, item.pos, item.path+".path", "the directory has no path", "add path:, such as path: /var/lib/myapp")
+	}
 }
 
-// links decodes a hook's links.
-func (d *decoder) links(v value) []Link {
-	var out []Link
-	d.entries(v, "link", "{path: /etc/myapp/current, target: /opt/myapp/v2}", func(i int, item value) {
-		var l Link
-		var hasPath, hasTarget bool
-		var targetValue, ownerValue value
-		d.mapping(item.node, item.path, func(e entry) {
-			switch e.name {
-			case "path":
-				hasPath = true
-				l.Path = d.absPath(e.value)
-			case "target":
-				hasTarget = true
-				targetValue = e.value
-				l.Target, _ = d.str(e.value, false)
-			case "hard":
-				l.Hard, _ = d.boolean(e.value)
-			case "user":
-				l.User = d.owner(e.value)
-				ownerValue = e.value
-			case "group":
-				l.Group = d.owner(e.value)
-				ownerValue = e.value
-			case "overwrite":
-				l.Overwrite, _ = d.boolean(e.value)
-			default:
-				d.unknownStorageField(e, "link", linkFields)
-			}
-		})
-		if l.Hard && (l.User != "" || l.Group != "") {
-			d.add(Error, ownerValue.pos, ownerValue.path, "a hard link has no owner of its own: it is another name of its target, whose owner it shares",
-				"give the owner to the target's file entry, or drop hard: true for a symbolic link")
-		}
-		if !hasPath {
-			d.add(Error, item.pos, item.path+".path", "the link has no path", "add path: with where the link is, such as path: /etc/myapp/current")
-		}
-		switch {
-		case !hasTarget:
-			d.add(Error, item.pos, item.path+".target", "the link has no target", "add target: with what the link points to")
-		case d.errorPaths[targetValue.path]:
-		case l.Target == "":
-			d.add(Error, targetValue.pos, targetValue.path, "the link's target is empty", "write what the link points to")
-		case l.Hard && !path.IsAbs(l.Target):
-			d.add(Error, targetValue.pos, targetValue.path, fmt.Sprintf("a hard link's target must be an absolute path, not %q", l.Target),
-				"write the target's absolute path, or drop hard: true for a symbolic link, whose target may be relative")
-		case l.Hard && path.Clean(l.Target) != l.Target:
-			d.add(Error, targetValue.pos, targetValue.path, fmt.Sprintf("target %q is not a normalised path", l.Target),
-				fmt.Sprintf("write %s", path.Clean(l.Target)))
-		}
-		out = append(out, l)
-	})
-	return out
+// checkLink checks that a link has a path and a target, one that a hard
+// link can have, and no owner of its own when it is hard.
+func (d *decoder) checkLink(item value, l *Link, st *entryState) {
+	if l.Hard && (l.User != "" || l.Group != "") {
+		d.add(Error, st.owner.pos, st.owner.path, "a hard link has no owner of its own: it is another name of its target, whose owner it shares",
+			"give the owner to the target's file entry, or drop hard: true for a symbolic link")
+	}
+	if !linkKind.has(st.present, "path") {
+		d.add(Error, item.pos, item.path+".path", "the link has no path", "add path: with where the link is, such as path: /etc/myapp/current")
+	}
+	target := st.target
+	switch {
+	case !linkKind.has(st.present, "target"):
+		d.add(Error, item.pos, item.path+".target", "the link has no target", "add target: with what the link points to")
+	case d.errorPaths[target.path]:
+	case l.Target == "":
+		d.add(Error, target.pos, target.path, "the link's target is empty", "write what the link points to")
+	case l.Hard && !path.IsAbs(l.Target):
+		d.add(Error, target.pos, target.path, fmt.Sprintf("a hard link's target must be an absolute path, not %q", l.Target),
+			"write the target's absolute path, or drop hard: true for a symbolic link, whose target may be relative")
+	case l.Hard && path.Clean(l.Target) != l.Target:
+		d.add(Error, target.pos, target.path, fmt.Sprintf("target %q is not a normalised path", l.Target),
+			fmt.Sprintf("write %s", path.Clean(l.Target)))
+	}
 }
 
 // absPath decodes the path of a file, directory or link: absolute,
@@ -301,47 +320,40 @@ func (d *decoder) sourceURL(v value) string {
 	return ""
 }
 
-// verification decodes verification: {hash: ...}.
-func (d *decoder) verification(v value) string {
+// verification decodes a file's verification: {hash: ...}.
+func (d *decoder) verification(v value, f *File) {
 	n := v.node
 	switch {
 	case isNull(n):
 		d.noValue(v, "write verification: {hash: sha512-HEX}, or remove the line")
-		return ""
+		return
 	case n.Kind != yaml.MappingNode:
 		d.add(Error, v.pos, v.path, fmt.Sprintf("verification must be a mapping, not %s", yamlnode.KindName(n)),
 			"write verification: {hash: sha512-HEX}")
-		return ""
+		return
 	}
-	var hash string
-	var has bool
-	d.mapping(n, v.path, func(e entry) {
-		switch e.name {
-		case "hash":
-			has = true
-			s, ok := d.str(e.value, false)
-			if !ok {
-				return
-			}
-			if !hashRE.MatchString(s) {
-				hint := "write sha512- or sha256- and the digest in lower-case hex, as sha512sum or sha256sum print it"
-				if alg, hex, ok := strings.Cut(s, "-"); ok && (alg == "sha256" || alg == "sha512") && strings.ToLower(hex) != hex {
-					hint = "write the digest in lower-case hex: " + alg + "-" + strings.ToLower(hex)
-				} else if len(s) == 64 || len(s) == 128 {
-					hint = fmt.Sprintf("name the algorithm: sha%d-%s", map[int]int{64: 256, 128: 512}[len(s)], s)
-				}
-				d.add(Error, e.value.pos, e.value.path, fmt.Sprintf("%q is not a sha256- or sha512- hash", s), hint)
-				return
-			}
-			hash = s
-		default:
-			d.unknownStorageField(e, "verification", verificationFields)
-		}
-	})
-	if !has {
+	if st := decodeEntry(d, verificationKind, v, f); !verificationKind.has(st.present, "hash") {
 		d.add(Error, v.pos, v.path+".hash", "verification has no hash", "write verification: {hash: sha512-HEX}")
 	}
-	return hash
+}
+
+// decodeHash decodes verification.hash into f.Hash, when it is one.
+func decodeHash(d *decoder, v value, f *File) {
+	s, ok := d.str(v, false)
+	if !ok {
+		return
+	}
+	if !hashRE.MatchString(s) {
+		hint := "write sha512- or sha256- and the digest in lower-case hex, as sha512sum or sha256sum print it"
+		if alg, hex, ok := strings.Cut(s, "-"); ok && (alg == "sha256" || alg == "sha512") && strings.ToLower(hex) != hex {
+			hint = "write the digest in lower-case hex: " + alg + "-" + strings.ToLower(hex)
+		} else if len(s) == 64 || len(s) == 128 {
+			hint = fmt.Sprintf("name the algorithm: sha%d-%s", map[int]int{64: 256, 128: 512}[len(s)], s)
+		}
+		d.add(Error, v.pos, v.path, fmt.Sprintf("%q is not a sha256- or sha512- hash", s), hint)
+		return
+	}
+	f.Hash = s
 }
 
 // mode decodes permission bits written in octal: 0644, "0644" or 0o644.
@@ -435,7 +447,13 @@ func OwnerProblem(s string) string {
 	return ""
 }
 
-func (d *decoder) unknownStorageField(e entry, where string, known []string) {
+// unknownStorageField reports a key that is not a field of an entry of
+// kind k, which is of a hook's storage or accounts.
+func unknownStorageField[T any](k *kind[T]) func(d *decoder, e entry) {
+	return func(d *decoder, e entry) { d.unknownEntryField(e, k.name, k.keys) }
+}
+
+func (d *decoder) unknownEntryField(e entry, where string, known []string) {
 	hint := "the fields of a " + where + " entry are " + strings.Join(known, ", ")
 	if s := suggest.Closest(e.name, known); s != "" {
 		hint = "did you mean " + s + "?"

@@ -14,12 +14,10 @@ var (
 	sha512Empty = "sha512-cf83e1357eefb8bdf1542850d66d8007d620e4050b5715dc83f4a921d36ce9ce47d0d13c5d85f2b0ff8318d2877eec2f63b931bd47417a81a538327af927da3e"
 )
 
+// TestParseStorageDiagnostics: the paths, bytes and modes of files,
+// directories and links.
 func TestParseStorageDiagnostics(t *testing.T) {
-	tests := []struct {
-		name string
-		src  string
-		want []want
-	}{
+	checkParse(t, []diagCase{
 		{"valid", svc + "  files:\n" +
 			"    - {path: /etc/a.conf, contents: \"x\\n\", mode: 0600, user: app, group: 0, overwrite: true}\n" +
 			"    - {path: /etc/b.conf, local: b.conf, mode: \"0640\"}\n" +
@@ -81,7 +79,13 @@ func TestParseStorageDiagnostics(t *testing.T) {
 			[]want{{"6:35", "hooks[0].files[0].mode", "mode has no value", "0644", Error}}},
 		{"mode too large", svc + "  directories: [{path: /a, mode: 017777}]\n",
 			[]want{{"6:34", "hooks[0].directories[0].mode", "more than 07777", "", Error}}},
+	})
+}
 
+// TestParseStorageEntryDiagnostics: owners, links, paths claimed twice,
+// mistaken fields, and every problem of entries at once.
+func TestParseStorageEntryDiagnostics(t *testing.T) {
+	checkParse(t, []diagCase{
 		// Owners.
 		{"bad user", svc + "  files: [{path: /etc/a, contents: x, user: \"my app\"}]\n",
 			[]want{{"6:45", "hooks[0].files[0].user", "not a valid name", "", Error}}},
@@ -127,13 +131,7 @@ func TestParseStorageDiagnostics(t *testing.T) {
 			{"8:26", "hooks[0].files[1].source", "needs verification.hash", "", Error},
 			{"9:11", "hooks[0].links[0].target", "no target", "", Error},
 		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, got := Parse("hooks.yaml", []byte(tt.src))
-			checkDiags(t, got, tt.want)
-		})
-	}
+	})
 }
 
 // The fields decode to what they say, with the defaults of mode applied

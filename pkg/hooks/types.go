@@ -211,9 +211,6 @@ func (h *Hook) NeedsDrain() bool {
 	return h.Disruption == DisruptionDrain || h.Disruption == DisruptionReboot
 }
 
-// NeedsReboot reports whether the hook needs a reboot after it changed.
-func (h *Hook) NeedsReboot() bool { return h.Disruption == DisruptionReboot }
-
 // Dropin is a drop-in file for a hook's unit.
 type Dropin struct {
 	// Name is the file name inside NAME.d/; it ends in ".conf".
@@ -239,16 +236,16 @@ func (h *Hook) HasStorage() bool {
 // Generated reports whether the hook is of the generated kind: whether
 // any field that makes unit content is set, so that the hook renders to a
 // unit file of its own. A hook that is not raw and not generated only adds
-// drop-ins to, enables or masks a unit of the machine. ExpandEnv and
-// Specifiers only change how other fields are written. A field added to
-// Hook that makes unit content belongs here.
+// drop-ins to, enables or masks a unit of the machine. The fields that
+// make unit content are those of the schema's role content.
 func (h *Hook) Generated() bool {
-	return h.Manifest != "" || len(h.Exec) > 0 || len(h.Pre) > 0 || len(h.Steps) > 0 || len(h.Directives) > 0 ||
-		h.Description != "" || len(h.Requires)+len(h.Wants)+len(h.Before)+len(h.After) > 0 || h.WantedBy != nil ||
-		h.Type != "" || len(h.Env) > 0 || h.EnvironmentFile != "" || h.WorkingDirectory != "" ||
-		h.User != "" || h.Group != "" || h.Restart != "" || h.RestartSec != "" ||
-		h.TimeoutStartSec != "" || h.TimeoutStopSec != "" || h.RemainAfterExit != nil ||
-		h.StateDirectory != "" || h.LogsDirectory != "" || h.ConfigurationDirectory != ""
+	for _, f := range hookKind.fields {
+		// A field is encoded exactly when it is set.
+		if f.roles&content != 0 && f.encode(h) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // File is an entry of a hook's files: a file the hook needs on the
