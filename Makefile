@@ -94,17 +94,18 @@ bench-butane:
 	bin/benchbutane -n '$(BENCH_HOOKS)' -runs $(BENCH_RUNS)
 
 # hostprov on Kubernetes at fleet scale, on production's API path: the
-# controller (its own token, leader election, the webhook) and agents (each
-# its own pod-bound token, held by the admission policies; fake systemd,
-# real watches and clients) in one process against a real API server and
-# etcd with deploy/ installed (make tools builds kube-apiserver; etcd is
-# Debian's etcd-server), for each fleet size of FLEET_NODES (comma-
-# separated). It prints the time from a HostHooks change to its aggregated
-# Complete status, API requests per node per change, webhook calls, policy
-# denials, lease renewals, the request rate at rest, peak memory and the
-# machine's load. See BenchmarkFleet. The default is 1,000 nodes:
-# FLEET_NODES=1000,10000 also runs 10,000, which has not completed a
-# rollout on a shared 2-core machine yet: the controller loses its lease
+# controller (the hostprov binary in its own process: its own token,
+# leader election, the webhook) and agents (each its own pod-bound token,
+# held by the admission policies; fake systemd, real watches and clients;
+# all in the benchmark's process, at a lower CPU priority) against a real
+# API server and etcd with deploy/ installed (make tools builds
+# kube-apiserver; etcd is Debian's etcd-server), for each fleet size of
+# FLEET_NODES (comma-separated). It prints the time from a HostHooks
+# change to its aggregated Complete status, API requests per node per
+# change, webhook calls, policy denials, lease renewals, the request rate
+# at rest, peak memory and the machine's load. See BenchmarkFleet. The
+# default is 1,000 nodes (about a minute); FLEET_NODES=1000,10000 also
+# runs 10,000, which takes some 25 minutes and 13 GB on 2 cores
 # (docs/kubernetes.md, Scale).
 FLEET_NODES ?= 1000
 bench-fleet:
