@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostprov/hostprov/internal/kubetest"
-	"github.com/hostprov/hostprov/internal/rig"
+	"github.com/hostprov/hostprov/internal/systemdtest"
 	"github.com/hostprov/hostprov/internal/testbin"
 	"github.com/hostprov/hostprov/pkg/apis/hostprov/v1alpha1"
 )
@@ -54,7 +54,7 @@ func (s *syncBuffer) String() string {
 // (--root and --systemd-socket, the rig's). It applies an approved
 // HostHooks and reports it, and SIGTERM ends it at once with exit code 0.
 func TestRigAgentCommand(t *testing.T) {
-	r := rig.Start(t)
+	r := systemdtest.Start(t)
 	c := kubetest.Start(t)
 	bin := testbin.Hostprov(t, "kube")
 	c.InstallCRDs(t, "../../deploy/crds")

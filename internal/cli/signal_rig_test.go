@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hostprov/hostprov/internal/rig"
 	"github.com/hostprov/hostprov/internal/sdbus"
+	"github.com/hostprov/hostprov/internal/systemdtest"
 	"github.com/hostprov/hostprov/internal/testbin"
 	"github.com/hostprov/hostprov/pkg/apply"
 )
@@ -26,7 +26,7 @@ import (
 // free; and the next apply must find nothing but the start to retry.
 func TestRigApplySIGTERM(t *testing.T) {
 	t.Parallel()
-	r := rig.Start(t)
+	r := systemdtest.Start(t)
 	bin := testbin.Hostprov(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

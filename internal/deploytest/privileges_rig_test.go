@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostprov/hostprov/internal/kubetest"
-	"github.com/hostprov/hostprov/internal/rig"
+	"github.com/hostprov/hostprov/internal/systemdtest"
 	"github.com/hostprov/hostprov/internal/testbin"
 	"github.com/hostprov/hostprov/pkg/apis/hostprov/v1alpha1"
 )
@@ -50,7 +50,7 @@ const privHash = "$6$hostprovtest$AmKhFLXrNyLI80o/DRjMX/vW3zY3mj6d9JrhyaGfXAUHl6
 // and a user with a password hash, all owned by that user, and reports it
 // Succeeded; the same as any other uid is refused by systemd.
 func TestAgentPrivileges(t *testing.T) {
-	r := rig.Start(t)
+	r := systemdtest.Start(t)
 	c := kubetest.Start(t)
 	c.InstallCRDs(t, filepath.Join(dir, "crds"))
 	cl := c.Client(t)
@@ -113,7 +113,7 @@ func TestAgentPrivileges(t *testing.T) {
 // checkConfined checks that a command run asAgent in the rig r has the
 // manifest's capabilities and no others, and no writable file system but
 // the node's at /host.
-func checkConfined(ctx context.Context, t *testing.T, r *rig.Rig) {
+func checkConfined(ctx context.Context, t *testing.T, r *systemdtest.Rig) {
 	t.Helper()
 	run := func(args ...string) (string, error) {
 		return r.Run(ctx, append(append([]string{}, asAgent...), args...)...)
@@ -140,7 +140,7 @@ func checkConfined(ctx context.Context, t *testing.T, r *rig.Rig) {
 // pid namespaces, as the DaemonSet runs it and asAgent confines it, with a
 // kubeconfig for c. It returns a channel closed when the agent ended, and
 // a function that stops it and logs its output.
-func startAgentInRig(ctx context.Context, t *testing.T, r *rig.Rig, c *kubetest.Cluster, node string) (<-chan struct{}, func()) {
+func startAgentInRig(ctx context.Context, t *testing.T, r *systemdtest.Rig, c *kubetest.Cluster, node string) (<-chan struct{}, func()) {
 	t.Helper()
 	// The agent with the DaemonSet's arguments, a kubeconfig for the
 	// service account's, and no servers of its own (the rig's network is
@@ -191,7 +191,7 @@ func startAgentInRig(ctx context.Context, t *testing.T, r *rig.Rig, c *kubetest.
 // checkPrivApplied checks what the agent applied in the rig r: the unit
 // active and enabled, the file (with contents conf) and the directory
 // owned by the user app of uid, and app's password hash in /etc/shadow.
-func checkPrivApplied(ctx context.Context, t *testing.T, r *rig.Rig, uid int64, conf string) {
+func checkPrivApplied(ctx context.Context, t *testing.T, r *systemdtest.Rig, uid int64, conf string) {
 	t.Helper()
 	p, err := r.Conn.GetUnitPropertiesContext(ctx, "priv-service.service")
 	if err != nil {
@@ -224,7 +224,7 @@ func checkPrivApplied(ctx context.Context, t *testing.T, r *rig.Rig, uid int64, 
 // checkNonRootRefused: root is needed: systemd's private socket refuses
 // any other uid (and the files are root's), so the agent cannot run as
 // the image's non-root user.
-func checkNonRootRefused(ctx context.Context, t *testing.T, r *rig.Rig) {
+func checkNonRootRefused(ctx context.Context, t *testing.T, r *systemdtest.Rig) {
 	t.Helper()
 	// It gets directories of its own to write, so that only systemd can
 	// refuse it.

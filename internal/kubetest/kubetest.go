@@ -40,7 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostprov/hostprov/internal/certs"
-	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/internal/hosttools"
 	"github.com/hostprov/hostprov/internal/testbin"
 )
 
@@ -279,7 +279,7 @@ func binary(t testing.TB, name, missing string) string {
 	if p, err := exec.LookPath(name); err == nil {
 		return p
 	}
-	sdtool.Unavailable(t, "%s", missing)
+	hosttools.Unavailable(t, "%s", missing)
 	return ""
 }
 

@@ -24,7 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/internal/hosttools"
 	"github.com/hostprov/hostprov/internal/testbin"
 )
 
@@ -43,7 +43,7 @@ func TestImage(t *testing.T) {
 		t.Skip("builds hostprov for two platforms; skipped with -short")
 	}
 	if _, err := exec.LookPath("go"); err != nil {
-		sdtool.Unavailable(t, "the go tool is not on PATH: the image test builds hostprov for %d platforms", len(Platforms))
+		hosttools.Unavailable(t, "the go tool is not on PATH: the image test builds hostprov for %d platforms", len(Platforms))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), testbin.BuildLimit)
 	defer cancel()
@@ -98,7 +98,7 @@ func TestImage(t *testing.T) {
 		}
 	}
 	if host.Architecture != runtime.GOARCH || runtime.GOOS != "linux" {
-		sdtool.Unavailable(t, "this machine (%s/%s) runs none of the image's platforms", runtime.GOOS, runtime.GOARCH)
+		hosttools.Unavailable(t, "this machine (%s/%s) runs none of the image's platforms", runtime.GOOS, runtime.GOARCH)
 	}
 	root := extract(t, images[host.String()])
 	checkRoot(t, root)
@@ -152,7 +152,7 @@ func checkRunOnHost(ctx context.Context, t *testing.T, root string, spec Spec) {
 // checks what that user can and cannot write.
 func checkRunAsImage(ctx context.Context, t *testing.T, root string, cf *v1.ConfigFile, spec Spec) {
 	if os.Geteuid() != 0 {
-		sdtool.Unavailable(t, "running the binary chrooted as the image's user needs root")
+		hosttools.Unavailable(t, "running the binary chrooted as the image's user needs root")
 	}
 	uid, gid := imageUser(t, cf.Config.User)
 	if len(cf.Config.Entrypoint) == 0 {

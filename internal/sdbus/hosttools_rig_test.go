@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hostprov/hostprov/internal/rig"
 	"github.com/hostprov/hostprov/internal/sdbus"
+	"github.com/hostprov/hostprov/internal/systemdtest"
 )
 
 // The node's programs, run by the rig's systemd as an agent in a container
@@ -66,9 +66,9 @@ func TestHostTools(t *testing.T) {
 // dialWithStateDir starts a rig and dials its systemd, as an agent in a
 // container does its node's; local is the rig's /var/lib/hostprov, made,
 // as an agent's pod mounts its node's.
-func dialWithStateDir(ctx context.Context, t *testing.T) (r *rig.Rig, m *sdbus.Manager, local string) {
+func dialWithStateDir(ctx context.Context, t *testing.T) (r *systemdtest.Rig, m *sdbus.Manager, local string) {
 	t.Helper()
-	r = rig.Start(t)
+	r = systemdtest.Start(t)
 	m, err := sdbus.Dial(ctx, r.Socket)
 	if err != nil {
 		t.Fatal(err)

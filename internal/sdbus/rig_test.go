@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hostprov/hostprov/internal/rig"
 	"github.com/hostprov/hostprov/internal/sdbus"
+	"github.com/hostprov/hostprov/internal/systemdtest"
 	"github.com/hostprov/hostprov/pkg/apply"
 )
 
@@ -48,7 +48,7 @@ func testContext(t *testing.T) context.Context {
 }
 
 // dial connects a Manager to the rig and has it read the rig's journal.
-func dial(ctx context.Context, t *testing.T, r *rig.Rig) *sdbus.Manager {
+func dial(ctx context.Context, t *testing.T, r *systemdtest.Rig) *sdbus.Manager {
 	t.Helper()
 	m, err := sdbus.Dial(ctx, r.Socket)
 	if err != nil {
@@ -70,7 +70,7 @@ func dial(ctx context.Context, t *testing.T, r *rig.Rig) *sdbus.Manager {
 func TestDialNotRoot(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	r := rig.Start(t)
+	r := systemdtest.Start(t)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +118,7 @@ func TestDialNotRoot(t *testing.T) {
 func TestRefusals(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	r := rig.Start(t)
+	r := systemdtest.Start(t)
 	m := dial(ctx, t, r)
 
 	unit := "[Service]\nType=oneshot\nExecStart=/bin/true\n\n[Install]\nWantedBy=multi-user.target\n"
@@ -206,20 +206,20 @@ func TestJobWaitSystemdGone(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name string
-		gone func(ctx context.Context, r *rig.Rig) error
+		gone func(ctx context.Context, r *systemdtest.Rig) error
 	}{
-		{"daemon-reexec", func(ctx context.Context, r *rig.Rig) error {
+		{"daemon-reexec", func(ctx context.Context, r *systemdtest.Rig) error {
 			_, err := r.Run(ctx, "systemctl", "daemon-reexec")
 			return err
 		}},
-		{"systemd killed", func(ctx context.Context, r *rig.Rig) error {
+		{"systemd killed", func(ctx context.Context, r *systemdtest.Rig) error {
 			return syscall.Kill(r.PID, syscall.SIGKILL)
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := testContext(t)
-			r := rig.Start(t)
+			r := systemdtest.Start(t)
 			m := dial(ctx, t, r)
 			m.JobTimeout = time.Hour
 			if err := r.WriteUnit("slow.service", []byte("[Service]\nType=oneshot\nExecStart=/bin/sleep 30\n")); err != nil {

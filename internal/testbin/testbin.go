@@ -25,7 +25,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/internal/hosttools"
 )
 
 // EnvDir names the directory in which make test has built the variants.
@@ -72,7 +72,7 @@ func Hostprov(t testing.TB, tags ...string) string {
 	}
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		sdtool.Unavailable(t, "the go command is needed to build %s for this test: %v", name, err)
+		hosttools.Unavailable(t, "the go command is needed to build %s for this test: %v", name, err)
 	}
 	root, err := ModuleRoot()
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hostprov/hostprov/internal/rig"
+	"github.com/hostprov/hostprov/internal/systemdtest"
 )
 
 // batchRounds is how many times vs-systemctl-1000 does the job each way.
@@ -70,7 +70,7 @@ date +%s%N
 
 // runByHand copies the units into the rig's /tmp/hand (not timed) and
 // runs handScript.
-func runByHand(ctx context.Context, b *testing.B, r *rig.Rig, units map[string][]byte) byHand {
+func runByHand(ctx context.Context, b *testing.B, r *systemdtest.Rig, units map[string][]byte) byHand {
 	b.Helper()
 	dir := filepath.Join(r.Root, "tmp/hand")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -119,7 +119,7 @@ type cliRun struct {
 
 // runCLI runs hostprov apply of spec in the rig (its binary at
 // /opt/hostprov) and times its phases through its log lines.
-func runCLI(ctx context.Context, b *testing.B, r *rig.Rig, spec string) cliRun {
+func runCLI(ctx context.Context, b *testing.B, r *systemdtest.Rig, spec string) cliRun {
 	b.Helper()
 	if err := os.WriteFile(filepath.Join(r.Root, "root/bench.yaml"), []byte(spec), 0o644); err != nil {
 		b.Fatal(err)
@@ -185,7 +185,7 @@ func benchVsSystemctl(ctx context.Context, b *testing.B, bin string) {
 	for range b.N {
 		for round := range batchRounds {
 			for side := range 2 {
-				r := rig.Start(b)
+				r := systemdtest.Start(b)
 				// No connection of this process stays open: systemd
 				// sends every signal to every connection on its
 				// private socket (see BenchmarkApplyRig).

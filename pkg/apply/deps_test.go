@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/internal/hosttools"
 )
 
 // TestNoOutputFormats checks that apply, and the D-Bus side of it that
@@ -17,7 +17,7 @@ import (
 func TestNoOutputFormats(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		sdtool.Unavailable(t, "no go tool on PATH to list apply's dependencies: %v", err)
+		hosttools.Unavailable(t, "no go tool on PATH to list apply's dependencies: %v", err)
 	}
 	for _, pkg := range []string{"github.com/hostprov/hostprov/pkg/apply", "github.com/hostprov/hostprov/internal/sdbus"} {
 		out, err := exec.Command(goTool, "list", "-deps", pkg).Output()

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hostprov/hostprov/internal/rig"
 	"github.com/hostprov/hostprov/internal/sdbus"
+	"github.com/hostprov/hostprov/internal/systemdtest"
 	"github.com/hostprov/hostprov/internal/testbin"
 	"github.com/hostprov/hostprov/pkg/apply"
 	"github.com/hostprov/hostprov/pkg/compile"
@@ -27,7 +27,7 @@ func rigContext(t testing.TB) context.Context {
 
 // dialRig connects an sdbus.Manager to the rig's systemd, reading the
 // journal of the rig (not of the host) for failed jobs.
-func dialRig(ctx context.Context, t testing.TB, r *rig.Rig) *sdbus.Manager {
+func dialRig(ctx context.Context, t testing.TB, r *systemdtest.Rig) *sdbus.Manager {
 	t.Helper()
 	m, err := rigManager(ctx, r)
 	if err != nil {
@@ -38,7 +38,7 @@ func dialRig(ctx context.Context, t testing.TB, r *rig.Rig) *sdbus.Manager {
 }
 
 // rigManager is dialRig for a caller that closes the Manager itself.
-func rigManager(ctx context.Context, r *rig.Rig) (*sdbus.Manager, error) {
+func rigManager(ctx context.Context, r *systemdtest.Rig) (*sdbus.Manager, error) {
 	m, err := sdbus.Dial(ctx, r.Socket)
 	if err != nil {
 		return nil, err
@@ -61,7 +61,7 @@ func rigStatus(ctx context.Context, t *testing.T, s apply.Systemd, name string) 
 
 // rigRuns counts the lines the lifecycle unit appended to its run log, in
 // the rig's /var/lib.
-func rigRuns(t *testing.T, r *rig.Rig) int {
+func rigRuns(t *testing.T, r *systemdtest.Rig) int {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(r.Root, "var/lib/lifecycle.runs"))
 	if errors.Is(err, os.ErrNotExist) {
@@ -78,14 +78,14 @@ func rigRuns(t *testing.T, r *rig.Rig) int {
 // Systemd.
 type rigNode struct {
 	t    testing.TB
-	r    *rig.Rig
+	r    *systemdtest.Rig
 	m    *sdbus.Manager
 	opts apply.Options
 }
 
 func newRigNode(ctx context.Context, t testing.TB) *rigNode {
 	t.Helper()
-	r := rig.Start(t)
+	r := systemdtest.Start(t)
 	n := &rigNode{t: t, r: r, m: dialRig(ctx, t, r), opts: apply.Options{Root: r.Root}}
 	if err := apply.PrepareDirs(n.opts); err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/internal/hosttools"
 	"github.com/hostprov/hostprov/pkg/apply"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
@@ -23,7 +23,7 @@ import (
 func TestOfflineMatchesSystemctl(t *testing.T) {
 	systemctl, err := exec.LookPath("systemctl")
 	if err != nil {
-		sdtool.Unavailable(t, "systemctl is not installed")
+		hosttools.Unavailable(t, "systemctl is not installed")
 	}
 	specs, _ := filepath.Glob("../../testdata/golden/*.yaml")
 	examples, _ := filepath.Glob("../../examples/*/hostprov.yaml")

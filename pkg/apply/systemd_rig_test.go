@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/hostprov/hostprov/internal/rig"
 	"github.com/hostprov/hostprov/internal/sdbus"
+	"github.com/hostprov/hostprov/internal/systemdtest"
 	"github.com/hostprov/hostprov/pkg/apply"
 )
 
@@ -24,7 +24,7 @@ import (
 func TestSystemdLifecycle(t *testing.T) {
 	t.Parallel()
 	ctx := rigContext(t)
-	r := rig.Start(t)
+	r := systemdtest.Start(t)
 	var s apply.Systemd = dialRig(ctx, t, r)
 	const name = "lifecycle.service"
 	unit := `[Unit]
@@ -65,7 +65,7 @@ WantedBy=multi-user.target
 
 // lifecycleEnable enables name twice: one link, where systemctl enable
 // makes it, then nothing. It returns the link.
-func lifecycleEnable(ctx context.Context, t *testing.T, r *rig.Rig, s apply.Systemd, name string) apply.LinkChange {
+func lifecycleEnable(ctx context.Context, t *testing.T, r *systemdtest.Rig, s apply.Systemd, name string) apply.LinkChange {
 	changes, err := s.Enable(ctx, []string{name})
 	if err != nil {
 		t.Fatalf("Enable: %v", err)
@@ -91,7 +91,7 @@ func lifecycleEnable(ctx context.Context, t *testing.T, r *rig.Rig, s apply.Syst
 // lifecycleStart starts name: the command runs once, the unit stays
 // active (RemainAfterExit); starting it again is a no-op, restarting runs
 // it again.
-func lifecycleStart(ctx context.Context, t *testing.T, r *rig.Rig, s apply.Systemd, name string) {
+func lifecycleStart(ctx context.Context, t *testing.T, r *systemdtest.Rig, s apply.Systemd, name string) {
 	t0 := time.Now()
 	if err := s.Start(ctx, name); err != nil {
 		t.Fatalf("Start: %v", err)
@@ -125,7 +125,7 @@ func lifecycleStart(ctx context.Context, t *testing.T, r *rig.Rig, s apply.Syste
 // lifecycleEdited: an edited file that systemd has not re-read. (While
 // the unit is active: systemd unloads an inactive unit nothing refers to,
 // and loads it afresh from disk when asked about it.)
-func lifecycleEdited(ctx context.Context, t *testing.T, r *rig.Rig, s apply.Systemd, name, unit string) {
+func lifecycleEdited(ctx context.Context, t *testing.T, r *systemdtest.Rig, s apply.Systemd, name, unit string) {
 	if err := r.WriteUnit(name, []byte(strings.Replace(unit, "records its runs", "records its runs, edited", 1))); err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func lifecycleEdited(ctx context.Context, t *testing.T, r *rig.Rig, s apply.Syst
 }
 
 // lifecycleStop stops and disables name, whose enable link is wantLink.
-func lifecycleStop(ctx context.Context, t *testing.T, r *rig.Rig, s apply.Systemd, name string, wantLink apply.LinkChange) {
+func lifecycleStop(ctx context.Context, t *testing.T, r *systemdtest.Rig, s apply.Systemd, name string, wantLink apply.LinkChange) {
 	link := filepath.Join(r.UnitDir, "multi-user.target.wants", name)
 	if err := s.Stop(ctx, name); err != nil {
 		t.Fatalf("Stop: %v", err)
@@ -174,7 +174,7 @@ func lifecycleStop(ctx context.Context, t *testing.T, r *rig.Rig, s apply.System
 func TestSystemdMask(t *testing.T) {
 	t.Parallel()
 	ctx := rigContext(t)
-	r := rig.Start(t)
+	r := systemdtest.Start(t)
 	var s apply.Systemd = dialRig(ctx, t, r)
 	const name = "vendor.service"
 	runtimeDir := filepath.Join(r.Root, "run/systemd/system")
@@ -227,7 +227,7 @@ func TestSystemdMask(t *testing.T) {
 }
 
 // rigWaitJournal waits until a unit's journal has a line.
-func rigWaitJournal(ctx context.Context, t *testing.T, r *rig.Rig, unit, line string) {
+func rigWaitJournal(ctx context.Context, t *testing.T, r *systemdtest.Rig, unit, line string) {
 	t.Helper()
 	for {
 		out, err := r.Run(ctx, "journalctl", "--no-pager", "-o", "cat", "-u", unit)
@@ -251,7 +251,7 @@ func rigWaitJournal(ctx context.Context, t *testing.T, r *rig.Rig, unit, line st
 func TestSystemdFailedStart(t *testing.T) {
 	t.Parallel()
 	ctx := rigContext(t)
-	r := rig.Start(t)
+	r := systemdtest.Start(t)
 	var s apply.Systemd = dialRig(ctx, t, r)
 	units := map[string]string{
 		"false.service": "[Service]\nType=oneshot\nExecStart=/bin/false\n",

@@ -17,7 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/hostprov/hostprov/internal/corpus"
-	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/internal/hosttools"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/importer"
@@ -119,7 +119,7 @@ json.dump(out, sys.stdout, default=str)
 // original it accepts of the round trip. A corpus file import refuses
 // must be refused with an error at a place in it.
 func TestCloudConfigRoundTrip(t *testing.T) {
-	py := sdtool.CloudInitPython(t)
+	py := hosttools.CloudInitPython(t)
 	inputs := []string{filepath.Join("testdata", "in", "web.cloud-config.yaml")}
 	shared, _ := filepath.Glob(filepath.Join(corpus.Path("cloudinit"), "*"))
 	inputs = append(inputs, shared...)
@@ -169,7 +169,7 @@ func TestCloudConfigRoundTrip(t *testing.T) {
 			}
 			in, _ := json.Marshal([]string{string(body), string(out)})
 			var both []map[string]any
-			if err := json.Unmarshal(sdtool.RunPython(t, py, pyCloudConfig, in), &both); err != nil {
+			if err := json.Unmarshal(hosttools.RunPython(t, py, pyCloudConfig, in), &both); err != nil {
 				t.Fatal(err)
 			}
 			want, got := both[0], both[1]
@@ -219,7 +219,7 @@ func schemaValid(t *testing.T, doc []byte) bool {
 // passes without a word. What cloud-init applies is asked of its own
 // write_files code.
 func TestCloudConfigIntegerPermissions(t *testing.T) {
-	py := sdtool.CloudInitPython(t)
+	py := hosttools.CloudInitPython(t)
 	data := "#cloud-config\nwrite_files:\n" +
 		"  - {path: /etc/int, content: x, permissions: 600}\n" +
 		"  - {path: /etc/quoted, content: x, permissions: '600'}\n" +
@@ -227,7 +227,7 @@ func TestCloudConfigIntegerPermissions(t *testing.T) {
 		"  - {path: /etc/decimal, content: x, permissions: 384}\n"
 	in, _ := json.Marshal([]string{data})
 	var cc []ccData
-	if err := json.Unmarshal(sdtool.RunPython(t, py, pyFiles, in), &cc); err != nil {
+	if err := json.Unmarshal(hosttools.RunPython(t, py, pyFiles, in), &cc); err != nil {
 		t.Fatal(err)
 	}
 	res, diags := importer.Import(importer.Input{Name: "perm.cfg", Data: []byte(data)})

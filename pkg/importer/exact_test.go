@@ -9,7 +9,7 @@ import (
 	butanecommon "github.com/coreos/butane/config/common"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/internal/hosttools"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/importer"
@@ -130,7 +130,7 @@ func translate(t *testing.T, bu []byte) []byte {
 // word); import, render --format cloud-init --merge of the leftovers is
 // the cloud-config as cloud-init reads both.
 func TestCloudConfigOwnGroup(t *testing.T) {
-	py := sdtool.CloudInitPython(t)
+	py := hosttools.CloudInitPython(t)
 	data := "#cloud-config\ngroups:\n  - app\n  - ops: [root]\n    web:\nusers:\n  - name: app\n    uid: 1000\n  - name: web\n  - name: db\n    primary_group: ops\n"
 	res, diags := importer.Import(importer.Input{Name: "own.cfg", Data: []byte(data)})
 	if res == nil {
@@ -158,7 +158,7 @@ func TestCloudConfigOwnGroup(t *testing.T) {
 	}
 	in, _ := json.Marshal([]string{data, string(out)})
 	var both []map[string]any
-	if err := json.Unmarshal(sdtool.RunPython(t, py, pyCloudConfig, in), &both); err != nil {
+	if err := json.Unmarshal(hosttools.RunPython(t, py, pyCloudConfig, in), &both); err != nil {
 		t.Fatal(err)
 	}
 	delete(both[1]["users"].(map[string]any), "default")

@@ -18,7 +18,7 @@ import (
 	vjson "github.com/coreos/vcontext/json"
 	"github.com/coreos/vcontext/report"
 
-	"github.com/hostprov/hostprov/internal/vreport"
+	"github.com/hostprov/hostprov/internal/configreport"
 	"github.com/hostprov/hostprov/pkg/hooks"
 )
 
@@ -224,7 +224,7 @@ func jsonErrPos(file string, raw []byte) hooks.Position {
 // reportDiags turns an Ignition or Butane report into diagnostics at
 // their markers.
 func reportDiags(rpt report.Report, at func(int64, int64) hooks.Position, tool string) hooks.Diagnostics {
-	return vreport.Diagnostics(rpt, at, tool, tool+" says so of the config on its own; check it with "+strings.ToLower(tool)+"-validate or butane --strict")
+	return configreport.Diagnostics(rpt, at, tool, tool+" says so of the config on its own; check it with "+strings.ToLower(tool)+"-validate or butane --strict")
 }
 
 // prune removes empty objects, lists and nulls, as Ignition's types
@@ -295,7 +295,7 @@ func (im *ignImporter) drop(entry []any, field []any, msg, hint string) {
 	im.diags = append(im.diags, warn(im.loc.at(at...), jsonPath(entry), Leftovers+msg, hint))
 }
 
-func jsonPath(p []any) string { return vreport.Join(p) }
+func jsonPath(p []any) string { return configreport.Join(p) }
 
 // keptOutHints say, for each part of an Ignition config that hostprov has
 // no equivalent of, why and what to do instead.

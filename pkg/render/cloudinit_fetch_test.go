@@ -14,7 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/internal/hosttools"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
@@ -147,7 +147,7 @@ hooks:
 `), 0o644)
 	fetcher, runcmd, _ := cloudInitRun(t, spec, dir)
 	if _, err := exec.LookPath("sh"); err != nil {
-		sdtool.Unavailable(t, "sh not found (cloud-init runs runcmd with sh)")
+		hosttools.Unavailable(t, "sh not found (cloud-init runs runcmd with sh)")
 	}
 	// systemctl records its arguments, one call a line.
 	bin := filepath.Join(dir, "bin")
@@ -228,7 +228,7 @@ hooks:
 func cloudInitRun(t *testing.T, path, dir string) (fetcher string, runcmd [][]string, ci []byte) {
 	t.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
-		sdtool.Unavailable(t, "python3 not found (cloud-init's own language; Debian package python3)")
+		hosttools.Unavailable(t, "python3 not found (cloud-init's own language; Debian package python3)")
 	}
 	r := rendertest.BuildAll(t, path)
 	ci, err := render.CloudInit(r.Units, render.CloudInitOptions{Storage: r.Storage})

@@ -10,7 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/internal/hosttools"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
 )
@@ -85,13 +85,13 @@ func TestCloudInitCompressesLargeFiles(t *testing.T) {
 	}
 
 	// cloud-init's own code writes them.
-	py := sdtool.CloudInitPython(t)
+	py := hosttools.CloudInitPython(t)
 	if os.Getuid() != 0 {
-		sdtool.Unavailable(t, "needs root to give files to their owners as cloud-init does")
+		hosttools.Unavailable(t, "needs root to give files to their owners as cloud-init does")
 	}
 	root := filepath.Join(dir, "root")
 	in, _ := json.Marshal(map[string]any{"files": files, "root": root})
-	sdtool.RunPython(t, py, pyRunWriteFiles, in)
+	hosttools.RunPython(t, py, pyRunWriteFiles, in)
 	for p, data := range map[string][]byte{"/etc/app/big.conf": []byte(big.String()), "/etc/app/small.conf": []byte("debug = false\n"), "/etc/app/noise.bin": noise} {
 		got, err := os.ReadFile(filepath.Join(root, p))
 		if err != nil {

@@ -12,7 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/internal/hosttools"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
 )
@@ -36,9 +36,9 @@ w.write_files("write_files", doc["files"], "root:root")
 // output's runcmd have run, whether owned by root, by id, or downloaded
 // by the fetch script. Needs root, as cloud-init does, for the owners.
 func TestCloudInitKeepsSetID(t *testing.T) {
-	py := sdtool.CloudInitPython(t)
+	py := hosttools.CloudInitPython(t)
 	if os.Getuid() != 0 {
-		sdtool.Unavailable(t, "needs root to give files to their owners as cloud-init does")
+		hosttools.Unavailable(t, "needs root to give files to their owners as cloud-init does")
 	}
 	dir := t.TempDir()
 	// The download's hash is that of no bytes, which the server sends.
@@ -84,7 +84,7 @@ func TestCloudInitKeepsSetID(t *testing.T) {
 		}
 	}
 	in, _ := json.Marshal(map[string]any{"files": files, "root": root})
-	sdtool.RunPython(t, py, pyRunWriteFiles, in)
+	hosttools.RunPython(t, py, pyRunWriteFiles, in)
 
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer srv.Close()

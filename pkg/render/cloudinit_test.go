@@ -22,7 +22,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/hostprov/hostprov/internal/golden"
-	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/internal/hosttools"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
 	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
@@ -280,7 +280,7 @@ func pyFiles(t *testing.T, py string, doc []byte) (map[string]string, [][]string
 		Files  map[string]string
 		Runcmd [][]string
 	}
-	if err := json.Unmarshal(sdtool.RunPython(t, py, pyWriteFiles, doc), &res); err != nil {
+	if err := json.Unmarshal(hosttools.RunPython(t, py, pyWriteFiles, doc), &res); err != nil {
 		t.Fatal(err)
 	}
 	files := map[string]string{}
@@ -298,7 +298,7 @@ func pyFiles(t *testing.T, py string, doc []byte) (map[string]string, [][]string
 // with cloud-init's own YAML parser: the files it would write hold the
 // units' bytes, and runcmd is the argument lists hostprov wrote.
 func TestCloudInitPyYAML(t *testing.T) {
-	py := sdtool.CloudInitPython(t)
+	py := hosttools.CloudInitPython(t)
 	cases := map[string][]compile.Unit{"tricky": rendertest.TrickyUnits()}
 	for name, path := range rendertest.GoldenSpecs(t) {
 		cases[name] = rendertest.Build(t, path)
@@ -326,7 +326,7 @@ func TestCloudInitPyYAML(t *testing.T) {
 // that. Anything but the one line counts as a failure.
 func TestCloudInitSchema(t *testing.T) {
 	if _, err := exec.LookPath("cloud-init"); err != nil {
-		sdtool.Unavailable(t, "cloud-init not found (Debian package cloud-init)")
+		hosttools.Unavailable(t, "cloud-init not found (Debian package cloud-init)")
 	}
 	dir := t.TempDir()
 	for name, path := range rendertest.GoldenSpecs(t) {
@@ -347,7 +347,7 @@ func TestCloudInitSchema(t *testing.T) {
 // document cloud-init refuses, and one with a deprecated key.
 func TestCloudInitSchemaFails(t *testing.T) {
 	if _, err := exec.LookPath("cloud-init"); err != nil {
-		sdtool.Unavailable(t, "cloud-init not found (Debian package cloud-init)")
+		hosttools.Unavailable(t, "cloud-init not found (Debian package cloud-init)")
 	}
 	for name, doc := range map[string]string{
 		"invalid":    "#cloud-config\nwrite_files:\n- path: /x\n  permissions: 0644\n",
@@ -467,7 +467,7 @@ json.dump(parts, sys.stdout)
 // user-data code: it finds one text/cloud-config part holding exactly the
 // document, non-ASCII text included.
 func TestCloudInitMIMEPython(t *testing.T) {
-	py := sdtool.CloudInitPython(t)
+	py := hosttools.CloudInitPython(t)
 	for name, us := range map[string][]compile.Unit{
 		"swap":   rendertest.Build(t, filepath.Join("..", "..", "examples", "swap", "hostprov.yaml")),
 		"tricky": rendertest.TrickyUnits(),
@@ -479,7 +479,7 @@ func TestCloudInitMIMEPython(t *testing.T) {
 				t.Fatal(err)
 			}
 			var parts [][2]string
-			if err := json.Unmarshal(sdtool.RunPython(t, py, pyMIME, msg), &parts); err != nil {
+			if err := json.Unmarshal(hosttools.RunPython(t, py, pyMIME, msg), &parts); err != nil {
 				t.Fatal(err)
 			}
 			if len(parts) != 1 || parts[0][0] != "text/cloud-config" {

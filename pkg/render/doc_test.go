@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/internal/hosttools"
 )
 
 // TestOutputsAreRooms holds the layout doc.go describes: every package
@@ -17,7 +17,7 @@ import (
 func TestOutputsAreRooms(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		sdtool.Unavailable(t, "no go tool on PATH to list the outputs' dependencies: %v", err)
+		hosttools.Unavailable(t, "no go tool on PATH to list the outputs' dependencies: %v", err)
 	}
 	out, err := exec.Command(goTool, "list", "-f", "{{.ImportPath}} {{join .Deps \" \"}}", "./...").Output()
 	if err != nil {

@@ -15,8 +15,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/hostprov/hostprov/internal/rig"
-	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/internal/hosttools"
+	"github.com/hostprov/hostprov/internal/systemdtest"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
 	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
@@ -43,7 +43,7 @@ func ignitionApplyTool(t testing.TB) string {
 	if p, err := exec.LookPath("ignition-apply"); err == nil {
 		return p
 	}
-	sdtool.Unavailable(t, "ignition-apply not built: run make tools")
+	hosttools.Unavailable(t, "ignition-apply not built: run make tools")
 	return ""
 }
 
@@ -53,7 +53,7 @@ func ignitionApplyTool(t testing.TB) string {
 // (/run/systemd/private) whenever a preset names a template or an instance,
 // and fails without it.
 type ignitionMachine struct {
-	r    *rig.Rig
+	r    *systemdtest.Rig
 	tool string // the tool's path inside the rig
 	seq  atomic.Int64
 }
@@ -62,7 +62,7 @@ type ignitionMachine struct {
 func newIgnitionMachine(t testing.TB) *ignitionMachine {
 	t.Helper()
 	tool := ignitionApplyTool(t)
-	r := rig.Start(t)
+	r := systemdtest.Start(t)
 	m := &ignitionMachine{r: r, tool: "/var/lib/hostprov-tools/ignition-apply"}
 	if err := r.Install(tool, m.tool); err != nil {
 		t.Fatal(err)
@@ -247,7 +247,7 @@ func enableLinks(t *testing.T, u compile.Unit) []string {
 //     the preset file as enable or disable, as the spec says.
 func TestIgnitionApplyGoldens(t *testing.T) {
 	if _, err := exec.LookPath("systemctl"); err != nil {
-		sdtool.Unavailable(t, "systemctl not found (Debian package systemd)")
+		hosttools.Unavailable(t, "systemctl not found (Debian package systemd)")
 	}
 	m := newIgnitionMachine(t)
 	for name, path := range rendertest.GoldenSpecs(t) {

@@ -23,7 +23,7 @@ import (
 	"github.com/coreos/vcontext/report"
 	"gopkg.in/yaml.v3"
 
-	"github.com/hostprov/hostprov/internal/vreport"
+	"github.com/hostprov/hostprov/internal/configreport"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 )
@@ -313,7 +313,7 @@ func yamlAt(n *yaml.Node, p ...any) *yaml.Node {
 // reportDiags turns an Ignition or Butane report into diagnostics at their
 // markers.
 func reportDiags(rpt report.Report, at func(int64, int64) hooks.Position, tool string) hooks.Diagnostics {
-	return vreport.Diagnostics(rpt, at, tool, "fix your config: "+tool+" says so of it on its own, without hostprov's units")
+	return configreport.Diagnostics(rpt, at, tool, "fix your config: "+tool+" says so of it on its own, without hostprov's units")
 }
 
 // prunedJSON marshals an Ignition config without empty objects, lists and

@@ -18,7 +18,7 @@ import (
 	v34 "github.com/coreos/ignition/v2/config/v3_4"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/internal/hosttools"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
@@ -363,7 +363,7 @@ func TestMergeUnderClashes(t *testing.T) {
 // fails the first boot.
 func TestMergeClashesIgnitionApply(t *testing.T) {
 	if _, err := exec.LookPath("systemctl"); err != nil {
-		sdtool.Unavailable(t, "systemctl not found (Debian package systemd)")
+		hosttools.Unavailable(t, "systemctl not found (Debian package systemd)")
 	}
 	m := newIgnitionMachine(t)
 	ignitionMerge := func(t *testing.T, spec string, f render.MergeFile) []byte {

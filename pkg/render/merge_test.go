@@ -20,7 +20,7 @@ import (
 
 	"github.com/hostprov/hostprov/internal/corpus"
 	"github.com/hostprov/hostprov/internal/golden"
-	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/internal/hosttools"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
@@ -318,7 +318,7 @@ func corpusButane(t *testing.T) map[string]render.MergeFile {
 func corpusCloudConfigs(t *testing.T) map[string]render.MergeFile {
 	t.Helper()
 	if _, err := exec.LookPath("cloud-init"); err != nil {
-		sdtool.Unavailable(t, "cloud-init not found (Debian package cloud-init)")
+		hosttools.Unavailable(t, "cloud-init not found (Debian package cloud-init)")
 	}
 	dir := corpus.Path("cloudinit")
 	paths, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
@@ -387,7 +387,7 @@ func checkIgnitionValid(t *testing.T, version string, out []byte) {
 func checkCloudInitSchema(t *testing.T, doc []byte) {
 	t.Helper()
 	if _, err := exec.LookPath("cloud-init"); err != nil {
-		sdtool.Unavailable(t, "cloud-init not found (Debian package cloud-init)")
+		hosttools.Unavailable(t, "cloud-init not found (Debian package cloud-init)")
 	}
 	file := filepath.Join(t.TempDir(), "merged.yaml")
 	if err := os.WriteFile(file, doc, 0o644); err != nil {
@@ -406,7 +406,7 @@ func checkCloudInitSchema(t *testing.T, doc []byte) {
 // validation.)
 func TestMergeIgnitionApply(t *testing.T) {
 	if _, err := exec.LookPath("systemctl"); err != nil {
-		sdtool.Unavailable(t, "systemctl not found (Debian package systemd)")
+		hosttools.Unavailable(t, "systemctl not found (Debian package systemd)")
 	}
 	us := mergeSpec(t)
 	ign, diags, err := mergeIgnition(us, render.IgnitionOptions{}, []render.MergeFile{mergeFile(t, filepath.Join(mergeDir, "own.ign"))})

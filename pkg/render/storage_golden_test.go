@@ -21,7 +21,7 @@ import (
 	"github.com/vincent-petithory/dataurl"
 
 	"github.com/hostprov/hostprov/internal/golden"
-	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/internal/hosttools"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
@@ -255,7 +255,7 @@ func TestStorageButaneTranslates(t *testing.T) {
 // of files owned by name, which are deferred.
 func TestStorageCloudInitSchema(t *testing.T) {
 	if _, err := exec.LookPath("cloud-init"); err != nil {
-		sdtool.Unavailable(t, "cloud-init not found (Debian package cloud-init)")
+		hosttools.Unavailable(t, "cloud-init not found (Debian package cloud-init)")
 	}
 	named := header + "- name: a\n  exec: [/bin/true]\n  files: [{path: /etc/a, contents: \"a\\n\", user: app, group: app, mode: 0600}]\n"
 	r, diags := compile.BuildAll("named.yaml", []byte(named))

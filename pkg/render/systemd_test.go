@@ -13,8 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"gopkg.in/yaml.v3"
 
-	"github.com/hostprov/hostprov/internal/rig"
-	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/internal/hosttools"
+	"github.com/hostprov/hostprov/internal/systemdtest"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 	"github.com/hostprov/hostprov/pkg/render/unitdir"
@@ -37,7 +37,7 @@ func TestVerifyGoldens(t *testing.T) {
 					names = append(names, u.Name)
 				}
 			}
-			sdtool.Verify(t, dir, names...)
+			hosttools.Verify(t, dir, names...)
 		})
 	}
 }
@@ -121,7 +121,7 @@ func nastyHooks() []nastyHook {
 
 // checkProcesses waits for the start jobs of TestRealSystemd and checks
 // what each process received: the argv of the spec, or the environment.
-func checkProcesses(t *testing.T, r *rig.Rig, hs []nastyHook, jobs map[string]chan string) {
+func checkProcesses(t *testing.T, r *systemdtest.Rig, hs []nastyHook, jobs map[string]chan string) {
 	t.Helper()
 	for _, h := range hs {
 		unit := h.Name + ".service"
@@ -178,7 +178,7 @@ func TestRealSystemd(t *testing.T) {
 		t.Fatalf("%v\n%s", diags, spec)
 	}
 
-	r := rig.Start(t)
+	r := systemdtest.Start(t)
 	if err := unitdir.Write(r.UnitDir, us); err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestRealSystemd(t *testing.T) {
 		// What systemd parsed. D-Bus shows argv before the substitution
 		// systemd makes when it runs the command, where "$$" becomes
 		// "$" (and, with expandEnv, $VAR its value).
-		argvs, err := rig.ExecStartArgv(ctx, r.Conn, unit)
+		argvs, err := systemdtest.ExecStartArgv(ctx, r.Conn, unit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,7 +234,7 @@ func TestRealSystemd(t *testing.T) {
 				t.Errorf("%s: units.SplitExec differs from systemd (-systemd +SplitExec):\n%s", unit, diff)
 			}
 		}
-		got, err := rig.EnvironmentOf(ctx, r.Conn, unit)
+		got, err := systemdtest.EnvironmentOf(ctx, r.Conn, unit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -295,7 +295,7 @@ hooks:
 	if diags.HasErrors(true) {
 		t.Fatal(diags)
 	}
-	r := rig.Start(t)
+	r := systemdtest.Start(t)
 	if err := unitdir.Write(r.UnitDir, us); err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +374,7 @@ func TestRealSystemdExpandEnv(t *testing.T) {
 		t.Fatalf("%v\n%s", diags, spec)
 	}
 
-	r := rig.Start(t)
+	r := systemdtest.Start(t)
 	if err := unitdir.Write(r.UnitDir, us); err != nil {
 		t.Fatal(err)
 	}

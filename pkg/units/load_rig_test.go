@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/hostprov/hostprov/internal/corpus"
-	"github.com/hostprov/hostprov/internal/rig"
+	"github.com/hostprov/hostprov/internal/systemdtest"
 	"github.com/hostprov/hostprov/pkg/units"
 )
 
@@ -183,7 +183,7 @@ func (p props) record(iface string, m map[string]any) {
 // error of asking.
 type props map[string]any
 
-func loadAll(ctx context.Context, t *testing.T, r *rig.Rig, cs []loadCase, text func(loadCase) []byte) []props {
+func loadAll(ctx context.Context, t *testing.T, r *systemdtest.Rig, cs []loadCase, text func(loadCase) []byte) []props {
 	t.Helper()
 	for _, c := range cs {
 		if err := r.WriteUnit(c.file, text(c)); err != nil {
@@ -249,7 +249,7 @@ func TestFormatLoadsTheSame(t *testing.T) {
 		cs = append(cs, c)
 	}
 
-	r := rig.Start(t)
+	r := systemdtest.Start(t)
 	asWritten := func(c loadCase) []byte { return c.data }
 	first := loadAll(ctx, t, r, cs, asWritten)
 	second := loadAll(ctx, t, r, cs, asWritten)
@@ -295,7 +295,7 @@ func TestFormatLoadsTheSame(t *testing.T) {
 func TestCheckExecAgreesWithSystemd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r := rig.Start(t)
+	r := systemdtest.Start(t)
 	for i, c := range units.CheckExecCases {
 		unit := fmt.Sprintf("[Service]\nType=oneshot\nExecStart=/bin/true\nExecStartPost=%s\n", c.Value)
 		if err := r.WriteUnit(fmt.Sprintf("hp-exec%02d.service", i), []byte(unit)); err != nil {
@@ -332,7 +332,7 @@ func TestSplitExecCommandsAgreesWithSystemd(t *testing.T) {
 			values = append(values, c.Value)
 		}
 	}
-	r := rig.Start(t)
+	r := systemdtest.Start(t)
 	for i, v := range values {
 		if err := r.WriteUnit(fmt.Sprintf("hp-split%02d.service", i), []byte("[Service]\nType=oneshot\nExecStart="+v+"\n")); err != nil {
 			t.Fatal(err)
@@ -343,7 +343,7 @@ func TestSplitExecCommandsAgreesWithSystemd(t *testing.T) {
 	}
 	multi := 0
 	for i, v := range values {
-		got, err := rig.ExecStartArgv(ctx, r.Conn, fmt.Sprintf("hp-split%02d.service", i))
+		got, err := systemdtest.ExecStartArgv(ctx, r.Conn, fmt.Sprintf("hp-split%02d.service", i))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/internal/hosttools"
 )
 
 // TestInteractionClassesMatchSystemd reads the directive table of the
@@ -20,7 +20,7 @@ import (
 func TestInteractionClassesMatchSystemd(t *testing.T) {
 	out, err := exec.Command("/usr/lib/systemd/systemd", "--dump-configuration-items").Output()
 	if err != nil {
-		sdtool.Unavailable(t, "systemd --dump-configuration-items: %v", err)
+		hosttools.Unavailable(t, "systemd --dump-configuration-items: %v", err)
 	}
 	kinds := map[string]string{} // "Section.Key" -> kind
 	section := ""

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/hostprov/hostprov/internal/cli"
-	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/internal/hosttools"
 	"github.com/hostprov/hostprov/internal/testbin"
 )
 
@@ -34,11 +34,11 @@ func need(t *testing.T, tools ...string) {
 	t.Helper()
 	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
-			sdtool.Unavailable(t, "%s not found (.ci/setup installs it)", tool)
+			hosttools.Unavailable(t, "%s not found (.ci/setup installs it)", tool)
 		}
 	}
 	if os.Geteuid() != 0 {
-		sdtool.Unavailable(t, "installing packages into a root directory needs root")
+		hosttools.Unavailable(t, "installing packages into a root directory needs root")
 	}
 }
 
@@ -92,7 +92,7 @@ func newDpkgRoot(t *testing.T) string {
 	root := t.TempDir()
 	systemctl, err := exec.LookPath("systemctl")
 	if err != nil {
-		sdtool.Unavailable(t, "systemctl not found (Debian package systemd)")
+		hosttools.Unavailable(t, "systemctl not found (Debian package systemd)")
 	}
 	writeFile(t, filepath.Join(root, "usr/bin/systemctl"), readFile(t, systemctl))
 	if err := os.Chmod(filepath.Join(root, "usr/bin/systemctl"), 0o755); err != nil {
@@ -356,8 +356,8 @@ func testUnitsVerify(t *testing.T, b built) {
 			t.Errorf("the package's %s differs from packaging/systemd/%s", u, u)
 		}
 	}
-	sdtool.CopyStandardUnits(t, dir)
-	sdtool.VerifyRoot(t, dir, units...)
+	hosttools.CopyStandardUnits(t, dir)
+	hosttools.VerifyRoot(t, dir, units...)
 	// The watch and the boot service run exactly the command the brief
 	// of hooks.d promises, with the flags of /etc/default/hostprov.
 	for _, u := range []string{"hostprov-apply.service", "hostprov-reapply.service"} {

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hostprov/hostprov/internal/cli"
-	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/internal/hosttools"
 )
 
 // TestManPages formats every page with groff in its strictest warning mode
@@ -19,7 +19,7 @@ import (
 // escape or a request the writer got wrong shows there.
 func TestManPages(t *testing.T) {
 	if _, err := exec.LookPath("groff"); err != nil {
-		sdtool.Unavailable(t, "groff not found (Debian package groff-base)")
+		hosttools.Unavailable(t, "groff not found (Debian package groff-base)")
 	}
 	pages := manPages(cli.Command(), "0.1.0", date)
 	seen := map[string]bool{}
@@ -105,7 +105,7 @@ func TestSpecManPage(t *testing.T) {
 		t.Errorf("Markdown left in the page:\n%s", page)
 	}
 	if _, err := exec.LookPath("groff"); err != nil {
-		sdtool.Unavailable(t, "groff not found (Debian package groff-base)")
+		hosttools.Unavailable(t, "groff not found (Debian package groff-base)")
 	}
 	groffCheck(t, p)
 }

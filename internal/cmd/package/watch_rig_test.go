@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hostprov/hostprov/internal/rig"
+	"github.com/hostprov/hostprov/internal/systemdtest"
 )
 
 // TestWatchRig boots a real systemd with the package's three units as they
@@ -43,7 +43,7 @@ func TestWatchRig(t *testing.T) {
 type watchRig struct {
 	t     *testing.T
 	ctx   context.Context
-	r     *rig.Rig
+	r     *systemdtest.Rig
 	hooks string // the rig's /etc/hostprov/hooks.d, on the host
 }
 
@@ -51,7 +51,7 @@ type watchRig struct {
 // packaging/systemd, and drop-ins that replace the ExecStart= lines of the
 // apply services with a command that records which unit ran.
 func startWatchRig(ctx context.Context, t *testing.T) *watchRig {
-	r := rig.Start(t)
+	r := systemdtest.Start(t)
 	for _, u := range units {
 		data, err := os.ReadFile(filepath.Join(repoRoot, "packaging/systemd", u))
 		if err != nil {

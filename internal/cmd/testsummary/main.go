@@ -52,7 +52,7 @@ func (s skip) kind() string {
 		return "corpus"
 	case strings.Contains(s.reason, "skipped: "), strings.Contains(s.reason, "not root"),
 		strings.Contains(s.reason, "needs root"), strings.Contains(s.reason, "not installed"):
-		// "skipped: " is how sdtool.Unavailable words every skip that
+		// "skipped: " is how hosttools.Unavailable words every skip that
 		// CI=true turns into a failure: root, systemd, a tool.
 		return "setup"
 	default:

@@ -1,7 +1,7 @@
 package agent
 
 // The agent against a real API server (internal/kubetest) and a real
-// systemd (internal/rig): the test plays the controller, creating the
+// systemd (internal/systemdtest): the test plays the controller, creating the
 // NodeHooks and approving hooks by hand, and reads what the agent did from
 // the API server and from systemd.
 
@@ -25,7 +25,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/hostprov/hostprov/internal/kubetest"
-	"github.com/hostprov/hostprov/internal/rig"
+	"github.com/hostprov/hostprov/internal/systemdtest"
 	"github.com/hostprov/hostprov/pkg/apis/hostprov/v1alpha1"
 	"github.com/hostprov/hostprov/pkg/apply"
 	"github.com/hostprov/hostprov/pkg/compile"
@@ -39,7 +39,7 @@ type rigCluster struct {
 	t    *testing.T
 	c    *kubetest.Cluster
 	cl   client.Client
-	r    *rig.Rig
+	r    *systemdtest.Rig
 	node string
 	// connect, when set, is the agent's Connect; otherwise Dial, with
 	// the rig's journal.
@@ -48,7 +48,7 @@ type rigCluster struct {
 
 func newRigCluster(t *testing.T) *rigCluster {
 	t.Helper()
-	r := rig.Start(t)
+	r := systemdtest.Start(t)
 	c := kubetest.Start(t)
 	c.InstallCRDs(t, "../../../deploy/crds")
 	k := &rigCluster{t: t, c: c, cl: c.Client(t), r: r, node: "node-a"}

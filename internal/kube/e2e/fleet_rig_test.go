@@ -1,6 +1,6 @@
 // Package e2e tests hostprov on Kubernetes as a whole: a real API server
 // and etcd (internal/kubetest), the controller, and three nodes, each a
-// real systemd (internal/rig) with its own agent, as the DaemonSet runs
+// real systemd (internal/systemdtest) with its own agent, as the DaemonSet runs
 // it: authenticated with a service account token bound to a pod on its
 // node.
 package e2e
@@ -30,7 +30,7 @@ import (
 	"github.com/hostprov/hostprov/internal/kube/agent"
 	"github.com/hostprov/hostprov/internal/kube/controller"
 	"github.com/hostprov/hostprov/internal/kubetest"
-	"github.com/hostprov/hostprov/internal/rig"
+	"github.com/hostprov/hostprov/internal/systemdtest"
 	"github.com/hostprov/hostprov/pkg/apis/hostprov/v1alpha1"
 	"github.com/hostprov/hostprov/pkg/apply"
 )
@@ -52,7 +52,7 @@ type fleet struct {
 	t     *testing.T
 	c     *kubetest.Cluster
 	cl    client.Client
-	nodes map[string]*rig.Rig
+	nodes map[string]*systemdtest.Rig
 }
 
 // The nodes: two workers with the iSCSI label and one other.
@@ -66,10 +66,10 @@ func newFleet(t *testing.T) *fleet {
 	t.Helper()
 	c := kubetest.Start(t)
 	c.InstallCRDs(t, "../../../deploy/crds")
-	f := &fleet{t: t, c: c, cl: c.Client(t), nodes: map[string]*rig.Rig{}}
+	f := &fleet{t: t, c: c, cl: c.Client(t), nodes: map[string]*systemdtest.Rig{}}
 	f.installAgentRights()
 	for name, ls := range nodeLabels {
-		r := rig.Start(t)
+		r := systemdtest.Start(t)
 		if err := apply.PrepareDirs(apply.Options{Root: r.Root}); err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +99,7 @@ func (f *fleet) installAgentRights() {
 	applyManifests(f.t, f.cl, "../../../deploy", agentRights)
 }
 
-func (f *fleet) startAgent(node string, r *rig.Rig, cfg *rest.Config) {
+func (f *fleet) startAgent(node string, r *systemdtest.Rig, cfg *rest.Config) {
 	f.t.Helper()
 	lw := kubetest.NewLogWriter(f.t, node+": ")
 	a, err := agent.New(agent.Config{NodeName: node, REST: cfg, Options: apply.Options{Root: r.Root},

@@ -1,8 +1,8 @@
-// Package vreport turns the reports of Ignition's and Butane's config
+// Package configreport turns the reports of Ignition's and Butane's config
 // packages (vcontext reports) into hostprov diagnostics: the same
 // severity, the position the report marks, and the path written the way
 // hostprov writes paths.
-package vreport
+package configreport
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package sdtool
+package hosttools
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-// Package rig boots a real systemd for tests: the host's own systemd binary
+// Package systemdtest boots a real systemd for tests: the host's own systemd binary
 // runs as PID 1 of fresh Linux namespaces, chrooted into a throwaway root,
 // and the test talks to it over D-Bus exactly as hostprov talks to the
 // systemd of a node.
@@ -8,7 +8,7 @@
 // journald, and none of the host's generators run, so nothing of the host
 // starts inside it and nothing of the host changes. Boot to a connected
 // manager takes a fraction of a second; tests may run several rigs at once.
-package rig
+package systemdtest
 
 import (
 	"bytes"

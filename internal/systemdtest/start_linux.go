@@ -1,4 +1,4 @@
-package rig
+package systemdtest
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/internal/hosttools"
 )
 
 // bootScript builds the rig's mount table inside its new namespaces and
@@ -77,7 +77,7 @@ func Start(t testing.TB) *Rig {
 	t.Helper()
 	h := checkHost()
 	if h.missing != "" {
-		sdtool.Unavailable(t, "rig: cannot boot systemd here: %s", h.missing)
+		hosttools.Unavailable(t, "rig: cannot boot systemd here: %s", h.missing)
 	}
 	t0 := time.Now()
 	dir, err := makeRigDir()
@@ -88,7 +88,7 @@ func Start(t testing.TB) *Rig {
 	t.Cleanup(b.cleanup)
 	r, err := b.start()
 	if errors.Is(err, errUnavailable) {
-		sdtool.Unavailable(t, "rig: cannot boot systemd here: %v", err)
+		hosttools.Unavailable(t, "rig: cannot boot systemd here: %v", err)
 	}
 	if err != nil {
 		t.Fatalf("rig: boot: %v", err)

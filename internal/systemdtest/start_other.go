@@ -1,19 +1,19 @@
 //go:build !linux
 
-package rig
+package systemdtest
 
 import (
 	"errors"
 	"testing"
 
-	"github.com/hostprov/hostprov/internal/sdtool"
+	"github.com/hostprov/hostprov/internal/hosttools"
 )
 
 // Start boots a real systemd on Linux; elsewhere it skips the test, or fails
 // it under CI=true.
 func Start(t testing.TB) *Rig {
 	t.Helper()
-	sdtool.Unavailable(t, "rig: booting systemd needs Linux")
+	hosttools.Unavailable(t, "rig: booting systemd needs Linux")
 	return nil
 }
 

@@ -1,4 +1,4 @@
-package rig
+package systemdtest
 
 // go test ./... -update passes -update to every test binary; the flag is
 // defined by internal/golden, so this package imports it to accept it.

@@ -1,4 +1,4 @@
-// Package sdtool reaches the real systemd's offline tools from tests.
+// Package hosttools reaches the real systemd's offline tools from tests.
 //
 // Its helpers (Verify, Escape, Unavailable) run the host's own systemd tools,
 // so that tests prove things against what systemd really accepts rather than
@@ -6,7 +6,7 @@
 // under CI=true, where a missing tool is a broken CI machine and fails the
 // test instead. Connecting to a running manager is production code and lives
 // in internal/sdbus.
-package sdtool
+package hosttools
 
 import (
 	"fmt"
