@@ -1,6 +1,11 @@
 package render
 
-import "github.com/hostprov/hostprov/pkg/compile"
+import (
+	"strings"
+
+	"github.com/hostprov/hostprov/pkg/compile"
+	"github.com/hostprov/hostprov/pkg/units"
+)
 
 // Files returns every file of the units relative to a unit directory, in a
 // stable order: NAME for unit files and NAME.d/FILE for drop-ins. Masks
@@ -22,4 +27,11 @@ func Files(us []compile.Unit) []File {
 type File struct {
 	Path     string // relative, slash-separated
 	Contents []byte
+}
+
+// IsTemplate reports whether name is a template ("worker@.service"), which
+// systemd cannot start or restart without an instance: cloud-init and kops
+// both start the units they write, and cannot start a template.
+func IsTemplate(name string) bool {
+	return strings.HasSuffix(strings.TrimSuffix(name, "."+units.Type(name)), "@")
 }

@@ -1,4 +1,4 @@
-package render
+package cloudinit
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/hostprov/hostprov/pkg/render"
 	"mime/multipart"
 	"net/textproto"
 	"strings"
@@ -20,10 +21,10 @@ import (
 	"github.com/hostprov/hostprov/pkg/units"
 )
 
-// CloudInitOptions are the choices of the cloud-init output. The zero value
+// Options are the choices of the cloud-init output. The zero value
 // is a plain #cloud-config document, which is what cloud-init, and every
 // cloud's user data field, expects.
-type CloudInitOptions struct {
+type Options struct {
 	// MIME wraps the document in a multipart/mixed MIME message with one
 	// text/cloud-config part, for tooling that only passes MIME user data
 	// on. Check the output format with CheckMIME first: a MIME envelope
@@ -34,10 +35,10 @@ type CloudInitOptions struct {
 	Storage compile.Storage
 }
 
-// CloudInitUnitDir is where the cloud-init output writes unit files and
+// UnitDir is where the cloud-init output writes unit files and
 // drop-ins: the administrator's unit directory, which wins over the units
 // of the image.
-const CloudInitUnitDir = "/etc/systemd/system"
+const UnitDir = "/etc/systemd/system"
 
 // ErrMIMEForIgnition is the error of CheckMIME for an Ignition or Butane
 // output.
@@ -88,8 +89,8 @@ const runcmdHeldComment = `A hook whose download fails is neither enabled nor st
 mark in ` + heldDir + `), and the last command then fails, so that
 cloud-init reports it.`
 
-// CloudInit returns a #cloud-config document that installs the units:
-// write_files writes every unit file and drop-in under CloudInitUnitDir
+// Render returns a #cloud-config document that installs the units:
+// write_files writes every unit file and drop-in under UnitDir
 // (mode 0644, owner root, content exactly the unit's bytes), and runcmd
 // then runs, as argument lists that no shell reinterprets:
 //
@@ -125,10 +126,10 @@ cloud-init reports it.`
 // Content is a YAML literal block where YAML can hold the bytes in one,
 // a double-quoted scalar where it cannot (trailing spaces, characters that
 // YAML escapes), and base64 (encoding: b64) for bytes that are not UTF-8.
-// With opts.MIME the document is wrapped as CloudInitMIME does.
+// With opts.MIME the document is wrapped as MIME does.
 //
 // The same units give the same bytes, every time.
-func CloudInit(us []compile.Unit, opts CloudInitOptions) ([]byte, error) {
+func Render(us []compile.Unit, opts Options) ([]byte, error) {
 	doc, err := cloudInitDoc(us, opts)
 	if err != nil {
 		return nil, err
@@ -138,7 +139,7 @@ func CloudInit(us []compile.Unit, opts CloudInitOptions) ([]byte, error) {
 
 // encodeCloudConfig writes a cloud-config document's root mapping after
 // its header line, wrapped in MIME when opts ask for it.
-func encodeCloudConfig(doc *yaml.Node, opts CloudInitOptions) ([]byte, error) {
+func encodeCloudConfig(doc *yaml.Node, opts Options) ([]byte, error) {
 	var b bytes.Buffer
 	b.Grow(len(cloudConfigHeader) + yamlwrite.Size(doc))
 	b.WriteString(cloudConfigHeader)
@@ -148,13 +149,13 @@ func encodeCloudConfig(doc *yaml.Node, opts CloudInitOptions) ([]byte, error) {
 		return nil, err
 	}
 	if opts.MIME {
-		return CloudInitMIME(b.Bytes())
+		return MIME(b.Bytes())
 	}
 	return b.Bytes(), nil
 }
 
-// cloudInitDoc is the root mapping of CloudInit's document.
-func cloudInitDoc(us []compile.Unit, opts CloudInitOptions) (*yaml.Node, error) {
+// cloudInitDoc is the root mapping of Render's document.
+func cloudInitDoc(us []compile.Unit, opts Options) (*yaml.Node, error) {
 	doc := &yaml.Node{Kind: yaml.MappingNode}
 	held := cloudInitHeld(us, opts.Storage)
 	stFiles, stCmds, err := cloudInitStorage(opts.Storage, held)
@@ -179,12 +180,12 @@ func cloudInitDoc(us []compile.Unit, opts CloudInitOptions) (*yaml.Node, error) 
 		key.HeadComment = usersComment
 		doc.Content = append(doc.Content, key, users)
 	}
-	if files := Files(us); len(files)+len(stFiles) > 0 {
+	if files := render.Files(us); len(files)+len(stFiles) > 0 {
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
 		seq.Content = append(seq.Content, stFiles...)
 		k := newFileNodes()
 		for _, f := range files {
-			seq.Content = append(seq.Content, cloudInitFile(CloudInitUnitDir+"/"+f.Path, f.Contents, k))
+			seq.Content = append(seq.Content, cloudInitFile(UnitDir+"/"+f.Path, f.Contents, k))
 		}
 		doc.Content = append(doc.Content, yamlnode.Str("write_files"), seq)
 	}
@@ -303,7 +304,7 @@ const heldGate = `m=$1; shift; if [ -e "$m" ]; then echo "hostprov: a download o
 // failed. cloud-init takes runcmd's status from its last command.
 var heldReport = []string{"sh", "-c", `if [ -d ` + heldDir + ` ]; then echo "hostprov: downloads failed; these hooks were neither enabled nor started: $(ls ` + heldDir + ` | tr '\n' ' ')" >&2; exit 1; fi`}
 
-// cloudInitCommands returns the runcmd of CloudInit, in order; see there
+// cloudInitCommands returns the runcmd of Render, in order; see there
 // for why each command is there. The enabling and starting of the units of
 // a hook in held waits for its mark (heldGate).
 func cloudInitCommands(us []compile.Unit, held map[hookKey]string) ([][]string, error) {
@@ -333,7 +334,7 @@ func cloudInitCommands(us []compile.Unit, held map[hookKey]string) ([][]string, 
 			continue
 		}
 		written := u.Contents != nil
-		if !written && len(u.Dropins) > 0 && units.Type(u.Name) == "service" && !IsTemplate(u.Name) {
+		if !written && len(u.Dropins) > 0 && units.Type(u.Name) == "service" && !render.IsTemplate(u.Name) {
 			restart = append(restart, u.Name)
 		}
 		if u.Enabled == nil {
@@ -390,7 +391,7 @@ func appendCmd(cmds [][]string, cmd, names []string) [][]string {
 // image (no contents) is started: the spec enables it to have it run.
 func startName(u compile.Unit) (string, bool, error) {
 	if u.Contents == nil {
-		return u.Name, !IsTemplate(u.Name), nil
+		return u.Name, !render.IsTemplate(u.Name), nil
 	}
 	vs, err := units.LastValues(u.Contents, units.SectionInstall, startKeys)
 	if err != nil {
@@ -399,7 +400,7 @@ func startName(u compile.Unit) (string, bool, error) {
 	if vs[0] == "" && vs[1] == "" && vs[2] == "" {
 		return "", false, nil
 	}
-	if !IsTemplate(u.Name) {
+	if !render.IsTemplate(u.Name) {
 		return u.Name, true, nil
 	}
 	inst := vs[3]
@@ -414,21 +415,14 @@ func startName(u compile.Unit) (string, bool, error) {
 // a unit in at boot, then DefaultInstance.
 var startKeys = []string{"WantedBy", "RequiredBy", "UpheldBy", "DefaultInstance"}
 
-// IsTemplate reports whether name is a template ("worker@.service"), which
-// systemd cannot start or restart without an instance: cloud-init and kops
-// both start the units they write, and cannot start a template.
-func IsTemplate(name string) bool {
-	return strings.HasSuffix(strings.TrimSuffix(name, "."+units.Type(name)), "@")
-}
-
-// CloudInitMIME wraps a #cloud-config document as a multipart/mixed MIME
+// MIME wraps a #cloud-config document as a multipart/mixed MIME
 // message with one text/cloud-config part, the form of cloud-init's own
 // `cloud-init devel make-mime`. The boundary is derived from the document,
 // so the same document gives the same message. The part is 7bit when the
 // document is ASCII with lines of at most 998 bytes, and base64 otherwise:
 // cloud-init reads an 8bit part through Python's email package, which does
 // not give non-ASCII text back unchanged.
-func CloudInitMIME(doc []byte) ([]byte, error) {
+func MIME(doc []byte) ([]byte, error) {
 	sum := sha256.Sum256(doc)
 	boundary := "hostprov-" + hex.EncodeToString(sum[:16])
 	if bytes.Contains(doc, []byte(boundary)) {
