@@ -7,7 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/internal/unitfiles"
 	"mime/multipart"
 	"net/textproto"
 	"strings"
@@ -180,7 +180,7 @@ func cloudInitDoc(us []compile.Unit, opts Options) (*yaml.Node, error) {
 		key.HeadComment = usersComment
 		doc.Content = append(doc.Content, key, users)
 	}
-	if files := render.Files(us); len(files)+len(stFiles) > 0 {
+	if files := unitfiles.Files(us); len(files)+len(stFiles) > 0 {
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
 		seq.Content = append(seq.Content, stFiles...)
 		k := newFileNodes()
@@ -334,7 +334,7 @@ func cloudInitCommands(us []compile.Unit, held map[hookKey]string) ([][]string, 
 			continue
 		}
 		written := u.Contents != nil
-		if !written && len(u.Dropins) > 0 && units.Type(u.Name) == "service" && !render.IsTemplate(u.Name) {
+		if !written && len(u.Dropins) > 0 && units.Type(u.Name) == "service" && !unitfiles.IsTemplate(u.Name) {
 			restart = append(restart, u.Name)
 		}
 		if u.Enabled == nil {
@@ -391,7 +391,7 @@ func appendCmd(cmds [][]string, cmd, names []string) [][]string {
 // image (no contents) is started: the spec enables it to have it run.
 func startName(u compile.Unit) (string, bool, error) {
 	if u.Contents == nil {
-		return u.Name, !render.IsTemplate(u.Name), nil
+		return u.Name, !unitfiles.IsTemplate(u.Name), nil
 	}
 	vs, err := units.LastValues(u.Contents, units.SectionInstall, startKeys)
 	if err != nil {
@@ -400,7 +400,7 @@ func startName(u compile.Unit) (string, bool, error) {
 	if vs[0] == "" && vs[1] == "" && vs[2] == "" {
 		return "", false, nil
 	}
-	if !render.IsTemplate(u.Name) {
+	if !unitfiles.IsTemplate(u.Name) {
 		return u.Name, true, nil
 	}
 	inst := vs[3]
