@@ -11,14 +11,14 @@ import (
 	"github.com/hostprov/hostprov/pkg/compile"
 )
 
-// cloudInitAccounts returns users: and groups: of the cloud-config, and
+// accountEntries returns users: and groups: of the cloud-config, and
 // the bootcmd commands that make the groups cloud-init's groups module
 // cannot: one with a gid or a system group. users: starts with default,
 // so that the image's default user is still created (users: without it
 // replaces that user). Groups are made before users, and both before
 // write_files writes a deferred file: a file owned by a user of the spec
-// is deferred already (see cloudInitStorage).
-func cloudInitAccounts(st compile.Storage) (users, groups *yaml.Node, bootcmd [][]string) {
+// is deferred already (see storageEntries).
+func accountEntries(st compile.Storage) (users, groups *yaml.Node, bootcmd [][]string) {
 	for _, g := range st.Groups {
 		if g.GID == nil && !g.System {
 			if groups == nil {

@@ -130,7 +130,7 @@ cloud-init reports it.`
 //
 // The same units give the same bytes, every time.
 func Render(us []compile.Unit, opts Options) ([]byte, error) {
-	doc, err := cloudInitDoc(us, opts)
+	doc, err := configDoc(us, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -154,15 +154,15 @@ func encodeCloudConfig(doc *yaml.Node, opts Options) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// cloudInitDoc is the root mapping of Render's document.
-func cloudInitDoc(us []compile.Unit, opts Options) (*yaml.Node, error) {
+// configDoc is the root mapping of Render's document.
+func configDoc(us []compile.Unit, opts Options) (*yaml.Node, error) {
 	doc := &yaml.Node{Kind: yaml.MappingNode}
-	held := cloudInitHeld(us, opts.Storage)
-	stFiles, stCmds, err := cloudInitStorage(opts.Storage, held)
+	held := heldMarks(us, opts.Storage)
+	stFiles, stCmds, err := storageEntries(opts.Storage, held)
 	if err != nil {
 		return nil, err
 	}
-	users, groups, bootcmd := cloudInitAccounts(opts.Storage)
+	users, groups, bootcmd := accountEntries(opts.Storage)
 	if len(bootcmd) > 0 {
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, argv := range bootcmd {
@@ -185,11 +185,11 @@ func cloudInitDoc(us []compile.Unit, opts Options) (*yaml.Node, error) {
 		seq.Content = append(seq.Content, stFiles...)
 		k := newFileNodes()
 		for _, f := range files {
-			seq.Content = append(seq.Content, cloudInitFile(UnitDir+"/"+f.Path, f.Contents, k))
+			seq.Content = append(seq.Content, writeFileEntry(UnitDir+"/"+f.Path, f.Contents, k))
 		}
 		doc.Content = append(doc.Content, yamlnode.Str("write_files"), seq)
 	}
-	cmds, err := cloudInitCommands(us, held)
+	cmds, err := startCommands(us, held)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +226,7 @@ func cloudInitDoc(us []compile.Unit, opts Options) (*yaml.Node, error) {
 // document, fileNodes, which nothing changes once made; an entry's
 // mapping and its path are cut from one array. A node each had made the
 // nodes a fifth of what a cloud-init render of 10,000 hooks allocated.
-func cloudInitFile(path string, contents []byte, k *fileNodes) *yaml.Node {
+func writeFileEntry(path string, contents []byte, k *fileNodes) *yaml.Node {
 	ns := new([2]yaml.Node)
 	ns[1] = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: path}
 	content := make([]*yaml.Node, 0, 10)
@@ -259,7 +259,7 @@ func newFileNodes() *fileNodes {
 // next).
 const heldDir = "/run/hostprov/download-failed"
 
-// cloudInitHeld returns the hooks (by index) that have units and a file
+// heldMarks returns the hooks (by index) that have units and a file
 // to download, each with its mark: the file the download script makes
 // when a download of the hook fails.
 //
@@ -270,7 +270,7 @@ const heldDir = "/run/hostprov/download-failed"
 // units are written, but neither enabled nor started, the other hooks'
 // are, and runcmd ends with heldReport, which fails when a mark is
 // there, so that cloud-init's status reports an error and says why.
-func cloudInitHeld(us []compile.Unit, st compile.Storage) map[hookKey]string {
+func heldMarks(us []compile.Unit, st compile.Storage) map[hookKey]string {
 	names := map[hookKey]string{}
 	for _, u := range us {
 		names[hookKey{u.Pos.File, u.Hook}] = u.HookName
@@ -304,10 +304,10 @@ const heldGate = `m=$1; shift; if [ -e "$m" ]; then echo "hostprov: a download o
 // failed. cloud-init takes runcmd's status from its last command.
 var heldReport = []string{"sh", "-c", `if [ -d ` + heldDir + ` ]; then echo "hostprov: downloads failed; these hooks were neither enabled nor started: $(ls ` + heldDir + ` | tr '\n' ' ')" >&2; exit 1; fi`}
 
-// cloudInitCommands returns the runcmd of Render, in order; see there
+// startCommands returns the runcmd of Render, in order; see there
 // for why each command is there. The enabling and starting of the units of
 // a hook in held waits for its mark (heldGate).
-func cloudInitCommands(us []compile.Unit, held map[hookKey]string) ([][]string, error) {
+func startCommands(us []compile.Unit, held map[hookKey]string) ([][]string, error) {
 	var (
 		enable, disable, mask, restart, start []string
 		enableOne, disableOne                 [][]string

@@ -16,7 +16,7 @@ import (
 	"github.com/hostprov/hostprov/pkg/hooks"
 )
 
-// cloudInitStorage returns the write_files entries and the runcmd commands
+// storageEntries returns the write_files entries and the runcmd commands
 // that put st on the machine. Files go to write_files with their
 // permissions and, when named, owner: owned by anyone but root they are
 // written with defer: true, late in the boot (cloud-final), so that an
@@ -32,8 +32,8 @@ import (
 // place; an s3:// source, which needs credentials cloud-init does not
 // have, is refused at the file. A download for a hook in held (by its
 // index) names that hook's mark, which the download leaves when it fails
-// (see cloudInitHeld).
-func cloudInitStorage(st compile.Storage, held map[hookKey]string) (files []*yaml.Node, cmds [][]string, err error) {
+// (see heldMarks).
+func storageEntries(st compile.Storage, held map[hookKey]string) (files []*yaml.Node, cmds [][]string, err error) {
 	var diags hooks.Diagnostics
 	fetcher := false
 	for _, d := range st.Directories {
@@ -54,10 +54,10 @@ func cloudInitStorage(st compile.Storage, held map[hookKey]string) (files []*yam
 				fetcher = true
 				perm := yamlnode.Str("0755")
 				perm.Style = yaml.SingleQuotedStyle
-				files = append(files, yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "path", yamlnode.Str(cloudInitFetcher),
+				files = append(files, yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "path", yamlnode.Str(fetcherPath),
 					"permissions", perm, "owner", yamlnode.Str("root:root"), "content", yamlnode.Text([]byte(downloadScript))))
 			}
-			c := []string{"python3", cloudInitFetcher, f.Source, f.Hash, f.Path,
+			c := []string{"python3", fetcherPath, f.Source, f.Hash, f.Path,
 				fmt.Sprintf("%04o", f.Mode), f.User.String(), f.Group.String()}
 			if mark, ok := held[hookKey{f.Pos.File, f.Hook}]; ok {
 				c = append(c, mark)
@@ -72,7 +72,7 @@ func cloudInitStorage(st compile.Storage, held map[hookKey]string) (files []*yam
 		if !byID {
 			n = yamlnode.Pairs(n, "owner", yamlnode.Str(f.User.String()+":"+f.Group.String()))
 		}
-		switch enc, text := cloudInitEncoding(f.Contents); enc {
+		switch enc, text := fileEncoding(f.Contents); enc {
 		case "":
 			yamlnode.Pairs(n, "content", yamlnode.Text(f.Contents))
 		default:
@@ -118,24 +118,24 @@ func cloudInitStorage(st compile.Storage, held map[hookKey]string) (files []*yam
 	return files, cmds, nil
 }
 
-// cloudInitCompressMin is the size from which a file's contents are
+// compressMin is the size from which a file's contents are
 // written gzip-compressed (encoding: gz+b64) when that is shorter: the
 // user data of a cloud is small (16 KiB on EC2), and the Ignition output
 // compresses too. A smaller file stays text a person can read.
-const cloudInitCompressMin = 4096
+const compressMin = 4096
 
-// cloudInitEncoding is how write_files carries contents: "" for the text
+// fileEncoding is how write_files carries contents: "" for the text
 // itself, "b64" for bytes that are not UTF-8 (YAML holds only Unicode
-// text), or "gz+b64" for a file of cloudInitCompressMin bytes or more whose
+// text), or "gz+b64" for a file of compressMin bytes or more whose
 // compressed base64 is shorter than the other; and the text to write.
 // gzip writes no name and no time, so the same bytes give the same text.
-func cloudInitEncoding(contents []byte) (encoding, text string) {
+func fileEncoding(contents []byte) (encoding, text string) {
 	size := len(contents)
 	if !utf8.Valid(contents) {
 		encoding, text = "b64", base64.StdEncoding.EncodeToString(contents)
 		size = len(text)
 	}
-	if len(contents) < cloudInitCompressMin {
+	if len(contents) < compressMin {
 		return encoding, text
 	}
 	var buf bytes.Buffer
@@ -148,9 +148,9 @@ func cloudInitEncoding(contents []byte) (encoding, text string) {
 	return encoding, text
 }
 
-// cloudInitFetcher is where the cloud-init output writes downloadScript,
+// fetcherPath is where the cloud-init output writes downloadScript,
 // when a file has a source: in hostprov's state directory, not on PATH.
-const cloudInitFetcher = "/var/lib/hostprov/fetch.py"
+const fetcherPath = "/var/lib/hostprov/fetch.py"
 
 // downloadScript fetches a file for cloud-init (python3 FETCHER URL HASH
 // PATH MODE USER GROUP): Python is there wherever cloud-init is,
@@ -174,7 +174,7 @@ const cloudInitFetcher = "/var/lib/hostprov/fetch.py"
 //
 // A seventh argument, MARK, is a file the script makes when it fails,
 // whatever the failure: the hook's units are then neither enabled nor
-// started (cloudInitHeld).
+// started (heldMarks).
 const downloadScript = `# Written by hostprov: downloads a file of a hook spec, checks its hash, and
 # only then puts it in place (python3 fetch.py URL HASH PATH MODE USER GROUP [MARK]).
 # When it fails it makes MARK, if given, so that the hook's units are not started.
