@@ -13,6 +13,7 @@ import (
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/cloudinit"
 	"github.com/hostprov/hostprov/pkg/render/kopshooks"
 	"github.com/hostprov/hostprov/pkg/render/listing"
 	"github.com/hostprov/hostprov/pkg/render/unitdir"
@@ -112,7 +113,7 @@ var outputFormats = []outputFormat{
 		write: func(w io.Writer, f *renderFlags, us []compile.Unit) error {
 			if len(f.merge) > 0 {
 				// Merged into the document, then wrapped.
-				b, err := render.CloudInit(us, render.CloudInitOptions{Storage: f.storage})
+				b, err := cloudinit.Render(us, cloudinit.Options{Storage: f.storage})
 				if err != nil {
 					if storageRefused(err) {
 						return err
@@ -120,10 +121,10 @@ var outputFormats = []outputFormat{
 					return failure("building the cloud-config: %v", err)
 				}
 				return f.merged(w, "the cloud-config", func() ([]byte, hooks.Diagnostics, error) {
-					return render.MergeCloudInitConfig(b, us, render.CloudInitOptions{MIME: f.mime, Storage: f.storage}, f.merge)
+					return cloudinit.Merge(b, us, cloudinit.Options{MIME: f.mime, Storage: f.storage}, f.merge)
 				})
 			}
-			b, err := render.CloudInit(us, render.CloudInitOptions{MIME: f.mime, Storage: f.storage})
+			b, err := cloudinit.Render(us, cloudinit.Options{MIME: f.mime, Storage: f.storage})
 			if err != nil {
 				if storageRefused(err) {
 					return err
@@ -420,7 +421,7 @@ func (f *renderFlags) prepare(c *cobra.Command, format string, mergeFiles []stri
 	if c.Flags().Changed("mime") {
 		// Say why, not only that --mime is for cloud-init: a
 		// MIME envelope stops Ignition machines from booting.
-		if err := render.CheckMIME(format); err != nil {
+		if err := cloudinit.CheckMIME(format); err != nil {
 			return outputFormat{}, invalid("%v", err)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/importer"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/cloudinit"
 )
 
 // pyFiles reads two cloud-configs (a JSON list of their texts on stdin)
@@ -158,12 +159,12 @@ func TestCloudConfigRoundTrip(t *testing.T) {
 				merge = append(merge, render.MergeFile{Name: "leftovers", Data: res.Rest})
 				rest++
 			}
-			opts := render.CloudInitOptions{Storage: r.Storage}
-			own, err := render.CloudInit(r.Units, opts)
+			opts := cloudinit.Options{Storage: r.Storage}
+			own, err := cloudinit.Render(r.Units, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, mdiags, err := render.MergeCloudInitConfig(own, r.Units, opts, merge)
+			out, mdiags, err := cloudinit.Merge(own, r.Units, opts, merge)
 			if err != nil || mdiags.HasErrors(false) {
 				t.Fatalf("render --merge of the leftovers: %v\n%s\nleftovers:\n%s", err, mdiags.Error(), res.Rest)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/importer"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/cloudinit"
 )
 
 // TestRoundTripExact: what a hook spec cannot say as the config says it
@@ -148,11 +149,11 @@ func TestCloudConfigOwnGroup(t *testing.T) {
 	if bad.HasErrors(false) {
 		t.Fatal(bad.Error())
 	}
-	own, err := render.CloudInit(r.Units, render.CloudInitOptions{Storage: r.Storage})
+	own, err := cloudinit.Render(r.Units, cloudinit.Options{Storage: r.Storage})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, mdiags, err := render.MergeCloudInitConfig(own, r.Units, render.CloudInitOptions{Storage: r.Storage}, []render.MergeFile{{Name: "leftovers", Data: res.Rest}})
+	out, mdiags, err := cloudinit.Merge(own, r.Units, cloudinit.Options{Storage: r.Storage}, []render.MergeFile{{Name: "leftovers", Data: res.Rest}})
 	if err != nil || mdiags.HasErrors(false) {
 		t.Fatalf("render --merge of the leftovers: %v\n%s\nleftovers:\n%s", err, mdiags.Error(), res.Rest)
 	}

@@ -1,9 +1,6 @@
 package render
 
 import (
-	"fmt"
-	"strconv"
-
 	"gopkg.in/yaml.v3"
 
 	"github.com/hostprov/hostprov/internal/yamlnode"
@@ -88,9 +85,9 @@ func butanePasswd(st compile.Storage) *yaml.Node {
 	if len(st.Users) > 0 {
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, u := range st.Users {
-			e := userYAML(st, u, "home_dir")
+			e := UserYAML(st, u, "home_dir")
 			if len(u.SSHAuthorizedKeys) > 0 {
-				yamlnode.Pairs(e, "ssh_authorized_keys", strSeq(u.SSHAuthorizedKeys))
+				yamlnode.Pairs(e, "ssh_authorized_keys", StrSeq(u.SSHAuthorizedKeys))
 			}
 			if u.PasswordHash != "" {
 				yamlnode.Pairs(e, "password_hash", yamlnode.Str(u.PasswordHash))
@@ -116,60 +113,8 @@ func butanePasswd(st compile.Storage) *yaml.Node {
 	return n
 }
 
-// cloudInitAccounts returns users: and groups: of the cloud-config, and
-// the bootcmd commands that make the groups cloud-init's groups module
-// cannot: one with a gid or a system group. users: starts with default,
-// so that the image's default user is still created (users: without it
-// replaces that user). Groups are made before users, and both before
-// write_files writes a deferred file: a file owned by a user of the spec
-// is deferred already (see cloudInitStorage).
-func cloudInitAccounts(st compile.Storage) (users, groups *yaml.Node, bootcmd [][]string) {
-	for _, g := range st.Groups {
-		if g.GID == nil && !g.System {
-			if groups == nil {
-				groups = &yaml.Node{Kind: yaml.SequenceNode}
-			}
-			groups.Content = append(groups.Content, yamlnode.Str(g.Name))
-			continue
-		}
-		// Names are checked (letters, digits, _ and -), so the script
-		// holds them as written. bootcmd runs at every boot: the group
-		// is added only when missing.
-		args := "groupadd"
-		if g.System {
-			args += " --system"
-		}
-		if g.GID != nil {
-			args += " --gid " + strconv.FormatUint(uint64(*g.GID), 10)
-		}
-		bootcmd = append(bootcmd, []string{"sh", "-c", fmt.Sprintf("getent group %s >/dev/null || %s %s", g.Name, args, g.Name)})
-	}
-	if len(st.Users) > 0 {
-		users = &yaml.Node{Kind: yaml.SequenceNode}
-		users.Content = append(users.Content, yamlnode.Str("default"))
-		for _, u := range st.Users {
-			e := userYAML(st, u, "homedir")
-			if len(u.SSHAuthorizedKeys) > 0 {
-				yamlnode.Pairs(e, "ssh_authorized_keys", strSeq(u.SSHAuthorizedKeys))
-			}
-			// cloud-init locks a user's password unless told not to
-			// (lock_passwd defaults to true), which would make a
-			// hash given here useless; "!" and "*" are locks already.
-			switch u.PasswordHash {
-			case "":
-			case "!", "*":
-				yamlnode.Pairs(e, "lock_passwd", yamlnode.Bool(true))
-			default:
-				yamlnode.Pairs(e, "hashed_passwd", yamlnode.Str(u.PasswordHash), "lock_passwd", yamlnode.Bool(false))
-			}
-			users.Content = append(users.Content, e)
-		}
-	}
-	return users, groups, bootcmd
-}
-
-// strSeq is a YAML list of strings, one per item, in order.
-func strSeq(ss []string) *yaml.Node {
+// StrSeq is a YAML list of strings, one per item, in order.
+func StrSeq(ss []string) *yaml.Node {
 	seq := &yaml.Node{Kind: yaml.SequenceNode}
 	for _, s := range ss {
 		seq.Content = append(seq.Content, yamlnode.Str(s))
@@ -177,10 +122,10 @@ func strSeq(ss []string) *yaml.Node {
 	return seq
 }
 
-// userYAML is a user of st as Butane's passwd and cloud-init's users
+// UserYAML is a user of st as Butane's passwd and cloud-init's users
 // write it: the same keys but the home directory's, which is home_dir in
 // Butane and homedir in cloud-init.
-func userYAML(st compile.Storage, u compile.User, homeKey string) *yaml.Node {
+func UserYAML(st compile.Storage, u compile.User, homeKey string) *yaml.Node {
 	e := yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlnode.Str(u.Name))
 	if u.UID != nil {
 		yamlnode.Pairs(e, "uid", yamlnode.Uint(*u.UID))

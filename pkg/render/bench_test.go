@@ -7,6 +7,7 @@ import (
 	"github.com/hostprov/hostprov/internal/benchspec"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/cloudinit"
 	"github.com/hostprov/hostprov/pkg/render/kopshooks"
 )
 
@@ -20,7 +21,7 @@ var outputs = []struct {
 }{
 	{"ignition", func(us []compile.Unit) ([]byte, error) { return render.Ignition(us, render.IgnitionOptions{}) }},
 	{"butane", func(us []compile.Unit) ([]byte, error) { return render.Butane(us, render.ButaneOptions{}) }},
-	{"cloud-init", func(us []compile.Unit) ([]byte, error) { return render.CloudInit(us, render.CloudInitOptions{}) }},
+	{"cloud-init", func(us []compile.Unit) ([]byte, error) { return cloudinit.Render(us, cloudinit.Options{}) }},
 	{"kops", func(us []compile.Unit) ([]byte, error) { return kopshooks.Render(us, kopshooks.Options{}) }},
 }
 

@@ -89,7 +89,7 @@ func TestButaneTranslatesToIgnition(t *testing.T) {
 					t.Fatal(err)
 				}
 				sameJSON(t, "Butane's translation differs from --format ignition", ign, got)
-				compareFiles(t, "butane", want, parseIgnition(t, v.IgnitionVersion, got).files())
+				rendertest.CompareFiles(t, "butane", want, parseIgnition(t, v.IgnitionVersion, got).files())
 			})
 		}
 	}

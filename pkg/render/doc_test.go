@@ -47,4 +47,28 @@ func TestOutputsAreRooms(t *testing.T) {
 			}
 		}
 	}
+	checkNoConfigLibraries(t, deps)
+}
+
+// lightOutputs are the outputs that write no Ignition or Butane config and
+// merge none, and so link neither project's config packages: what they
+// share with the others is in internal/unitfiles, not package render.
+var lightOutputs = []string{"kopshooks", "listing", "unitdir"}
+
+// checkNoConfigLibraries fails for each light output whose dependencies
+// (deps, by output) hold a Butane or Ignition package.
+func checkNoConfigLibraries(t *testing.T, deps map[string][]string) {
+	t.Helper()
+	for _, name := range lightOutputs {
+		pkg := "github.com/hostprov/hostprov/pkg/render/" + name
+		ds, ok := deps[pkg]
+		if !ok {
+			t.Errorf("go list does not list %s; lightOutputs names outputs that are gone", pkg)
+		}
+		for _, d := range ds {
+			if strings.HasPrefix(d, "github.com/coreos/butane/") || strings.HasPrefix(d, "github.com/coreos/ignition/") {
+				t.Errorf("%s links %s: an output that writes no Ignition or Butane config should not carry their libraries", pkg, d)
+			}
+		}
+	}
 }

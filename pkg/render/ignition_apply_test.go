@@ -310,7 +310,7 @@ func checkApplied(t *testing.T, us []compile.Unit, root string, want unitTree, i
 	got := readUnitTree(t, root)
 
 	// Files: the same paths, bytes and modes as the directory output.
-	compareFiles(t, "ignition-apply", want.files, got.files)
+	rendertest.CompareFiles(t, "ignition-apply", want.files, got.files)
 	for p, m := range want.modes {
 		if g, ok := got.modes[p]; ok && g != m {
 			t.Errorf("ignition-apply wrote %s with mode %v; unitdir.Write writes %v", p, g, m)

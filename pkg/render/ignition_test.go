@@ -137,7 +137,7 @@ func TestIgnitionEveryVersion(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					compareFiles(t, "ignition "+v, want, parseIgnition(t, v, ign).files())
+					rendertest.CompareFiles(t, "ignition "+v, want, parseIgnition(t, v, ign).files())
 				}
 			})
 		}

@@ -275,15 +275,15 @@ func yamlPos(f MergeFile, p ...any) hooks.Position {
 	if yaml.Unmarshal(f.Data, &doc) != nil || len(doc.Content) == 0 {
 		return hooks.Position{File: f.Name}
 	}
-	n := yamlAt(doc.Content[0], p...)
+	n := YAMLAt(doc.Content[0], p...)
 	if n == nil {
 		return hooks.Position{File: f.Name}
 	}
 	return hooks.Position{File: f.Name, Line: n.Line, Column: n.Column}
 }
 
-// yamlAt walks a YAML node by map keys (string) and list indexes (int).
-func yamlAt(n *yaml.Node, p ...any) *yaml.Node {
+// YAMLAt walks a YAML node by map keys (string) and list indexes (int).
+func YAMLAt(n *yaml.Node, p ...any) *yaml.Node {
 	for _, e := range p {
 		switch e := e.(type) {
 		case string:

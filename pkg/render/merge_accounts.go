@@ -22,9 +22,9 @@ import (
 // would otherwise let the file's value win without a word, and Butane and
 // cloud-init would get the account twice.
 
-// accountPlace is where the spec makes the user (kind "user") or group
+// AccountPlace is where the spec makes the user (kind "user") or group
 // named name, or "" when st does not say.
-func accountPlace(st compile.Storage, us []compile.Unit, kind, name string) string {
+func AccountPlace(st compile.Storage, us []compile.Unit, kind, name string) string {
 	if kind == "user" {
 		if i := slices.IndexFunc(st.Users, func(u compile.User) bool { return u.Name == name }); i >= 0 {
 			return specPlace(st.Users[i].Pos, st.Users[i].Hook, us)
@@ -37,10 +37,10 @@ func accountPlace(st compile.Storage, us []compile.Unit, kind, name string) stri
 	return ""
 }
 
-// accountClash is the diagnostic of an account both make with other
+// AccountClash is the diagnostic of an account both make with other
 // values of fields, at pos in the user's file; place is where the spec
 // makes it ("" when not known), and other what else made it then.
-func accountClash(pos hooks.Position, path, kind, name, place, other string, fields []string) hooks.Diagnostic {
+func AccountClash(pos hooks.Position, path, kind, name, place, other string, fields []string) hooks.Diagnostic {
 	by := other + " too"
 	if place != "" {
 		by = "hostprov's spec too, at " + place
@@ -93,7 +93,7 @@ func checkAccountClashes(own []byte, cfg any, f MergeFile, st compile.Storage, u
 					fields[j] = snakeCase(fields[j])
 				}
 			}
-			diags = append(diags, accountClash(pos, fmt.Sprintf("passwd.%s[%d]", list, i), kind, name, accountPlace(st, us, kind, name), "hostprov's spec", fields))
+			diags = append(diags, AccountClash(pos, fmt.Sprintf("passwd.%s[%d]", list, i), kind, name, AccountPlace(st, us, kind, name), "hostprov's spec", fields))
 		}
 	}
 	return diags, nil
@@ -136,105 +136,14 @@ func snakeCase(s string) string {
 	return b.String()
 }
 
-// mergeYAMLEntry is the user's entry of a list (a unit, a user) with the
+// MergeYAMLEntry is the user's entry of a list (a unit, a user) with the
 // keys of hostprov's entry that it does not have added after its own:
 // the entry both make, once, with the fields of both.
-func mergeYAMLEntry(own, user *yaml.Node) *yaml.Node {
+func MergeYAMLEntry(own, user *yaml.Node) *yaml.Node {
 	for i := 0; i+1 < len(own.Content); i += 2 {
-		if yamlAt(user, own.Content[i].Value) == nil {
+		if YAMLAt(user, own.Content[i].Value) == nil {
 			user.Content = append(user.Content, own.Content[i], own.Content[i+1])
 		}
 	}
 	return user
-}
-
-// mergeCloudInitAccounts takes out of the user's cloud-config (user) the
-// accounts that the cloud-config merged so far (doc) has, so that
-// cloud-init gets each once: default, which hostprov's users: starts
-// with; a user both make, which becomes one entry in doc's place with the
-// fields of both (a field both set to other values is a clash); and a
-// group both make (cloud-init's groups: give a group no id, so the same
-// name is the same group). A group the user lists with members is kept:
-// cloud-init adds the members to a group that exists. A list emptied so is
-// dropped.
-func mergeCloudInitAccounts(doc, user *yaml.Node, f MergeFile, st compile.Storage, us []compile.Unit) hooks.Diagnostics {
-	var diags hooks.Diagnostics
-	if own, theirs := yamlAt(doc, "users"), yamlAt(user, "users"); own != nil && theirs != nil &&
-		own.Kind == yaml.SequenceNode && theirs.Kind == yaml.SequenceNode && len(theirs.Content) > 0 {
-		kept := theirs.Content[:0:0]
-		for i, item := range theirs.Content {
-			name := item
-			if item.Kind == yaml.MappingNode {
-				name = yamlAt(item, "name")
-			}
-			if name == nil || name.Kind != yaml.ScalarNode {
-				kept = append(kept, item)
-				continue
-			}
-			j := slices.IndexFunc(own.Content, func(o *yaml.Node) bool {
-				if o.Kind == yaml.ScalarNode {
-					return item.Kind == yaml.ScalarNode && o.Value == name.Value
-				}
-				n := yamlAt(o, "name")
-				return n != nil && n.Value == name.Value
-			})
-			if j < 0 {
-				kept = append(kept, item)
-				continue
-			}
-			if item.Kind != yaml.MappingNode || own.Content[j].Kind != yaml.MappingNode {
-				continue // default, or a user named only: nothing to add
-			}
-			var fields []string
-			for k := 0; k+1 < len(item.Content); k += 2 {
-				if o := yamlAt(own.Content[j], item.Content[k].Value); o != nil && !sameYAML(o, item.Content[k+1]) {
-					fields = append(fields, item.Content[k].Value)
-				}
-			}
-			if len(fields) > 0 {
-				sort.Strings(fields)
-				diags = append(diags, accountClash(hooks.Position{File: f.Name, Line: item.Line, Column: item.Column}, fmt.Sprintf("users[%d]", i),
-					"user", name.Value, accountPlace(st, us, "user", name.Value), "hostprov's output (or an earlier --merge file)", fields))
-				continue
-			}
-			own.Content[j] = mergeYAMLEntry(own.Content[j], item)
-		}
-		dropEmptied(user, "users", theirs, kept)
-	}
-	if theirs := yamlAt(user, "groups"); theirs != nil && theirs.Kind == yaml.SequenceNode && len(theirs.Content) > 0 {
-		has := map[string]bool{}
-		for _, g := range st.Groups {
-			has[g.Name] = true
-		}
-		if own := yamlAt(doc, "groups"); own != nil && own.Kind == yaml.SequenceNode {
-			for _, o := range own.Content {
-				if o.Kind == yaml.ScalarNode {
-					has[o.Value] = true
-				}
-			}
-		}
-		kept := theirs.Content[:0:0]
-		for _, item := range theirs.Content {
-			if item.Kind != yaml.ScalarNode || !has[item.Value] {
-				kept = append(kept, item)
-			}
-		}
-		dropEmptied(user, "groups", theirs, kept)
-	}
-	return diags
-}
-
-// dropEmptied sets the list of key in the mapping m to kept, and drops
-// the key when kept is empty.
-func dropEmptied(m *yaml.Node, key string, list *yaml.Node, kept []*yaml.Node) {
-	list.Content = kept
-	if len(kept) > 0 {
-		return
-	}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			m.Content = append(m.Content[:i], m.Content[i+2:]...)
-			return
-		}
-	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/cloudinit"
 )
 
 // mergeAccountsSpec makes a user and a group with ids, as a service's hook
@@ -48,7 +49,7 @@ func accountMerges(t *testing.T) map[string]func(...render.MergeFile) ([]byte, h
 			return mergeButane(us, render.ButaneOptions{Storage: st}, fs)
 		},
 		"cloud-init": func(fs ...render.MergeFile) ([]byte, hooks.Diagnostics, error) {
-			return mergeCloudInit(us, render.CloudInitOptions{Storage: st}, fs)
+			return mergeCloudInit(us, cloudinit.Options{Storage: st}, fs)
 		},
 	}
 }

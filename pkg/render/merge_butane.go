@@ -162,13 +162,13 @@ func butaneOfFile(f MergeFile, opts ButaneOptions) (*yaml.Node, *yaml.Node, *hoo
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(f.Data, &doc); err != nil {
-		return fail(yamlErrPos(f.Name, err), "not valid YAML: "+err.Error(), "check the file with butane --strict")
+		return fail(YAMLErrPos(f.Name, err), "not valid YAML: "+err.Error(), "check the file with butane --strict")
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return fail(hooks.Position{File: f.Name}, "not a Butane config: a Butane config is a mapping with variant: and version:", "give --merge a Butane config")
 	}
 	user := doc.Content[0]
-	variant, version := yamlAt(user, "variant"), yamlAt(user, "version")
+	variant, version := YAMLAt(user, "variant"), YAMLAt(user, "version")
 	switch {
 	case variant == nil || version == nil:
 		return fail(hooks.Position{File: f.Name, Line: user.Line, Column: user.Column}, "not a Butane config: it has no variant: or no version:", "give --merge a Butane config")
@@ -258,28 +258,28 @@ func mergeButaneDoc(doc, user *yaml.Node, f MergeFile) hooks.Diagnostics {
 			// An entry at a path hostprov's has is the same entry
 			// (checked): Butane refuses a path twice.
 			for _, kind := range []string{"files", "directories", "links"} {
-				dropSame(yamlAt(doc, "storage", kind), yamlAt(v, kind), "path", nil)
+				dropSame(YAMLAt(doc, "storage", kind), YAMLAt(v, kind), "path", nil)
 			}
 		case "passwd":
 			// An account both make is one entry, in hostprov's place,
 			// with the fields of both (checked: those both set agree).
 			for _, list := range []string{"users", "groups"} {
-				dropSame(yamlAt(doc, "passwd", list), yamlAt(v, list), "name", mergeYAMLEntry)
+				dropSame(YAMLAt(doc, "passwd", list), YAMLAt(v, list), "name", MergeYAMLEntry)
 			}
 		}
 		rest.Content = append(rest.Content, k, v)
 	}
-	return append(diags, mergeYAML(doc, rest, f, "")...)
+	return append(diags, MergeYAML(doc, rest, f, "")...)
 }
 
 // mergeButaneSystemd merges the user's systemd: mapping into hostprov's.
 func mergeButaneSystemd(doc, key, user *yaml.Node) {
-	own := yamlAt(doc, "systemd")
+	own := YAMLAt(doc, "systemd")
 	if own == nil {
 		doc.Content = append(doc.Content, key, user)
 		return
 	}
-	ownUnits := yamlAt(own, "units")
+	ownUnits := YAMLAt(own, "units")
 	for i := 0; i+1 < len(user.Content); i += 2 {
 		k, v := user.Content[i], user.Content[i+1]
 		if k.Value != "units" || ownUnits == nil || v.Kind != yaml.SequenceNode {
@@ -287,10 +287,10 @@ func mergeButaneSystemd(doc, key, user *yaml.Node) {
 			continue
 		}
 		for _, uu := range v.Content {
-			name := yamlAt(uu, "name")
+			name := YAMLAt(uu, "name")
 			j := -1
 			for m, hu := range ownUnits.Content {
-				if n := yamlAt(hu, "name"); name != nil && n != nil && n.Value == name.Value {
+				if n := YAMLAt(hu, "name"); name != nil && n != nil && n.Value == name.Value {
 					j = m
 				}
 			}
@@ -322,7 +322,7 @@ func mergeButaneUnit(own, user *yaml.Node) *yaml.Node {
 				user.Content = append(user.Content, k, v)
 			}
 		case "dropins":
-			ud := yamlAt(user, "dropins")
+			ud := YAMLAt(user, "dropins")
 			if ud == nil {
 				user.Content = append(user.Content, k, v)
 				continue
@@ -330,9 +330,9 @@ func mergeButaneUnit(own, user *yaml.Node) *yaml.Node {
 			var list []*yaml.Node
 			seen := map[string]bool{}
 			for _, d := range v.Content {
-				n := yamlAt(d, "name")
+				n := YAMLAt(d, "name")
 				for _, e := range ud.Content {
-					if en := yamlAt(e, "name"); en != nil && n != nil && en.Value == n.Value {
+					if en := YAMLAt(e, "name"); en != nil && n != nil && en.Value == n.Value {
 						d = e
 					}
 				}
@@ -340,7 +340,7 @@ func mergeButaneUnit(own, user *yaml.Node) *yaml.Node {
 				list = append(list, d)
 			}
 			for _, e := range ud.Content {
-				if en := yamlAt(e, "name"); en == nil || !seen[en.Value] {
+				if en := YAMLAt(e, "name"); en == nil || !seen[en.Value] {
 					list = append(list, e)
 				}
 			}
@@ -359,10 +359,10 @@ func dropSame(own, user *yaml.Node, key string, merge func(own, user *yaml.Node)
 	}
 	kept := user.Content[:0:0]
 	for _, e := range user.Content {
-		n := yamlAt(e, key)
+		n := YAMLAt(e, key)
 		j := -1
 		for m, o := range own.Content {
-			if on := yamlAt(o, key); n != nil && on != nil && on.Value == n.Value {
+			if on := YAMLAt(o, key); n != nil && on != nil && on.Value == n.Value {
 				j = m
 			}
 		}
@@ -463,7 +463,7 @@ func checkButaneStorage(seen map[string]storageSource, cfg any, f MergeFile, st 
 			where := "an earlier --merge file too, at " + prev.pos.String() + ","
 			if prev.spec {
 				where = "hostprov's spec too,"
-				if place := storagePlace(st, us, p); place != "" {
+				if place := StoragePlace(st, us, p); place != "" {
 					where = "hostprov's spec too, at " + place + ","
 				}
 			}

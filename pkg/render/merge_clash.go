@@ -223,7 +223,7 @@ func checkStorageClashes(own []byte, cfg any, f MergeFile, st compile.Storage, u
 			}
 			pos, _ := userStoragePos(f, kind, i, p)
 			in := "hostprov's spec too,"
-			if place := storagePlace(st, us, p); place != "" {
+			if place := StoragePlace(st, us, p); place != "" {
 				in = "hostprov's spec too, at " + place + ","
 			}
 			msg := fmt.Sprintf("%s is in %s as another entry: Ignition's merge would keep only yours", p, in)
@@ -257,7 +257,7 @@ func checkUnder(p, kind string, i int, f MergeFile, ownPaths []string, kindOf ma
 		default:
 			continue
 		}
-		if place := storagePlace(st, us, q); place != "" {
+		if place := StoragePlace(st, us, q); place != "" {
 			msg += ", at " + place
 		}
 		msg += ": nothing can be under a file"
@@ -299,7 +299,7 @@ func yamlTreeOf(f MergeFile, p string) *yaml.Node {
 	if yaml.Unmarshal(f.Data, &doc) != nil || len(doc.Content) == 0 {
 		return nil
 	}
-	trees := yamlAt(doc.Content[0], "storage", "trees")
+	trees := YAMLAt(doc.Content[0], "storage", "trees")
 	if trees == nil || trees.Kind != yaml.SequenceNode {
 		return nil
 	}
@@ -307,7 +307,7 @@ func yamlTreeOf(f MergeFile, p string) *yaml.Node {
 	bestLen := -1
 	for _, e := range trees.Content {
 		dest := "/"
-		if n := yamlAt(e, "path"); n != nil && n.Value != "" {
+		if n := YAMLAt(e, "path"); n != nil && n.Value != "" {
 			dest = pathpkg.Clean(n.Value)
 		}
 		if (dest == "/" || p == dest || strings.HasPrefix(p, dest+"/")) && len(dest) > bestLen {
@@ -332,12 +332,12 @@ func yamlByKey(f MergeFile, key, want string, p ...any) *yaml.Node {
 	if yaml.Unmarshal(f.Data, &doc) != nil || len(doc.Content) == 0 {
 		return nil
 	}
-	list := yamlAt(doc.Content[0], p...)
+	list := YAMLAt(doc.Content[0], p...)
 	if list == nil || list.Kind != yaml.SequenceNode {
 		return nil
 	}
 	for _, e := range list.Content {
-		if n := yamlAt(e, key); n != nil && n.Value == want {
+		if n := YAMLAt(e, key); n != nil && n.Value == want {
 			return e
 		}
 	}
@@ -356,9 +356,9 @@ func specPlace(pos hooks.Position, hook int, us []compile.Unit) string {
 	return fmt.Sprintf("%s (hooks[%d])", pos, hook)
 }
 
-// storagePlace is where the spec puts something at path p, or "" when st
+// StoragePlace is where the spec puts something at path p, or "" when st
 // does not say.
-func storagePlace(st compile.Storage, us []compile.Unit, p string) string {
+func StoragePlace(st compile.Storage, us []compile.Unit, p string) string {
 	for _, x := range st.Files {
 		if x.Path == p {
 			return specPlace(x.Pos, x.Hook, us)

@@ -11,6 +11,7 @@ import (
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/cloudinit"
 )
 
 // filesSpec writes a configuration file besides its unit.
@@ -104,7 +105,7 @@ storage:
 func TestMergeCloudInitFileClash(t *testing.T) {
 	r := buildText(t, "spec.yaml", filesSpec)
 	f := render.MergeFile{Name: "mine.yml", Data: []byte("#cloud-config\nwrite_files:\n  - path: /etc/motd\n    content: hello\n  - path: /etc/app.conf\n    content: \"a=2\\n\"\n")}
-	out, diags, err := mergeCloudInit(r.Units, render.CloudInitOptions{Storage: r.Storage}, []render.MergeFile{f})
+	out, diags, err := mergeCloudInit(r.Units, cloudinit.Options{Storage: r.Storage}, []render.MergeFile{f})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/cloudinit"
 	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 )
 
@@ -67,9 +68,9 @@ var (
 		return render.Ignition(us, render.IgnitionOptions{Version: o.Version, Storage: o.Storage})
 	}, render.MergeIgnitionConfig)
 	mergeButane    = merged(render.Butane, render.MergeButaneConfig)
-	mergeCloudInit = merged(func(us []compile.Unit, o render.CloudInitOptions) ([]byte, error) {
-		return render.CloudInit(us, render.CloudInitOptions{Storage: o.Storage})
-	}, render.MergeCloudInitConfig)
+	mergeCloudInit = merged(func(us []compile.Unit, o cloudinit.Options) ([]byte, error) {
+		return cloudinit.Render(us, cloudinit.Options{Storage: o.Storage})
+	}, cloudinit.Merge)
 )
 
 func noDiags(t *testing.T, what string, diags hooks.Diagnostics, err error) {
@@ -100,7 +101,7 @@ func TestMergeGolden(t *testing.T) {
 		golden.Check(t, mergeGolden("own.bu.bu"), out)
 	})
 	t.Run("cloud-init", func(t *testing.T) {
-		out, diags, err := mergeCloudInit(us, render.CloudInitOptions{}, []render.MergeFile{mergeFile(t, filepath.Join(mergeDir, "own.cloud-config.yml"))})
+		out, diags, err := mergeCloudInit(us, cloudinit.Options{}, []render.MergeFile{mergeFile(t, filepath.Join(mergeDir, "own.cloud-config.yml"))})
 		noDiags(t, "MergeCloudInit", diags, err)
 		golden.Check(t, mergeGolden("own.cloud-config.yml"), out)
 		checkCloudInitSchema(t, out)
@@ -121,7 +122,7 @@ func TestMergeClashes(t *testing.T) {
 			return mergeButane(us, render.ButaneOptions{}, fs)
 		},
 		"cloud-init": func(fs []render.MergeFile) ([]byte, hooks.Diagnostics, error) {
-			return mergeCloudInit(us, render.CloudInitOptions{}, fs)
+			return mergeCloudInit(us, cloudinit.Options{}, fs)
 		},
 	}
 	for _, c := range []struct{ format, file string }{
@@ -263,7 +264,7 @@ func TestMergeCorpus(t *testing.T) {
 	}
 	for name, f := range corpusCloudConfigs(t) {
 		t.Run(name, func(t *testing.T) {
-			out, diags, err := mergeCloudInit(us, render.CloudInitOptions{}, []render.MergeFile{f})
+			out, diags, err := mergeCloudInit(us, cloudinit.Options{}, []render.MergeFile{f})
 			noDiags(t, "MergeCloudInit", diags, err)
 			checkCloudInitSchema(t, out)
 			digests = append(digests, fmt.Sprintf("%x  %s", sha256.Sum256(out), name))
@@ -339,7 +340,7 @@ func corpusCloudConfigs(t *testing.T) map[string]render.MergeFile {
 		if err := os.WriteFile(file, body, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if s, err := cloudInitSchema(file); err != nil || s != "Valid cloud-config: "+file+"\n" {
+		if s, err := rendertest.CloudInitSchema(file); err != nil || s != "Valid cloud-config: "+file+"\n" {
 			t.Logf("%s: not merged, cloud-init refuses it on its own: %s", filepath.Base(p), strings.TrimSpace(s))
 			continue
 		}
@@ -393,7 +394,7 @@ func checkCloudInitSchema(t *testing.T, doc []byte) {
 	if err := os.WriteFile(file, doc, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := cloudInitSchema(file); err != nil || out != "Valid cloud-config: "+file+"\n" {
+	if out, err := rendertest.CloudInitSchema(file); err != nil || out != "Valid cloud-config: "+file+"\n" {
 		t.Errorf("cloud-init schema: %v\n%s\n%s", err, out, doc)
 	}
 }
@@ -506,11 +507,11 @@ func TestMergeNothing(t *testing.T) {
 			if d := cmp.Diff(string(want), string(got)); d != "" {
 				t.Errorf("Butane (-want +got):\n%s", d)
 			}
-			want, err = render.CloudInit(us, render.CloudInitOptions{})
+			want, err = cloudinit.Render(us, cloudinit.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, diags, err = mergeCloudInit(us, render.CloudInitOptions{}, nil)
+			got, diags, err = mergeCloudInit(us, cloudinit.Options{}, nil)
 			noDiags(t, "MergeCloudInit", diags, err)
 			if d := cmp.Diff(string(want), string(got)); d != "" {
 				t.Errorf("cloud-init (-want +got):\n%s", d)
@@ -542,7 +543,7 @@ func TestMergeStorageClashes(t *testing.T) {
 	}
 
 	ci := []byte("#cloud-config\nwrite_files:\n  - path: /etc/app.conf\n    content: a\n")
-	_, diags, err = render.MergeCloudInitConfig(ci, nil, render.CloudInitOptions{},
+	_, diags, err = cloudinit.Merge(ci, nil, cloudinit.Options{},
 		[]render.MergeFile{{Name: "mine.yml", Data: []byte("#cloud-config\nwrite_files:\n  - path: /etc/app.conf\n    content: b\n")}})
 	if err != nil {
 		t.Fatal(err)

@@ -68,30 +68,14 @@ func TestSameBytes(t *testing.T) {
 				got[filepath.ToSlash(rel)] = string(b)
 				return err
 			})
-			compareFiles(t, "dir", want, got)
+			rendertest.CompareFiles(t, "dir", want, got)
 
 			ign, err := render.Ignition(us, render.IgnitionOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			compareFiles(t, "ignition", want, ignitionFiles(t, ign))
+			rendertest.CompareFiles(t, "ignition", want, ignitionFiles(t, ign))
 		})
-	}
-}
-
-func compareFiles(t *testing.T, format string, want, got map[string]string) {
-	t.Helper()
-	for p, w := range want {
-		if g, ok := got[p]; !ok {
-			t.Errorf("%s output lacks %s", format, p)
-		} else if g != w {
-			t.Errorf("%s output has other bytes for %s:\n got %q\nwant %q", format, p, g, w)
-		}
-	}
-	for p := range got {
-		if _, ok := want[p]; !ok {
-			t.Errorf("%s output has %s, which is not a rendered unit", format, p)
-		}
 	}
 }
 

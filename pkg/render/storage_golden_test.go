@@ -25,6 +25,7 @@ import (
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/cloudinit"
 	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 	"github.com/hostprov/hostprov/pkg/render/kopshooks"
 )
@@ -81,7 +82,7 @@ func TestStorageGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			golden.Check(t, filepath.Join(storageDir, name+".bu"), bu)
-			ci, err := render.CloudInit(r.Units, render.CloudInitOptions{Storage: r.Storage})
+			ci, err := cloudinit.Render(r.Units, cloudinit.Options{Storage: r.Storage})
 			hasS3 := false
 			for _, f := range r.Storage.Files {
 				hasS3 = hasS3 || strings.HasPrefix(f.Source, "s3://")
@@ -277,7 +278,7 @@ func TestStorageCloudInitSchema(t *testing.T) {
 		t.Fatalf("only %d documents to check", len(docs))
 	}
 	for name, r := range docs {
-		ci, err := render.CloudInit(r.Units, render.CloudInitOptions{Storage: r.Storage})
+		ci, err := cloudinit.Render(r.Units, cloudinit.Options{Storage: r.Storage})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -288,7 +289,7 @@ func TestStorageCloudInitSchema(t *testing.T) {
 		if err := os.WriteFile(file, ci, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		out, err := cloudInitSchema(file)
+		out, err := rendertest.CloudInitSchema(file)
 		if want := "Valid cloud-config: " + file + "\n"; err != nil || out != want {
 			t.Errorf("cloud-init schema -c %s: %v\n%s\n%s", name, err, out, ci)
 		}
@@ -484,7 +485,7 @@ func TestStorageSpecialBits(t *testing.T) {
 			t.Errorf("%s: %v, want both entries refused at their lines", name, err)
 		}
 	}
-	ci, err := render.CloudInit(r.Units, render.CloudInitOptions{Storage: r.Storage})
+	ci, err := cloudinit.Render(r.Units, cloudinit.Options{Storage: r.Storage})
 	if err != nil || !bytes.Contains(ci, []byte("permissions: '4755'")) || !bytes.Contains(ci, []byte(`[chmod, "1777", /var/spool/x]`)) {
 		t.Errorf("cloud-init: %v\n%s", err, ci)
 	}

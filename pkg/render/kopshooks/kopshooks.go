@@ -12,7 +12,7 @@ import (
 	"github.com/hostprov/hostprov/internal/yamlnode"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/internal/unitfiles"
 	"github.com/hostprov/hostprov/pkg/render/internal/yamlwrite"
 )
 
@@ -189,7 +189,7 @@ func Hooks(us []compile.Unit) ([]Hook, error) {
 		case !enabled:
 			refuse(u, ErrDisabledUnit, "set enabled: true if the unit may run at every nodeup, or render it with --format ignition or cloud-init")
 			ok = false
-		case render.IsTemplate(u.Name):
+		case unitfiles.IsTemplate(u.Name):
 			refuse(u, ErrTemplate, "name an instance (NAME@INSTANCE.service) in a hook of its own")
 			ok = false
 		case !utf8.Valid(u.Contents):

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hostprov/hostprov/internal/fsutil"
 	"github.com/hostprov/hostprov/pkg/compile"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/internal/unitfiles"
 )
 
 // Write writes the units into dir as unit files (dir/NAME), drop-ins
@@ -20,7 +20,7 @@ func Write(dir string, us []compile.Unit) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	for _, f := range render.Files(us) {
+	for _, f := range unitfiles.Files(us) {
 		p := filepath.Join(dir, filepath.FromSlash(f.Path))
 		if d := filepath.Dir(p); d != filepath.Clean(dir) {
 			// A drop-in directory: never write through a link planted

@@ -5,11 +5,14 @@
 package rendertest
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hostprov/hostprov/pkg/compile"
 )
@@ -109,4 +112,35 @@ func TrickyUnits() []compile.Unit {
 		us[i] = compile.Unit{Name: fmt.Sprintf("tricky-%02d.service", i), Contents: []byte(c), Enabled: &off, Hook: i}
 	}
 	return us
+}
+
+// CompareFiles fails t unless an output (named format) holds exactly the
+// unit files of want, path by path and byte for byte: every output is
+// held to the same bytes of the units.
+func CompareFiles(t *testing.T, format string, want, got map[string]string) {
+	t.Helper()
+	for p, w := range want {
+		if g, ok := got[p]; !ok {
+			t.Errorf("%s output lacks %s", format, p)
+		} else if g != w {
+			t.Errorf("%s output has other bytes for %s:\n got %q\nwant %q", format, p, g, w)
+		}
+	}
+	for p := range got {
+		if _, ok := want[p]; !ok {
+			t.Errorf("%s output has %s, which is not a rendered unit", format, p)
+		}
+	}
+}
+
+// CloudInitSchema is what cloud-init's own schema check says of the
+// cloud-config in file: the cloud-init output and its merges are all held
+// to it.
+func CloudInitSchema(file string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "cloud-init", "schema", "-c", file)
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/hostprov/hostprov/internal/benchspec"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/cloudinit"
 	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 	"github.com/hostprov/hostprov/pkg/render/internal/yamlwrite"
 	"github.com/hostprov/hostprov/pkg/render/kopshooks"
@@ -27,7 +28,7 @@ func yamlOutputs(t *testing.T, r compile.Result, fast bool) map[string]string {
 			out[name] = string(b)
 		}
 	}
-	b, err := render.CloudInit(r.Units, render.CloudInitOptions{Storage: r.Storage})
+	b, err := cloudinit.Render(r.Units, cloudinit.Options{Storage: r.Storage})
 	add("cloud-init", b, err)
 	b, err = render.Butane(r.Units, render.ButaneOptions{Storage: r.Storage})
 	add("butane", b, err)

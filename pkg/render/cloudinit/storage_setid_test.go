@@ -1,7 +1,8 @@
-package render_test
+package cloudinit_test
 
 import (
 	"encoding/json"
+	"github.com/hostprov/hostprov/pkg/render/cloudinit"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,7 +15,6 @@ import (
 
 	"github.com/hostprov/hostprov/internal/hosttools"
 	"github.com/hostprov/hostprov/pkg/compile"
-	"github.com/hostprov/hostprov/pkg/render"
 )
 
 // pyRunWriteFiles runs cloud-init's own write_files module code on the
@@ -65,7 +65,7 @@ func TestCloudInitKeepsSetID(t *testing.T) {
 	if len(diags) > 0 {
 		t.Fatal(diags)
 	}
-	ci, err := render.CloudInit(r.Units, render.CloudInitOptions{Storage: r.Storage})
+	ci, err := cloudinit.Render(r.Units, cloudinit.Options{Storage: r.Storage})
 	if err != nil {
 		t.Fatal(err)
 	}

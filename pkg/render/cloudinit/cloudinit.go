@@ -1,4 +1,4 @@
-package render
+package cloudinit
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/hostprov/hostprov/pkg/render/internal/unitfiles"
 	"mime/multipart"
 	"net/textproto"
 	"strings"
@@ -20,10 +21,10 @@ import (
 	"github.com/hostprov/hostprov/pkg/units"
 )
 
-// CloudInitOptions are the choices of the cloud-init output. The zero value
+// Options are the choices of the cloud-init output. The zero value
 // is a plain #cloud-config document, which is what cloud-init, and every
 // cloud's user data field, expects.
-type CloudInitOptions struct {
+type Options struct {
 	// MIME wraps the document in a multipart/mixed MIME message with one
 	// text/cloud-config part, for tooling that only passes MIME user data
 	// on. Check the output format with CheckMIME first: a MIME envelope
@@ -34,10 +35,10 @@ type CloudInitOptions struct {
 	Storage compile.Storage
 }
 
-// CloudInitUnitDir is where the cloud-init output writes unit files and
+// UnitDir is where the cloud-init output writes unit files and
 // drop-ins: the administrator's unit directory, which wins over the units
 // of the image.
-const CloudInitUnitDir = "/etc/systemd/system"
+const UnitDir = "/etc/systemd/system"
 
 // ErrMIMEForIgnition is the error of CheckMIME for an Ignition or Butane
 // output.
@@ -88,8 +89,8 @@ const runcmdHeldComment = `A hook whose download fails is neither enabled nor st
 mark in ` + heldDir + `), and the last command then fails, so that
 cloud-init reports it.`
 
-// CloudInit returns a #cloud-config document that installs the units:
-// write_files writes every unit file and drop-in under CloudInitUnitDir
+// Render returns a #cloud-config document that installs the units:
+// write_files writes every unit file and drop-in under UnitDir
 // (mode 0644, owner root, content exactly the unit's bytes), and runcmd
 // then runs, as argument lists that no shell reinterprets:
 //
@@ -125,11 +126,11 @@ cloud-init reports it.`
 // Content is a YAML literal block where YAML can hold the bytes in one,
 // a double-quoted scalar where it cannot (trailing spaces, characters that
 // YAML escapes), and base64 (encoding: b64) for bytes that are not UTF-8.
-// With opts.MIME the document is wrapped as CloudInitMIME does.
+// With opts.MIME the document is wrapped as MIME does.
 //
 // The same units give the same bytes, every time.
-func CloudInit(us []compile.Unit, opts CloudInitOptions) ([]byte, error) {
-	doc, err := cloudInitDoc(us, opts)
+func Render(us []compile.Unit, opts Options) ([]byte, error) {
+	doc, err := configDoc(us, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +139,7 @@ func CloudInit(us []compile.Unit, opts CloudInitOptions) ([]byte, error) {
 
 // encodeCloudConfig writes a cloud-config document's root mapping after
 // its header line, wrapped in MIME when opts ask for it.
-func encodeCloudConfig(doc *yaml.Node, opts CloudInitOptions) ([]byte, error) {
+func encodeCloudConfig(doc *yaml.Node, opts Options) ([]byte, error) {
 	var b bytes.Buffer
 	b.Grow(len(cloudConfigHeader) + yamlwrite.Size(doc))
 	b.WriteString(cloudConfigHeader)
@@ -148,20 +149,20 @@ func encodeCloudConfig(doc *yaml.Node, opts CloudInitOptions) ([]byte, error) {
 		return nil, err
 	}
 	if opts.MIME {
-		return CloudInitMIME(b.Bytes())
+		return MIME(b.Bytes())
 	}
 	return b.Bytes(), nil
 }
 
-// cloudInitDoc is the root mapping of CloudInit's document.
-func cloudInitDoc(us []compile.Unit, opts CloudInitOptions) (*yaml.Node, error) {
+// configDoc is the root mapping of Render's document.
+func configDoc(us []compile.Unit, opts Options) (*yaml.Node, error) {
 	doc := &yaml.Node{Kind: yaml.MappingNode}
-	held := cloudInitHeld(us, opts.Storage)
-	stFiles, stCmds, err := cloudInitStorage(opts.Storage, held)
+	held := heldMarks(us, opts.Storage)
+	stFiles, stCmds, err := storageEntries(opts.Storage, held)
 	if err != nil {
 		return nil, err
 	}
-	users, groups, bootcmd := cloudInitAccounts(opts.Storage)
+	users, groups, bootcmd := accountEntries(opts.Storage)
 	if len(bootcmd) > 0 {
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, argv := range bootcmd {
@@ -179,16 +180,16 @@ func cloudInitDoc(us []compile.Unit, opts CloudInitOptions) (*yaml.Node, error) 
 		key.HeadComment = usersComment
 		doc.Content = append(doc.Content, key, users)
 	}
-	if files := Files(us); len(files)+len(stFiles) > 0 {
+	if files := unitfiles.Files(us); len(files)+len(stFiles) > 0 {
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
 		seq.Content = append(seq.Content, stFiles...)
 		k := newFileNodes()
 		for _, f := range files {
-			seq.Content = append(seq.Content, cloudInitFile(CloudInitUnitDir+"/"+f.Path, f.Contents, k))
+			seq.Content = append(seq.Content, writeFileEntry(UnitDir+"/"+f.Path, f.Contents, k))
 		}
 		doc.Content = append(doc.Content, yamlnode.Str("write_files"), seq)
 	}
-	cmds, err := cloudInitCommands(us, held)
+	cmds, err := startCommands(us, held)
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +226,7 @@ func cloudInitDoc(us []compile.Unit, opts CloudInitOptions) (*yaml.Node, error) 
 // document, fileNodes, which nothing changes once made; an entry's
 // mapping and its path are cut from one array. A node each had made the
 // nodes a fifth of what a cloud-init render of 10,000 hooks allocated.
-func cloudInitFile(path string, contents []byte, k *fileNodes) *yaml.Node {
+func writeFileEntry(path string, contents []byte, k *fileNodes) *yaml.Node {
 	ns := new([2]yaml.Node)
 	ns[1] = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: path}
 	content := make([]*yaml.Node, 0, 10)
@@ -258,7 +259,7 @@ func newFileNodes() *fileNodes {
 // next).
 const heldDir = "/run/hostprov/download-failed"
 
-// cloudInitHeld returns the hooks (by index) that have units and a file
+// heldMarks returns the hooks (by index) that have units and a file
 // to download, each with its mark: the file the download script makes
 // when a download of the hook fails.
 //
@@ -269,7 +270,7 @@ const heldDir = "/run/hostprov/download-failed"
 // units are written, but neither enabled nor started, the other hooks'
 // are, and runcmd ends with heldReport, which fails when a mark is
 // there, so that cloud-init's status reports an error and says why.
-func cloudInitHeld(us []compile.Unit, st compile.Storage) map[hookKey]string {
+func heldMarks(us []compile.Unit, st compile.Storage) map[hookKey]string {
 	names := map[hookKey]string{}
 	for _, u := range us {
 		names[hookKey{u.Pos.File, u.Hook}] = u.HookName
@@ -303,10 +304,10 @@ const heldGate = `m=$1; shift; if [ -e "$m" ]; then echo "hostprov: a download o
 // failed. cloud-init takes runcmd's status from its last command.
 var heldReport = []string{"sh", "-c", `if [ -d ` + heldDir + ` ]; then echo "hostprov: downloads failed; these hooks were neither enabled nor started: $(ls ` + heldDir + ` | tr '\n' ' ')" >&2; exit 1; fi`}
 
-// cloudInitCommands returns the runcmd of CloudInit, in order; see there
+// startCommands returns the runcmd of Render, in order; see there
 // for why each command is there. The enabling and starting of the units of
 // a hook in held waits for its mark (heldGate).
-func cloudInitCommands(us []compile.Unit, held map[hookKey]string) ([][]string, error) {
+func startCommands(us []compile.Unit, held map[hookKey]string) ([][]string, error) {
 	var (
 		enable, disable, mask, restart, start []string
 		enableOne, disableOne                 [][]string
@@ -333,7 +334,7 @@ func cloudInitCommands(us []compile.Unit, held map[hookKey]string) ([][]string, 
 			continue
 		}
 		written := u.Contents != nil
-		if !written && len(u.Dropins) > 0 && units.Type(u.Name) == "service" && !IsTemplate(u.Name) {
+		if !written && len(u.Dropins) > 0 && units.Type(u.Name) == "service" && !unitfiles.IsTemplate(u.Name) {
 			restart = append(restart, u.Name)
 		}
 		if u.Enabled == nil {
@@ -390,7 +391,7 @@ func appendCmd(cmds [][]string, cmd, names []string) [][]string {
 // image (no contents) is started: the spec enables it to have it run.
 func startName(u compile.Unit) (string, bool, error) {
 	if u.Contents == nil {
-		return u.Name, !IsTemplate(u.Name), nil
+		return u.Name, !unitfiles.IsTemplate(u.Name), nil
 	}
 	vs, err := units.LastValues(u.Contents, units.SectionInstall, startKeys)
 	if err != nil {
@@ -399,7 +400,7 @@ func startName(u compile.Unit) (string, bool, error) {
 	if vs[0] == "" && vs[1] == "" && vs[2] == "" {
 		return "", false, nil
 	}
-	if !IsTemplate(u.Name) {
+	if !unitfiles.IsTemplate(u.Name) {
 		return u.Name, true, nil
 	}
 	inst := vs[3]
@@ -414,21 +415,14 @@ func startName(u compile.Unit) (string, bool, error) {
 // a unit in at boot, then DefaultInstance.
 var startKeys = []string{"WantedBy", "RequiredBy", "UpheldBy", "DefaultInstance"}
 
-// IsTemplate reports whether name is a template ("worker@.service"), which
-// systemd cannot start or restart without an instance: cloud-init and kops
-// both start the units they write, and cannot start a template.
-func IsTemplate(name string) bool {
-	return strings.HasSuffix(strings.TrimSuffix(name, "."+units.Type(name)), "@")
-}
-
-// CloudInitMIME wraps a #cloud-config document as a multipart/mixed MIME
+// MIME wraps a #cloud-config document as a multipart/mixed MIME
 // message with one text/cloud-config part, the form of cloud-init's own
 // `cloud-init devel make-mime`. The boundary is derived from the document,
 // so the same document gives the same message. The part is 7bit when the
 // document is ASCII with lines of at most 998 bytes, and base64 otherwise:
 // cloud-init reads an 8bit part through Python's email package, which does
 // not give non-ASCII text back unchanged.
-func CloudInitMIME(doc []byte) ([]byte, error) {
+func MIME(doc []byte) ([]byte, error) {
 	sum := sha256.Sum256(doc)
 	boundary := "hostprov-" + hex.EncodeToString(sum[:16])
 	if bytes.Contains(doc, []byte(boundary)) {

@@ -1,8 +1,9 @@
-package render
+package cloudinit
 
 import (
 	"bytes"
 	"fmt"
+	"github.com/hostprov/hostprov/pkg/render"
 	"path"
 	"strings"
 
@@ -12,16 +13,16 @@ import (
 	"github.com/hostprov/hostprov/pkg/hooks"
 )
 
-// CloudInitMergeRule is the rule MergeCloudInitConfig merges by, in cloud-init's
+// MergeRule is the rule Merge merges by, in cloud-init's
 // own merge_how syntax: mappings merged key by key and recursively, lists
 // appended (hostprov's items first, then the file's), and a value both set
 // to something else is a clash (cloud-init's no_replace would keep
 // hostprov's silently; hostprov says so instead).
-const CloudInitMergeRule = "list(append)+dict(no_replace,recurse_list)+str()"
+const MergeRule = "list(append)+dict(no_replace,recurse_list)+str()"
 
-// MergeCloudInitConfig returns own, hostprov's cloud-config of the units
+// Merge returns own, hostprov's cloud-config of the units
 // (and whatever else the spec puts there), without MIME, with the user's
-// cloud-configs merged into it, in order, by CloudInitMergeRule: the
+// cloud-configs merged into it, in order, by MergeRule: the
 // file's keys as written (comments and styles kept, as yaml.v3 reads
 // them), write_files and runcmd after hostprov's. A write_files entry for
 // a path hostprov writes is a clash unless it is the same entry; a user
@@ -30,7 +31,7 @@ const CloudInitMergeRule = "list(append)+dict(no_replace,recurse_list)+str()"
 //
 // A write_files path of own that no unit writes is a clash at hostprov's
 // spec as a whole.
-func MergeCloudInitConfig(own []byte, us []compile.Unit, opts CloudInitOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
+func Merge(own []byte, us []compile.Unit, opts Options, files []render.MergeFile) ([]byte, hooks.Diagnostics, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(own, &root); err != nil {
 		return nil, nil, fmt.Errorf("hostprov's own cloud-config: %v", err)
@@ -56,7 +57,7 @@ func MergeCloudInitConfig(own []byte, us []compile.Unit, opts CloudInitOptions, 
 		}
 		var root yaml.Node
 		if err := yaml.Unmarshal(f.Data, &root); err != nil {
-			diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: yamlErrPos(f.Name, err),
+			diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: render.YAMLErrPos(f.Name, err),
 				Message: "not valid YAML: " + err.Error(), Hint: "check the file with cloud-init schema -c FILE"})
 			continue
 		}
@@ -79,7 +80,7 @@ func MergeCloudInitConfig(own []byte, us []compile.Unit, opts CloudInitOptions, 
 		}
 		diags = append(diags, dropOwnWriteFiles(doc, user, byPath, f)...)
 		diags = append(diags, mergeCloudInitAccounts(doc, user, f, opts.Storage, us)...)
-		diags = append(diags, mergeYAML(doc, user, f, "")...)
+		diags = append(diags, render.MergeYAML(doc, user, f, "")...)
 	}
 	diags.Sort()
 	if diags.HasErrors(false) {
@@ -101,19 +102,19 @@ type writeOrigin struct {
 // the units, by path.
 func writeOrigins(doc *yaml.Node, us []compile.Unit, st compile.Storage) map[string]writeOrigin {
 	byPath := map[string]writeOrigin{}
-	if wf := yamlAt(doc, "write_files"); wf != nil {
+	if wf := render.YAMLAt(doc, "write_files"); wf != nil {
 		for _, item := range wf.Content {
-			if p := yamlAt(item, "path"); p != nil {
-				byPath[p.Value] = writeOrigin{place: storagePlace(st, us, p.Value)}
+			if p := render.YAMLAt(item, "path"); p != nil {
+				byPath[p.Value] = writeOrigin{place: render.StoragePlace(st, us, p.Value)}
 			}
 		}
 	}
 	for i, u := range us {
 		if u.Contents != nil && !u.Mask {
-			byPath[CloudInitUnitDir+"/"+u.Name] = writeOrigin{unit: &us[i]}
+			byPath[UnitDir+"/"+u.Name] = writeOrigin{unit: &us[i]}
 		}
 		for _, d := range u.Dropins {
-			byPath[CloudInitUnitDir+"/"+u.Name+".d/"+d.Name] = writeOrigin{unit: &us[i]}
+			byPath[UnitDir+"/"+u.Name+".d/"+d.Name] = writeOrigin{unit: &us[i]}
 		}
 	}
 	return byPath
@@ -122,13 +123,13 @@ func writeOrigins(doc *yaml.Node, us []compile.Unit, st compile.Storage) map[str
 // dropOwnWriteFiles takes the write_files entries of user for paths
 // hostprov writes out of it: identical ones are dropped, others are
 // clashes, an error each.
-func dropOwnWriteFiles(doc, user *yaml.Node, byPath map[string]writeOrigin, f MergeFile) hooks.Diagnostics {
+func dropOwnWriteFiles(doc, user *yaml.Node, byPath map[string]writeOrigin, f render.MergeFile) hooks.Diagnostics {
 	pos := func(n *yaml.Node) hooks.Position { return hooks.Position{File: f.Name, Line: n.Line, Column: n.Column} }
 	var diags hooks.Diagnostics
-	if wf := yamlAt(user, "write_files"); wf != nil && wf.Kind == yaml.SequenceNode {
+	if wf := render.YAMLAt(user, "write_files"); wf != nil && wf.Kind == yaml.SequenceNode {
 		kept := wf.Content[:0:0]
 		for _, item := range wf.Content {
-			p := yamlAt(item, "path")
+			p := render.YAMLAt(item, "path")
 			if p == nil || p.Kind != yaml.ScalarNode {
 				kept = append(kept, item)
 				continue
@@ -138,14 +139,14 @@ func dropOwnWriteFiles(doc, user *yaml.Node, byPath map[string]writeOrigin, f Me
 				kept = append(kept, item)
 				continue
 			}
-			if sameYAML(item, ownWriteFile(doc, p.Value)) {
+			if render.SameYAML(item, ownWriteFile(doc, p.Value)) {
 				continue
 			}
 			if u := o.unit; u != nil {
 				// The unit file itself, or one of its drop-ins:
 				// the hint says which, and what the user can do.
 				hint := "the unit file belongs to the spec: add a drop-in through the hook, or drop the entry from your cloud-config"
-				if p.Value != CloudInitUnitDir+"/"+u.Name {
+				if p.Value != UnitDir+"/"+u.Name {
 					hint = "this drop-in belongs to the spec's hook: change it there, or give yours another name in " + path.Dir(p.Value) + ", or drop the entry from your cloud-config"
 				}
 				diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: pos(p), Path: "write_files.path",
@@ -168,78 +169,16 @@ func dropOwnWriteFiles(doc, user *yaml.Node, byPath map[string]writeOrigin, f Me
 
 // ownWriteFile is hostprov's write_files entry for path.
 func ownWriteFile(doc *yaml.Node, path string) *yaml.Node {
-	wf := yamlAt(doc, "write_files")
+	wf := render.YAMLAt(doc, "write_files")
 	if wf == nil {
 		return nil
 	}
 	for _, item := range wf.Content {
-		if p := yamlAt(item, "path"); p != nil && p.Value == path {
+		if p := render.YAMLAt(item, "path"); p != nil && p.Value == path {
 			return item
 		}
 	}
 	return nil
-}
-
-// sameYAML reports whether two nodes hold the same data.
-func sameYAML(a, b *yaml.Node) bool {
-	if a == nil || b == nil {
-		return false
-	}
-	var x, y any
-	if a.Decode(&x) != nil || b.Decode(&y) != nil {
-		return false
-	}
-	return yamlDump(x) == yamlDump(y)
-}
-
-func yamlDump(v any) string {
-	b, err := yaml.Marshal(v)
-	if err != nil {
-		return ""
-	}
-	return string(b)
-}
-
-// mergeYAML merges the mapping from into into by CloudInitMergeRule.
-func mergeYAML(into, from *yaml.Node, f MergeFile, prefix string) hooks.Diagnostics {
-	var diags hooks.Diagnostics
-	for i := 0; i+1 < len(from.Content); i += 2 {
-		k, v := from.Content[i], from.Content[i+1]
-		key := prefix + k.Value
-		j := -1
-		for m := 0; m+1 < len(into.Content); m += 2 {
-			if into.Content[m].Value == k.Value {
-				j = m
-			}
-		}
-		if j < 0 {
-			into.Content = append(into.Content, k, v)
-			continue
-		}
-		have := into.Content[j+1]
-		switch {
-		case have.Kind == yaml.MappingNode && v.Kind == yaml.MappingNode:
-			diags = append(diags, mergeYAML(have, v, f, key+".")...)
-		case have.Kind == yaml.SequenceNode && v.Kind == yaml.SequenceNode:
-			have.Content = append(have.Content, v.Content...)
-		case sameYAML(have, v):
-		default:
-			diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: f.Name, Line: v.Line, Column: v.Column}, Path: key,
-				Message: fmt.Sprintf("%s is set by hostprov's output (or an earlier --merge file) to something else, which cloud-init would not merge", key),
-				Hint:    "set " + strings.TrimPrefix(key, ".") + " in one place only"})
-		}
-	}
-	return diags
-}
-
-// yamlErrPos is the line of a yaml.v3 error ("yaml: line 3: ..."), or the
-// file alone.
-func yamlErrPos(file string, err error) hooks.Position {
-	var line int
-	if _, e := fmt.Sscanf(strings.TrimPrefix(err.Error(), "yaml: "), "line %d:", &line); e == nil {
-		return hooks.Position{File: file, Line: line}
-	}
-	return hooks.Position{File: file}
 }
 
 func firstKey(n *yaml.Node) *yaml.Node {

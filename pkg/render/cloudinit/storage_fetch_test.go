@@ -1,6 +1,7 @@
-package render_test
+package cloudinit_test
 
 import (
+	"github.com/hostprov/hostprov/pkg/render/cloudinit"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,7 +18,6 @@ import (
 	"github.com/hostprov/hostprov/internal/hosttools"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
-	"github.com/hostprov/hostprov/pkg/render"
 	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 )
 
@@ -28,7 +28,7 @@ import (
 // another hash fails and writes nothing.
 func TestCloudInitFetch(t *testing.T) {
 	dir := t.TempDir()
-	fetcher, runcmd, ci := cloudInitRun(t, filepath.Join(storageDir, "download.yaml"), dir)
+	fetcher, runcmd, ci := cloudInitRun(t, rendertest.Path("testdata", "golden", "storage", "download.yaml"), dir)
 	body := "" // the golden's hashes are those of no bytes
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(body)) }))
 	defer srv.Close()
@@ -85,7 +85,7 @@ func mustOctal(t *testing.T, s string) uint32 {
 // tried again and lands, the second fails after one request.
 func TestCloudInitFetchRetries(t *testing.T) {
 	dir := t.TempDir()
-	fetcher, _, _ := cloudInitRun(t, filepath.Join(storageDir, "download.yaml"), dir)
+	fetcher, _, _ := cloudInitRun(t, rendertest.Path("testdata", "golden", "storage", "download.yaml"), dir)
 	var requests atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := requests.Add(1)
@@ -231,7 +231,7 @@ func cloudInitRun(t *testing.T, path, dir string) (fetcher string, runcmd [][]st
 		hosttools.Unavailable(t, "python3 not found (cloud-init's own language; Debian package python3)")
 	}
 	r := rendertest.BuildAll(t, path)
-	ci, err := render.CloudInit(r.Units, render.CloudInitOptions{Storage: r.Storage})
+	ci, err := cloudinit.Render(r.Units, cloudinit.Options{Storage: r.Storage})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestCloudInitHeldHookOfItsOwnSpec(t *testing.T) {
 	st := compile.Storage{Files: []compile.StorageFile{{Path: "/usr/local/bin/tool", Mode: 0o755, Hook: 0,
 		Source: "https://files.example.com/tool", Pos: hooks.Position{File: "fetch.yaml", Line: 6, Column: 7},
 		Hash: "sha256-e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}}}
-	ci, err := render.CloudInit(us, render.CloudInitOptions{Storage: st})
+	ci, err := cloudinit.Render(us, cloudinit.Options{Storage: st})
 	if err != nil {
 		t.Fatal(err)
 	}

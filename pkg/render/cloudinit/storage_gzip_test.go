@@ -1,8 +1,9 @@
-package render_test
+package cloudinit_test
 
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/hostprov/hostprov/pkg/render/cloudinit"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/hostprov/hostprov/internal/hosttools"
 	"github.com/hostprov/hostprov/pkg/compile"
-	"github.com/hostprov/hostprov/pkg/render"
 )
 
 // TestCloudInitCompressesLargeFiles: a large file's contents are written
@@ -50,11 +50,11 @@ func TestCloudInitCompressesLargeFiles(t *testing.T) {
 	if len(diags) > 0 {
 		t.Fatal(diags)
 	}
-	ci, err := render.CloudInit(r.Units, render.CloudInitOptions{Storage: r.Storage})
+	ci, err := cloudinit.Render(r.Units, cloudinit.Options{Storage: r.Storage})
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, _ := render.CloudInit(r.Units, render.CloudInitOptions{Storage: r.Storage})
+	again, _ := cloudinit.Render(r.Units, cloudinit.Options{Storage: r.Storage})
 	if !bytes.Equal(ci, again) {
 		t.Error("the same spec gave other bytes")
 	}

@@ -1,4 +1,4 @@
-package render
+package cloudinit
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 // still be right, and three times slower.
 func TestCloudInitWrittenFast(t *testing.T) {
 	r, _ := compile.BuildAll("benchspec", benchspec.Spec(40))
-	doc, err := cloudInitDoc(r.Units, CloudInitOptions{Storage: r.Storage})
+	doc, err := configDoc(r.Units, Options{Storage: r.Storage})
 	if err != nil {
 		t.Fatal(err)
 	}

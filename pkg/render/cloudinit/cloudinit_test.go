@@ -1,11 +1,11 @@
-package render_test
+package cloudinit_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"github.com/hostprov/hostprov/pkg/render/cloudinit"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"gopkg.in/yaml.v3"
@@ -27,6 +26,9 @@ import (
 	"github.com/hostprov/hostprov/pkg/render"
 	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 )
+
+// header opens a spec; the tests write its hooks after it.
+const header = "apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n"
 
 // cloudConfig is what the tests read back from a #cloud-config document.
 type cloudConfig struct {
@@ -42,7 +44,7 @@ type cloudConfig struct {
 
 func cloudInit(t *testing.T, us []compile.Unit) []byte {
 	t.Helper()
-	doc, err := render.CloudInit(us, render.CloudInitOptions{})
+	doc, err := cloudinit.Render(us, cloudinit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +58,7 @@ func TestCloudInitGolden(t *testing.T) {
 	for name, path := range rendertest.GoldenSpecs(t) {
 		t.Run(name, func(t *testing.T) {
 			doc := cloudInit(t, rendertest.Build(t, path))
-			golden.Check(t, filepath.Join("..", "..", "testdata", "golden", name+".cloud-init.yml"), doc)
+			golden.Check(t, rendertest.Path("testdata", "golden", name+".cloud-init.yml"), doc)
 		})
 	}
 }
@@ -80,7 +82,7 @@ func TestCloudInitSameBytes(t *testing.T) {
 			for _, f := range render.Files(us) {
 				want[f.Path] = string(f.Contents)
 			}
-			compareFiles(t, "cloud-init", want, cloudConfigFiles(t, cfg))
+			rendertest.CompareFiles(t, "cloud-init", want, cloudConfigFiles(t, cfg))
 			checkRuncmd(t, cfg.Runcmd)
 		})
 	}
@@ -103,9 +105,9 @@ func cloudConfigFiles(t *testing.T, cfg cloudConfig) map[string]string {
 	t.Helper()
 	got := map[string]string{}
 	for _, f := range cfg.WriteFiles {
-		rel, ok := strings.CutPrefix(f.Path, render.CloudInitUnitDir+"/")
+		rel, ok := strings.CutPrefix(f.Path, cloudinit.UnitDir+"/")
 		if !ok {
-			t.Errorf("write_files writes %s, outside %s", f.Path, render.CloudInitUnitDir)
+			t.Errorf("write_files writes %s, outside %s", f.Path, cloudinit.UnitDir)
 		}
 		if f.Permissions != "0644" || f.Owner != "root:root" {
 			t.Errorf("%s: permissions %q, owner %q; want 0644, root:root", f.Path, f.Permissions, f.Owner)
@@ -246,7 +248,7 @@ func TestCloudInitTrickyBytes(t *testing.T) {
 	for _, f := range render.Files(us) {
 		want[f.Path] = string(f.Contents)
 	}
-	compareFiles(t, "cloud-init", want, cloudConfigFiles(t, parseCloudConfig(t, doc)))
+	rendertest.CompareFiles(t, "cloud-init", want, cloudConfigFiles(t, parseCloudConfig(t, doc)))
 	if !bytes.Contains(doc, []byte("content: |\n      [Service]\n      ExecStart=/bin/true\n")) {
 		t.Errorf("a plain unit is not a literal block:\n%s", doc)
 	}
@@ -289,7 +291,7 @@ func pyFiles(t *testing.T, py string, doc []byte) (map[string]string, [][]string
 		if err != nil {
 			t.Fatal(err)
 		}
-		files[strings.TrimPrefix(p, render.CloudInitUnitDir+"/")] = string(b)
+		files[strings.TrimPrefix(p, cloudinit.UnitDir+"/")] = string(b)
 	}
 	return files, res.Runcmd
 }
@@ -311,7 +313,7 @@ func TestCloudInitPyYAML(t *testing.T) {
 				want[f.Path] = string(f.Contents)
 			}
 			got, runcmd := pyFiles(t, py, doc)
-			compareFiles(t, "cloud-init (PyYAML)", want, got)
+			rendertest.CompareFiles(t, "cloud-init (PyYAML)", want, got)
 			if diff := cmp.Diff(parseCloudConfig(t, doc).Runcmd, runcmd); diff != "" {
 				t.Errorf("PyYAML reads another runcmd (-yaml.v3 +PyYAML):\n%s", diff)
 			}
@@ -335,7 +337,7 @@ func TestCloudInitSchema(t *testing.T) {
 			if err := os.WriteFile(file, cloudInit(t, rendertest.Build(t, path)), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			out, err := cloudInitSchema(file)
+			out, err := rendertest.CloudInitSchema(file)
 			if want := "Valid cloud-config: " + file + "\n"; err != nil || out != want {
 				t.Errorf("cloud-init schema -c %s: %v\n%s", filepath.Base(file), err, out)
 			}
@@ -357,20 +359,11 @@ func TestCloudInitSchemaFails(t *testing.T) {
 		if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		out, err := cloudInitSchema(file)
+		out, err := rendertest.CloudInitSchema(file)
 		if err == nil && out == "Valid cloud-config: "+file+"\n" {
 			t.Errorf("%s: cloud-init schema says only %q", name, out)
 		}
 	}
-}
-
-func cloudInitSchema(file string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "cloud-init", "schema", "-c", file)
-	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"}
-	out, err := cmd.CombinedOutput()
-	return string(out), err
 }
 
 // TestCloudInitMIME checks the MIME envelope: the same units give the same
@@ -378,16 +371,16 @@ func cloudInitSchema(file string) (string, error) {
 // document, for ASCII documents (7bit) and others (base64).
 func TestCloudInitMIME(t *testing.T) {
 	for name, us := range map[string][]compile.Unit{
-		"swap":   rendertest.Build(t, filepath.Join("..", "..", "examples", "swap", "hostprov.yaml")),
+		"swap":   rendertest.Build(t, rendertest.Path("examples", "swap", "hostprov.yaml")),
 		"tricky": rendertest.TrickyUnits(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			doc := cloudInit(t, us)
-			msg, err := render.CloudInit(us, render.CloudInitOptions{MIME: true})
+			msg, err := cloudinit.Render(us, cloudinit.Options{MIME: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			again, _ := render.CloudInit(us, render.CloudInitOptions{MIME: true})
+			again, _ := cloudinit.Render(us, cloudinit.Options{MIME: true})
 			if !bytes.Equal(msg, again) {
 				t.Fatal("two MIME renders of the same units differ")
 			}
@@ -469,12 +462,12 @@ json.dump(parts, sys.stdout)
 func TestCloudInitMIMEPython(t *testing.T) {
 	py := hosttools.CloudInitPython(t)
 	for name, us := range map[string][]compile.Unit{
-		"swap":   rendertest.Build(t, filepath.Join("..", "..", "examples", "swap", "hostprov.yaml")),
+		"swap":   rendertest.Build(t, rendertest.Path("examples", "swap", "hostprov.yaml")),
 		"tricky": rendertest.TrickyUnits(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			doc := cloudInit(t, us)
-			msg, err := render.CloudInit(us, render.CloudInitOptions{MIME: true})
+			msg, err := cloudinit.Render(us, cloudinit.Options{MIME: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -494,17 +487,17 @@ func TestCloudInitMIMEPython(t *testing.T) {
 }
 
 func TestCheckMIME(t *testing.T) {
-	if err := render.CheckMIME("cloud-init"); err != nil {
+	if err := cloudinit.CheckMIME("cloud-init"); err != nil {
 		t.Errorf("cloud-init: %v", err)
 	}
 	for _, f := range []string{"ignition", "butane"} {
-		err := render.CheckMIME(f)
-		if !errors.Is(err, render.ErrMIMEForIgnition) || !strings.Contains(err.Error(), "fail") {
+		err := cloudinit.CheckMIME(f)
+		if !errors.Is(err, cloudinit.ErrMIMEForIgnition) || !strings.Contains(err.Error(), "fail") {
 			t.Errorf("%s: %v; want ErrMIMEForIgnition", f, err)
 		}
 	}
 	for _, f := range []string{"kops", "units", "dir"} {
-		if err := render.CheckMIME(f); err == nil || errors.Is(err, render.ErrMIMEForIgnition) {
+		if err := cloudinit.CheckMIME(f); err == nil || errors.Is(err, cloudinit.ErrMIMEForIgnition) {
 			t.Errorf("%s: %v; want an error that MIME is only for cloud-init", f, err)
 		}
 	}
