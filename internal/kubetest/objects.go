@@ -182,10 +182,22 @@ func readCRDs(file string) ([]*apiextensionsv1.CustomResourceDefinition, error) 
 // (a command's --kubeconfig, KUBECONFIG).
 func (c *Cluster) Kubeconfig(t testing.TB) string {
 	t.Helper()
+	return c.kubeconfig(t, &clientcmdapi.AuthInfo{ClientCertificateData: c.certData, ClientKeyData: c.keyData})
+}
+
+// TokenKubeconfig is a kubeconfig file for the cluster that authenticates
+// with token (a service account's, for a command run as its pod runs).
+func (c *Cluster) TokenKubeconfig(t testing.TB, token string) string {
+	t.Helper()
+	return c.kubeconfig(t, &clientcmdapi.AuthInfo{Token: token})
+}
+
+func (c *Cluster) kubeconfig(t testing.TB, user *clientcmdapi.AuthInfo) string {
+	t.Helper()
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["kubetest"] = &clientcmdapi.Cluster{Server: c.host, CertificateAuthorityData: c.caData}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.certData, ClientKeyData: c.keyData}
-	cfg.Contexts["kubetest"] = &clientcmdapi.Context{Cluster: "kubetest", AuthInfo: "admin"}
+	cfg.AuthInfos["user"] = user
+	cfg.Contexts["kubetest"] = &clientcmdapi.Context{Cluster: "kubetest", AuthInfo: "user"}
 	cfg.CurrentContext = "kubetest"
 	file := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := clientcmd.WriteToFile(*cfg, file); err != nil {

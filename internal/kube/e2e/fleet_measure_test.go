@@ -6,9 +6,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,7 +51,7 @@ func monitor(ctx context.Context, start time.Time, w *completeWatch, l *leaseWat
 		}
 		now, at := cpuTimes(), time.Now()
 		var cores []string
-		for _, name := range sortedKeys(now) {
+		for _, name := range slices.Sorted(maps.Keys(now)) {
 			cores = append(cores, fmt.Sprintf("%s %.2f", name, (now[name]-last[name])/at.Sub(lastAt).Seconds()))
 		}
 		last, lastAt = now, at
@@ -60,10 +62,13 @@ func monitor(ctx context.Context, start time.Time, w *completeWatch, l *leaseWat
 		if r := l.renewed.Load(); r != 0 {
 			renewed = at.Sub(time.Unix(0, r)).Round(100*time.Millisecond).String() + " ago"
 		}
-		load, _ := os.ReadFile("/proc/loadavg")
+		_, load, err := readLoadavg()
+		if err != nil {
+			load = err.Error()
+		}
 		fmt.Fprintf(os.Stderr, "+%v: %q %d matched, %d updated, %d succeeded; lease renewed %s; cores: %s; load %s\n",
 			at.Sub(start).Round(time.Second), st.Phase, st.MatchedNodes, st.UpdatedNodes, st.SucceededNodes,
-			renewed, strings.Join(cores, ", "), strings.Join(strings.Fields(string(load))[:3], " "))
+			renewed, strings.Join(cores, ", "), load)
 	}
 }
 
@@ -98,15 +103,6 @@ func cpuTimes() map[string]float64 {
 // architecture Linux runs on today.
 const clockTicks = 100
 
-func sortedKeys(m map[string]float64) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // tailFile prints the last n lines of file to stderr.
 func tailFile(file string, n int) {
 	data, err := os.ReadFile(file)
@@ -129,19 +125,27 @@ func tailFile(file string, n int) {
 // /proc/loadavg's three averages.
 func loadavg(b *testing.B) (float64, string) {
 	b.Helper()
-	data, err := os.ReadFile("/proc/loadavg")
+	v, line, err := readLoadavg()
 	if err != nil {
 		b.Fatal(err)
 	}
+	return v, line
+}
+
+func readLoadavg() (float64, string, error) {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, "", err
+	}
 	f := strings.Fields(string(data))
 	if len(f) < 3 {
-		b.Fatalf("/proc/loadavg: %q", data)
+		return 0, "", fmt.Errorf("/proc/loadavg: %q", data)
 	}
 	v, err := strconv.ParseFloat(f[0], 64)
 	if err != nil {
-		b.Fatalf("/proc/loadavg: %v", err)
+		return 0, "", fmt.Errorf("/proc/loadavg: %v", err)
 	}
-	return v, strings.Join(f[:3], " ")
+	return v, strings.Join(f[:3], " "), nil
 }
 
 // resetPeakRSS resets this process's peak RSS (VmHWM), so that each fleet
