@@ -310,6 +310,10 @@ func testPeople(ctx context.Context, t *testing.T, c *kubetest.Cluster, admin cl
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: b.role},
 			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: b.user}}})
 	}
+	// RBAC's cache learns of new bindings a moment after they are stored:
+	// asked at once, the API server can still say no.
+	waitAllowed(ctx, t, admin, "alice", "create", "hosthooks", "")
+	waitAllowed(ctx, t, admin, "bob", "get", "hosthooks", "")
 	for _, r := range []struct {
 		user, verb, resource, sub string
 		allowed                   bool
