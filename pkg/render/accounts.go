@@ -5,6 +5,7 @@ import (
 
 	"github.com/hostprov/hostprov/internal/yamlnode"
 	"github.com/hostprov/hostprov/pkg/compile"
+	"github.com/hostprov/hostprov/pkg/render/internal/usermerge"
 )
 
 // ignitionPasswdJSON is passwd: of an Ignition config, the same in every
@@ -85,9 +86,9 @@ func butanePasswd(st compile.Storage) *yaml.Node {
 	if len(st.Users) > 0 {
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, u := range st.Users {
-			e := UserYAML(st, u, "home_dir")
+			e := usermerge.UserYAML(st, u, "home_dir")
 			if len(u.SSHAuthorizedKeys) > 0 {
-				yamlnode.Pairs(e, "ssh_authorized_keys", StrSeq(u.SSHAuthorizedKeys))
+				yamlnode.Pairs(e, "ssh_authorized_keys", usermerge.StrSeq(u.SSHAuthorizedKeys))
 			}
 			if u.PasswordHash != "" {
 				yamlnode.Pairs(e, "password_hash", yamlnode.Str(u.PasswordHash))
@@ -111,42 +112,4 @@ func butanePasswd(st compile.Storage) *yaml.Node {
 		yamlnode.Pairs(n, "groups", seq)
 	}
 	return n
-}
-
-// StrSeq is a YAML list of strings, one per item, in order.
-func StrSeq(ss []string) *yaml.Node {
-	seq := &yaml.Node{Kind: yaml.SequenceNode}
-	for _, s := range ss {
-		seq.Content = append(seq.Content, yamlnode.Str(s))
-	}
-	return seq
-}
-
-// UserYAML is a user of st as Butane's passwd and cloud-init's users
-// write it: the same keys but the home directory's, which is home_dir in
-// Butane and homedir in cloud-init.
-func UserYAML(st compile.Storage, u compile.User, homeKey string) *yaml.Node {
-	e := yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlnode.Str(u.Name))
-	if u.UID != nil {
-		yamlnode.Pairs(e, "uid", yamlnode.Uint(*u.UID))
-	}
-	if u.System {
-		yamlnode.Pairs(e, "system", yamlnode.Bool(true))
-	}
-	if pg := st.PrimaryGroup(u); pg != "" {
-		yamlnode.Pairs(e, "primary_group", yamlnode.Str(pg))
-	}
-	if u.Home != "" {
-		yamlnode.Pairs(e, homeKey, yamlnode.Str(u.Home))
-	}
-	if u.NoCreateHome {
-		yamlnode.Pairs(e, "no_create_home", yamlnode.Bool(true))
-	}
-	if u.Shell != "" {
-		yamlnode.Pairs(e, "shell", yamlnode.Str(u.Shell))
-	}
-	if len(u.Groups) > 0 {
-		yamlnode.Pairs(e, "groups", yamlnode.Words(u.Groups))
-	}
-	return e
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/hostprov/hostprov/internal/configreport"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
+	"github.com/hostprov/hostprov/pkg/render/internal/usermerge"
 )
 
 // MergeFile is a config of the user's to merge into an output
@@ -275,39 +276,11 @@ func yamlPos(f MergeFile, p ...any) hooks.Position {
 	if yaml.Unmarshal(f.Data, &doc) != nil || len(doc.Content) == 0 {
 		return hooks.Position{File: f.Name}
 	}
-	n := YAMLAt(doc.Content[0], p...)
+	n := usermerge.YAMLAt(doc.Content[0], p...)
 	if n == nil {
 		return hooks.Position{File: f.Name}
 	}
 	return hooks.Position{File: f.Name, Line: n.Line, Column: n.Column}
-}
-
-// YAMLAt walks a YAML node by map keys (string) and list indexes (int).
-func YAMLAt(n *yaml.Node, p ...any) *yaml.Node {
-	for _, e := range p {
-		switch e := e.(type) {
-		case string:
-			if n.Kind != yaml.MappingNode {
-				return nil
-			}
-			var next *yaml.Node
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				if n.Content[i].Value == e {
-					next = n.Content[i+1]
-				}
-			}
-			if next == nil {
-				return nil
-			}
-			n = next
-		case int:
-			if n.Kind != yaml.SequenceNode || e >= len(n.Content) {
-				return nil
-			}
-			n = n.Content[e]
-		}
-	}
-	return n
 }
 
 // reportDiags turns an Ignition or Butane report into diagnostics at their

@@ -4,15 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"unicode"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
+	"github.com/hostprov/hostprov/pkg/render/internal/usermerge"
 )
 
 // Accounts are merged by the rule of units (checkUnitClashes): a user or
@@ -21,34 +19,6 @@ import (
 // both, or the account is an error at both places. Ignition's merge
 // would otherwise let the file's value win without a word, and Butane and
 // cloud-init would get the account twice.
-
-// AccountPlace is where the spec makes the user (kind "user") or group
-// named name, or "" when st does not say.
-func AccountPlace(st compile.Storage, us []compile.Unit, kind, name string) string {
-	if kind == "user" {
-		if i := slices.IndexFunc(st.Users, func(u compile.User) bool { return u.Name == name }); i >= 0 {
-			return specPlace(st.Users[i].Pos, st.Users[i].Hook, us)
-		}
-		return ""
-	}
-	if i := slices.IndexFunc(st.Groups, func(g compile.Group) bool { return g.Name == name }); i >= 0 {
-		return specPlace(st.Groups[i].Pos, st.Groups[i].Hook, us)
-	}
-	return ""
-}
-
-// AccountClash is the diagnostic of an account both make with other
-// values of fields, at pos in the user's file; place is where the spec
-// makes it ("" when not known), and other what else made it then.
-func AccountClash(pos hooks.Position, path, kind, name, place, other string, fields []string) hooks.Diagnostic {
-	by := other + " too"
-	if place != "" {
-		by = "hostprov's spec too, at " + place
-	}
-	return hooks.Diagnostic{Severity: hooks.Error, Pos: pos, Path: path,
-		Message: fmt.Sprintf("%s %s is made by %s, with another %s", kind, name, by, strings.Join(fields, ", ")),
-		Hint:    "an account is the same on the whole machine: drop it from your config or from the spec, or give both the same " + strings.Join(fields, ", ")}
-}
 
 // checkAccountClashes reports each user and group of a user's Ignition
 // config (cfg, read from f) that hostprov's config (own) makes too, with
@@ -93,7 +63,7 @@ func checkAccountClashes(own []byte, cfg any, f MergeFile, st compile.Storage, u
 					fields[j] = snakeCase(fields[j])
 				}
 			}
-			diags = append(diags, AccountClash(pos, fmt.Sprintf("passwd.%s[%d]", list, i), kind, name, AccountPlace(st, us, kind, name), "hostprov's spec", fields))
+			diags = append(diags, usermerge.AccountClash(pos, fmt.Sprintf("passwd.%s[%d]", list, i), kind, name, usermerge.AccountPlace(st, us, kind, name), "hostprov's spec", fields))
 		}
 	}
 	return diags, nil
@@ -134,16 +104,4 @@ func snakeCase(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
-}
-
-// MergeYAMLEntry is the user's entry of a list (a unit, a user) with the
-// keys of hostprov's entry that it does not have added after its own:
-// the entry both make, once, with the fields of both.
-func MergeYAMLEntry(own, user *yaml.Node) *yaml.Node {
-	for i := 0; i+1 < len(own.Content); i += 2 {
-		if YAMLAt(user, own.Content[i].Value) == nil {
-			user.Content = append(user.Content, own.Content[i], own.Content[i+1])
-		}
-	}
-	return user
 }

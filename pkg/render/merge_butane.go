@@ -14,6 +14,7 @@ import (
 
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
+	"github.com/hostprov/hostprov/pkg/render/internal/usermerge"
 	"github.com/hostprov/hostprov/pkg/render/internal/yamlwrite"
 )
 
@@ -162,13 +163,13 @@ func butaneOfFile(f MergeFile, opts ButaneOptions) (*yaml.Node, *yaml.Node, *hoo
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(f.Data, &doc); err != nil {
-		return fail(YAMLErrPos(f.Name, err), "not valid YAML: "+err.Error(), "check the file with butane --strict")
+		return fail(usermerge.YAMLErrPos(f.Name, err), "not valid YAML: "+err.Error(), "check the file with butane --strict")
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return fail(hooks.Position{File: f.Name}, "not a Butane config: a Butane config is a mapping with variant: and version:", "give --merge a Butane config")
 	}
 	user := doc.Content[0]
-	variant, version := YAMLAt(user, "variant"), YAMLAt(user, "version")
+	variant, version := usermerge.YAMLAt(user, "variant"), usermerge.YAMLAt(user, "version")
 	switch {
 	case variant == nil || version == nil:
 		return fail(hooks.Position{File: f.Name, Line: user.Line, Column: user.Column}, "not a Butane config: it has no variant: or no version:", "give --merge a Butane config")
@@ -258,28 +259,28 @@ func mergeButaneDoc(doc, user *yaml.Node, f MergeFile) hooks.Diagnostics {
 			// An entry at a path hostprov's has is the same entry
 			// (checked): Butane refuses a path twice.
 			for _, kind := range []string{"files", "directories", "links"} {
-				dropSame(YAMLAt(doc, "storage", kind), YAMLAt(v, kind), "path", nil)
+				dropSame(usermerge.YAMLAt(doc, "storage", kind), usermerge.YAMLAt(v, kind), "path", nil)
 			}
 		case "passwd":
 			// An account both make is one entry, in hostprov's place,
 			// with the fields of both (checked: those both set agree).
 			for _, list := range []string{"users", "groups"} {
-				dropSame(YAMLAt(doc, "passwd", list), YAMLAt(v, list), "name", MergeYAMLEntry)
+				dropSame(usermerge.YAMLAt(doc, "passwd", list), usermerge.YAMLAt(v, list), "name", usermerge.MergeYAMLEntry)
 			}
 		}
 		rest.Content = append(rest.Content, k, v)
 	}
-	return append(diags, MergeYAML(doc, rest, f, "")...)
+	return append(diags, usermerge.MergeYAML(doc, rest, f.Name, "")...)
 }
 
 // mergeButaneSystemd merges the user's systemd: mapping into hostprov's.
 func mergeButaneSystemd(doc, key, user *yaml.Node) {
-	own := YAMLAt(doc, "systemd")
+	own := usermerge.YAMLAt(doc, "systemd")
 	if own == nil {
 		doc.Content = append(doc.Content, key, user)
 		return
 	}
-	ownUnits := YAMLAt(own, "units")
+	ownUnits := usermerge.YAMLAt(own, "units")
 	for i := 0; i+1 < len(user.Content); i += 2 {
 		k, v := user.Content[i], user.Content[i+1]
 		if k.Value != "units" || ownUnits == nil || v.Kind != yaml.SequenceNode {
@@ -287,10 +288,10 @@ func mergeButaneSystemd(doc, key, user *yaml.Node) {
 			continue
 		}
 		for _, uu := range v.Content {
-			name := YAMLAt(uu, "name")
+			name := usermerge.YAMLAt(uu, "name")
 			j := -1
 			for m, hu := range ownUnits.Content {
-				if n := YAMLAt(hu, "name"); name != nil && n != nil && n.Value == name.Value {
+				if n := usermerge.YAMLAt(hu, "name"); name != nil && n != nil && n.Value == name.Value {
 					j = m
 				}
 			}
@@ -322,7 +323,7 @@ func mergeButaneUnit(own, user *yaml.Node) *yaml.Node {
 				user.Content = append(user.Content, k, v)
 			}
 		case "dropins":
-			ud := YAMLAt(user, "dropins")
+			ud := usermerge.YAMLAt(user, "dropins")
 			if ud == nil {
 				user.Content = append(user.Content, k, v)
 				continue
@@ -330,9 +331,9 @@ func mergeButaneUnit(own, user *yaml.Node) *yaml.Node {
 			var list []*yaml.Node
 			seen := map[string]bool{}
 			for _, d := range v.Content {
-				n := YAMLAt(d, "name")
+				n := usermerge.YAMLAt(d, "name")
 				for _, e := range ud.Content {
-					if en := YAMLAt(e, "name"); en != nil && n != nil && en.Value == n.Value {
+					if en := usermerge.YAMLAt(e, "name"); en != nil && n != nil && en.Value == n.Value {
 						d = e
 					}
 				}
@@ -340,7 +341,7 @@ func mergeButaneUnit(own, user *yaml.Node) *yaml.Node {
 				list = append(list, d)
 			}
 			for _, e := range ud.Content {
-				if en := YAMLAt(e, "name"); en == nil || !seen[en.Value] {
+				if en := usermerge.YAMLAt(e, "name"); en == nil || !seen[en.Value] {
 					list = append(list, e)
 				}
 			}
@@ -359,10 +360,10 @@ func dropSame(own, user *yaml.Node, key string, merge func(own, user *yaml.Node)
 	}
 	kept := user.Content[:0:0]
 	for _, e := range user.Content {
-		n := YAMLAt(e, key)
+		n := usermerge.YAMLAt(e, key)
 		j := -1
 		for m, o := range own.Content {
-			if on := YAMLAt(o, key); n != nil && on != nil && on.Value == n.Value {
+			if on := usermerge.YAMLAt(o, key); n != nil && on != nil && on.Value == n.Value {
 				j = m
 			}
 		}
@@ -463,7 +464,7 @@ func checkButaneStorage(seen map[string]storageSource, cfg any, f MergeFile, st 
 			where := "an earlier --merge file too, at " + prev.pos.String() + ","
 			if prev.spec {
 				where = "hostprov's spec too,"
-				if place := StoragePlace(st, us, p); place != "" {
+				if place := usermerge.StoragePlace(st, us, p); place != "" {
 					where = "hostprov's spec too, at " + place + ","
 				}
 			}

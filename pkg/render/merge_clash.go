@@ -12,6 +12,7 @@ import (
 
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
+	"github.com/hostprov/hostprov/pkg/render/internal/usermerge"
 )
 
 // neutralUnit is a unit of an Ignition config as every spec version has it.
@@ -223,7 +224,7 @@ func checkStorageClashes(own []byte, cfg any, f MergeFile, st compile.Storage, u
 			}
 			pos, _ := userStoragePos(f, kind, i, p)
 			in := "hostprov's spec too,"
-			if place := StoragePlace(st, us, p); place != "" {
+			if place := usermerge.StoragePlace(st, us, p); place != "" {
 				in = "hostprov's spec too, at " + place + ","
 			}
 			msg := fmt.Sprintf("%s is in %s as another entry: Ignition's merge would keep only yours", p, in)
@@ -257,7 +258,7 @@ func checkUnder(p, kind string, i int, f MergeFile, ownPaths []string, kindOf ma
 		default:
 			continue
 		}
-		if place := StoragePlace(st, us, q); place != "" {
+		if place := usermerge.StoragePlace(st, us, q); place != "" {
 			msg += ", at " + place
 		}
 		msg += ": nothing can be under a file"
@@ -299,7 +300,7 @@ func yamlTreeOf(f MergeFile, p string) *yaml.Node {
 	if yaml.Unmarshal(f.Data, &doc) != nil || len(doc.Content) == 0 {
 		return nil
 	}
-	trees := YAMLAt(doc.Content[0], "storage", "trees")
+	trees := usermerge.YAMLAt(doc.Content[0], "storage", "trees")
 	if trees == nil || trees.Kind != yaml.SequenceNode {
 		return nil
 	}
@@ -307,7 +308,7 @@ func yamlTreeOf(f MergeFile, p string) *yaml.Node {
 	bestLen := -1
 	for _, e := range trees.Content {
 		dest := "/"
-		if n := YAMLAt(e, "path"); n != nil && n.Value != "" {
+		if n := usermerge.YAMLAt(e, "path"); n != nil && n.Value != "" {
 			dest = pathpkg.Clean(n.Value)
 		}
 		if (dest == "/" || p == dest || strings.HasPrefix(p, dest+"/")) && len(dest) > bestLen {
@@ -332,47 +333,14 @@ func yamlByKey(f MergeFile, key, want string, p ...any) *yaml.Node {
 	if yaml.Unmarshal(f.Data, &doc) != nil || len(doc.Content) == 0 {
 		return nil
 	}
-	list := YAMLAt(doc.Content[0], p...)
+	list := usermerge.YAMLAt(doc.Content[0], p...)
 	if list == nil || list.Kind != yaml.SequenceNode {
 		return nil
 	}
 	for _, e := range list.Content {
-		if n := YAMLAt(e, key); n != nil && n.Value == want {
+		if n := usermerge.YAMLAt(e, key); n != nil && n.Value == want {
 			return e
 		}
 	}
 	return nil
-}
-
-// specPlace says where an entry of hostprov's spec is, for a message about
-// a clash with a --merge file: its position, its hook's index, and the
-// hook's name when one of the units says it.
-func specPlace(pos hooks.Position, hook int, us []compile.Unit) string {
-	for _, u := range us {
-		if u.Hook == hook && u.HookName != "" {
-			return fmt.Sprintf("%s (hooks[%d], %s)", pos, hook, u.HookName)
-		}
-	}
-	return fmt.Sprintf("%s (hooks[%d])", pos, hook)
-}
-
-// StoragePlace is where the spec puts something at path p, or "" when st
-// does not say.
-func StoragePlace(st compile.Storage, us []compile.Unit, p string) string {
-	for _, x := range st.Files {
-		if x.Path == p {
-			return specPlace(x.Pos, x.Hook, us)
-		}
-	}
-	for _, x := range st.Directories {
-		if x.Path == p {
-			return specPlace(x.Pos, x.Hook, us)
-		}
-	}
-	for _, x := range st.Links {
-		if x.Path == p {
-			return specPlace(x.Pos, x.Hook, us)
-		}
-	}
-	return ""
 }

@@ -2,13 +2,13 @@ package cloudinit
 
 import (
 	"fmt"
-	"github.com/hostprov/hostprov/pkg/render"
 	"strconv"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/hostprov/hostprov/internal/yamlnode"
 	"github.com/hostprov/hostprov/pkg/compile"
+	"github.com/hostprov/hostprov/pkg/render/internal/usermerge"
 )
 
 // accountEntries returns users: and groups: of the cloud-config, and
@@ -43,9 +43,9 @@ func accountEntries(st compile.Storage) (users, groups *yaml.Node, bootcmd [][]s
 		users = &yaml.Node{Kind: yaml.SequenceNode}
 		users.Content = append(users.Content, yamlnode.Str("default"))
 		for _, u := range st.Users {
-			e := render.UserYAML(st, u, "homedir")
+			e := usermerge.UserYAML(st, u, "homedir")
 			if len(u.SSHAuthorizedKeys) > 0 {
-				yamlnode.Pairs(e, "ssh_authorized_keys", render.StrSeq(u.SSHAuthorizedKeys))
+				yamlnode.Pairs(e, "ssh_authorized_keys", usermerge.StrSeq(u.SSHAuthorizedKeys))
 			}
 			// cloud-init locks a user's password unless told not to
 			// (lock_passwd defaults to true), which would make a

@@ -4,8 +4,8 @@
 // (MIME), and merged with a cloud-config of the user's own (Merge).
 //
 // What it shares with the other outputs is below it: the unit files of a
-// spec in internal/unitfiles, and where a merged entry was made and the
-// YAML helpers of the merges in package
-// [github.com/hostprov/hostprov/pkg/render], which (for now) links
-// Butane's and Ignition's libraries too. It imports no other output.
+// spec in internal/unitfiles, and the merging of a user's YAML config that
+// it shares with the Butane output (where a merged entry was made, the
+// YAML helpers of the merge) in internal/usermerge, which links no Butane
+// or Ignition library. It imports no other output.
 package cloudinit

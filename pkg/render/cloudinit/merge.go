@@ -3,7 +3,6 @@ package cloudinit
 import (
 	"bytes"
 	"fmt"
-	"github.com/hostprov/hostprov/pkg/render"
 	"path"
 	"strings"
 
@@ -11,6 +10,8 @@ import (
 
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
+	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/internal/usermerge"
 )
 
 // MergeRule is the rule Merge merges by, in cloud-init's
@@ -57,7 +58,7 @@ func Merge(own []byte, us []compile.Unit, opts Options, files []render.MergeFile
 		}
 		var root yaml.Node
 		if err := yaml.Unmarshal(f.Data, &root); err != nil {
-			diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: render.YAMLErrPos(f.Name, err),
+			diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: usermerge.YAMLErrPos(f.Name, err),
 				Message: "not valid YAML: " + err.Error(), Hint: "check the file with cloud-init schema -c FILE"})
 			continue
 		}
@@ -80,7 +81,7 @@ func Merge(own []byte, us []compile.Unit, opts Options, files []render.MergeFile
 		}
 		diags = append(diags, dropOwnWriteFiles(doc, user, byPath, f)...)
 		diags = append(diags, mergeCloudInitAccounts(doc, user, f, opts.Storage, us)...)
-		diags = append(diags, render.MergeYAML(doc, user, f, "")...)
+		diags = append(diags, usermerge.MergeYAML(doc, user, f.Name, "")...)
 	}
 	diags.Sort()
 	if diags.HasErrors(false) {
@@ -102,10 +103,10 @@ type writeOrigin struct {
 // the units, by path.
 func writeOrigins(doc *yaml.Node, us []compile.Unit, st compile.Storage) map[string]writeOrigin {
 	byPath := map[string]writeOrigin{}
-	if wf := render.YAMLAt(doc, "write_files"); wf != nil {
+	if wf := usermerge.YAMLAt(doc, "write_files"); wf != nil {
 		for _, item := range wf.Content {
-			if p := render.YAMLAt(item, "path"); p != nil {
-				byPath[p.Value] = writeOrigin{place: render.StoragePlace(st, us, p.Value)}
+			if p := usermerge.YAMLAt(item, "path"); p != nil {
+				byPath[p.Value] = writeOrigin{place: usermerge.StoragePlace(st, us, p.Value)}
 			}
 		}
 	}
@@ -126,10 +127,10 @@ func writeOrigins(doc *yaml.Node, us []compile.Unit, st compile.Storage) map[str
 func dropOwnWriteFiles(doc, user *yaml.Node, byPath map[string]writeOrigin, f render.MergeFile) hooks.Diagnostics {
 	pos := func(n *yaml.Node) hooks.Position { return hooks.Position{File: f.Name, Line: n.Line, Column: n.Column} }
 	var diags hooks.Diagnostics
-	if wf := render.YAMLAt(user, "write_files"); wf != nil && wf.Kind == yaml.SequenceNode {
+	if wf := usermerge.YAMLAt(user, "write_files"); wf != nil && wf.Kind == yaml.SequenceNode {
 		kept := wf.Content[:0:0]
 		for _, item := range wf.Content {
-			p := render.YAMLAt(item, "path")
+			p := usermerge.YAMLAt(item, "path")
 			if p == nil || p.Kind != yaml.ScalarNode {
 				kept = append(kept, item)
 				continue
@@ -139,7 +140,7 @@ func dropOwnWriteFiles(doc, user *yaml.Node, byPath map[string]writeOrigin, f re
 				kept = append(kept, item)
 				continue
 			}
-			if render.SameYAML(item, ownWriteFile(doc, p.Value)) {
+			if usermerge.SameYAML(item, ownWriteFile(doc, p.Value)) {
 				continue
 			}
 			if u := o.unit; u != nil {
@@ -169,12 +170,12 @@ func dropOwnWriteFiles(doc, user *yaml.Node, byPath map[string]writeOrigin, f re
 
 // ownWriteFile is hostprov's write_files entry for path.
 func ownWriteFile(doc *yaml.Node, path string) *yaml.Node {
-	wf := render.YAMLAt(doc, "write_files")
+	wf := usermerge.YAMLAt(doc, "write_files")
 	if wf == nil {
 		return nil
 	}
 	for _, item := range wf.Content {
-		if p := render.YAMLAt(item, "path"); p != nil && p.Value == path {
+		if p := usermerge.YAMLAt(item, "path"); p != nil && p.Value == path {
 			return item
 		}
 	}

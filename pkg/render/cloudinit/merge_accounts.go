@@ -10,6 +10,7 @@ import (
 
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
+	"github.com/hostprov/hostprov/pkg/render/internal/usermerge"
 )
 
 // mergeCloudInitAccounts takes out of the user's cloud-config (user) the
@@ -23,13 +24,13 @@ import (
 // dropped.
 func mergeCloudInitAccounts(doc, user *yaml.Node, f render.MergeFile, st compile.Storage, us []compile.Unit) hooks.Diagnostics {
 	var diags hooks.Diagnostics
-	if own, theirs := render.YAMLAt(doc, "users"), render.YAMLAt(user, "users"); own != nil && theirs != nil &&
+	if own, theirs := usermerge.YAMLAt(doc, "users"), usermerge.YAMLAt(user, "users"); own != nil && theirs != nil &&
 		own.Kind == yaml.SequenceNode && theirs.Kind == yaml.SequenceNode && len(theirs.Content) > 0 {
 		kept := theirs.Content[:0:0]
 		for i, item := range theirs.Content {
 			name := item
 			if item.Kind == yaml.MappingNode {
-				name = render.YAMLAt(item, "name")
+				name = usermerge.YAMLAt(item, "name")
 			}
 			if name == nil || name.Kind != yaml.ScalarNode {
 				kept = append(kept, item)
@@ -39,7 +40,7 @@ func mergeCloudInitAccounts(doc, user *yaml.Node, f render.MergeFile, st compile
 				if o.Kind == yaml.ScalarNode {
 					return item.Kind == yaml.ScalarNode && o.Value == name.Value
 				}
-				n := render.YAMLAt(o, "name")
+				n := usermerge.YAMLAt(o, "name")
 				return n != nil && n.Value == name.Value
 			})
 			if j < 0 {
@@ -51,26 +52,26 @@ func mergeCloudInitAccounts(doc, user *yaml.Node, f render.MergeFile, st compile
 			}
 			var fields []string
 			for k := 0; k+1 < len(item.Content); k += 2 {
-				if o := render.YAMLAt(own.Content[j], item.Content[k].Value); o != nil && !render.SameYAML(o, item.Content[k+1]) {
+				if o := usermerge.YAMLAt(own.Content[j], item.Content[k].Value); o != nil && !usermerge.SameYAML(o, item.Content[k+1]) {
 					fields = append(fields, item.Content[k].Value)
 				}
 			}
 			if len(fields) > 0 {
 				sort.Strings(fields)
-				diags = append(diags, render.AccountClash(hooks.Position{File: f.Name, Line: item.Line, Column: item.Column}, fmt.Sprintf("users[%d]", i),
-					"user", name.Value, render.AccountPlace(st, us, "user", name.Value), "hostprov's output (or an earlier --merge file)", fields))
+				diags = append(diags, usermerge.AccountClash(hooks.Position{File: f.Name, Line: item.Line, Column: item.Column}, fmt.Sprintf("users[%d]", i),
+					"user", name.Value, usermerge.AccountPlace(st, us, "user", name.Value), "hostprov's output (or an earlier --merge file)", fields))
 				continue
 			}
-			own.Content[j] = render.MergeYAMLEntry(own.Content[j], item)
+			own.Content[j] = usermerge.MergeYAMLEntry(own.Content[j], item)
 		}
 		dropEmptied(user, "users", theirs, kept)
 	}
-	if theirs := render.YAMLAt(user, "groups"); theirs != nil && theirs.Kind == yaml.SequenceNode && len(theirs.Content) > 0 {
+	if theirs := usermerge.YAMLAt(user, "groups"); theirs != nil && theirs.Kind == yaml.SequenceNode && len(theirs.Content) > 0 {
 		has := map[string]bool{}
 		for _, g := range st.Groups {
 			has[g.Name] = true
 		}
-		if own := render.YAMLAt(doc, "groups"); own != nil && own.Kind == yaml.SequenceNode {
+		if own := usermerge.YAMLAt(doc, "groups"); own != nil && own.Kind == yaml.SequenceNode {
 			for _, o := range own.Content {
 				if o.Kind == yaml.ScalarNode {
 					has[o.Value] = true
