@@ -13,7 +13,9 @@ import (
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/butane"
 	"github.com/hostprov/hostprov/pkg/render/cloudinit"
+	"github.com/hostprov/hostprov/pkg/render/ignition"
 	"github.com/hostprov/hostprov/pkg/render/kopshooks"
 	"github.com/hostprov/hostprov/pkg/render/listing"
 	"github.com/hostprov/hostprov/pkg/render/unitdir"
@@ -60,14 +62,14 @@ var formatSpecificFlags = []string{"out", "pretty", "ignition-version", "variant
 var outputFormats = []outputFormat{
 	{
 		name:  "ignition",
-		help:  "an Ignition config (--ignition-version, default " + render.DefaultIgnitionVersion + "; --pretty indents it) on standard output",
+		help:  "an Ignition config (--ignition-version, default " + ignition.DefaultVersion + "; --pretty indents it) on standard output",
 		flags: []string{"ignition-version", "pretty"},
 		check: func(f *renderFlags) error {
 			_, err := f.ignitionOptions().Resolve()
 			return optionError(err)
 		},
 		write: func(w io.Writer, f *renderFlags, us []compile.Unit) error {
-			b, err := render.Ignition(us, f.ignitionOptions())
+			b, err := ignition.Render(us, f.ignitionOptions())
 			if err != nil {
 				if storageRefused(err) {
 					return err
@@ -76,7 +78,7 @@ var outputFormats = []outputFormat{
 			}
 			if len(f.merge) > 0 {
 				return f.merged(w, "the Ignition config", func() ([]byte, hooks.Diagnostics, error) {
-					return render.MergeIgnitionConfig(b, us, f.ignitionOptions(), f.merge)
+					return ignition.Merge(b, us, f.ignitionOptions(), f.merge)
 				})
 			}
 			return write(w, b)
@@ -91,7 +93,7 @@ var outputFormats = []outputFormat{
 			return optionError(err)
 		},
 		write: func(w io.Writer, f *renderFlags, us []compile.Unit) error {
-			b, err := render.Butane(us, f.butaneOptions())
+			b, err := butane.Render(us, f.butaneOptions())
 			if err != nil {
 				if storageRefused(err) {
 					return err
@@ -100,7 +102,7 @@ var outputFormats = []outputFormat{
 			}
 			if len(f.merge) > 0 {
 				return f.merged(w, "the Butane config", func() ([]byte, hooks.Diagnostics, error) {
-					return render.MergeButaneConfig(b, us, f.butaneOptions(), f.merge)
+					return butane.Merge(b, us, f.butaneOptions(), f.merge)
 				})
 			}
 			return write(w, b)
@@ -205,12 +207,12 @@ func (f *renderFlags) merged(w io.Writer, what string, merge func() ([]byte, hoo
 	return write(w, b)
 }
 
-func (f *renderFlags) ignitionOptions() render.IgnitionOptions {
-	return render.IgnitionOptions{Version: f.ignitionVersion, Pretty: f.pretty, Storage: f.storage}
+func (f *renderFlags) ignitionOptions() ignition.Options {
+	return ignition.Options{Version: f.ignitionVersion, Pretty: f.pretty, Storage: f.storage}
 }
 
-func (f *renderFlags) butaneOptions() render.ButaneOptions {
-	return render.ButaneOptions{Variant: f.variant, Version: f.butaneVersion, IgnitionVersion: f.ignitionVersion, Storage: f.storage}
+func (f *renderFlags) butaneOptions() butane.Options {
+	return butane.Options{Variant: f.variant, Version: f.butaneVersion, IgnitionVersion: f.ignitionVersion, Storage: f.storage}
 }
 
 // storageRefused reports whether err is an output's refusal of a file,
@@ -343,9 +345,9 @@ func newRender() *cobra.Command {
 	for _, f := range outputFormats {
 		fmt.Fprintf(&help, "  --format %-9s %s\n", f.name, f.help)
 	}
-	var butane strings.Builder
-	for _, v := range render.ButaneVersions() {
-		fmt.Fprintf(&butane, "  %-8s %s -> Ignition %s\n", v.Variant, v.Version, v.IgnitionVersion)
+	var butaneVersions strings.Builder
+	for _, v := range butane.Versions() {
+		fmt.Fprintf(&butaneVersions, "  %-8s %s -> Ignition %s\n", v.Variant, v.Version, v.IgnitionVersion)
 	}
 	c := &cobra.Command{
 		Use:   "render [-f FILE]... | -d DIR [--format " + strings.Join(formatNames(), "|") + "] [--out DIR]",
@@ -353,12 +355,12 @@ func newRender() *cobra.Command {
 		Long: `Render reads a hook spec, checks it, and writes its units:
 
 ` + help.String() + `
-Ignition spec versions: ` + strings.Join(render.IgnitionVersions(), ", ") + `.
+Ignition spec versions: ` + strings.Join(ignition.Versions(), ", ") + `.
 Butane versions and the Ignition version each translates to (the default is
-the one for Ignition ` + render.DefaultIgnitionVersion + `; --ignition-version picks the newest that
+the one for Ignition ` + ignition.DefaultVersion + `; --ignition-version picks the newest that
 translates to it):
 
-` + butane.String() + `
+` + butaneVersions.String() + `
 Nothing is written when the spec has an error.`,
 		Args: specArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -396,14 +398,14 @@ Nothing is written when the spec has an error.`,
 	})
 	c.Flags().BoolVar(&rf.pretty, "pretty", false, "indent the Ignition JSON, for --format ignition")
 	c.Flags().StringVar(&rf.ignitionVersion, "ignition-version", "",
-		"Ignition spec version, for --format ignition (default "+render.DefaultIgnitionVersion+") and butane: "+strings.Join(render.IgnitionVersions(), ", "))
-	c.Flags().StringVar(&rf.variant, "variant", "", "Butane variant, for --format butane: "+orList(render.ButaneVariants())+" (default "+render.ButaneVariants()[0]+")")
+		"Ignition spec version, for --format ignition (default "+ignition.DefaultVersion+") and butane: "+strings.Join(ignition.Versions(), ", "))
+	c.Flags().StringVar(&rf.variant, "variant", "", "Butane variant, for --format butane: "+orList(butane.Variants())+" (default "+butane.Variants()[0]+")")
 	c.Flags().StringVar(&rf.butaneVersion, "butane-version", "", "Butane spec version, for --format butane (default: the one for the Ignition version)")
 	c.Flags().BoolVar(&rf.mime, "mime", false, "wrap the cloud-config in a multipart MIME message, for --format cloud-init")
 	c.Flags().StringVar(&rf.kopsAPIVersion, "kops-api-version", "", "kops API version of the hooks, for --format kops: "+kopshooks.V1Alpha2+" (disabled: true, the default) or "+kopshooks.V1Alpha3+" (enabled: false)")
 	c.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(formatNames(), cobra.ShellCompDirectiveNoFileComp))
-	c.RegisterFlagCompletionFunc("ignition-version", cobra.FixedCompletions(render.IgnitionVersions(), cobra.ShellCompDirectiveNoFileComp))
-	c.RegisterFlagCompletionFunc("variant", cobra.FixedCompletions(render.ButaneVariants(), cobra.ShellCompDirectiveNoFileComp))
+	c.RegisterFlagCompletionFunc("ignition-version", cobra.FixedCompletions(ignition.Versions(), cobra.ShellCompDirectiveNoFileComp))
+	c.RegisterFlagCompletionFunc("variant", cobra.FixedCompletions(butane.Variants(), cobra.ShellCompDirectiveNoFileComp))
 	c.RegisterFlagCompletionFunc("butane-version", butaneVersionCompletion(&rf))
 	c.RegisterFlagCompletionFunc("kops-api-version", cobra.FixedCompletions([]string{kopshooks.V1Alpha2, kopshooks.V1Alpha3}, cobra.ShellCompDirectiveNoFileComp))
 	return c
@@ -456,10 +458,10 @@ func butaneVersionCompletion(rf *renderFlags) cobra.CompletionFunc {
 	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		variant := rf.variant
 		if variant == "" {
-			variant = render.ButaneVariants()[0]
+			variant = butane.Variants()[0]
 		}
 		var vs []string
-		for _, v := range render.ButaneVersions() {
+		for _, v := range butane.Versions() {
 			if v.Variant == variant {
 				vs = append(vs, v.Version+"\tIgnition "+v.IgnitionVersion)
 			}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	butane "github.com/coreos/butane/config"
+	butaneconfig "github.com/coreos/butane/config"
 	butanecommon "github.com/coreos/butane/config/common"
 	"github.com/coreos/vcontext/report"
 	"github.com/google/go-cmp/cmp"
@@ -32,6 +32,8 @@ import (
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/importer"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/butane"
+	"github.com/hostprov/hostprov/pkg/render/ignition"
 )
 
 var butaneCorpus = corpus.Path("butane")
@@ -72,16 +74,16 @@ func roundTrip(t *testing.T, in importer.Input, original []byte) (got, want any,
 	if res.Rest != nil {
 		merge = append(merge, render.MergeFile{Name: "leftovers", Data: res.Rest, Dir: t.TempDir()})
 	}
-	ignOpts := render.IgnitionOptions{Version: res.IgnitionVersion, Storage: r.Storage}
-	own, err := render.Ignition(r.Units, ignOpts)
+	ignOpts := ignition.Options{Version: res.IgnitionVersion, Storage: r.Storage}
+	own, err := ignition.Render(r.Units, ignOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, mdiags, err := render.MergeIgnitionConfig(own, r.Units, ignOpts, merge)
+	out, mdiags, err := ignition.Merge(own, r.Units, ignOpts, merge)
 	if err != nil || mdiags.HasErrors(false) {
 		t.Fatalf("render --merge of the leftovers: %v\n%s\nleftovers:\n%s", err, mdiags.Error(), res.Rest)
 	}
-	if d := render.ValidateIgnition(res.IgnitionVersion, out); d.HasErrors(false) {
+	if d := ignition.Validate(res.IgnitionVersion, out); d.HasErrors(false) {
 		t.Fatalf("Ignition refuses the rendered config: %s", d.Error())
 	}
 	got = normalise(t, res.IgnitionVersion, out)
@@ -109,12 +111,12 @@ func roundTrip(t *testing.T, in importer.Input, original []byte) (got, want any,
 	// The Butane output is of the leftovers' variant (render --variant).
 	var head struct{ Variant string }
 	_ = yaml.Unmarshal(res.Rest, &head)
-	buOpts := render.ButaneOptions{Variant: head.Variant, IgnitionVersion: res.IgnitionVersion, Storage: r.Storage}
-	ownBu, err := render.Butane(r.Units, buOpts)
+	buOpts := butane.Options{Variant: head.Variant, IgnitionVersion: res.IgnitionVersion, Storage: r.Storage}
+	ownBu, err := butane.Render(r.Units, buOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bu, bdiags, err := render.MergeButaneConfig(ownBu, r.Units, buOpts, merge)
+	bu, bdiags, err := butane.Merge(ownBu, r.Units, buOpts, merge)
 	if err != nil || bdiags.HasErrors(false) {
 		t.Fatalf("render --format butane --merge of the leftovers: %v\n%s\nleftovers:\n%s", err, bdiags.Error(), res.Rest)
 	}
@@ -128,7 +130,7 @@ func roundTrip(t *testing.T, in importer.Input, original []byte) (got, want any,
 			t.Fatal(err)
 		}
 	}
-	ign, rpt, err := butane.TranslateBytes(bu, butanecommon.TranslateBytesOptions{TranslateOptions: butanecommon.TranslateOptions{FilesDir: filesDir}})
+	ign, rpt, err := butaneconfig.TranslateBytes(bu, butanecommon.TranslateBytesOptions{TranslateOptions: butanecommon.TranslateOptions{FilesDir: filesDir}})
 	if err != nil || rpt.IsFatal() {
 		t.Fatalf("Butane does not translate the Butane output: %v %s\n%s", err, rpt, bu)
 	}
@@ -431,7 +433,7 @@ func TestOwnCorpusRoundTrip(t *testing.T) {
 			}
 			original := data
 			if strings.HasSuffix(file, ".bu") {
-				original, _, err = butane.TranslateBytes(data, butanecommon.TranslateBytesOptions{TranslateOptions: butanecommon.TranslateOptions{FilesDir: dir}})
+				original, _, err = butaneconfig.TranslateBytes(data, butanecommon.TranslateBytesOptions{TranslateOptions: butanecommon.TranslateOptions{FilesDir: dir}})
 				if err != nil {
 					t.Fatalf("Butane does not translate render's golden: %v", err)
 				}

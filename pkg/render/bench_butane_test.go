@@ -5,11 +5,12 @@ import (
 	"testing"
 	"time"
 
-	butane "github.com/coreos/butane/config"
+	butaneconfig "github.com/coreos/butane/config"
 	"github.com/coreos/butane/config/common"
 
 	"github.com/hostprov/hostprov/pkg/compile"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/butane"
+	"github.com/hostprov/hostprov/pkg/render/ignition"
 )
 
 // benchUnits builds the units of benchSpec(n) once, outside the timings.
@@ -56,7 +57,7 @@ func BenchmarkOutput(b *testing.B) {
 func BenchmarkIgnitionVsButane(b *testing.B) {
 	for _, n := range []int{100, 10000} {
 		spec, us := benchUnits(b, n)
-		bu, err := render.Butane(us, render.ButaneOptions{})
+		bu, err := butane.Render(us, butane.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -66,15 +67,15 @@ func BenchmarkIgnitionVsButane(b *testing.B) {
 			for b.Loop() {
 				t0 := time.Now()
 				built, _ := compile.Build("bench.yaml", spec)
-				if _, err := render.Ignition(built, render.IgnitionOptions{}); err != nil {
+				if _, err := ignition.Render(built, ignition.Options{}); err != nil {
 					b.Fatal(err)
 				}
 				t1 := time.Now()
-				if _, err := render.Ignition(us, render.IgnitionOptions{}); err != nil {
+				if _, err := ignition.Render(us, ignition.Options{}); err != nil {
 					b.Fatal(err)
 				}
 				t2 := time.Now()
-				if _, rpt, err := butane.TranslateBytes(bu, common.TranslateBytesOptions{}); err != nil || len(rpt.Entries) > 0 {
+				if _, rpt, err := butaneconfig.TranslateBytes(bu, common.TranslateBytesOptions{}); err != nil || len(rpt.Entries) > 0 {
 					b.Fatalf("Butane: %v\n%s", err, rpt)
 				}
 				t3 := time.Now()

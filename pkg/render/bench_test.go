@@ -6,8 +6,9 @@ import (
 
 	"github.com/hostprov/hostprov/internal/benchspec"
 	"github.com/hostprov/hostprov/pkg/compile"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/butane"
 	"github.com/hostprov/hostprov/pkg/render/cloudinit"
+	"github.com/hostprov/hostprov/pkg/render/ignition"
 	"github.com/hostprov/hostprov/pkg/render/kopshooks"
 )
 
@@ -19,8 +20,8 @@ var outputs = []struct {
 	name string
 	out  func([]compile.Unit) ([]byte, error)
 }{
-	{"ignition", func(us []compile.Unit) ([]byte, error) { return render.Ignition(us, render.IgnitionOptions{}) }},
-	{"butane", func(us []compile.Unit) ([]byte, error) { return render.Butane(us, render.ButaneOptions{}) }},
+	{"ignition", func(us []compile.Unit) ([]byte, error) { return ignition.Render(us, ignition.Options{}) }},
+	{"butane", func(us []compile.Unit) ([]byte, error) { return butane.Render(us, butane.Options{}) }},
 	{"cloud-init", func(us []compile.Unit) ([]byte, error) { return cloudinit.Render(us, cloudinit.Options{}) }},
 	{"kops", func(us []compile.Unit) ([]byte, error) { return kopshooks.Render(us, kopshooks.Options{}) }},
 }

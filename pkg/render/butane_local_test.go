@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	butane "github.com/coreos/butane/config"
+	butaneconfig "github.com/coreos/butane/config"
 	"github.com/coreos/butane/config/common"
 
 	"github.com/hostprov/hostprov/pkg/compile"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/butane"
 )
 
 // TestButaneLocalEveryVersion: files from local: (text and bytes that
@@ -42,13 +42,13 @@ func TestButaneLocalEveryVersion(t *testing.T) {
 		t.Fatal(diags)
 	}
 	want := map[string][]byte{"/usr/local/lib/collect.sh": text, "/usr/local/lib/blob.bin": blob}
-	for _, v := range render.ButaneVersions() {
+	for _, v := range butane.Versions() {
 		t.Run(v.Variant+"-"+v.Version, func(t *testing.T) {
-			bu, err := render.Butane(r.Units, render.ButaneOptions{Variant: v.Variant, Version: v.Version, Storage: r.Storage})
+			bu, err := butane.Render(r.Units, butane.Options{Variant: v.Variant, Version: v.Version, Storage: r.Storage})
 			if err != nil {
 				t.Fatal(err)
 			}
-			ign, rpt, err := butane.TranslateBytes(bu, common.TranslateBytesOptions{TranslateOptions: common.TranslateOptions{FilesDir: dir}})
+			ign, rpt, err := butaneconfig.TranslateBytes(bu, common.TranslateBytesOptions{TranslateOptions: common.TranslateOptions{FilesDir: dir}})
 			if err != nil || len(rpt.Entries) > 0 {
 				t.Fatalf("butane --strict refuses it: %v\n%s\n%s", err, rpt, bu)
 			}

@@ -16,7 +16,7 @@ import (
 	"github.com/coreos/butane/config/common"
 	v34 "github.com/coreos/ignition/v2/config/v3_4"
 
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/ignition"
 	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 )
 
@@ -27,7 +27,7 @@ import (
 // carry hostprov's config byte for byte, and the result must be a valid
 // Ignition config.
 func TestButaneMergesHostprov(t *testing.T) {
-	ign, err := render.Ignition(rendertest.Build(t, filepath.Join("..", "..", "examples", "swap", "hostprov.yaml")), render.IgnitionOptions{})
+	ign, err := ignition.Render(rendertest.Build(t, filepath.Join("..", "..", "examples", "swap", "hostprov.yaml")), ignition.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	butane "github.com/coreos/butane/config"
+	butaneconfig "github.com/coreos/butane/config"
 	"github.com/coreos/butane/config/common"
 	"github.com/google/go-cmp/cmp"
 	"gopkg.in/yaml.v3"
@@ -19,6 +19,8 @@ import (
 	"github.com/hostprov/hostprov/internal/yamlnode"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/butane"
+	"github.com/hostprov/hostprov/pkg/render/ignition"
 	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 )
 
@@ -28,7 +30,7 @@ import (
 func TestButaneGolden(t *testing.T) {
 	for name, path := range rendertest.GoldenSpecs(t) {
 		t.Run(name, func(t *testing.T) {
-			bu, err := render.Butane(rendertest.Build(t, path), render.ButaneOptions{})
+			bu, err := butane.Render(rendertest.Build(t, path), butane.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -41,7 +43,7 @@ func TestButaneGolden(t *testing.T) {
 // warning.
 func translate(t testing.TB, bu []byte) []byte {
 	t.Helper()
-	ign, rpt, err := butane.TranslateBytes(bu, common.TranslateBytesOptions{})
+	ign, rpt, err := butaneconfig.TranslateBytes(bu, common.TranslateBytesOptions{})
 	if err != nil {
 		t.Fatalf("Butane refuses the config: %v\n%s\n%s", err, rpt, bu)
 	}
@@ -77,14 +79,14 @@ func TestButaneTranslatesToIgnition(t *testing.T) {
 		for _, f := range render.Files(us) {
 			want[f.Path] = string(f.Contents)
 		}
-		for _, v := range render.ButaneVersions() {
+		for _, v := range butane.Versions() {
 			t.Run(fmt.Sprintf("%s/%s-%s", name, v.Variant, v.Version), func(t *testing.T) {
-				bu, err := render.Butane(us, render.ButaneOptions{Variant: v.Variant, Version: v.Version})
+				bu, err := butane.Render(us, butane.Options{Variant: v.Variant, Version: v.Version})
 				if err != nil {
 					t.Fatal(err)
 				}
 				got := translate(t, bu)
-				ign, err := render.Ignition(us, render.IgnitionOptions{Version: v.IgnitionVersion})
+				ign, err := ignition.Render(us, ignition.Options{Version: v.IgnitionVersion})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -102,7 +104,7 @@ func TestButaneTranslatesToIgnition(t *testing.T) {
 // yamlnode.BlockSafe).
 func TestButaneReadable(t *testing.T) {
 	for name, path := range rendertest.GoldenSpecs(t) {
-		bu, err := render.Butane(rendertest.Build(t, path), render.ButaneOptions{})
+		bu, err := butane.Render(rendertest.Build(t, path), butane.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,11 +184,11 @@ func TestButaneKeepsBytes(t *testing.T) {
 	} {
 		us := []compile.Unit{{Name: "a.service", Contents: []byte(s), Enabled: boolp(false),
 			Dropins: []compile.Dropin{{Name: "x.conf", Contents: []byte(s)}}}}
-		bu, err := render.Butane(us, render.ButaneOptions{})
+		bu, err := butane.Render(us, butane.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ign := parseIgnition(t, render.DefaultIgnitionVersion, translate(t, bu))
+		ign := parseIgnition(t, ignition.DefaultVersion, translate(t, bu))
 		if diff := cmp.Diff(map[string]string{"a.service": s, "a.service.d/x.conf": s}, ign.files()); diff != "" {
 			t.Errorf("%q: Butane's translation changes the bytes (-want +got):\n%s", s, diff)
 		}
@@ -198,7 +200,7 @@ func boolp(b bool) *bool { return &b }
 func checkButaneBytes(t *testing.T, what, s string) {
 	t.Helper()
 	us := []compile.Unit{{Name: "a.service", Contents: []byte(s), Dropins: []compile.Dropin{{Name: "x.conf", Contents: []byte(s)}}}}
-	bu, err := render.Butane(us, render.ButaneOptions{})
+	bu, err := butane.Render(us, butane.Options{})
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
@@ -232,7 +234,7 @@ func FuzzButaneKeepsBytes(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		if !utf8.ValidString(s) {
-			if _, err := render.Butane([]compile.Unit{{Name: "a.service", Contents: []byte(s)}}, render.ButaneOptions{}); err == nil {
+			if _, err := butane.Render([]compile.Unit{{Name: "a.service", Contents: []byte(s)}}, butane.Options{}); err == nil {
 				t.Errorf("invalid UTF-8 %q accepted", s)
 			}
 			return
@@ -243,7 +245,7 @@ func FuzzButaneKeepsBytes(f *testing.F) {
 
 func TestButaneRefusesInvalidUTF8(t *testing.T) {
 	us := []compile.Unit{{Name: "a.service", Dropins: []compile.Dropin{{Name: "x.conf", Contents: []byte("[Service]\nNice=\xff\n")}}}}
-	if _, err := render.Butane(us, render.ButaneOptions{}); err == nil || !strings.Contains(err.Error(), "a.service.d/x.conf: contents are not valid UTF-8") {
+	if _, err := butane.Render(us, butane.Options{}); err == nil || !strings.Contains(err.Error(), "a.service.d/x.conf: contents are not valid UTF-8") {
 		t.Errorf("got %v", err)
 	}
 }
@@ -252,35 +254,35 @@ func TestButaneRefusesInvalidUTF8(t *testing.T) {
 // Ignition versions, and the messages for what cannot be met.
 func TestButaneOptions(t *testing.T) {
 	for _, tc := range []struct {
-		in      render.ButaneOptions
-		want    render.ButaneOptions
+		in      butane.Options
+		want    butane.Options
 		option  string
 		message string
 	}{
-		{in: render.ButaneOptions{}, want: render.ButaneOptions{Variant: "fcos", Version: "1.5.0", IgnitionVersion: "3.4.0"}},
-		{in: render.ButaneOptions{Variant: "flatcar"}, want: render.ButaneOptions{Variant: "flatcar", Version: "1.1.0", IgnitionVersion: "3.4.0"}},
-		{in: render.ButaneOptions{IgnitionVersion: "3.2.0"}, want: render.ButaneOptions{Variant: "fcos", Version: "1.3.0", IgnitionVersion: "3.2.0"}},
-		{in: render.ButaneOptions{IgnitionVersion: "3.0.0"}, want: render.ButaneOptions{Variant: "fcos", Version: "1.0.0", IgnitionVersion: "3.0.0"}},
-		{in: render.ButaneOptions{IgnitionVersion: "3.5.0"}, want: render.ButaneOptions{Variant: "fcos", Version: "1.6.0", IgnitionVersion: "3.5.0"}},
-		{in: render.ButaneOptions{Version: "1.2.0"}, want: render.ButaneOptions{Variant: "fcos", Version: "1.2.0", IgnitionVersion: "3.2.0"}},
-		{in: render.ButaneOptions{Variant: "flatcar", Version: "1.0.0", IgnitionVersion: "3.3.0"}, want: render.ButaneOptions{Variant: "flatcar", Version: "1.0.0", IgnitionVersion: "3.3.0"}},
-		{in: render.ButaneOptions{Variant: "flatcar", IgnitionVersion: "3.3.0"}, want: render.ButaneOptions{Variant: "flatcar", Version: "1.0.0", IgnitionVersion: "3.3.0"}},
+		{in: butane.Options{}, want: butane.Options{Variant: "fcos", Version: "1.5.0", IgnitionVersion: "3.4.0"}},
+		{in: butane.Options{Variant: "flatcar"}, want: butane.Options{Variant: "flatcar", Version: "1.1.0", IgnitionVersion: "3.4.0"}},
+		{in: butane.Options{IgnitionVersion: "3.2.0"}, want: butane.Options{Variant: "fcos", Version: "1.3.0", IgnitionVersion: "3.2.0"}},
+		{in: butane.Options{IgnitionVersion: "3.0.0"}, want: butane.Options{Variant: "fcos", Version: "1.0.0", IgnitionVersion: "3.0.0"}},
+		{in: butane.Options{IgnitionVersion: "3.5.0"}, want: butane.Options{Variant: "fcos", Version: "1.6.0", IgnitionVersion: "3.5.0"}},
+		{in: butane.Options{Version: "1.2.0"}, want: butane.Options{Variant: "fcos", Version: "1.2.0", IgnitionVersion: "3.2.0"}},
+		{in: butane.Options{Variant: "flatcar", Version: "1.0.0", IgnitionVersion: "3.3.0"}, want: butane.Options{Variant: "flatcar", Version: "1.0.0", IgnitionVersion: "3.3.0"}},
+		{in: butane.Options{Variant: "flatcar", IgnitionVersion: "3.3.0"}, want: butane.Options{Variant: "flatcar", Version: "1.0.0", IgnitionVersion: "3.3.0"}},
 
-		{in: render.ButaneOptions{Variant: "rhcos"}, option: "variant",
+		{in: butane.Options{Variant: "rhcos"}, option: "variant",
 			message: `unknown Butane variant "rhcos": use fcos or flatcar`},
-		{in: render.ButaneOptions{Variant: "flatcar", IgnitionVersion: "3.5.0"}, option: "ignition-version",
+		{in: butane.Options{Variant: "flatcar", IgnitionVersion: "3.5.0"}, option: "ignition-version",
 			message: "no Butane flatcar version translates to Ignition 3.5.0: use 1.0.0 (Ignition 3.3.0) or 1.1.0 (Ignition 3.4.0)"},
-		{in: render.ButaneOptions{Variant: "flatcar", IgnitionVersion: "3.0.0"}, option: "ignition-version",
+		{in: butane.Options{Variant: "flatcar", IgnitionVersion: "3.0.0"}, option: "ignition-version",
 			message: "no Butane flatcar version translates to Ignition 3.0.0: use 1.0.0 (Ignition 3.3.0) or 1.1.0 (Ignition 3.4.0)"},
-		{in: render.ButaneOptions{Variant: "flatcar", Version: "1.5.0"}, option: "butane-version",
+		{in: butane.Options{Variant: "flatcar", Version: "1.5.0"}, option: "butane-version",
 			message: `Butane flatcar has no version "1.5.0": use 1.0.0 (Ignition 3.3.0) or 1.1.0 (Ignition 3.4.0)`},
-		{in: render.ButaneOptions{Version: "1.7.0-experimental"}, option: "butane-version",
+		{in: butane.Options{Version: "1.7.0-experimental"}, option: "butane-version",
 			message: `Butane fcos has no version "1.7.0-experimental": use 1.0.0 (Ignition 3.0.0), 1.1.0 (Ignition 3.1.0), 1.2.0 (Ignition 3.2.0), 1.3.0 (Ignition 3.2.0), 1.4.0 (Ignition 3.3.0), 1.5.0 (Ignition 3.4.0) or 1.6.0 (Ignition 3.5.0)`},
-		{in: render.ButaneOptions{Version: "1.4.0", IgnitionVersion: "3.4.0"}, option: "butane-version",
+		{in: butane.Options{Version: "1.4.0", IgnitionVersion: "3.4.0"}, option: "butane-version",
 			message: "Butane fcos 1.4.0 translates to Ignition 3.3.0, not 3.4.0: fcos 1.5.0 translates to 3.4.0; or give only one of the two versions"},
-		{in: render.ButaneOptions{Variant: "flatcar", Version: "1.1.0", IgnitionVersion: "3.5.0"}, option: "butane-version",
+		{in: butane.Options{Variant: "flatcar", Version: "1.1.0", IgnitionVersion: "3.5.0"}, option: "butane-version",
 			message: "Butane flatcar 1.1.0 translates to Ignition 3.4.0, not 3.5.0: give only one of the two versions"},
-		{in: render.ButaneOptions{IgnitionVersion: "3.6.0"}, option: "ignition-version",
+		{in: butane.Options{IgnitionVersion: "3.6.0"}, option: "ignition-version",
 			message: `unknown Ignition spec version "3.6.0": use one of 3.0.0, 3.1.0, 3.2.0, 3.3.0, 3.4.0, 3.5.0`},
 	} {
 		got, err := tc.in.Resolve()
@@ -294,7 +296,7 @@ func TestButaneOptions(t *testing.T) {
 		if !errors.As(err, &oe) || oe.Option != tc.option || err.Error() != tc.message {
 			t.Errorf("%+v: got %#v\nwant option %s: %s", tc.in, err, tc.option, tc.message)
 		}
-		if _, err := render.Butane(nil, tc.in); !errors.As(err, &oe) {
+		if _, err := butane.Render(nil, tc.in); !errors.As(err, &oe) {
 			t.Errorf("%+v: Butane returns %v, want the same *OptionError", tc.in, err)
 		}
 	}
@@ -303,7 +305,7 @@ func TestButaneOptions(t *testing.T) {
 // TestButaneVersionsAreButanes: the table of versions is Butane's own: each
 // version is one Butane translates, to the Ignition version the table says.
 func TestButaneVersionsAreButanes(t *testing.T) {
-	for _, v := range render.ButaneVersions() {
+	for _, v := range butane.Versions() {
 		bu := fmt.Sprintf("variant: %s\nversion: %s\n", v.Variant, v.Version)
 		var cfg ignSystemd
 		if err := json.Unmarshal(translate(t, []byte(bu)), &cfg); err != nil {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/hostprov/hostprov/internal/corpus"
 	"github.com/hostprov/hostprov/pkg/compile"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/ignition"
 )
 
 // butaneCorpus is real Butane configs, each with the Ignition config
@@ -204,11 +204,11 @@ func compareWithButane(t *testing.T, name string, in butaneFile, ignFile string)
 	}
 
 	version := out.Ignition.Version
-	if !slices.Contains(render.IgnitionVersions(), version) {
-		version = render.IgnitionVersions()[len(render.IgnitionVersions())-1]
+	if !slices.Contains(ignition.Versions(), version) {
+		version = ignition.Versions()[len(ignition.Versions())-1]
 		t.Logf("Butane wrote Ignition %s, which hostprov does not emit; comparing with %s", out.Ignition.Version, version)
 	}
-	ign, err := render.Ignition(us, render.IgnitionOptions{Version: version})
+	ign, err := ignition.Render(us, ignition.Options{Version: version})
 	if err != nil {
 		t.Fatal(err)
 	}

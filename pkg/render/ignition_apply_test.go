@@ -18,7 +18,7 @@ import (
 	"github.com/hostprov/hostprov/internal/hosttools"
 	"github.com/hostprov/hostprov/internal/systemdtest"
 	"github.com/hostprov/hostprov/pkg/compile"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/ignition"
 	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 	"github.com/hostprov/hostprov/pkg/render/unitdir"
 	"github.com/hostprov/hostprov/pkg/units"
@@ -278,9 +278,9 @@ func TestIgnitionApplyGoldens(t *testing.T) {
 			}
 			want := readUnitTree(t, ref)
 
-			for _, version := range render.IgnitionVersions() {
+			for _, version := range ignition.Versions() {
 				t.Run(version, func(t *testing.T) {
-					ign, err := render.Ignition(us, render.IgnitionOptions{Version: version})
+					ign, err := ignition.Render(us, ignition.Options{Version: version})
 					if err != nil {
 						t.Fatal(err)
 					}

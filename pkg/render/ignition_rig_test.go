@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hostprov/hostprov/pkg/compile"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/ignition"
 )
 
 // rigSpec is a small spec as a user would give it for a first boot: a
@@ -48,7 +48,7 @@ func TestIgnitionInRig(t *testing.T) {
 	if len(diags) > 0 {
 		t.Fatalf("the spec must render without any diagnostic:\n%v", diags.Error())
 	}
-	ign, err := render.Ignition(us, render.IgnitionOptions{})
+	ign, err := ignition.Render(us, ignition.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

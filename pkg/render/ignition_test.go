@@ -18,6 +18,7 @@ import (
 
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/ignition"
 	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 )
 
@@ -107,13 +108,13 @@ func (c ignSystemd) files() map[string]string {
 
 func TestIgnitionVersionsList(t *testing.T) {
 	want := []string{"3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0", "3.5.0"}
-	if diff := cmp.Diff(want, render.IgnitionVersions()); diff != "" {
+	if diff := cmp.Diff(want, ignition.Versions()); diff != "" {
 		t.Errorf("IgnitionVersions (-want +got):\n%s", diff)
 	}
-	if !slices.Contains(render.IgnitionVersions(), render.DefaultIgnitionVersion) {
-		t.Errorf("the default %s is not a supported version", render.DefaultIgnitionVersion)
+	if !slices.Contains(ignition.Versions(), ignition.DefaultVersion) {
+		t.Errorf("the default %s is not a supported version", ignition.DefaultVersion)
 	}
-	for _, v := range render.IgnitionVersions() {
+	for _, v := range ignition.Versions() {
 		if ignitionParsers[v] == nil {
 			t.Errorf("the tests have no parser for Ignition %s", v)
 		}
@@ -130,10 +131,10 @@ func TestIgnitionEveryVersion(t *testing.T) {
 		for _, f := range render.Files(us) {
 			want[f.Path] = string(f.Contents)
 		}
-		for _, v := range render.IgnitionVersions() {
+		for _, v := range ignition.Versions() {
 			t.Run(name+"/"+v, func(t *testing.T) {
 				for _, pretty := range []bool{false, true} {
-					ign, err := render.Ignition(us, render.IgnitionOptions{Version: v, Pretty: pretty})
+					ign, err := ignition.Render(us, ignition.Options{Version: v, Pretty: pretty})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -150,30 +151,30 @@ func TestIgnitionEveryVersion(t *testing.T) {
 func TestIgnitionVersionsDifferOnlyInVersion(t *testing.T) {
 	for name, path := range rendertest.GoldenSpecs(t) {
 		us := rendertest.Build(t, path)
-		base, err := render.Ignition(us, render.IgnitionOptions{})
+		base, err := ignition.Render(us, ignition.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, v := range render.IgnitionVersions() {
-			ign, err := render.Ignition(us, render.IgnitionOptions{Version: v})
+		for _, v := range ignition.Versions() {
+			ign, err := ignition.Render(us, ignition.Options{Version: v})
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := strings.Replace(string(ign), `"version":"`+v+`"`, `"version":"`+render.DefaultIgnitionVersion+`"`, 1)
+			got := strings.Replace(string(ign), `"version":"`+v+`"`, `"version":"`+ignition.DefaultVersion+`"`, 1)
 			if got != string(base) {
-				t.Errorf("%s: Ignition %s differs from %s in more than the version:\n%s\n%s", name, v, render.DefaultIgnitionVersion, ign, base)
+				t.Errorf("%s: Ignition %s differs from %s in more than the version:\n%s\n%s", name, v, ignition.DefaultVersion, ign, base)
 			}
 		}
 	}
 }
 
 func TestIgnitionOptions(t *testing.T) {
-	got, err := render.IgnitionOptions{}.Resolve()
-	if err != nil || got.Version != render.DefaultIgnitionVersion || got.Pretty {
+	got, err := ignition.Options{}.Resolve()
+	if err != nil || got.Version != ignition.DefaultVersion || got.Pretty {
 		t.Errorf("zero options resolve to %+v, %v", got, err)
 	}
 	for _, bad := range []string{"3.6.0", "3.6.0-experimental", "2.3.0", "3.4", "v3.4.0", "latest"} {
-		_, err := render.Ignition(nil, render.IgnitionOptions{Version: bad})
+		_, err := ignition.Render(nil, ignition.Options{Version: bad})
 		var oe *render.OptionError
 		if !errors.As(err, &oe) || oe.Option != "ignition-version" {
 			t.Errorf("version %q: got %v, want an *OptionError for ignition-version", bad, err)
@@ -188,7 +189,7 @@ func TestIgnitionOptions(t *testing.T) {
 
 func TestIgnitionRefusesInvalidUTF8(t *testing.T) {
 	us := []compile.Unit{{Name: "a.service", Contents: []byte("[Service]\nExecStart=/bin/echo \xff\n")}}
-	if _, err := render.Ignition(us, render.IgnitionOptions{}); err == nil || !strings.Contains(err.Error(), "a.service: contents are not valid UTF-8") {
+	if _, err := ignition.Render(us, ignition.Options{}); err == nil || !strings.Contains(err.Error(), "a.service: contents are not valid UTF-8") {
 		t.Errorf("got %v", err)
 	}
 }
@@ -247,8 +248,8 @@ hooks:
 		t.Errorf("render warnings at (-want +got):\n%s\n%v", diff, diags)
 	}
 
-	for _, v := range render.IgnitionVersions() {
-		ign, err := render.Ignition(us, render.IgnitionOptions{Version: v})
+	for _, v := range ignition.Versions() {
+		ign, err := ignition.Render(us, ignition.Options{Version: v})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -300,7 +301,7 @@ func state(b *bool) string {
 func TestIgnitionMaskedEnabled(t *testing.T) {
 	yes := true
 	us := []compile.Unit{{Name: "a.service", Mask: true, Enabled: &yes}}
-	ign, err := render.Ignition(us, render.IgnitionOptions{})
+	ign, err := ignition.Render(us, ignition.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	butane "github.com/coreos/butane/config"
+	butaneconfig "github.com/coreos/butane/config"
 	"github.com/coreos/butane/config/common"
 	"github.com/google/go-cmp/cmp"
 	"gopkg.in/yaml.v3"
@@ -13,7 +13,9 @@ import (
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/butane"
 	"github.com/hostprov/hostprov/pkg/render/cloudinit"
+	"github.com/hostprov/hostprov/pkg/render/ignition"
 )
 
 // mergeAccountsSpec makes a user and a group with ids, as a service's hook
@@ -43,10 +45,10 @@ func accountMerges(t *testing.T) map[string]func(...render.MergeFile) ([]byte, h
 	us, st := r.Units, r.Storage
 	return map[string]func(...render.MergeFile) ([]byte, hooks.Diagnostics, error){
 		"ignition": func(fs ...render.MergeFile) ([]byte, hooks.Diagnostics, error) {
-			return mergeIgnition(us, render.IgnitionOptions{Storage: st}, fs)
+			return mergeIgnition(us, ignition.Options{Storage: st}, fs)
 		},
 		"butane": func(fs ...render.MergeFile) ([]byte, hooks.Diagnostics, error) {
-			return mergeButane(us, render.ButaneOptions{Storage: st}, fs)
+			return mergeButane(us, butane.Options{Storage: st}, fs)
 		},
 		"cloud-init": func(fs ...render.MergeFile) ([]byte, hooks.Diagnostics, error) {
 			return mergeCloudInit(us, cloudinit.Options{Storage: st}, fs)
@@ -159,7 +161,7 @@ passwd:
 	// twice), and translates to the same Ignition config.
 	out, diags, err := merges["butane"](bu)
 	noDiags(t, "MergeButane", diags, err)
-	fromButane, rpt, err := butane.TranslateBytes(out, common.TranslateBytesOptions{})
+	fromButane, rpt, err := butaneconfig.TranslateBytes(out, common.TranslateBytesOptions{})
 	if err != nil || rpt.IsFatal() {
 		t.Fatalf("Butane: %v\n%s\n%s", err, rpt, out)
 	}

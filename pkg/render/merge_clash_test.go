@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	butane "github.com/coreos/butane/config"
+	butaneconfig "github.com/coreos/butane/config"
 	"github.com/coreos/butane/config/common"
 	"github.com/coreos/ignition/v2/config/merge"
 	v32 "github.com/coreos/ignition/v2/config/v3_2"
@@ -22,6 +22,8 @@ import (
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/butane"
+	"github.com/hostprov/hostprov/pkg/render/ignition"
 )
 
 // kindsSpec has a file, a directory and a link, each at a path of its own.
@@ -90,7 +92,7 @@ func userIgnitionOf(t *testing.T, f render.MergeFile) any {
 }
 
 func translateButane(b []byte) ([]byte, fmt.Stringer, error) {
-	out, rpt, err := butane.TranslateBytes(b, common.TranslateBytesOptions{})
+	out, rpt, err := butaneconfig.TranslateBytes(b, common.TranslateBytesOptions{})
 	if err == nil && rpt.IsFatal() {
 		err = fmt.Errorf("fatal report")
 	}
@@ -134,7 +136,7 @@ var kindList = map[string]string{"file": "files", "directory": "directories", "l
 // result, so the spec's entry would be gone without a word.
 func TestMergeKindClashes(t *testing.T) {
 	r := buildText(t, "spec.yaml", kindsSpec)
-	own, err := render.Ignition(r.Units, render.IgnitionOptions{Storage: r.Storage})
+	own, err := ignition.Render(r.Units, ignition.Options{Storage: r.Storage})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,12 +171,12 @@ func TestMergeKindClashes(t *testing.T) {
 						f.Name, line, col, kindList[user], at.path, spec, at.place, user)
 					outputs := map[string]func() ([]byte, hooks.Diagnostics, error){
 						"ignition": func() ([]byte, hooks.Diagnostics, error) {
-							return render.MergeIgnitionConfig(own, r.Units, render.IgnitionOptions{Storage: r.Storage}, []render.MergeFile{f})
+							return ignition.Merge(own, r.Units, ignition.Options{Storage: r.Storage}, []render.MergeFile{f})
 						},
 					}
 					if !ign {
 						outputs["butane"] = func() ([]byte, hooks.Diagnostics, error) {
-							return mergeButane(r.Units, render.ButaneOptions{Storage: r.Storage}, []render.MergeFile{f})
+							return mergeButane(r.Units, butane.Options{Storage: r.Storage}, []render.MergeFile{f})
 						}
 					}
 					for name, run := range outputs {
@@ -255,17 +257,17 @@ func TestMergeButaneIsIgnition(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ign, diags, err := mergeIgnition(r.Units, render.IgnitionOptions{Storage: r.Storage}, c.files)
+			ign, diags, err := mergeIgnition(r.Units, ignition.Options{Storage: r.Storage}, c.files)
 			noDiags(t, "MergeIgnition", diags, err)
-			checkIgnitionValid(t, render.DefaultIgnitionVersion, ign)
-			out, diags, err := mergeButane(r.Units, render.ButaneOptions{Storage: r.Storage}, c.files)
+			checkIgnitionValid(t, ignition.DefaultVersion, ign)
+			out, diags, err := mergeButane(r.Units, butane.Options{Storage: r.Storage}, c.files)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if c.refused == nil {
 				noDiags(t, "MergeButane", diags, err)
 				// As docs/outputs.md says: butane --files-dir, the spec's directory.
-				fromButane, rpt, err := butane.TranslateBytes(out, common.TranslateBytesOptions{TranslateOptions: common.TranslateOptions{FilesDir: specDir}})
+				fromButane, rpt, err := butaneconfig.TranslateBytes(out, common.TranslateBytesOptions{TranslateOptions: common.TranslateOptions{FilesDir: specDir}})
 				if err != nil || len(rpt.Entries) > 0 {
 					t.Fatalf("Butane: %v\n%s\n%s", err, rpt, out)
 				}
@@ -307,7 +309,7 @@ hooks:
 // no line of either file.
 func TestMergeUnderClashes(t *testing.T) {
 	r := buildText(t, "spec.yaml", underSpec)
-	own, err := render.Ignition(r.Units, render.IgnitionOptions{Storage: r.Storage})
+	own, err := ignition.Render(r.Units, ignition.Options{Storage: r.Storage})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,14 +328,14 @@ func TestMergeUnderClashes(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := render.MergeFile{Name: "mine.bu", Data: []byte("variant: fcos\nversion: 1.5.0\nstorage:\n" + c.storage)}
-			ign, diags, err := render.MergeIgnitionConfig(own, r.Units, render.IgnitionOptions{Storage: r.Storage}, []render.MergeFile{f})
+			ign, diags, err := ignition.Merge(own, r.Units, ignition.Options{Storage: r.Storage}, []render.MergeFile{f})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got := diags.Error(); got != c.want || (ign == nil) != (c.want != "") {
 				t.Errorf("Ignition output: diagnostics:\n%s\nwant:\n%s\noutput:\n%s", got, c.want, ign)
 			}
-			bu, diags, err := mergeButane(r.Units, render.ButaneOptions{Storage: r.Storage}, []render.MergeFile{f})
+			bu, diags, err := mergeButane(r.Units, butane.Options{Storage: r.Storage}, []render.MergeFile{f})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -343,8 +345,8 @@ func TestMergeUnderClashes(t *testing.T) {
 			if bu == nil || ign == nil {
 				return
 			}
-			checkIgnitionValid(t, render.DefaultIgnitionVersion, ign)
-			fromButane, rpt, err := butane.TranslateBytes(bu, common.TranslateBytesOptions{})
+			checkIgnitionValid(t, ignition.DefaultVersion, ign)
+			fromButane, rpt, err := butaneconfig.TranslateBytes(bu, common.TranslateBytesOptions{})
 			if err != nil || len(rpt.Entries) > 0 {
 				t.Fatalf("Butane: %v\n%s\n%s", err, rpt, bu)
 			}
@@ -369,11 +371,11 @@ func TestMergeClashesIgnitionApply(t *testing.T) {
 	ignitionMerge := func(t *testing.T, spec string, f render.MergeFile) []byte {
 		t.Helper()
 		r := buildText(t, "spec.yaml", spec)
-		own, err := render.Ignition(r.Units, render.IgnitionOptions{Storage: r.Storage})
+		own, err := ignition.Render(r.Units, ignition.Options{Storage: r.Storage})
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, diags, err := render.MergeIgnitionConfig(own, r.Units, render.IgnitionOptions{Storage: r.Storage}, []render.MergeFile{f})
+		out, diags, err := ignition.Merge(own, r.Units, ignition.Options{Storage: r.Storage}, []render.MergeFile{f})
 		if err != nil || out != nil || !diags.HasErrors(false) {
 			t.Fatalf("render --merge takes the clash: %v\n%s\n%s", err, diags.Error(), out)
 		}
@@ -441,14 +443,14 @@ func TestMergeTreeClashPlace(t *testing.T) {
 	f := render.MergeFile{Name: "mine.bu", Dir: dir, Data: []byte("variant: fcos\nversion: 1.5.0\nstorage:\n  trees:\n    - local: tree\n")}
 	want := "mine.bu:5:7: error: storage.files[0]: /etc/localtime is in hostprov's spec too, at spec.yaml:6:5 (hooks[0]), as another entry: Ignition's merge would keep only yours\n" +
 		"\thint: keep the path in one place: your config or the spec"
-	out, diags, err := mergeIgnition(r.Units, render.IgnitionOptions{Storage: r.Storage}, []render.MergeFile{f})
+	out, diags, err := mergeIgnition(r.Units, ignition.Options{Storage: r.Storage}, []render.MergeFile{f})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := diags.Error(); out != nil || got != want {
 		t.Errorf("Ignition output: diagnostics:\n%s\nwant:\n%s", got, want)
 	}
-	out, diags, err = mergeButane(r.Units, render.ButaneOptions{Storage: r.Storage}, []render.MergeFile{f})
+	out, diags, err = mergeButane(r.Units, butane.Options{Storage: r.Storage}, []render.MergeFile{f})
 	if err != nil {
 		t.Fatal(err)
 	}

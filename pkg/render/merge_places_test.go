@@ -4,14 +4,16 @@ import (
 	"strings"
 	"testing"
 
-	butane "github.com/coreos/butane/config"
+	butaneconfig "github.com/coreos/butane/config"
 	"github.com/coreos/butane/config/common"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/butane"
 	"github.com/hostprov/hostprov/pkg/render/cloudinit"
+	"github.com/hostprov/hostprov/pkg/render/ignition"
 )
 
 // filesSpec writes a configuration file besides its unit.
@@ -43,10 +45,10 @@ func TestMergeButaneStorageClash(t *testing.T) {
 	r := buildText(t, "spec.yaml", filesSpec)
 	merges := map[string]func(render.MergeFile) ([]byte, hooks.Diagnostics, error){
 		"ignition": func(f render.MergeFile) ([]byte, hooks.Diagnostics, error) {
-			return mergeIgnition(r.Units, render.IgnitionOptions{Storage: r.Storage}, []render.MergeFile{f})
+			return mergeIgnition(r.Units, ignition.Options{Storage: r.Storage}, []render.MergeFile{f})
 		},
 		"butane": func(f render.MergeFile) ([]byte, hooks.Diagnostics, error) {
-			return mergeButane(r.Units, render.ButaneOptions{Storage: r.Storage}, []render.MergeFile{f})
+			return mergeButane(r.Units, butane.Options{Storage: r.Storage}, []render.MergeFile{f})
 		},
 	}
 	clash := render.MergeFile{Name: "mine.bu", Data: []byte(`variant: fcos
@@ -89,7 +91,7 @@ storage:
 	noDiags(t, "MergeIgnition", diags, err)
 	bu, diags, err := merges["butane"](same)
 	noDiags(t, "MergeButane", diags, err)
-	fromButane, rpt, err := butane.TranslateBytes(bu, common.TranslateBytesOptions{})
+	fromButane, rpt, err := butaneconfig.TranslateBytes(bu, common.TranslateBytesOptions{})
 	if err != nil || len(rpt.Entries) > 0 {
 		t.Fatalf("Butane: %v\n%s\n%s", err, rpt, bu)
 	}
@@ -126,14 +128,14 @@ func TestMergeButaneWarningsOnce(t *testing.T) {
 	const hint = "\n\thint: fix your config: Butane says so of it on its own, without hostprov's units"
 	want := "mine.bu:6:13: warning: storage.files[0].mode: Butane: unreasonable mode would be reasonable if specified in octal; remember to add a leading zero" + hint + "\n" +
 		"mine.bu:6:13: warning: storage.files[0].mode: Butane: setuid/setgid/sticky bits are not supported or functional in spec versions older than 3.6.0" + hint
-	_, diags, err := mergeIgnition(r.Units, render.IgnitionOptions{Storage: r.Storage}, []render.MergeFile{warned})
+	_, diags, err := mergeIgnition(r.Units, ignition.Options{Storage: r.Storage}, []render.MergeFile{warned})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := diags.Error(); got != want {
 		t.Errorf("Ignition output: diagnostics:\n%s\nwant:\n%s", got, want)
 	}
-	_, diags, err = mergeButane(r.Units, render.ButaneOptions{Storage: r.Storage}, []render.MergeFile{warned})
+	_, diags, err = mergeButane(r.Units, butane.Options{Storage: r.Storage}, []render.MergeFile{warned})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +146,7 @@ func TestMergeButaneWarningsOnce(t *testing.T) {
 	// A directory where the spec has its file: the merged config is
 	// refused, and each warning is still said once.
 	refused := render.MergeFile{Name: "mine.bu", Data: append(append([]byte(nil), warned.Data...), "  directories:\n    - path: /etc/app.conf\n"...)}
-	out, diags, err := mergeButane(r.Units, render.ButaneOptions{Storage: r.Storage}, []render.MergeFile{refused})
+	out, diags, err := mergeButane(r.Units, butane.Options{Storage: r.Storage}, []render.MergeFile{refused})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,14 +169,14 @@ func TestMergeStorageKindClash(t *testing.T) {
 	f := render.MergeFile{Name: "mine.bu", Data: []byte("variant: fcos\nversion: 1.5.0\nstorage:\n  directories:\n    - path: /etc/motd.d\n    - path: /etc/app.conf\n")}
 	want := "mine.bu:6:7: error: storage.directories[1]: /etc/app.conf is a file in hostprov's spec too, at spec.yaml:7:5 (hooks[0], app), and a directory here: there can be only one thing at a path\n" +
 		"\thint: keep the path in one place: your config or the spec"
-	out, diags, err := mergeIgnition(r.Units, render.IgnitionOptions{Storage: r.Storage}, []render.MergeFile{f})
+	out, diags, err := mergeIgnition(r.Units, ignition.Options{Storage: r.Storage}, []render.MergeFile{f})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := diags.Error(); out != nil || got != want {
 		t.Errorf("Ignition output: diagnostics:\n%s\nwant:\n%s", got, want)
 	}
-	out, diags, err = mergeButane(r.Units, render.ButaneOptions{Storage: r.Storage}, []render.MergeFile{f})
+	out, diags, err = mergeButane(r.Units, butane.Options{Storage: r.Storage}, []render.MergeFile{f})
 	if err != nil {
 		t.Fatal(err)
 	}

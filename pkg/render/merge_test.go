@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	butane "github.com/coreos/butane/config"
+	butaneconfig "github.com/coreos/butane/config"
 	"github.com/coreos/butane/config/common"
 	"github.com/google/go-cmp/cmp"
 	"gopkg.in/yaml.v3"
@@ -24,7 +24,9 @@ import (
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/butane"
 	"github.com/hostprov/hostprov/pkg/render/cloudinit"
+	"github.com/hostprov/hostprov/pkg/render/ignition"
 	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 )
 
@@ -64,10 +66,10 @@ func merged[O any](own func([]compile.Unit, O) ([]byte, error), merge func([]byt
 // The merges of the three formats that take --merge. Ignition's own
 // config is compact whatever opts.Pretty says; the merge writes it out.
 var (
-	mergeIgnition = merged(func(us []compile.Unit, o render.IgnitionOptions) ([]byte, error) {
-		return render.Ignition(us, render.IgnitionOptions{Version: o.Version, Storage: o.Storage})
-	}, render.MergeIgnitionConfig)
-	mergeButane    = merged(render.Butane, render.MergeButaneConfig)
+	mergeIgnition = merged(func(us []compile.Unit, o ignition.Options) ([]byte, error) {
+		return ignition.Render(us, ignition.Options{Version: o.Version, Storage: o.Storage})
+	}, ignition.Merge)
+	mergeButane    = merged(butane.Render, butane.Merge)
 	mergeCloudInit = merged(func(us []compile.Unit, o cloudinit.Options) ([]byte, error) {
 		return cloudinit.Render(us, cloudinit.Options{Storage: o.Storage})
 	}, cloudinit.Merge)
@@ -89,14 +91,14 @@ func TestMergeGolden(t *testing.T) {
 	us := mergeSpec(t)
 	for _, name := range []string{"own.ign", "own.bu"} {
 		t.Run(name, func(t *testing.T) {
-			out, diags, err := mergeIgnition(us, render.IgnitionOptions{Pretty: true}, []render.MergeFile{mergeFile(t, filepath.Join(mergeDir, name))})
+			out, diags, err := mergeIgnition(us, ignition.Options{Pretty: true}, []render.MergeFile{mergeFile(t, filepath.Join(mergeDir, name))})
 			noDiags(t, "MergeIgnition", diags, err)
 			golden.Check(t, mergeGolden(name+".ign"), out)
-			checkIgnitionValid(t, render.DefaultIgnitionVersion, out)
+			checkIgnitionValid(t, ignition.DefaultVersion, out)
 		})
 	}
 	t.Run("butane", func(t *testing.T) {
-		out, diags, err := mergeButane(us, render.ButaneOptions{}, []render.MergeFile{mergeFile(t, filepath.Join(mergeDir, "own.bu"))})
+		out, diags, err := mergeButane(us, butane.Options{}, []render.MergeFile{mergeFile(t, filepath.Join(mergeDir, "own.bu"))})
 		noDiags(t, "MergeButane", diags, err)
 		golden.Check(t, mergeGolden("own.bu.bu"), out)
 	})
@@ -116,10 +118,10 @@ func TestMergeClashes(t *testing.T) {
 	us := mergeSpec(t)
 	run := map[string]func([]render.MergeFile) ([]byte, hooks.Diagnostics, error){
 		"ignition": func(fs []render.MergeFile) ([]byte, hooks.Diagnostics, error) {
-			return mergeIgnition(us, render.IgnitionOptions{}, fs)
+			return mergeIgnition(us, ignition.Options{}, fs)
 		},
 		"butane": func(fs []render.MergeFile) ([]byte, hooks.Diagnostics, error) {
-			return mergeButane(us, render.ButaneOptions{}, fs)
+			return mergeButane(us, butane.Options{}, fs)
 		},
 		"cloud-init": func(fs []render.MergeFile) ([]byte, hooks.Diagnostics, error) {
 			return mergeCloudInit(us, cloudinit.Options{}, fs)
@@ -159,17 +161,17 @@ func TestMergeButaneTranslates(t *testing.T) {
 				return
 			}
 			variant, version := butaneHead(t, f.Data)
-			opts, err := render.ButaneOptions{Variant: variant, Version: version}.Resolve()
+			opts, err := butane.Options{Variant: variant, Version: version}.Resolve()
 			if err != nil {
 				t.Fatal(err)
 			}
 			bu, diags, err := mergeButane(us, opts, []render.MergeFile{f})
 			noDiags(t, "MergeButane", diags, err)
-			fromButane, rpt, err := butane.TranslateBytes(bu, common.TranslateBytesOptions{TranslateOptions: common.TranslateOptions{FilesDir: f.Dir}})
+			fromButane, rpt, err := butaneconfig.TranslateBytes(bu, common.TranslateBytesOptions{TranslateOptions: common.TranslateOptions{FilesDir: f.Dir}})
 			if err != nil || rpt.IsFatal() {
 				t.Fatalf("Butane: %v\n%s\n%s", err, rpt, bu)
 			}
-			ign, diags, err := mergeIgnition(us, render.IgnitionOptions{Version: opts.IgnitionVersion}, []render.MergeFile{f})
+			ign, diags, err := mergeIgnition(us, ignition.Options{Version: opts.IgnitionVersion}, []render.MergeFile{f})
 			noDiags(t, "MergeIgnition", diags, err)
 			if d := cmp.Diff(jsonData(t, ign), jsonData(t, fromButane)); d != "" {
 				t.Errorf("Butane's translation of the merged Butane config differs from the merged Ignition config (-ignition +butane):\n%s", d)
@@ -206,7 +208,7 @@ func TestMergeCorpus(t *testing.T) {
 				t.Fatal(err)
 			}
 			body, _ := corpus.Strip(raw)
-			fromIgn, diags, err := mergeIgnition(us, render.IgnitionOptions{Version: "3.5.0"},
+			fromIgn, diags, err := mergeIgnition(us, ignition.Options{Version: "3.5.0"},
 				[]render.MergeFile{{Name: filepath.Base(ignPath), Data: body, Dir: butaneCorpus}})
 			if err == nil && fromIgn == nil && len(diags) == 1 && diags[0].Pos.Line > 0 && strings.Contains(diags[0].Message, "newer than the output's 3.5.0") {
 				// Ignition 3.6.0 (Butane fcos 1.7.0), which this
@@ -222,7 +224,7 @@ func TestMergeCorpus(t *testing.T) {
 			// A Butane version this Butane does not know: upstream's
 			// Ignition config is merged, and the Butane config refused.
 			if !butaneRefuses(t, us, f) {
-				out, diags, err = mergeIgnition(us, render.IgnitionOptions{Version: "3.5.0"}, []render.MergeFile{f})
+				out, diags, err = mergeIgnition(us, ignition.Options{Version: "3.5.0"}, []render.MergeFile{f})
 				noDiags(t, "MergeIgnition", diags, err)
 				checkIgnitionValid(t, "3.5.0", out)
 				if d := cmp.Diff(jsonData(t, fromIgn), jsonData(t, out)); d != "" {
@@ -281,11 +283,11 @@ func TestMergeCorpus(t *testing.T) {
 // then an error at the file, not a config without it.
 func butaneRefuses(t *testing.T, us []compile.Unit, f render.MergeFile) bool {
 	t.Helper()
-	_, _, err := butane.TranslateBytes(f.Data, common.TranslateBytesOptions{TranslateOptions: common.TranslateOptions{FilesDir: f.Dir}})
+	_, _, err := butaneconfig.TranslateBytes(f.Data, common.TranslateBytesOptions{TranslateOptions: common.TranslateOptions{FilesDir: f.Dir}})
 	if err == nil {
 		return false
 	}
-	out, diags, merr := mergeIgnition(us, render.IgnitionOptions{Version: "3.5.0"}, []render.MergeFile{f})
+	out, diags, merr := mergeIgnition(us, ignition.Options{Version: "3.5.0"}, []render.MergeFile{f})
 	if merr != nil || out != nil || !diags.HasErrors(false) || !strings.HasPrefix(diags.Error(), f.Name) {
 		t.Errorf("Butane refuses %s (%v), but merging it gives no error at the file:\n%s\n%s", f.Name, err, diags.Error(), out)
 	}
@@ -379,7 +381,7 @@ func jsonData(t *testing.T, b []byte) any {
 
 func checkIgnitionValid(t *testing.T, version string, out []byte) {
 	t.Helper()
-	diags := render.ValidateIgnition(version, out)
+	diags := ignition.Validate(version, out)
 	if len(diags) > 0 {
 		t.Errorf("Ignition's validation of the merged config:\n%s\n%s", diags, out)
 	}
@@ -410,7 +412,7 @@ func TestMergeIgnitionApply(t *testing.T) {
 		hosttools.Unavailable(t, "systemctl not found (Debian package systemd)")
 	}
 	us := mergeSpec(t)
-	ign, diags, err := mergeIgnition(us, render.IgnitionOptions{}, []render.MergeFile{mergeFile(t, filepath.Join(mergeDir, "own.ign"))})
+	ign, diags, err := mergeIgnition(us, ignition.Options{}, []render.MergeFile{mergeFile(t, filepath.Join(mergeDir, "own.ign"))})
 	noDiags(t, "MergeIgnition", diags, err)
 	m := newIgnitionMachine(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -470,7 +472,7 @@ func TestMergeCorpusClash(t *testing.T) {
 		t.Skip("corpus case 12 not found")
 	}
 	us := rendertest.Build(t, filepath.Join("..", "..", "examples", "swap", "hostprov.yaml"))
-	out, diags, err := mergeIgnition(us, render.IgnitionOptions{}, []render.MergeFile{f})
+	out, diags, err := mergeIgnition(us, ignition.Options{}, []render.MergeFile{f})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -488,21 +490,21 @@ func TestMergeNothing(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			us := rendertest.Build(t, path)
 			for _, pretty := range []bool{false, true} {
-				want, err := render.Ignition(us, render.IgnitionOptions{Pretty: pretty})
+				want, err := ignition.Render(us, ignition.Options{Pretty: pretty})
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, diags, err := mergeIgnition(us, render.IgnitionOptions{Pretty: pretty}, nil)
+				got, diags, err := mergeIgnition(us, ignition.Options{Pretty: pretty}, nil)
 				noDiags(t, "MergeIgnition", diags, err)
 				if d := cmp.Diff(string(want), string(got)); d != "" {
 					t.Errorf("Ignition (pretty %v) (-want +got):\n%s", pretty, d)
 				}
 			}
-			want, err := render.Butane(us, render.ButaneOptions{})
+			want, err := butane.Render(us, butane.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, diags, err := mergeButane(us, render.ButaneOptions{}, nil)
+			got, diags, err := mergeButane(us, butane.Options{}, nil)
 			noDiags(t, "MergeButane", diags, err)
 			if d := cmp.Diff(string(want), string(got)); d != "" {
 				t.Errorf("Butane (-want +got):\n%s", d)
@@ -528,12 +530,12 @@ func TestMergeStorageClashes(t *testing.T) {
 	own := []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/app.conf","contents":{"source":"data:,a"},"mode":420}]}}`)
 	same := render.MergeFile{Name: "same.ign", Data: []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/app.conf","contents":{"source":"data:,a"},"mode":420}]}}`)}
 	other := render.MergeFile{Name: "other.bu", Data: []byte("variant: fcos\nversion: 1.5.0\nstorage:\n  files:\n    - path: /etc/other\n    - path: /etc/app.conf\n      contents:\n        inline: b\n")}
-	out, diags, err := render.MergeIgnitionConfig(own, nil, render.IgnitionOptions{}, []render.MergeFile{same})
+	out, diags, err := ignition.Merge(own, nil, ignition.Options{}, []render.MergeFile{same})
 	noDiags(t, "the same entry", diags, err)
 	if !strings.Contains(string(out), `"/etc/app.conf"`) {
 		t.Errorf("merged: %s", out)
 	}
-	out, diags, err = render.MergeIgnitionConfig(own, nil, render.IgnitionOptions{}, []render.MergeFile{other})
+	out, diags, err = ignition.Merge(own, nil, ignition.Options{}, []render.MergeFile{other})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/hostprov/hostprov/internal/golden"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/ignition"
 	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 	"github.com/hostprov/hostprov/pkg/render/listing"
 	"github.com/hostprov/hostprov/pkg/render/unitdir"
@@ -29,7 +30,7 @@ func TestGolden(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			us := rendertest.Build(t, path)
 			dir := filepath.Join("..", "..", "testdata", "golden")
-			ign, err := render.Ignition(us, render.IgnitionOptions{Pretty: true})
+			ign, err := ignition.Render(us, ignition.Options{Pretty: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,7 +71,7 @@ func TestSameBytes(t *testing.T) {
 			})
 			rendertest.CompareFiles(t, "dir", want, got)
 
-			ign, err := render.Ignition(us, render.IgnitionOptions{})
+			ign, err := ignition.Render(us, ignition.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +143,7 @@ hooks:
 	if diags.HasErrors(true) {
 		t.Fatal(diags)
 	}
-	ign, err := render.Ignition(us, render.IgnitionOptions{})
+	ign, err := ignition.Render(us, ignition.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

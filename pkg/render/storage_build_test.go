@@ -10,7 +10,7 @@ import (
 
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/butane"
 )
 
 // writeTree writes files (name -> contents) under a new directory and
@@ -172,12 +172,12 @@ func TestButaneSHA256For300(t *testing.T) {
 	if len(diags) > 0 {
 		t.Fatal(diags)
 	}
-	_, err := render.Butane(r.Units, render.ButaneOptions{IgnitionVersion: "3.0.0", Storage: r.Storage})
+	_, err := butane.Render(r.Units, butane.Options{IgnitionVersion: "3.0.0", Storage: r.Storage})
 	var ds hooks.Diagnostics
 	if !errors.As(err, &ds) || !strings.HasPrefix(ds.Error(), "t.yaml:5:11: error: file /a: Ignition 3.0.0 verifies only sha512 hashes") {
 		t.Errorf("got %v", err)
 	}
-	if _, err := render.Butane(r.Units, render.ButaneOptions{IgnitionVersion: "3.1.0", Storage: r.Storage}); err != nil {
+	if _, err := butane.Render(r.Units, butane.Options{IgnitionVersion: "3.1.0", Storage: r.Storage}); err != nil {
 		t.Errorf("3.1.0: %v", err)
 	}
 }

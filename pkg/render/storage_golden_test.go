@@ -24,8 +24,9 @@ import (
 	"github.com/hostprov/hostprov/internal/hosttools"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/butane"
 	"github.com/hostprov/hostprov/pkg/render/cloudinit"
+	"github.com/hostprov/hostprov/pkg/render/ignition"
 	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 	"github.com/hostprov/hostprov/pkg/render/kopshooks"
 )
@@ -72,12 +73,12 @@ func TestStorageGolden(t *testing.T) {
 	for name, path := range storageGoldens(t) {
 		t.Run(name, func(t *testing.T) {
 			r := rendertest.BuildAll(t, path)
-			ign, err := render.Ignition(r.Units, render.IgnitionOptions{Pretty: true, Storage: r.Storage})
+			ign, err := ignition.Render(r.Units, ignition.Options{Pretty: true, Storage: r.Storage})
 			if err != nil {
 				t.Fatal(err)
 			}
 			golden.Check(t, filepath.Join(storageDir, name+".ign.json"), ign)
-			bu, err := render.Butane(r.Units, render.ButaneOptions{Storage: r.Storage})
+			bu, err := butane.Render(r.Units, butane.Options{Storage: r.Storage})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -164,9 +165,9 @@ func TestStorageIgnitionEveryVersion(t *testing.T) {
 	compressed := false
 	for name, path := range storageGoldens(t) {
 		r := rendertest.BuildAll(t, path)
-		for _, v := range render.IgnitionVersions() {
+		for _, v := range ignition.Versions() {
 			t.Run(name+"/"+v, func(t *testing.T) {
-				ign, err := render.Ignition(r.Units, render.IgnitionOptions{Version: v, Storage: r.Storage})
+				ign, err := ignition.Render(r.Units, ignition.Options{Version: v, Storage: r.Storage})
 				sha256 := false
 				for _, f := range r.Storage.Files {
 					sha256 = sha256 || strings.HasPrefix(f.Hash, "sha256-")
@@ -233,7 +234,7 @@ func TestStorageButaneTranslates(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := rendertest.BuildAll(t, path)
 			for _, iv := range []string{"3.1.0", "3.2.0", "3.3.0", "3.4.0", "3.5.0"} {
-				bu, err := render.Butane(r.Units, render.ButaneOptions{IgnitionVersion: iv, Storage: r.Storage})
+				bu, err := butane.Render(r.Units, butane.Options{IgnitionVersion: iv, Storage: r.Storage})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -241,7 +242,7 @@ func TestStorageButaneTranslates(t *testing.T) {
 				if err != nil || len(rpt.Entries) > 0 {
 					t.Fatalf("Butane %s: %v\n%s\n%s", iv, err, rpt, bu)
 				}
-				want, err := render.Ignition(r.Units, render.IgnitionOptions{Version: iv, Storage: r.Storage})
+				want, err := ignition.Render(r.Units, ignition.Options{Version: iv, Storage: r.Storage})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -369,7 +370,7 @@ func withoutAccounts(r compile.Result) compile.Result {
 }
 
 func checkIgnitionApplied(t *testing.T, m *ignitionMachine, r compile.Result) {
-	ign, err := render.Ignition(r.Units, render.IgnitionOptions{Storage: r.Storage})
+	ign, err := ignition.Render(r.Units, ignition.Options{Storage: r.Storage})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,8 +477,8 @@ func TestStorageSpecialBits(t *testing.T) {
 	if len(diags) > 0 {
 		t.Fatal(diags)
 	}
-	_, ierr := render.Ignition(r.Units, render.IgnitionOptions{Version: "3.5.0", Storage: r.Storage})
-	_, berr := render.Butane(r.Units, render.ButaneOptions{Storage: r.Storage})
+	_, ierr := ignition.Render(r.Units, ignition.Options{Version: "3.5.0", Storage: r.Storage})
+	_, berr := butane.Render(r.Units, butane.Options{Storage: r.Storage})
 	for name, err := range map[string]error{"ignition": ierr, "butane": berr} {
 		var ds hooks.Diagnostics
 		if !errors.As(err, &ds) || len(ds) != 2 || ds[0].Pos.Line != 5 || !strings.Contains(ds[0].Message, "mode 01777 has set-id or sticky bits") ||

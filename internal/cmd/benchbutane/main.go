@@ -3,7 +3,7 @@
 // `hostprov validate` cost with what Butane's library costs to translate
 // the same units into an Ignition config. For each hook count it writes
 // a spec of that many hooks and the equivalent Butane config
-// (render.Butane of the built units: systemd.units with the same
+// (butane.Render of the built units: systemd.units with the same
 // contents), then runs itself once per tool and run, the tools taking
 // turns, so that each measurement is one whole process: CPU time
 // (user+system) from the child's rusage, and its peak RSS (VmHWM, so
@@ -30,13 +30,13 @@ import (
 	"strings"
 	"time"
 
-	butane "github.com/coreos/butane/config"
+	butaneconfig "github.com/coreos/butane/config"
 	"github.com/coreos/butane/config/common"
 
 	"github.com/hostprov/hostprov/internal/benchspec"
 	"github.com/hostprov/hostprov/internal/cli"
 	"github.com/hostprov/hostprov/pkg/compile"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/butane"
 )
 
 // tools are what a child process can run on the file it is given.
@@ -58,7 +58,7 @@ var tools = map[string]func(file string) error{
 		if err != nil {
 			return err
 		}
-		_, rpt, err := butane.TranslateBytes(data, common.TranslateBytesOptions{})
+		_, rpt, err := butaneconfig.TranslateBytes(data, common.TranslateBytesOptions{})
 		if err != nil {
 			return err
 		}
@@ -261,7 +261,7 @@ func writeInputs(n int, spec, bu string) error {
 	if diags.HasErrors(false) || len(us) != n {
 		return fmt.Errorf("the spec of %d hooks gives %d units: %v", n, len(us), diags)
 	}
-	b, err := render.Butane(us, render.ButaneOptions{})
+	b, err := butane.Render(us, butane.Options{})
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/hostprov/hostprov/internal/benchspec"
 	"github.com/hostprov/hostprov/pkg/compile"
-	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/butane"
 	"github.com/hostprov/hostprov/pkg/render/cloudinit"
 	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 	"github.com/hostprov/hostprov/pkg/render/internal/yamlwrite"
@@ -30,7 +30,7 @@ func yamlOutputs(t *testing.T, r compile.Result, fast bool) map[string]string {
 	}
 	b, err := cloudinit.Render(r.Units, cloudinit.Options{Storage: r.Storage})
 	add("cloud-init", b, err)
-	b, err = render.Butane(r.Units, render.ButaneOptions{Storage: r.Storage})
+	b, err = butane.Render(r.Units, butane.Options{Storage: r.Storage})
 	add("butane", b, err)
 	b, err = kopshooks.Render(r.Units, kopshooks.Options{Storage: r.Storage})
 	add("kops", b, err)

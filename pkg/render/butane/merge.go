@@ -1,4 +1,4 @@
-package render
+package butane
 
 import (
 	"bytes"
@@ -7,18 +7,20 @@ import (
 	"path/filepath"
 	"strings"
 
-	butane "github.com/coreos/butane/config"
+	butaneconfig "github.com/coreos/butane/config"
 	butanecommon "github.com/coreos/butane/config/common"
 	"github.com/coreos/go-semver/semver"
 	"gopkg.in/yaml.v3"
 
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
+	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/internal/ignconfig"
 	"github.com/hostprov/hostprov/pkg/render/internal/usermerge"
 	"github.com/hostprov/hostprov/pkg/render/internal/yamlwrite"
 )
 
-// MergeButaneConfig returns own, hostprov's Butane config of the units
+// Merge returns own, hostprov's Butane config of the units
 // (and whatever else the spec puts there) for opts, with the user's
 // Butane configs merged into it, in order. The rule:
 //
@@ -34,9 +36,9 @@ import (
 //     hostprov sets (contents, enabled, mask) added, and hostprov's
 //     drop-ins the file does not name added before the file's own new
 //     ones. A unit or drop-in that both make differently is an error at
-//     both places (checkUnitClashes, the rule of MergeIgnitionConfig).
+//     both places (ignconfig.CheckUnitClashes, the rule of ignition.Merge).
 //   - a file, directory or link at a path hostprov writes too must be the
-//     same entry (checkStorageClashes, the rule of MergeIgnitionConfig), and is
+//     same entry (ignconfig.CheckStorageClashes, the rule of ignition.Merge), and is
 //     then written once; so must one at a path of an earlier file, and a
 //     tree's may be at no such path (checkButaneStorage).
 //   - the merged config reads its local: files from one directory, the
@@ -44,17 +46,17 @@ import (
 //     that has: a file with local: files elsewhere is refused. A user or group hostprov makes too is one entry,
 //     in hostprov's place: the file's entry as written with the fields
 //     only hostprov sets added; a field both set to other values is an
-//     error at both places (checkAccountClashes).
+//     error at both places (ignconfig.CheckAccountClashes).
 //   - other units are added after hostprov's, and any other key hostprov
 //     writes too is merged as cloud-config keys are (mappings key by key,
 //     lists appended, a different value an error).
 //
 // Butane then translates the merged config to the same Ignition config as
-// MergeIgnitionConfig makes of the same units and files translated by Butane.
+// ignition.Merge makes of the same units and files translated by Butane.
 // The merged config is translated with Butane as a check, from that
 // directory; its errors are reported. The output is
 // nil when there is an error.
-func MergeButaneConfig(own []byte, us []compile.Unit, opts ButaneOptions, files []MergeFile) ([]byte, hooks.Diagnostics, error) {
+func Merge(own []byte, us []compile.Unit, opts Options, files []render.MergeFile) ([]byte, hooks.Diagnostics, error) {
 	opts, err := opts.Resolve()
 	if err != nil {
 		return nil, nil, err
@@ -87,21 +89,21 @@ func MergeButaneConfig(own []byte, us []compile.Unit, opts ButaneOptions, files 
 			diags = append(diags, *bad)
 			continue
 		}
-		cfg, d := userIgnition(f, opts.IgnitionVersion, "--format butane")
+		cfg, d := ignconfig.UserConfig(f, opts.IgnitionVersion, "--format butane")
 		diags = append(diags, d...)
 		if cfg == nil {
 			continue
 		}
-		nu, err := neutralUnitsOf(cfg)
+		nu, err := ignconfig.NeutralUnits(cfg)
 		if err != nil {
 			return nil, nil, err
 		}
-		clashes := checkUnitClashes(us, nu, f)
-		// Files, directories, links and accounts as MergeIgnitionConfig
+		clashes := ignconfig.CheckUnitClashes(us, nu, f)
+		// Files, directories, links and accounts as ignition.Merge
 		// checks them, in the Ignition config both translate to, so that
 		// a clash is at the user's entry rather than at Butane's
 		// duplicate in the merged output.
-		for _, check := range []func([]byte, any, MergeFile, compile.Storage, []compile.Unit) (hooks.Diagnostics, error){checkStorageClashes, checkAccountClashes} {
+		for _, check := range []func([]byte, any, render.MergeFile, compile.Storage, []compile.Unit) (hooks.Diagnostics, error){ignconfig.CheckStorageClashes, ignconfig.CheckAccountClashes} {
 			d, err := check(ownIgn, cfg, f, opts.Storage, us)
 			if err != nil {
 				return nil, nil, err
@@ -153,7 +155,7 @@ func MergeButaneConfig(own []byte, us []compile.Unit, opts ButaneOptions, files 
 // output of opts: YAML, a mapping with variant: and version:, of the
 // output's variant and no newer than its version. It returns the
 // document and its mapping, or the diagnostic that says why not.
-func butaneOfFile(f MergeFile, opts ButaneOptions) (*yaml.Node, *yaml.Node, *hooks.Diagnostic) {
+func butaneOfFile(f render.MergeFile, opts Options) (*yaml.Node, *yaml.Node, *hooks.Diagnostic) {
 	fail := func(pos hooks.Position, msg, hint string) (*yaml.Node, *yaml.Node, *hooks.Diagnostic) {
 		return nil, nil, &hooks.Diagnostic{Severity: hooks.Error, Pos: pos, Message: msg, Hint: hint}
 	}
@@ -215,8 +217,8 @@ func liftTopComments(froot, user *yaml.Node) {
 // translateMerged translates the merged config with Butane, from
 // filesDir, and returns what stops Butane as an error at the files
 // merged, or nil.
-func translateMerged(out []byte, filesDir string, files []MergeFile) *hooks.Diagnostic {
-	if _, rpt, err := butane.TranslateBytes(out, butanecommon.TranslateBytesOptions{TranslateOptions: butanecommon.TranslateOptions{FilesDir: filesDir}}); err != nil || rpt.IsFatal() {
+func translateMerged(out []byte, filesDir string, files []render.MergeFile) *hooks.Diagnostic {
+	if _, rpt, err := butaneconfig.TranslateBytes(out, butanecommon.TranslateBytesOptions{TranslateOptions: butanecommon.TranslateOptions{FilesDir: filesDir}}); err != nil || rpt.IsFatal() {
 		var names []string
 		for _, f := range files {
 			names = append(names, f.Name)
@@ -241,8 +243,8 @@ func translateMerged(out []byte, filesDir string, files []MergeFile) *hooks.Diag
 }
 
 // mergeButaneDoc merges a user's Butane document into hostprov's by the
-// rule of MergeButaneConfig; the units are checked already.
-func mergeButaneDoc(doc, user *yaml.Node, f MergeFile) hooks.Diagnostics {
+// rule of Merge; the units are checked already.
+func mergeButaneDoc(doc, user *yaml.Node, f render.MergeFile) hooks.Diagnostics {
 	var diags hooks.Diagnostics
 	rest := &yaml.Node{Kind: yaml.MappingNode}
 	for i := 0; i+1 < len(user.Content); i += 2 {
@@ -381,14 +383,14 @@ func dropSame(own, user *yaml.Node, key string, merge func(own, user *yaml.Node)
 // ownIgnitionStorage is the storage and passwd of the Ignition config
 // that hostprov's Butane output of st translates to.
 func ownIgnitionStorage(st compile.Storage, version string) ([]byte, error) {
-	s, err := ignitionStorage(st, version)
+	s, err := ignconfig.Storage(st, version)
 	if err != nil {
 		return nil, err
 	}
 	return json.Marshal(struct {
-		Passwd  *ignitionPasswdJSON  `json:"passwd,omitempty"`
-		Storage *ignitionStorageJSON `json:"storage,omitempty"`
-	}{ignitionPasswd(st), s})
+		Passwd  *ignconfig.PasswdJSON  `json:"passwd,omitempty"`
+		Storage *ignconfig.StorageJSON `json:"storage,omitempty"`
+	}{ignconfig.Passwd(st), s})
 }
 
 // storageSource is where an entry of the merged Butane config's storage
@@ -404,7 +406,7 @@ type storageSource struct {
 
 // ownStorageSources is hostprov's storage (own, as Ignition JSON) by path.
 func ownStorageSources(own []byte) (map[string]storageSource, error) {
-	lists, err := sectionLists(own, "storage")
+	lists, err := ignconfig.SectionLists(own, "storage")
 	if err != nil {
 		return nil, err
 	}
@@ -420,14 +422,14 @@ func ownStorageSources(own []byte) (map[string]storageSource, error) {
 }
 
 func prunedEntry(e map[string]any) []byte {
-	x, _ := pruneEmpty(e)
+	x, _ := ignconfig.PruneEmpty(e)
 	b, _ := json.Marshal(x)
 	return b
 }
 
 // checkButaneStorage checks the storage of a user's file (cfg, its
 // Ignition config) where the Butane output needs more than the Ignition
-// output's check against hostprov's config (checkStorageClashes), and
+// output's check against hostprov's config (ignconfig.CheckStorageClashes), and
 // adds the file's entries to seen, the paths of the merged config so far.
 // The Butane output holds one entry per path, so that:
 //
@@ -437,12 +439,12 @@ func prunedEntry(e map[string]any) []byte {
 //   - an entry of a tree (storage.trees) must be at a path nothing else
 //     has: Butane refuses a tree's file or link where its config has one,
 //     even the same.
-func checkButaneStorage(seen map[string]storageSource, cfg any, f MergeFile, st compile.Storage, us []compile.Unit) (hooks.Diagnostics, error) {
+func checkButaneStorage(seen map[string]storageSource, cfg any, f render.MergeFile, st compile.Storage, us []compile.Unit) (hooks.Diagnostics, error) {
 	b, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, err
 	}
-	lists, err := sectionLists(b, "storage")
+	lists, err := ignconfig.SectionLists(b, "storage")
 	if err != nil {
 		return nil, err
 	}
@@ -450,7 +452,7 @@ func checkButaneStorage(seen map[string]storageSource, cfg any, f MergeFile, st 
 	for _, kind := range []string{"files", "directories", "links"} {
 		for i, e := range lists[kind] {
 			p, _ := e["path"].(string)
-			pos, tree := userStoragePos(f, kind, i, p)
+			pos, tree := ignconfig.UserStoragePos(f, kind, i, p)
 			cur := storageSource{kind: kind, entry: prunedEntry(e), tree: tree, pos: pos}
 			prev, ok := seen[p]
 			if !ok {
@@ -459,7 +461,7 @@ func checkButaneStorage(seen map[string]storageSource, cfg any, f MergeFile, st 
 			}
 			same := prev.kind == kind && bytes.Equal(prev.entry, cur.entry)
 			if prev.spec && !same {
-				continue // checkStorageClashes says so
+				continue // ignconfig.CheckStorageClashes says so
 			}
 			where := "an earlier --merge file too, at " + prev.pos.String() + ","
 			if prev.spec {
@@ -471,7 +473,7 @@ func checkButaneStorage(seen map[string]storageSource, cfg any, f MergeFile, st 
 			d := hooks.Diagnostic{Severity: hooks.Error, Pos: pos, Path: fmt.Sprintf("storage.%s[%d]", kind, i)}
 			switch {
 			case prev.kind != kind:
-				d.Message = fmt.Sprintf("%s is a %s in %s and a %s here: there can be only one thing at a path", p, storageKind[prev.kind], where, storageKind[kind])
+				d.Message = fmt.Sprintf("%s is a %s in %s and a %s here: there can be only one thing at a path", p, ignconfig.StorageKind[prev.kind], where, ignconfig.StorageKind[kind])
 				d.Hint = "keep the path in one of your configs"
 			case !same:
 				d.Message = fmt.Sprintf("%s is in %s as another entry: the Butane output can hold only one of them", p, where)

@@ -1,4 +1,4 @@
-package render
+package ignition
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/hostprov/hostprov/internal/benchspec"
 	"github.com/hostprov/hostprov/pkg/compile"
+	"github.com/hostprov/hostprov/pkg/render/internal/ignconfig"
 )
 
 // TestIgnitionDirect checks that writeIgnition gives, for every spec
@@ -18,21 +19,22 @@ import (
 // of the examples, the bad-input catalogue and the benchmark spec.
 func TestIgnitionDirect(t *testing.T) {
 	str := func(s string) []byte { return []byte(s) }
-	odd := [][]ignUnit{
+	boolPtr := func(b bool) *bool { return &b }
+	odd := [][]ignconfig.Unit{
 		nil,
 		{},
-		{{name: "a.service"}},
-		{{name: ""}},
-		{{name: "a.service", contents: str("")}},
-		{{name: "a.service", contents: str("[Unit]\nDescription=<&> \"q\" \\ \u2028\u2029 \x01\x7f é 日本 \U0001F600\n"), enabled: boolPtr(true)}},
-		{{name: "a.service", enabled: boolPtr(false), mask: boolPtr(true)}},
-		{{name: "b.service", dropins: []ignDropin{{name: "10-a.conf", contents: str("[Service]\nX=1\n")}, {name: "", contents: str("")}}}},
-		{{name: "c.service", contents: str("x"), enabled: boolPtr(false), mask: boolPtr(false), dropins: []ignDropin{{name: "d.conf"}}},
-			{name: "d.timer", enabled: boolPtr(true)}},
+		{{Name: "a.service"}},
+		{{Name: ""}},
+		{{Name: "a.service", Contents: str("")}},
+		{{Name: "a.service", Contents: str("[Unit]\nDescription=<&> \"q\" \\ \u2028\u2029 \x01\x7f é 日本 \U0001F600\n"), Enabled: boolPtr(true)}},
+		{{Name: "a.service", Enabled: boolPtr(false), Mask: boolPtr(true)}},
+		{{Name: "b.service", Dropins: []ignconfig.Dropin{{Name: "10-a.conf", Contents: str("[Service]\nX=1\n")}, {Name: "", Contents: str("")}}}},
+		{{Name: "c.service", Contents: str("x"), Enabled: boolPtr(false), Mask: boolPtr(false), Dropins: []ignconfig.Dropin{{Name: "d.conf"}}},
+			{Name: "d.timer", Enabled: boolPtr(true)}},
 	}
 	sets := odd
 	var files []string
-	for _, glob := range []string{"../../examples/*.yaml", "../../testdata/bad/*.yaml", "../../examples/*/*.yaml"} {
+	for _, glob := range []string{"../../../examples/*.yaml", "../../../testdata/bad/*.yaml", "../../../examples/*/*.yaml"} {
 		m, err := filepath.Glob(glob)
 		if err != nil {
 			t.Fatal(err)
@@ -53,7 +55,7 @@ func TestIgnitionDirect(t *testing.T) {
 		if len(us) == 0 {
 			continue
 		}
-		ius, err := ignitionUnits(us)
+		ius, err := ignconfig.Units(us)
 		if err != nil {
 			continue
 		}
@@ -63,19 +65,19 @@ func TestIgnitionDirect(t *testing.T) {
 	if built < 5 {
 		t.Fatalf("only %d unit sets built from %d specs", built, len(specs))
 	}
-	for _, spec := range ignitionSpecs {
+	for _, spec := range ignconfig.Specs {
 		for _, pretty := range []bool{false, true} {
 			for i, us := range sets {
-				want, err := marshalPruned(spec.config(us), pretty)
+				want, err := marshalPruned(spec.Config(us), pretty)
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, err := writeIgnition(spec.version, us, nil, nil, pretty)
+				got, err := writeIgnition(spec.Version, us, nil, nil, pretty)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if !bytes.Equal(got, want) {
-					t.Errorf("%s, pretty %v, unit set %d:\n got %s\nwant %s", spec.version, pretty, i, got, want)
+					t.Errorf("%s, pretty %v, unit set %d:\n got %s\nwant %s", spec.Version, pretty, i, got, want)
 				}
 			}
 		}

@@ -1,9 +1,11 @@
-package render
+package ignition
 
 import (
 	"bytes"
 	"encoding/json"
 	"unicode/utf8"
+
+	"github.com/hostprov/hostprov/pkg/render/internal/ignconfig"
 )
 
 // ignitionUnitSize is about the size of a unit's or drop-in's object in
@@ -16,41 +18,41 @@ func ignitionUnitSize(name string, contents []byte) int {
 // appendIgnitionUnit appends a unit's object, its keys in the sorted order
 // encoding/json gives ignitionUnitJSON's fields, the empty ones left out
 // as omitempty leaves them out.
-func appendIgnitionUnit(b []byte, u ignUnit) []byte {
+func appendIgnitionUnit(b []byte, u ignconfig.Unit) []byte {
 	b = append(b, '{')
-	if u.contents != nil {
+	if u.Contents != nil {
 		b = append(b, `"contents":`...)
-		b = appendJSONString(b, u.contents)
+		b = appendJSONString(b, u.Contents)
 		b = append(b, ',')
 	}
-	if len(u.dropins) > 0 {
+	if len(u.Dropins) > 0 {
 		b = append(b, `"dropins":[`...)
-		for i, d := range u.dropins {
+		for i, d := range u.Dropins {
 			if i > 0 {
 				b = append(b, ',')
 			}
 			b = append(b, '{')
-			if d.contents != nil {
+			if d.Contents != nil {
 				b = append(b, `"contents":`...)
-				b = appendJSONString(b, d.contents)
+				b = appendJSONString(b, d.Contents)
 				b = append(b, ',')
 			}
 			b = append(b, `"name":`...)
-			b = appendJSONString(b, d.name)
+			b = appendJSONString(b, d.Name)
 			b = append(b, '}')
 		}
 		b = append(b, "],"...)
 	}
-	if u.enabled != nil {
-		b = appendJSONBool(append(b, `"enabled":`...), *u.enabled)
+	if u.Enabled != nil {
+		b = appendJSONBool(append(b, `"enabled":`...), *u.Enabled)
 		b = append(b, ',')
 	}
-	if u.mask != nil {
-		b = appendJSONBool(append(b, `"mask":`...), *u.mask)
+	if u.Mask != nil {
+		b = appendJSONBool(append(b, `"mask":`...), *u.Mask)
 		b = append(b, ',')
 	}
 	b = append(b, `"name":`...)
-	b = appendJSONString(b, u.name)
+	b = appendJSONString(b, u.Name)
 	return append(b, '}')
 }
 

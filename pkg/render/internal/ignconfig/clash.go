@@ -1,4 +1,4 @@
-package render
+package ignconfig
 
 import (
 	"bytes"
@@ -12,31 +12,32 @@ import (
 
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
+	"github.com/hostprov/hostprov/pkg/render"
 	"github.com/hostprov/hostprov/pkg/render/internal/usermerge"
 )
 
-// neutralUnit is a unit of an Ignition config as every spec version has it.
-type neutralUnit struct {
+// NeutralUnit is a unit of an Ignition config as every spec version has it.
+type NeutralUnit struct {
 	Name     string          `json:"name"`
 	Contents *string         `json:"contents"`
 	Enabled  *bool           `json:"enabled"`
 	Mask     *bool           `json:"mask"`
-	Dropins  []neutralDropin `json:"dropins"`
+	Dropins  []NeutralDropin `json:"dropins"`
 }
 
-type neutralDropin struct {
+type NeutralDropin struct {
 	Name     string  `json:"name"`
 	Contents *string `json:"contents"`
 }
 
-func neutralUnitsOf(cfg any) ([]neutralUnit, error) {
+func NeutralUnits(cfg any) ([]NeutralUnit, error) {
 	b, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, err
 	}
 	var c struct {
 		Systemd struct {
-			Units []neutralUnit `json:"units"`
+			Units []NeutralUnit `json:"units"`
 		} `json:"systemd"`
 	}
 	if err := json.Unmarshal(b, &c); err != nil {
@@ -45,7 +46,7 @@ func neutralUnitsOf(cfg any) ([]neutralUnit, error) {
 	return c.Systemd.Units, nil
 }
 
-// checkUnitClashes reports a unit (or drop-in) that the user's config and
+// CheckUnitClashes reports a unit (or drop-in) that the user's config and
 // the spec both make and make differently, at both places. The rule, the
 // same for every output:
 //
@@ -57,27 +58,27 @@ func neutralUnitsOf(cfg any) ([]neutralUnit, error) {
 //
 // The user's place is the unit (or drop-in) in the user's file, found by
 // name; hostprov's is the hook that makes it.
-func checkUnitClashes(us []compile.Unit, user []neutralUnit, f MergeFile) hooks.Diagnostics {
-	ius, err := ignitionUnits(us)
+func CheckUnitClashes(us []compile.Unit, user []NeutralUnit, f render.MergeFile) hooks.Diagnostics {
+	ius, err := Units(us)
 	if err != nil {
-		return nil // Ignition(us) failed first
+		return nil // the output failed on them first
 	}
 	var diags hooks.Diagnostics
 	for _, uu := range user {
 		for i, hu := range ius {
-			if hu.name != uu.Name {
+			if hu.Name != uu.Name {
 				continue
 			}
 			u := us[i]
 			where := fmt.Sprintf("%s (hooks[%d], %s)", u.Pos, u.Hook, u.HookName)
 			var fields []string
-			if hu.contents != nil && uu.Contents != nil && string(hu.contents) != *uu.Contents {
+			if hu.Contents != nil && uu.Contents != nil && string(hu.Contents) != *uu.Contents {
 				fields = append(fields, "contents")
 			}
-			if hu.enabled != nil && uu.Enabled != nil && *hu.enabled != *uu.Enabled {
+			if hu.Enabled != nil && uu.Enabled != nil && *hu.Enabled != *uu.Enabled {
 				fields = append(fields, "enabled")
 			}
-			if hu.mask != nil && uu.Mask != nil && *hu.mask != *uu.Mask {
+			if hu.Mask != nil && uu.Mask != nil && *hu.Mask != *uu.Mask {
 				fields = append(fields, "mask")
 			}
 			if len(fields) > 0 {
@@ -87,8 +88,8 @@ func checkUnitClashes(us []compile.Unit, user []neutralUnit, f MergeFile) hooks.
 					Hint:    "keep the unit in one place: drop it from your config or the hook from the spec, or make both the same"})
 			}
 			for _, ud := range uu.Dropins {
-				for _, hd := range hu.dropins {
-					if hd.name == ud.Name && !eqStr(bytesPtr(hd.contents), ud.Contents) {
+				for _, hd := range hu.Dropins {
+					if hd.Name == ud.Name && !eqStr(BytesPtr(hd.Contents), ud.Contents) {
 						diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: userUnitPos(f, uu.Name, ud.Name),
 							Path:    "systemd.units." + uu.Name + ".dropins." + ud.Name,
 							Message: fmt.Sprintf("drop-in %s.d/%s is made by hostprov's spec too, at %s, with other contents", uu.Name, ud.Name, where),
@@ -107,7 +108,7 @@ func eqStr(a, b *string) bool {
 
 // userUnitPos is where a unit (or one of its drop-ins) is written in a
 // user's Ignition or Butane file, found by name under systemd.units.
-func userUnitPos(f MergeFile, unit, dropin string) hooks.Position {
+func userUnitPos(f render.MergeFile, unit, dropin string) hooks.Position {
 	isJSON := bytes.HasPrefix(bytes.TrimLeft(f.Data, " \t\r\n"), []byte("{"))
 	var c struct {
 		Systemd struct {
@@ -151,22 +152,22 @@ func userUnitPos(f MergeFile, unit, dropin string) hooks.Position {
 // hostprov's config as JSON (own) and of a user's as decoded (cfg), to
 // compare their entries field by field.
 func configLists(own []byte, cfg any, section string) (ours, theirs map[string][]map[string]any, err error) {
-	if ours, err = sectionLists(own, section); err != nil {
+	if ours, err = SectionLists(own, section); err != nil {
 		return nil, nil, err
 	}
 	b, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	if theirs, err = sectionLists(b, section); err != nil {
+	if theirs, err = SectionLists(b, section); err != nil {
 		return nil, nil, err
 	}
 	return ours, theirs, nil
 }
 
-// sectionLists decodes the lists of one section of an Ignition config
+// SectionLists decodes the lists of one section of an Ignition config
 // given as JSON.
-func sectionLists(config []byte, section string) (map[string][]map[string]any, error) {
+func SectionLists(config []byte, section string) (map[string][]map[string]any, error) {
 	var c map[string]json.RawMessage
 	if err := json.Unmarshal(config, &c); err != nil {
 		return nil, err
@@ -180,11 +181,11 @@ func sectionLists(config []byte, section string) (map[string][]map[string]any, e
 	return lists, nil
 }
 
-// checkStorageClashes reports each path that hostprov's config (own) and
+// CheckStorageClashes reports each path that hostprov's config (own) and
 // a user's config both have in storage, with entries that differ (or of
 // another kind: a directory where the spec has a file), at the user's
 // entry and, when st has it, at the spec's.
-func checkStorageClashes(own []byte, cfg any, f MergeFile, st compile.Storage, us []compile.Unit) (hooks.Diagnostics, error) {
+func CheckStorageClashes(own []byte, cfg any, f render.MergeFile, st compile.Storage, us []compile.Unit) (hooks.Diagnostics, error) {
 	ours, theirs, err := configLists(own, cfg, "storage")
 	if err != nil {
 		return nil, err
@@ -214,22 +215,22 @@ func checkStorageClashes(own []byte, cfg any, f MergeFile, st compile.Storage, u
 				continue
 			}
 			if kindOf[p] == kind {
-				x, _ := pruneEmpty(e)
-				y, _ := pruneEmpty(o)
+				x, _ := PruneEmpty(e)
+				y, _ := PruneEmpty(o)
 				xb, _ := json.Marshal(x)
 				yb, _ := json.Marshal(y)
 				if bytes.Equal(xb, yb) {
 					continue
 				}
 			}
-			pos, _ := userStoragePos(f, kind, i, p)
+			pos, _ := UserStoragePos(f, kind, i, p)
 			in := "hostprov's spec too,"
 			if place := usermerge.StoragePlace(st, us, p); place != "" {
 				in = "hostprov's spec too, at " + place + ","
 			}
 			msg := fmt.Sprintf("%s is in %s as another entry: Ignition's merge would keep only yours", p, in)
 			if kindOf[p] != kind {
-				msg = fmt.Sprintf("%s is a %s in %s and a %s here: there can be only one thing at a path", p, storageKind[kindOf[p]], in, storageKind[kind])
+				msg = fmt.Sprintf("%s is a %s in %s and a %s here: there can be only one thing at a path", p, StorageKind[kindOf[p]], in, StorageKind[kind])
 			}
 			diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: pos, Path: fmt.Sprintf("storage.%s[%d]", kind, i),
 				Message: msg, Hint: "keep the path in one place: your config or the spec"})
@@ -244,17 +245,17 @@ func checkStorageClashes(own []byte, cfg any, f MergeFile, st compile.Storage, u
 // both, and the lower one fails at boot under a file, or lands wherever
 // the link points (Ignition's validation refuses that one, but at no
 // line of either file).
-func checkUnder(p, kind string, i int, f MergeFile, ownPaths []string, kindOf map[string]string, st compile.Storage, us []compile.Unit) hooks.Diagnostics {
+func checkUnder(p, kind string, i int, f render.MergeFile, ownPaths []string, kindOf map[string]string, st compile.Storage, us []compile.Unit) hooks.Diagnostics {
 	var diags hooks.Diagnostics
 	for _, q := range ownPaths {
 		var msg, upper string
 		switch {
 		case kind != "directories" && strings.HasPrefix(q, p+"/"):
 			upper = kind
-			msg = fmt.Sprintf("%s is a %s here, and hostprov's spec has %s under it", p, storageKind[kind], q)
+			msg = fmt.Sprintf("%s is a %s here, and hostprov's spec has %s under it", p, StorageKind[kind], q)
 		case kindOf[q] != "directories" && strings.HasPrefix(p, q+"/"):
 			upper = kindOf[q]
-			msg = fmt.Sprintf("%s is under %s, a %s in hostprov's spec", p, q, storageKind[upper])
+			msg = fmt.Sprintf("%s is under %s, a %s in hostprov's spec", p, q, StorageKind[upper])
 		default:
 			continue
 		}
@@ -265,18 +266,18 @@ func checkUnder(p, kind string, i int, f MergeFile, ownPaths []string, kindOf ma
 		if upper == "links" {
 			msg = strings.TrimSuffix(msg, "a file") + "a link (it would land wherever the link points)"
 		}
-		pos, _ := userStoragePos(f, kind, i, p)
+		pos, _ := UserStoragePos(f, kind, i, p)
 		diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: pos, Path: fmt.Sprintf("storage.%s[%d]", kind, i),
 			Message: msg, Hint: "move one of the two, or keep both in one place: your config or the spec"})
 	}
 	return diags
 }
 
-// userStoragePos is where a user's file writes the entry at path p, the
+// UserStoragePos is where a user's file writes the entry at path p, the
 // i-th of its Ignition config's storage.<kind>: the entry in an Ignition
 // file or in a Butane file's storage.<kind>, or else the Butane tree that
 // holds it (fromTree), or else the file alone.
-func userStoragePos(f MergeFile, kind string, i int, p string) (pos hooks.Position, fromTree bool) {
+func UserStoragePos(f render.MergeFile, kind string, i int, p string) (pos hooks.Position, fromTree bool) {
 	if bytes.HasPrefix(bytes.TrimLeft(f.Data, " \t\r\n"), []byte("{")) {
 		at := func(line, col int64) hooks.Position {
 			return hooks.Position{File: f.Name, Line: int(line), Column: int(col)}
@@ -295,7 +296,7 @@ func userStoragePos(f MergeFile, kind string, i int, p string) (pos hooks.Positi
 // yamlTreeOf is the entry of a Butane file's storage.trees whose
 // directory holds path p on the machine (its path:, / when it has none),
 // or nil: the entries a tree makes are in no list of the file.
-func yamlTreeOf(f MergeFile, p string) *yaml.Node {
+func yamlTreeOf(f render.MergeFile, p string) *yaml.Node {
 	var doc yaml.Node
 	if yaml.Unmarshal(f.Data, &doc) != nil || len(doc.Content) == 0 {
 		return nil
@@ -318,17 +319,17 @@ func yamlTreeOf(f MergeFile, p string) *yaml.Node {
 	return best
 }
 
-// storageKind names an entry of an Ignition config's storage lists.
-var storageKind = map[string]string{"files": "file", "directories": "directory", "links": "link"}
+// StorageKind names an entry of an Ignition config's storage lists.
+var StorageKind = map[string]string{"files": "file", "directories": "directory", "links": "link"}
 
 // yamlByPath is the entry of a Butane file's storage.<kind> with the path.
-func yamlByPath(f MergeFile, kind, p string) *yaml.Node {
+func yamlByPath(f render.MergeFile, kind, p string) *yaml.Node {
 	return yamlByKey(f, "path", p, "storage", kind)
 }
 
 // yamlByKey is the entry of the YAML list at the path p whose key has
 // the value want.
-func yamlByKey(f MergeFile, key, want string, p ...any) *yaml.Node {
+func yamlByKey(f render.MergeFile, key, want string, p ...any) *yaml.Node {
 	var doc yaml.Node
 	if yaml.Unmarshal(f.Data, &doc) != nil || len(doc.Content) == 0 {
 		return nil

@@ -1,4 +1,4 @@
-package render
+package butane
 
 import (
 	"encoding/base64"

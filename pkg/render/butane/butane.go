@@ -1,4 +1,4 @@
-package render
+package butane
 
 import (
 	"bytes"
@@ -9,22 +9,24 @@ import (
 
 	"github.com/hostprov/hostprov/internal/yamlnode"
 	"github.com/hostprov/hostprov/pkg/compile"
+	"github.com/hostprov/hostprov/pkg/render"
+	"github.com/hostprov/hostprov/pkg/render/internal/ignconfig"
 	"github.com/hostprov/hostprov/pkg/render/internal/yamlwrite"
 )
 
-// ButaneVersion is one version of a Butane variant's config spec and the
+// Version is one version of a Butane variant's config spec and the
 // Ignition spec version Butane translates it to.
-type ButaneVersion struct {
+type Version struct {
 	Variant         string // "fcos" or "flatcar"
 	Version         string // the Butane spec version, "1.5.0"
 	IgnitionVersion string // what Butane translates it to, "3.4.0"
 }
 
-// butaneVersions is Butane's own table (config/config.go of Butane
+// versions is Butane's own table (config/config.go of Butane
 // v0.25.1), for the variants hostprov writes and their stable versions.
 // fcos 1.2.0 and 1.3.0 both give Ignition 3.2.0; flatcar has no version
 // for Ignition 3.0.0 to 3.2.0 or 3.5.0.
-var butaneVersions = []ButaneVersion{
+var versions = []Version{
 	{"fcos", "1.0.0", "3.0.0"},
 	{"fcos", "1.1.0", "3.1.0"},
 	{"fcos", "1.2.0", "3.2.0"},
@@ -36,32 +38,32 @@ var butaneVersions = []ButaneVersion{
 	{"flatcar", "1.1.0", "3.4.0"},
 }
 
-// ButaneVariants are the Butane variants hostprov writes; the first is the
+// Variants are the Butane variants hostprov writes; the first is the
 // default. Their unit syntax is the same; the variant tells Butane which
 // operating system the config is for.
-var butaneVariants = []string{"fcos", "flatcar"}
+var variants = []string{"fcos", "flatcar"}
 
-// ButaneVersions returns the Butane spec versions hostprov writes, per
+// Versions returns the Butane spec versions hostprov writes, per
 // variant oldest first, each with the Ignition version it translates to.
-func ButaneVersions() []ButaneVersion {
-	return append([]ButaneVersion(nil), butaneVersions...)
+func Versions() []Version {
+	return append([]Version(nil), versions...)
 }
 
-// ButaneVariants returns the Butane variants hostprov writes, the default
+// Variants returns the Butane variants hostprov writes, the default
 // first.
-func ButaneVariants() []string {
-	return append([]string(nil), butaneVariants...)
+func Variants() []string {
+	return append([]string(nil), variants...)
 }
 
-// ButaneOptions say how to write a Butane config. The zero value asks for
+// Options say how to write a Butane config. The zero value asks for
 // the fcos variant at the version that translates to
-// DefaultIgnitionVersion (fcos 1.5.0; flatcar 1.1.0).
+// ignconfig.DefaultVersion (fcos 1.5.0; flatcar 1.1.0).
 //
 // Version and IgnitionVersion say the same thing in two ways, and either is
 // enough: Version is the Butane spec version; IgnitionVersion picks the
 // newest Butane version of the variant that translates to that Ignition
 // version (fcos 1.3.0 for 3.2.0). When both are given they must agree.
-type ButaneOptions struct {
+type Options struct {
 	Variant         string // "fcos" (the default) or "flatcar"
 	Version         string // the Butane spec version
 	IgnitionVersion string // the Ignition spec version the config must translate to
@@ -74,25 +76,25 @@ type ButaneOptions struct {
 }
 
 // Resolve returns the options with the variant and both versions filled in,
-// or an *OptionError naming what cannot be met: an unknown variant or
+// or an *render.OptionError naming what cannot be met: an unknown variant or
 // version, a version the variant does not have, or an Ignition version no
 // Butane version of the variant translates to.
-func (o ButaneOptions) Resolve() (ButaneOptions, error) {
+func (o Options) Resolve() (Options, error) {
 	if o.Variant == "" {
-		o.Variant = butaneVariants[0]
+		o.Variant = variants[0]
 	}
-	var ofVariant []ButaneVersion
-	for _, v := range butaneVersions {
+	var ofVariant []Version
+	for _, v := range versions {
 		if v.Variant == o.Variant {
 			ofVariant = append(ofVariant, v)
 		}
 	}
 	if len(ofVariant) == 0 {
-		return o, &OptionError{Option: "variant",
-			Msg: fmt.Sprintf("unknown Butane variant %q: use %s", o.Variant, strings.Join(butaneVariants, " or "))}
+		return o, &render.OptionError{Option: "variant",
+			Msg: fmt.Sprintf("unknown Butane variant %q: use %s", o.Variant, strings.Join(variants, " or "))}
 	}
 	if o.IgnitionVersion != "" {
-		if _, err := (IgnitionOptions{Version: o.IgnitionVersion}).Resolve(); err != nil {
+		if err := ignconfig.CheckVersion(o.IgnitionVersion); err != nil {
 			return o, err
 		}
 	}
@@ -107,43 +109,43 @@ func (o ButaneOptions) Resolve() (ButaneOptions, error) {
 				if w, ok := newestFor(ofVariant, o.IgnitionVersion); ok {
 					fix = fmt.Sprintf("%s %s translates to %s; or %s", o.Variant, w.Version, o.IgnitionVersion, fix)
 				}
-				return o, &OptionError{Option: "butane-version",
+				return o, &render.OptionError{Option: "butane-version",
 					Msg: fmt.Sprintf("Butane %s %s translates to Ignition %s, not %s: %s",
 						o.Variant, o.Version, v.IgnitionVersion, o.IgnitionVersion, fix)}
 			}
 			o.IgnitionVersion = v.IgnitionVersion
 			return o, nil
 		}
-		return o, &OptionError{Option: "butane-version",
+		return o, &render.OptionError{Option: "butane-version",
 			Msg: fmt.Sprintf("Butane %s has no version %q: use %s", o.Variant, o.Version, butaneMapping(ofVariant))}
 	default:
 		want := o.IgnitionVersion
 		if want == "" {
-			want = DefaultIgnitionVersion
+			want = ignconfig.DefaultVersion
 		}
 		if v, ok := newestFor(ofVariant, want); ok {
 			o.Version, o.IgnitionVersion = v.Version, want
 			return o, nil
 		}
-		return o, &OptionError{Option: "ignition-version",
+		return o, &render.OptionError{Option: "ignition-version",
 			Msg: fmt.Sprintf("no Butane %s version translates to Ignition %s: use %s", o.Variant, want, butaneMapping(ofVariant))}
 	}
 }
 
 // newestFor returns the newest of a variant's versions that translates to
 // the Ignition version.
-func newestFor(ofVariant []ButaneVersion, ignition string) (ButaneVersion, bool) {
+func newestFor(ofVariant []Version, ignition string) (Version, bool) {
 	for i := len(ofVariant) - 1; i >= 0; i-- {
 		if ofVariant[i].IgnitionVersion == ignition {
 			return ofVariant[i], true
 		}
 	}
-	return ButaneVersion{}, false
+	return Version{}, false
 }
 
 // butaneMapping lists a variant's versions for an error message:
 // "1.0.0 (Ignition 3.3.0) or 1.1.0 (Ignition 3.4.0)".
-func butaneMapping(vs []ButaneVersion) string {
+func butaneMapping(vs []Version) string {
 	parts := make([]string, len(vs))
 	for i, v := range vs {
 		parts[i] = fmt.Sprintf("%s (Ignition %s)", v.Version, v.IgnitionVersion)
@@ -154,25 +156,25 @@ func butaneMapping(vs []ButaneVersion) string {
 	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
 }
 
-// Butane returns a Butane config that installs the units and that Butane
+// Render returns a Butane config that installs the units and that Butane
 // translates to exactly what Ignition emits for the same units at
 // opts' IgnitionVersion: the same decisions about contents, enabled and
-// mask (see ignitionUnits), as YAML written with yaml.v3's own encoder.
+// mask (see ignconfig.Units), as YAML written with yaml.v3's own encoder.
 // Unit and drop-in contents are literal block scalars ("|") where that
 // keeps every byte, and double-quoted scalars otherwise (see yamlnode.BlockSafe).
-// The error is an *OptionError for options that cannot be met.
-func Butane(us []compile.Unit, opts ButaneOptions) ([]byte, error) {
+// The error is an *render.OptionError for options that cannot be met.
+func Render(us []compile.Unit, opts Options) ([]byte, error) {
 	opts, err := opts.Resolve()
 	if err != nil {
 		return nil, err
 	}
-	ius, err := ignitionUnits(us)
+	ius, err := ignconfig.Units(us)
 	if err != nil {
 		return nil, err
 	}
 	doc := yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "variant", yamlnode.Str(opts.Variant), "version", yamlnode.Str(opts.Version))
 	// What the Ignition version cannot carry is refused here as there.
-	if _, err := ignitionStorage(opts.Storage, opts.IgnitionVersion); err != nil {
+	if _, err := ignconfig.Storage(opts.Storage, opts.IgnitionVersion); err != nil {
 		return nil, err
 	}
 	st, err := butaneStorage(opts.Storage, opts.IgnitionVersion)
@@ -202,23 +204,23 @@ func Butane(us []compile.Unit, opts ButaneOptions) ([]byte, error) {
 		list := &yaml.Node{Kind: yaml.SequenceNode, Content: make([]*yaml.Node, 0, len(ius))}
 		for _, u := range ius {
 			ns := new([2]yaml.Node)
-			ns[1] = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: u.name}
+			ns[1] = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: u.Name}
 			content := make([]*yaml.Node, 0, 10)
 			content = append(content, k.name, &ns[1])
-			if u.enabled != nil {
-				content = append(content, k.enabled, boolean(*u.enabled))
+			if u.Enabled != nil {
+				content = append(content, k.enabled, boolean(*u.Enabled))
 			}
-			if u.mask != nil {
-				content = append(content, k.mask, boolean(*u.mask))
+			if u.Mask != nil {
+				content = append(content, k.mask, boolean(*u.Mask))
 			}
-			if u.contents != nil {
-				content = append(content, k.contents, yamlnode.Text(u.contents))
+			if u.Contents != nil {
+				content = append(content, k.contents, yamlnode.Text(u.Contents))
 			}
-			if len(u.dropins) > 0 {
+			if len(u.Dropins) > 0 {
 				ds := &yaml.Node{Kind: yaml.SequenceNode}
-				for _, d := range u.dropins {
+				for _, d := range u.Dropins {
 					ds.Content = append(ds.Content, &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
-						k.name, yamlnode.Str(d.name), k.contents, yamlnode.Text(d.contents)}})
+						k.name, yamlnode.Str(d.Name), k.contents, yamlnode.Text(d.Contents)}})
 				}
 				content = append(content, k.dropins, ds)
 			}

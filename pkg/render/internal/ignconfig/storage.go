@@ -1,4 +1,4 @@
-package render
+package ignconfig
 
 import (
 	"fmt"
@@ -10,12 +10,12 @@ import (
 	"github.com/hostprov/hostprov/pkg/hooks"
 )
 
-// ignitionStorageJSON is storage: of an Ignition config, the same in every
+// StorageJSON is storage: of an Ignition config, the same in every
 // spec version from 3.0.0 to 3.5.0 for what hostprov writes (files with
 // contents, mode, user, group and overwrite; directories; links with
-// target and hard), written as writeIgnition writes the units: keys sorted, no
+// target and hard), written as the Ignition output writes the units: keys sorted, no
 // empty objects or lists.
-type ignitionStorageJSON struct {
+type StorageJSON struct {
 	Directories []ignitionDirectoryJSON `json:"directories,omitempty"`
 	Files       []ignitionFileJSON      `json:"files,omitempty"`
 	Links       []ignitionLinkJSON      `json:"links,omitempty"`
@@ -75,18 +75,18 @@ func ignitionOwner(o compile.Owner) *ignitionOwnerJSON {
 	return nil
 }
 
-// ignitionStorage says what Ignition is to write besides the units; nil
+// Storage says what Ignition is to write besides the units; nil
 // when there is nothing. A file's contents become a data URL made as Butane
 // makes it (the shortest of URL-escaped, base64 and gzip-compressed base64,
 // with compression: gzip for the last), so that the Butane output
 // translates to the same config byte for byte. A file from a source is
 // fetched by Ignition and checked against its hash. Ignition 3.0.0 knows
 // only sha512 hashes; a sha256 one is refused there, at the file.
-func ignitionStorage(st compile.Storage, version string) (*ignitionStorageJSON, error) {
+func Storage(st compile.Storage, version string) (*StorageJSON, error) {
 	if !st.HasPaths() {
 		return nil, nil
 	}
-	out := &ignitionStorageJSON{}
+	out := &StorageJSON{}
 	var diags hooks.Diagnostics
 	// Ignition before spec 3.6.0 sets no set-id or sticky bit: its parser
 	// warns that they are "not supported or functional", and the file

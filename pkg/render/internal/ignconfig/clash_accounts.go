@@ -1,4 +1,4 @@
-package render
+package ignconfig
 
 import (
 	"bytes"
@@ -10,21 +10,22 @@ import (
 
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
+	"github.com/hostprov/hostprov/pkg/render"
 	"github.com/hostprov/hostprov/pkg/render/internal/usermerge"
 )
 
-// Accounts are merged by the rule of units (checkUnitClashes): a user or
+// Accounts are merged by the rule of units (CheckUnitClashes): a user or
 // group that the spec and a --merge file both make is one account, whose
 // fields are those of both; a field both set must have the same value in
 // both, or the account is an error at both places. Ignition's merge
 // would otherwise let the file's value win without a word, and Butane and
 // cloud-init would get the account twice.
 
-// checkAccountClashes reports each user and group of a user's Ignition
+// CheckAccountClashes reports each user and group of a user's Ignition
 // config (cfg, read from f) that hostprov's config (own) makes too, with
 // a field both set to other values. st and us say where the spec makes
 // them.
-func checkAccountClashes(own []byte, cfg any, f MergeFile, st compile.Storage, us []compile.Unit) (hooks.Diagnostics, error) {
+func CheckAccountClashes(own []byte, cfg any, f render.MergeFile, st compile.Storage, us []compile.Unit) (hooks.Diagnostics, error) {
 	ours, theirs, err := configLists(own, cfg, "passwd")
 	if err != nil {
 		return nil, err
@@ -78,8 +79,8 @@ func differentFields(a, b map[string]any) []string {
 		if !ok {
 			continue
 		}
-		pa, keepA := pruneEmpty(va)
-		pb, keepB := pruneEmpty(vb)
+		pa, keepA := PruneEmpty(va)
+		pb, keepB := PruneEmpty(vb)
 		if !keepA || !keepB {
 			continue
 		}

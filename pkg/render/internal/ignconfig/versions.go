@@ -1,0 +1,111 @@
+package ignconfig
+
+import (
+	"fmt"
+	"strings"
+
+	v30 "github.com/coreos/ignition/v2/config/v3_0/types"
+	v31 "github.com/coreos/ignition/v2/config/v3_1/types"
+	v32 "github.com/coreos/ignition/v2/config/v3_2/types"
+	v33 "github.com/coreos/ignition/v2/config/v3_3/types"
+	v34 "github.com/coreos/ignition/v2/config/v3_4/types"
+	v35 "github.com/coreos/ignition/v2/config/v3_5/types"
+
+	"github.com/hostprov/hostprov/pkg/render"
+)
+
+// DefaultVersion is the Ignition spec version emitted when none is
+// asked for: the newest that both Fedora CoreOS and Flatcar accept.
+const DefaultVersion = "3.4.0"
+
+// Specs are the Ignition spec versions hostprov emits, oldest
+// first. Each builds its config with that version's own Go types: what
+// the Ignition output writes directly is checked against the JSON
+// of those types, so that it has exactly each version's field names and
+// shape.
+//
+// What hostprov emits is systemd.units[] with name, contents, enabled, mask
+// and dropins[] (name, contents). Every one of them is in the schema of
+// every version from 3.0.0 to 3.5.0 (config/v3_*/schema/ignition.json of
+// Ignition v2.24.0 define the unit and drop-in objects identically, and
+// their Unit and Dropin validation is the same code), so no spec is too new
+// for an old version and Ignition refuses none of them for its version.
+// When a later Ignition version adds a unit feature hostprov uses, the
+// check for it belongs here, with an error naming the lowest version that
+// has it.
+var Specs = []struct {
+	Version string
+	Config  func(us []Unit) any
+}{
+	{v30.MaxVersion.String(), func(us []Unit) any {
+		return v30.Config{Ignition: v30.Ignition{Version: v30.MaxVersion.String()}, Systemd: v30.Systemd{Units: convertUnits(us,
+			func(u Unit, ds []v30.Dropin) v30.Unit {
+				return v30.Unit{Name: u.Name, Contents: BytesPtr(u.Contents), Enabled: u.Enabled, Mask: u.Mask, Dropins: ds}
+			},
+			func(d Dropin) v30.Dropin { return v30.Dropin{Name: d.Name, Contents: BytesPtr(d.Contents)} })}}
+	}},
+	{v31.MaxVersion.String(), func(us []Unit) any {
+		return v31.Config{Ignition: v31.Ignition{Version: v31.MaxVersion.String()}, Systemd: v31.Systemd{Units: convertUnits(us,
+			func(u Unit, ds []v31.Dropin) v31.Unit {
+				return v31.Unit{Name: u.Name, Contents: BytesPtr(u.Contents), Enabled: u.Enabled, Mask: u.Mask, Dropins: ds}
+			},
+			func(d Dropin) v31.Dropin { return v31.Dropin{Name: d.Name, Contents: BytesPtr(d.Contents)} })}}
+	}},
+	{v32.MaxVersion.String(), func(us []Unit) any {
+		return v32.Config{Ignition: v32.Ignition{Version: v32.MaxVersion.String()}, Systemd: v32.Systemd{Units: convertUnits(us,
+			func(u Unit, ds []v32.Dropin) v32.Unit {
+				return v32.Unit{Name: u.Name, Contents: BytesPtr(u.Contents), Enabled: u.Enabled, Mask: u.Mask, Dropins: ds}
+			},
+			func(d Dropin) v32.Dropin { return v32.Dropin{Name: d.Name, Contents: BytesPtr(d.Contents)} })}}
+	}},
+	{v33.MaxVersion.String(), func(us []Unit) any {
+		return v33.Config{Ignition: v33.Ignition{Version: v33.MaxVersion.String()}, Systemd: v33.Systemd{Units: convertUnits(us,
+			func(u Unit, ds []v33.Dropin) v33.Unit {
+				return v33.Unit{Name: u.Name, Contents: BytesPtr(u.Contents), Enabled: u.Enabled, Mask: u.Mask, Dropins: ds}
+			},
+			func(d Dropin) v33.Dropin { return v33.Dropin{Name: d.Name, Contents: BytesPtr(d.Contents)} })}}
+	}},
+	{v34.MaxVersion.String(), func(us []Unit) any {
+		return v34.Config{Ignition: v34.Ignition{Version: v34.MaxVersion.String()}, Systemd: v34.Systemd{Units: convertUnits(us,
+			func(u Unit, ds []v34.Dropin) v34.Unit {
+				return v34.Unit{Name: u.Name, Contents: BytesPtr(u.Contents), Enabled: u.Enabled, Mask: u.Mask, Dropins: ds}
+			},
+			func(d Dropin) v34.Dropin { return v34.Dropin{Name: d.Name, Contents: BytesPtr(d.Contents)} })}}
+	}},
+	{v35.MaxVersion.String(), func(us []Unit) any {
+		return v35.Config{Ignition: v35.Ignition{Version: v35.MaxVersion.String()}, Systemd: v35.Systemd{Units: convertUnits(us,
+			func(u Unit, ds []v35.Dropin) v35.Unit {
+				return v35.Unit{Name: u.Name, Contents: BytesPtr(u.Contents), Enabled: u.Enabled, Mask: u.Mask, Dropins: ds}
+			},
+			func(d Dropin) v35.Dropin { return v35.Dropin{Name: d.Name, Contents: BytesPtr(d.Contents)} })}}
+	}},
+}
+
+// Versions returns the Ignition spec versions hostprov emits,
+// oldest first ("3.0.0" … "3.5.0").
+func Versions() []string {
+	vs := make([]string, len(Specs))
+	for i, s := range Specs {
+		vs[i] = s.Version
+	}
+	return vs
+}
+
+func specIndex(version string) int {
+	for i, s := range Specs {
+		if s.Version == version {
+			return i
+		}
+	}
+	return -1
+}
+
+// CheckVersion returns an *render.OptionError when version is not one
+// hostprov emits (Versions), nil when it is.
+func CheckVersion(version string) error {
+	if specIndex(version) < 0 {
+		return &render.OptionError{Option: "ignition-version",
+			Msg: fmt.Sprintf("unknown Ignition spec version %q: use one of %s", version, strings.Join(Versions(), ", "))}
+	}
+	return nil
+}

@@ -1,0 +1,11 @@
+package render
+
+// OptionError is an output option that cannot be met: an unknown version
+// or variant, or a combination no tool can translate. It is a mistake in
+// what was asked for, not in the spec or the units.
+type OptionError struct {
+	Option string // the option's name, as the command line spells it
+	Msg    string
+}
+
+func (e *OptionError) Error() string { return e.Msg }
