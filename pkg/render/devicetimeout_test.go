@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hostprov/hostprov/pkg/compile"
+	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 	"github.com/hostprov/hostprov/pkg/render/kopshooks"
 )
 
@@ -17,7 +18,7 @@ import (
 // the hook, and with no other effect on the hook's own unit.
 func TestDeviceTimeoutRenders(t *testing.T) {
 	const what = "/dev/disk/by-path/ip-10.0.0.1:3260-iscsi-iqn.2024-01.test:lun-lun-1"
-	spec := header + "- name: mnt-lun.mount\n  deviceTimeout: 10min\n  manifest: |\n    What=" + what + "\n    Where=/mnt/lun\n"
+	spec := rendertest.SpecHeader + "- name: mnt-lun.mount\n  deviceTimeout: 10min\n  manifest: |\n    What=" + what + "\n    Where=/mnt/lun\n"
 	us, diags := compile.Build("t.yaml", []byte(spec))
 	if len(diags) > 0 {
 		t.Fatalf("diagnostics: %v", diags.Error())
@@ -104,7 +105,7 @@ func TestDeviceTimeoutDiagnostics(t *testing.T) {
 			[]string{`t.yaml:9:9: error: hooks[1].name: two hooks render the same unit dev-sdb.device`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			us, diags := compile.Build("t.yaml", []byte(header+tc.spec))
+			us, diags := compile.Build("t.yaml", []byte(rendertest.SpecHeader+tc.spec))
 			got := diags.Error()
 			for _, w := range tc.want {
 				if !strings.Contains(got, w) {
@@ -145,7 +146,7 @@ func TestDeviceTimeoutWarning(t *testing.T) {
 		{"a swap file", "- name: mkswap\n  steps: [{name: make, sh: fallocate -l 1G /swapfile}]\n- name: swapfile.swap\n  requires: [mkswap.service]\n  manifest: What=/swapfile\n", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, diags := compile.Build("t.yaml", []byte(header+tc.spec))
+			_, diags := compile.Build("t.yaml", []byte(rendertest.SpecHeader+tc.spec))
 			got := diags.Error()
 			if !tc.warn {
 				if len(diags) != 0 {

@@ -20,9 +20,6 @@ import (
 	"github.com/hostprov/hostprov/pkg/units"
 )
 
-// header opens a spec; the tests write its hooks after it.
-const header = "apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n"
-
 // TestGolden renders every golden spec and example to Ignition and
 // compares it with the files under testdata/golden.
 func TestGolden(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render/butane"
+	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 )
 
 // writeTree writes files (name -> contents) under a new directory and
@@ -30,7 +31,7 @@ func writeTree(t *testing.T, files map[string]string) string {
 	return dir
 }
 
-const storageSpec = header + `- name: app
+const storageSpec = rendertest.SpecHeader + `- name: app
   exec: [/usr/bin/app]
   files:
     - {path: /etc/app/config.toml, local: conf/config.toml, mode: 0600, user: app, group: "0"}
@@ -90,7 +91,7 @@ func TestBuildAllLocalProblems(t *testing.T) {
 	if err := os.Symlink("ok", filepath.Join(dir, "inside")); err != nil {
 		t.Fatal(err)
 	}
-	spec := header + `- name: a
+	spec := rendertest.SpecHeader + `- name: a
   exec: [/bin/true]
   files:
     - {path: /a, local: missing}
@@ -132,7 +133,7 @@ func TestBuildAllLocalProblems(t *testing.T) {
 // A spec from standard input has no directory for local: to be relative
 // to.
 func TestBuildAllLocalFromStdin(t *testing.T) {
-	spec := header + "- name: a\n  files: [{path: /a, local: x}]\n"
+	spec := rendertest.SpecHeader + "- name: a\n  files: [{path: /a, local: x}]\n"
 	_, diags := compile.BuildAll("<stdin>", []byte(spec))
 	if len(diags) != 1 || !strings.Contains(diags[0].String(), "<stdin>:5:29: error: hooks[0].files[0].local: a spec read from standard input has no directory") {
 		t.Errorf("diags = %v", diags)
@@ -141,7 +142,7 @@ func TestBuildAllLocalFromStdin(t *testing.T) {
 
 // A file where a unit of the spec is written is refused: units are hooks.
 func TestBuildAllFileAtAUnitPath(t *testing.T) {
-	spec := header + `- name: app
+	spec := rendertest.SpecHeader + `- name: app
   exec: [/bin/true]
   dropins: [{name: 10-a.conf, contents: "[Service]\nNice=5\n"}]
   files:
@@ -167,7 +168,7 @@ func TestBuildAllFileAtAUnitPath(t *testing.T) {
 // Butane for Ignition 3.0.0 (fcos 1.0.0) refuses a sha256 hash, as the
 // Ignition output does.
 func TestButaneSHA256For300(t *testing.T) {
-	spec := header + "- name: a\n  files: [{path: /a, contents: \"\", verification: {hash: sha256-e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855}}]\n"
+	spec := rendertest.SpecHeader + "- name: a\n  files: [{path: /a, contents: \"\", verification: {hash: sha256-e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855}}]\n"
 	r, diags := compile.BuildAll("t.yaml", []byte(spec))
 	if len(diags) > 0 {
 		t.Fatal(diags)

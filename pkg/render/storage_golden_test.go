@@ -2,11 +2,9 @@ package render_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +16,6 @@ import (
 
 	"github.com/coreos/butane/config"
 	"github.com/coreos/butane/config/common"
-	"github.com/vincent-petithory/dataurl"
 
 	"github.com/hostprov/hostprov/internal/golden"
 	"github.com/hostprov/hostprov/internal/hosttools"
@@ -104,58 +101,6 @@ func TestStorageGolden(t *testing.T) {
 	}
 }
 
-// ignStorage is what the tests read back from storage: of an Ignition
-// config.
-type ignStorage struct {
-	Storage struct {
-		Files []struct {
-			Path     string `json:"path"`
-			Mode     *int   `json:"mode"`
-			Contents struct {
-				Source       *string `json:"source"`
-				Compression  *string `json:"compression"`
-				Verification struct {
-					Hash *string `json:"hash"`
-				} `json:"verification"`
-			} `json:"contents"`
-		} `json:"files"`
-		Directories []struct {
-			Path string `json:"path"`
-			Mode *int   `json:"mode"`
-		} `json:"directories"`
-		Links []struct {
-			Path   string  `json:"path"`
-			Target *string `json:"target"`
-			Hard   *bool   `json:"hard"`
-		} `json:"links"`
-	} `json:"storage"`
-}
-
-// decodeContents returns the bytes of an inline data URL, gunzipped when
-// the config says compression: gzip.
-func decodeContents(t *testing.T, source string, compression *string) []byte {
-	t.Helper()
-	u, err := dataurl.DecodeString(source)
-	if err != nil {
-		t.Fatalf("%q: %v", source, err)
-	}
-	if compression == nil || *compression == "" {
-		return u.Data
-	}
-	if *compression != "gzip" {
-		t.Fatalf("compression %q", *compression)
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(u.Data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // TestStorageIgnitionEveryVersion parses the storage goldens with the
 // parser of every Ignition version (no error, no warning) and reads back
 // every file's bytes and mode, every directory and link. Ignition 3.0.0
@@ -182,11 +127,11 @@ func TestStorageIgnitionEveryVersion(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				j, rpt, err := ignitionParsers[v](ign)
+				j, rpt, err := rendertest.IgnitionParsers[v](ign)
 				if err != nil || len(rpt.Entries) > 0 {
 					t.Fatalf("Ignition %s: %v\n%s\n%s", v, err, rpt, ign)
 				}
-				var got ignStorage
+				var got rendertest.IgnitionStorage
 				if err := json.Unmarshal(j, &got); err != nil {
 					t.Fatal(err)
 				}
@@ -208,7 +153,7 @@ func TestStorageIgnitionEveryVersion(t *testing.T) {
 						continue
 					}
 					compressed = compressed || (f.Contents.Compression != nil && *f.Contents.Compression == "gzip")
-					if b := decodeContents(t, *f.Contents.Source, f.Contents.Compression); !bytes.Equal(b, want.Contents) {
+					if b := rendertest.DecodeContents(t, *f.Contents.Source, f.Contents.Compression); !bytes.Equal(b, want.Contents) {
 						t.Errorf("files[%d] %s: contents %q, want %q", i, want.Path, b, want.Contents)
 					}
 				}
@@ -246,7 +191,7 @@ func TestStorageButaneTranslates(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				sameJSON(t, name+" "+iv, want, got)
+				rendertest.SameJSON(t, name+" "+iv, want, got)
 			}
 		})
 	}
@@ -259,7 +204,7 @@ func TestStorageCloudInitSchema(t *testing.T) {
 	if _, err := exec.LookPath("cloud-init"); err != nil {
 		hosttools.Unavailable(t, "cloud-init not found (Debian package cloud-init)")
 	}
-	named := header + "- name: a\n  exec: [/bin/true]\n  files: [{path: /etc/a, contents: \"a\\n\", user: app, group: app, mode: 0600}]\n"
+	named := rendertest.SpecHeader + "- name: a\n  exec: [/bin/true]\n  files: [{path: /etc/a, contents: \"a\\n\", user: app, group: app, mode: 0600}]\n"
 	r, diags := compile.BuildAll("named.yaml", []byte(named))
 	if len(diags) > 0 {
 		t.Fatal(diags)
@@ -472,7 +417,7 @@ func TestStorageKopsRefused(t *testing.T) {
 // says so): the Ignition and Butane outputs refuse such a mode at the
 // entry, and cloud-init, whose chmod sets them, keeps it.
 func TestStorageSpecialBits(t *testing.T) {
-	spec := header + "- name: spool\n  directories: [{path: /var/spool/x, mode: 01777}]\n  files: [{path: /usr/local/bin/x, contents: \"#!/bin/sh\\n\", mode: 04755}]\n"
+	spec := rendertest.SpecHeader + "- name: spool\n  directories: [{path: /var/spool/x, mode: 01777}]\n  files: [{path: /usr/local/bin/x, contents: \"#!/bin/sh\\n\", mode: 04755}]\n"
 	r, diags := compile.BuildAll("special.yaml", []byte(spec))
 	if len(diags) > 0 {
 		t.Fatal(diags)

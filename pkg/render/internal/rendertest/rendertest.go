@@ -144,3 +144,6 @@ func CloudInitSchema(file string) (string, error) {
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
+
+// SpecHeader opens a spec; the tests write its hooks after it.
+const SpecHeader = "apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n"

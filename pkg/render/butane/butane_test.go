@@ -1,10 +1,9 @@
-package render_test
+package butane_test
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -34,7 +33,7 @@ func TestButaneGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden.Check(t, filepath.Join("..", "..", "testdata", "golden", name+".bu"), bu)
+			golden.Check(t, rendertest.Path("testdata", "golden", name+".bu"), bu)
 		})
 	}
 }
@@ -51,21 +50,6 @@ func translate(t testing.TB, bu []byte) []byte {
 		t.Fatalf("Butane reports:\n%s\n%s", rpt, bu)
 	}
 	return ign
-}
-
-// sameJSON fails unless a and b are the same JSON value.
-func sameJSON(t *testing.T, what string, a, b []byte) {
-	t.Helper()
-	var av, bv any
-	if err := json.Unmarshal(a, &av); err != nil {
-		t.Fatalf("%s: %v\n%s", what, err, a)
-	}
-	if err := json.Unmarshal(b, &bv); err != nil {
-		t.Fatalf("%s: %v\n%s", what, err, b)
-	}
-	if diff := cmp.Diff(av, bv); diff != "" {
-		t.Errorf("%s (-want +got):\n%s", what, diff)
-	}
 }
 
 // TestButaneTranslatesToIgnition: for every golden spec, every variant and
@@ -90,8 +74,8 @@ func TestButaneTranslatesToIgnition(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				sameJSON(t, "Butane's translation differs from --format ignition", ign, got)
-				rendertest.CompareFiles(t, "butane", want, parseIgnition(t, v.IgnitionVersion, got).files())
+				rendertest.SameJSON(t, "Butane's translation differs from --format ignition", ign, got)
+				rendertest.CompareFiles(t, "butane", want, rendertest.ParseIgnition(t, v.IgnitionVersion, got).Files())
 			})
 		}
 	}
@@ -188,8 +172,8 @@ func TestButaneKeepsBytes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ign := parseIgnition(t, ignition.DefaultVersion, translate(t, bu))
-		if diff := cmp.Diff(map[string]string{"a.service": s, "a.service.d/x.conf": s}, ign.files()); diff != "" {
+		ign := rendertest.ParseIgnition(t, ignition.DefaultVersion, translate(t, bu))
+		if diff := cmp.Diff(map[string]string{"a.service": s, "a.service.d/x.conf": s}, ign.Files()); diff != "" {
 			t.Errorf("%q: Butane's translation changes the bytes (-want +got):\n%s", s, diff)
 		}
 	}
@@ -307,7 +291,7 @@ func TestButaneOptions(t *testing.T) {
 func TestButaneVersionsAreButanes(t *testing.T) {
 	for _, v := range butane.Versions() {
 		bu := fmt.Sprintf("variant: %s\nversion: %s\n", v.Variant, v.Version)
-		var cfg ignSystemd
+		var cfg rendertest.IgnitionSystemd
 		if err := json.Unmarshal(translate(t, []byte(bu)), &cfg); err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package render_test
+package butane_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render/butane"
+	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 )
 
 // TestButaneLocalEveryVersion: files from local: (text and bytes that
@@ -30,7 +31,7 @@ func TestButaneLocalEveryVersion(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	spec := header + `- name: collect
+	spec := rendertest.SpecHeader + `- name: collect
   exec: [/bin/sh, /usr/local/lib/collect.sh]
   files:
   - {path: /usr/local/lib/collect.sh, local: collect.sh}
@@ -52,11 +53,11 @@ func TestButaneLocalEveryVersion(t *testing.T) {
 			if err != nil || len(rpt.Entries) > 0 {
 				t.Fatalf("butane --strict refuses it: %v\n%s\n%s", err, rpt, bu)
 			}
-			j, rpt, err := ignitionParsers[v.IgnitionVersion](ign)
+			j, rpt, err := rendertest.IgnitionParsers[v.IgnitionVersion](ign)
 			if err != nil || len(rpt.Entries) > 0 {
 				t.Fatalf("Ignition %s: %v\n%s\n%s", v.IgnitionVersion, err, rpt, ign)
 			}
-			var got ignStorage
+			var got rendertest.IgnitionStorage
 			if err := json.Unmarshal(j, &got); err != nil {
 				t.Fatal(err)
 			}
@@ -68,7 +69,7 @@ func TestButaneLocalEveryVersion(t *testing.T) {
 					t.Errorf("%s: no contents:\n%s", f.Path, bu)
 					continue
 				}
-				if b := decodeContents(t, *f.Contents.Source, f.Contents.Compression); !bytes.Equal(b, want[f.Path]) {
+				if b := rendertest.DecodeContents(t, *f.Contents.Source, f.Contents.Compression); !bytes.Equal(b, want[f.Path]) {
 					t.Errorf("%s: contents %q, want %q\n%s", f.Path, b, want[f.Path], bu)
 				}
 			}

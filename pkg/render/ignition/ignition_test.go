@@ -1,19 +1,12 @@
-package render_test
+package ignition_test
 
 import (
-	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
 
-	v30 "github.com/coreos/ignition/v2/config/v3_0"
-	v31 "github.com/coreos/ignition/v2/config/v3_1"
-	v32 "github.com/coreos/ignition/v2/config/v3_2"
-	v33 "github.com/coreos/ignition/v2/config/v3_3"
 	v34 "github.com/coreos/ignition/v2/config/v3_4"
-	v35 "github.com/coreos/ignition/v2/config/v3_5"
-	"github.com/coreos/vcontext/report"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/hostprov/hostprov/pkg/compile"
@@ -21,90 +14,6 @@ import (
 	"github.com/hostprov/hostprov/pkg/render/ignition"
 	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 )
-
-// ignitionParsers are Ignition's own parsers, one per spec version, each
-// returning the config's systemd section as JSON.
-var ignitionParsers = map[string]func([]byte) ([]byte, report.Report, error){
-	"3.0.0": parseWith(v30.Parse),
-	"3.1.0": parseWith(v31.Parse),
-	"3.2.0": parseWith(v32.Parse),
-	"3.3.0": parseWith(v33.Parse),
-	"3.4.0": parseWith(v34.Parse),
-	"3.5.0": parseWith(v35.Parse),
-}
-
-func parseWith[C any](parse func([]byte) (C, report.Report, error)) func([]byte) ([]byte, report.Report, error) {
-	return func(b []byte) ([]byte, report.Report, error) {
-		cfg, rpt, err := parse(b)
-		if err != nil {
-			return nil, rpt, err
-		}
-		j, err := json.Marshal(cfg)
-		return j, rpt, err
-	}
-}
-
-// ignSystemd is the part of an Ignition config hostprov writes, the same in
-// every spec version.
-type ignSystemd struct {
-	Ignition struct {
-		Version string `json:"version"`
-	} `json:"ignition"`
-	Systemd struct {
-		Units []ignUnit `json:"units"`
-	} `json:"systemd"`
-}
-
-type ignUnit struct {
-	Name     string      `json:"name"`
-	Enabled  *bool       `json:"enabled,omitempty"`
-	Mask     *bool       `json:"mask,omitempty"`
-	Contents *string     `json:"contents,omitempty"`
-	Dropins  []ignDropin `json:"dropins,omitempty"`
-}
-
-type ignDropin struct {
-	Name     string  `json:"name"`
-	Contents *string `json:"contents,omitempty"`
-}
-
-// parseIgnition parses an Ignition config with the parser of its version,
-// fails the test on any error or warning, and returns its units.
-func parseIgnition(t *testing.T, version string, ign []byte) ignSystemd {
-	t.Helper()
-	parse := ignitionParsers[version]
-	if parse == nil {
-		t.Fatalf("no parser for Ignition %s", version)
-	}
-	j, rpt, err := parse(ign)
-	if err != nil {
-		t.Fatalf("Ignition %s's parser refuses the config: %v\n%s\n%s", version, err, rpt, ign)
-	}
-	if len(rpt.Entries) > 0 {
-		t.Fatalf("Ignition %s's parser reports:\n%s", version, rpt)
-	}
-	var cfg ignSystemd
-	if err := json.Unmarshal(j, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Ignition.Version != version {
-		t.Fatalf("config has version %q, want %q", cfg.Ignition.Version, version)
-	}
-	return cfg
-}
-
-func (c ignSystemd) files() map[string]string {
-	files := map[string]string{}
-	for _, u := range c.Systemd.Units {
-		if u.Contents != nil {
-			files[u.Name] = *u.Contents
-		}
-		for _, d := range u.Dropins {
-			files[u.Name+".d/"+d.Name] = *d.Contents
-		}
-	}
-	return files
-}
 
 func TestIgnitionVersionsList(t *testing.T) {
 	want := []string{"3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0", "3.5.0"}
@@ -115,7 +24,7 @@ func TestIgnitionVersionsList(t *testing.T) {
 		t.Errorf("the default %s is not a supported version", ignition.DefaultVersion)
 	}
 	for _, v := range ignition.Versions() {
-		if ignitionParsers[v] == nil {
+		if rendertest.IgnitionParsers[v] == nil {
 			t.Errorf("the tests have no parser for Ignition %s", v)
 		}
 	}
@@ -138,7 +47,7 @@ func TestIgnitionEveryVersion(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					rendertest.CompareFiles(t, "ignition "+v, want, parseIgnition(t, v, ign).files())
+					rendertest.CompareFiles(t, "ignition "+v, want, rendertest.ParseIgnition(t, v, ign).Files())
 				}
 			})
 		}
@@ -253,7 +162,7 @@ hooks:
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg := parseIgnition(t, v, ign) // no warning
+		cfg := rendertest.ParseIgnition(t, v, ign) // no warning
 		got := map[string]string{}
 		for _, u := range cfg.Systemd.Units {
 			got[u.Name] = state(u.Enabled) + "," + state(u.Mask)
