@@ -24,6 +24,7 @@ import (
 	"github.com/hostprov/hostprov/pkg/render"
 	"github.com/hostprov/hostprov/pkg/render/butane"
 	"github.com/hostprov/hostprov/pkg/render/ignition"
+	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 )
 
 // kindsSpec has a file, a directory and a link, each at a path of its own.
@@ -367,7 +368,7 @@ func TestMergeClashesIgnitionApply(t *testing.T) {
 	if _, err := exec.LookPath("systemctl"); err != nil {
 		hosttools.Unavailable(t, "systemctl not found (Debian package systemd)")
 	}
-	m := newIgnitionMachine(t)
+	m := rendertest.NewIgnitionMachine(t)
 	ignitionMerge := func(t *testing.T, spec string, f render.MergeFile) []byte {
 		t.Helper()
 		r := buildText(t, "spec.yaml", spec)
@@ -399,11 +400,11 @@ func TestMergeClashesIgnitionApply(t *testing.T) {
 	t.Run("a link where the spec has a file", func(t *testing.T) {
 		f, _, _ := userEntry("link", "/etc/localtime", false)
 		cfg := ignitionMerge(t, kindsSpec, f)
-		inside, root, err := m.newRoot()
+		inside, root, err := m.NewRoot()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if log, err := m.apply(ctx, inside, cfg); err != nil {
+		if log, err := m.Apply(ctx, inside, cfg); err != nil {
 			t.Fatalf("%v\n%s", err, log)
 		}
 		target, err := os.Readlink(filepath.Join(root, "etc", "localtime"))
@@ -414,11 +415,11 @@ func TestMergeClashesIgnitionApply(t *testing.T) {
 	t.Run("a file above the spec's file", func(t *testing.T) {
 		f := render.MergeFile{Name: "mine.bu", Data: []byte("variant: fcos\nversion: 1.5.0\nstorage:\n  files:\n    - path: /etc/app\n      contents:\n        inline: x\n")}
 		cfg := ignitionMerge(t, underSpec, f)
-		inside, _, err := m.newRoot()
+		inside, _, err := m.NewRoot()
 		if err != nil {
 			t.Fatal(err)
 		}
-		log, err := m.apply(ctx, inside, cfg)
+		log, err := m.Apply(ctx, inside, cfg)
 		if err == nil {
 			t.Fatalf("Ignition applied a file under a file:\n%s", log)
 		}

@@ -414,14 +414,14 @@ func TestMergeIgnitionApply(t *testing.T) {
 	us := mergeSpec(t)
 	ign, diags, err := mergeIgnition(us, ignition.Options{}, []render.MergeFile{mergeFile(t, filepath.Join(mergeDir, "own.ign"))})
 	noDiags(t, "MergeIgnition", diags, err)
-	m := newIgnitionMachine(t)
+	m := rendertest.NewIgnitionMachine(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	inside, root, err := m.newRoot()
+	inside, root, err := m.NewRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if log, err := m.apply(ctx, inside, ign); err != nil {
+	if log, err := m.Apply(ctx, inside, ign); err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
 	want := map[string]struct {

@@ -247,7 +247,7 @@ func TestStorageCloudInitSchema(t *testing.T) {
 // disk, every file's bytes, mode and owner, every directory's mode and
 // owner, and every link.
 func TestStorageIgnitionApply(t *testing.T) {
-	m := newIgnitionMachine(t)
+	m := rendertest.NewIgnitionMachine(t)
 	for name, path := range storageGoldens(t) {
 		r := rendertest.BuildAll(t, path)
 		fetch := false
@@ -314,18 +314,18 @@ func withoutAccounts(r compile.Result) compile.Result {
 	return r
 }
 
-func checkIgnitionApplied(t *testing.T, m *ignitionMachine, r compile.Result) {
+func checkIgnitionApplied(t *testing.T, m *rendertest.IgnitionMachine, r compile.Result) {
 	ign, err := ignition.Render(r.Units, ignition.Options{Storage: r.Storage})
 	if err != nil {
 		t.Fatal(err)
 	}
-	inside, root, err := m.newRoot()
+	inside, root, err := m.NewRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if log, err := m.apply(ctx, inside, ign); err != nil {
+	if log, err := m.Apply(ctx, inside, ign); err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
 	owner := func(p string, fi os.FileInfo, user, group compile.Owner) {

@@ -1,4 +1,4 @@
-package render_test
+package ignition_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render/ignition"
+	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 )
 
 // rigSpec is a small spec as a user would give it for a first boot: a
@@ -53,12 +54,12 @@ func TestIgnitionInRig(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	m := newIgnitionMachine(t)
-	r := m.r
+	m := rendertest.NewIgnitionMachine(t)
+	r := m.Rig
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// Ignition's files stage installs into the machine's own root.
-	if out, err := m.apply(ctx, "/", ign); err != nil {
+	if out, err := m.Apply(ctx, "/", ign); err != nil {
 		t.Fatal(err)
 	} else if testing.Verbose() {
 		t.Logf("ignition-apply:\n%s", out)
@@ -68,7 +69,7 @@ func TestIgnitionInRig(t *testing.T) {
 	// systemd applies it, with the image's own presets. Here: the
 	// presets of Fedora CoreOS and RHCOS, then systemctl preset, inside
 	// the rig, for the units the spec enables or disables.
-	if err := writeFile(filepath.Join(r.Root, "etc", vendorPresetFile), []byte(vendorPreset), 0o644); err != nil {
+	if err := rendertest.WriteFile(filepath.Join(r.Root, "etc", rendertest.VendorPresetFile), []byte(rendertest.VendorPreset), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	presetArgs := []string{"systemctl", "preset"}

@@ -1,4 +1,4 @@
-package render_test
+package ignition_test
 
 import (
 	"context"
@@ -9,121 +9,18 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/hostprov/hostprov/internal/hosttools"
-	"github.com/hostprov/hostprov/internal/systemdtest"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render/ignition"
 	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 	"github.com/hostprov/hostprov/pkg/render/unitdir"
 	"github.com/hostprov/hostprov/pkg/units"
 )
-
-// Ignition's own apply tool is the consumer of the Ignition output: it is
-// the files stage of Ignition, the code that writes units on a machine's
-// first boot, run on a directory. `make tools` builds it into bin/tools.
-
-// ignitionApplyTool returns the path of Ignition's apply tool: bin/tools of
-// this repository, where `make tools` puts it, or ignition-apply on PATH.
-func ignitionApplyTool(t testing.TB) string {
-	t.Helper()
-	// Tests run in their package's directory, two below the repository.
-	p, err := filepath.Abs(filepath.Join("..", "..", "bin", "tools", "ignition-apply"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-		return p
-	}
-	if p, err := exec.LookPath("ignition-apply"); err == nil {
-		return p
-	}
-	hosttools.Unavailable(t, "ignition-apply not built: run make tools")
-	return ""
-}
-
-// ignitionMachine is a machine to run Ignition's apply tool on: a real
-// systemd (a rig), with the tool copied into its root. Ignition runs where
-// systemd runs, as on a first boot: it asks systemd's version over D-Bus
-// (/run/systemd/private) whenever a preset names a template or an instance,
-// and fails without it.
-type ignitionMachine struct {
-	r    *systemdtest.Rig
-	tool string // the tool's path inside the rig
-	seq  atomic.Int64
-}
-
-// newIgnitionMachine boots a rig and puts Ignition's apply tool in it.
-func newIgnitionMachine(t testing.TB) *ignitionMachine {
-	t.Helper()
-	tool := ignitionApplyTool(t)
-	r := systemdtest.Start(t)
-	m := &ignitionMachine{r: r, tool: "/var/lib/hostprov-tools/ignition-apply"}
-	if err := r.Install(tool, m.tool); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := r.Run(context.Background(), m.tool, "--version"); err != nil {
-		t.Fatal(err)
-	} else {
-		t.Logf("%s", strings.TrimSpace(out))
-	}
-	return m
-}
-
-// writeFile writes a file, making its directory.
-func writeFile(path string, data []byte, mode fs.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(path, data, mode)
-}
-
-// newRoot makes an empty directory in the machine and returns its path
-// inside the machine and on the host.
-func (m *ignitionMachine) newRoot() (inside, host string, err error) {
-	inside = fmt.Sprintf("/var/tmp/ignition-root-%d", m.seq.Add(1))
-	host = filepath.Join(m.r.Root, inside)
-	return inside, host, os.Mkdir(host, 0o755)
-}
-
-// apply applies an Ignition config to root (a path inside the machine)
-// with Ignition's apply tool, offline, and returns what it logged. The tool
-// refuses to run unless it believes it is in a container, which the
-// environment variable container tells it.
-func (m *ignitionMachine) apply(ctx context.Context, root string, config []byte) (string, error) {
-	cfg := fmt.Sprintf("/var/tmp/config-%d.ign", m.seq.Add(1))
-	if err := os.WriteFile(filepath.Join(m.r.Root, cfg), config, 0o600); err != nil {
-		return "", err
-	}
-	out, err := m.r.Run(ctx, "env", "container=hostprov-test", m.tool, "--root", root, "--offline", cfg)
-	if err != nil {
-		return out, fmt.Errorf("ignition-apply --root %s --offline: %w\n%s", root, err, out)
-	}
-	return out, nil
-}
-
-// vendorPreset is the preset policy of the images Ignition is made for:
-// Fedora CoreOS and RHCOS ship "disable *" (Fedora's
-// 99-default-disable.preset), so that a unit is enabled on the first boot
-// only when a preset says so, as Ignition's 20-ignition.preset does for
-// enabled: true. The tests give it to the roots they apply presets in.
-//
-// Without it, systemd enables every unit no preset names. That makes the
-// checks toothless (a unit would be enabled even if the config did not say
-// enabled: true), and it is why enabled: false cannot hold on such an
-// image: Ignition writes "disable NAME" only for a unit that is enabled
-// already when it runs, and a unit it has just written is not, so the first
-// boot's preset enables it.
-const vendorPreset = "disable *\n"
-
-// vendorPresetFile is where a root's image would have vendorPreset,
-// relative to the root's /usr/lib (the image) or /etc.
-const vendorPresetFile = "systemd/system-preset/99-default-disable.preset"
 
 // systemctlRoot runs systemctl --root=root with the arguments, offline.
 func systemctlRoot(ctx context.Context, root string, args ...string) error {
@@ -238,7 +135,7 @@ func enableLinks(t *testing.T, u compile.Unit) []string {
 //     and no fewer;
 //   - masks are links to /dev/null;
 //   - after `systemctl --root preset-all` with the image presets of
-//     Fedora CoreOS (vendorPreset; Ignition only writes a preset file,
+//     Fedora CoreOS (rendertest.VendorPreset; Ignition only writes a preset file,
 //     systemd makes the links on the first boot), every enabled unit with
 //     WantedBy= or RequiredBy= has its link, no unit with enabled: false
 //     has any, and the whole set of links is exactly what `systemctl
@@ -249,7 +146,7 @@ func TestIgnitionApplyGoldens(t *testing.T) {
 	if _, err := exec.LookPath("systemctl"); err != nil {
 		hosttools.Unavailable(t, "systemctl not found (Debian package systemd)")
 	}
-	m := newIgnitionMachine(t)
+	m := rendertest.NewIgnitionMachine(t)
 	for name, path := range rendertest.GoldenSpecs(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -284,11 +181,11 @@ func TestIgnitionApplyGoldens(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					inside, root, err := m.newRoot()
+					inside, root, err := m.NewRoot()
 					if err != nil {
 						t.Fatal(err)
 					}
-					log, err := m.apply(ctx, inside, ign)
+					log, err := m.Apply(ctx, inside, ign)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -366,7 +263,7 @@ func checkApplied(t *testing.T, us []compile.Unit, root string, want unitTree, i
 
 	// First boot: systemd applies the presets, Ignition's and the image's.
 	// systemctl does it offline.
-	if err := writeFile(filepath.Join(root, "usr", "lib", vendorPresetFile), []byte(vendorPreset), 0o644); err != nil {
+	if err := rendertest.WriteFile(filepath.Join(root, "usr", "lib", rendertest.VendorPresetFile), []byte(rendertest.VendorPreset), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := systemctlRoot(ctx, root, "preset-all"); err != nil {
