@@ -117,7 +117,7 @@ func (o Options) Resolve() (Options, error) {
 			return o, nil
 		}
 		return o, &render.OptionError{Option: "butane-version",
-			Msg: fmt.Sprintf("Butane %s has no version %q: use %s", o.Variant, o.Version, butaneMapping(ofVariant))}
+			Msg: fmt.Sprintf("Butane %s has no version %q: use %s", o.Variant, o.Version, versionList(ofVariant))}
 	default:
 		want := o.IgnitionVersion
 		if want == "" {
@@ -128,7 +128,7 @@ func (o Options) Resolve() (Options, error) {
 			return o, nil
 		}
 		return o, &render.OptionError{Option: "ignition-version",
-			Msg: fmt.Sprintf("no Butane %s version translates to Ignition %s: use %s", o.Variant, want, butaneMapping(ofVariant))}
+			Msg: fmt.Sprintf("no Butane %s version translates to Ignition %s: use %s", o.Variant, want, versionList(ofVariant))}
 	}
 }
 
@@ -143,9 +143,9 @@ func newestFor(ofVariant []Version, ignition string) (Version, bool) {
 	return Version{}, false
 }
 
-// butaneMapping lists a variant's versions for an error message:
+// versionList lists a variant's versions for an error message:
 // "1.0.0 (Ignition 3.3.0) or 1.1.0 (Ignition 3.4.0)".
-func butaneMapping(vs []Version) string {
+func versionList(vs []Version) string {
 	parts := make([]string, len(vs))
 	for i, v := range vs {
 		parts[i] = fmt.Sprintf("%s (Ignition %s)", v.Version, v.IgnitionVersion)
@@ -177,11 +177,11 @@ func Render(us []compile.Unit, opts Options) ([]byte, error) {
 	if _, err := ignconfig.Storage(opts.Storage, opts.IgnitionVersion); err != nil {
 		return nil, err
 	}
-	st, err := butaneStorage(opts.Storage, opts.IgnitionVersion)
+	st, err := storageYAML(opts.Storage, opts.IgnitionVersion)
 	if err != nil {
 		return nil, err
 	}
-	if pw := butanePasswd(opts.Storage); pw != nil {
+	if pw := passwdYAML(opts.Storage); pw != nil {
 		yamlnode.Pairs(doc, "passwd", pw)
 	}
 	if st != nil {

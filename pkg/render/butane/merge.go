@@ -40,7 +40,7 @@ import (
 //   - a file, directory or link at a path hostprov writes too must be the
 //     same entry (ignconfig.CheckStorageClashes, the rule of ignition.Merge), and is
 //     then written once; so must one at a path of an earlier file, and a
-//     tree's may be at no such path (checkButaneStorage).
+//     tree's may be at no such path (checkMergedStorage).
 //   - the merged config reads its local: files from one directory, the
 //     spec's when the spec has local: files, else that of the first file
 //     that has: a file with local: files elsewhere is refused. A user or group hostprov makes too is one entry,
@@ -84,7 +84,7 @@ func Merge(own []byte, us []compile.Unit, opts Options, files []render.MergeFile
 	dirOf := "the spec's directory, which its own local: files are read from"
 	var diags hooks.Diagnostics
 	for _, f := range files {
-		froot, user, bad := butaneOfFile(f, opts)
+		froot, user, bad := configOfFile(f, opts)
 		if bad != nil {
 			diags = append(diags, *bad)
 			continue
@@ -110,7 +110,7 @@ func Merge(own []byte, us []compile.Unit, opts Options, files []render.MergeFile
 			}
 			clashes = append(clashes, d...)
 		}
-		d, err = checkButaneStorage(seen, cfg, f, opts.Storage, us)
+		d, err = checkMergedStorage(seen, cfg, f, opts.Storage, us)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -134,7 +134,7 @@ func Merge(own []byte, us []compile.Unit, opts Options, files []render.MergeFile
 			continue
 		}
 		liftTopComments(froot, user)
-		diags = append(diags, mergeButaneDoc(doc, user, f)...)
+		diags = append(diags, mergeDoc(doc, user, f)...)
 	}
 	diags.Sort()
 	if diags.HasErrors(false) {
@@ -151,11 +151,11 @@ func Merge(own []byte, us []compile.Unit, opts Options, files []render.MergeFile
 	return out, diags, nil
 }
 
-// butaneOfFile reads f as a Butane config that can be merged into the
+// configOfFile reads f as a Butane config that can be merged into the
 // output of opts: YAML, a mapping with variant: and version:, of the
 // output's variant and no newer than its version. It returns the
 // document and its mapping, or the diagnostic that says why not.
-func butaneOfFile(f render.MergeFile, opts Options) (*yaml.Node, *yaml.Node, *hooks.Diagnostic) {
+func configOfFile(f render.MergeFile, opts Options) (*yaml.Node, *yaml.Node, *hooks.Diagnostic) {
 	fail := func(pos hooks.Position, msg, hint string) (*yaml.Node, *yaml.Node, *hooks.Diagnostic) {
 		return nil, nil, &hooks.Diagnostic{Severity: hooks.Error, Pos: pos, Message: msg, Hint: hint}
 	}
@@ -242,9 +242,9 @@ func translateMerged(out []byte, filesDir string, files []render.MergeFile) *hoo
 	return nil
 }
 
-// mergeButaneDoc merges a user's Butane document into hostprov's by the
+// mergeDoc merges a user's Butane document into hostprov's by the
 // rule of Merge; the units are checked already.
-func mergeButaneDoc(doc, user *yaml.Node, f render.MergeFile) hooks.Diagnostics {
+func mergeDoc(doc, user *yaml.Node, f render.MergeFile) hooks.Diagnostics {
 	var diags hooks.Diagnostics
 	rest := &yaml.Node{Kind: yaml.MappingNode}
 	for i := 0; i+1 < len(user.Content); i += 2 {
@@ -254,7 +254,7 @@ func mergeButaneDoc(doc, user *yaml.Node, f render.MergeFile) hooks.Diagnostics 
 			continue
 		case "systemd":
 			if v.Kind == yaml.MappingNode {
-				mergeButaneSystemd(doc, k, v)
+				mergeSystemd(doc, k, v)
 				continue
 			}
 		case "storage":
@@ -275,8 +275,8 @@ func mergeButaneDoc(doc, user *yaml.Node, f render.MergeFile) hooks.Diagnostics 
 	return append(diags, usermerge.MergeYAML(doc, rest, f.Name, "")...)
 }
 
-// mergeButaneSystemd merges the user's systemd: mapping into hostprov's.
-func mergeButaneSystemd(doc, key, user *yaml.Node) {
+// mergeSystemd merges the user's systemd: mapping into hostprov's.
+func mergeSystemd(doc, key, user *yaml.Node) {
 	own := usermerge.YAMLAt(doc, "systemd")
 	if own == nil {
 		doc.Content = append(doc.Content, key, user)
@@ -301,13 +301,13 @@ func mergeButaneSystemd(doc, key, user *yaml.Node) {
 				ownUnits.Content = append(ownUnits.Content, uu)
 				continue
 			}
-			ownUnits.Content[j] = mergeButaneUnit(ownUnits.Content[j], uu)
+			ownUnits.Content[j] = mergeUnit(ownUnits.Content[j], uu)
 		}
 	}
 }
 
-// mergeButaneUnit is the user's unit entry with what only hostprov's sets.
-func mergeButaneUnit(own, user *yaml.Node) *yaml.Node {
+// mergeUnit is the user's unit entry with what only hostprov's sets.
+func mergeUnit(own, user *yaml.Node) *yaml.Node {
 	has := func(n *yaml.Node, prefix string) bool {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			if strings.HasPrefix(n.Content[i].Value, prefix) {
@@ -427,7 +427,7 @@ func prunedEntry(e map[string]any) []byte {
 	return b
 }
 
-// checkButaneStorage checks the storage of a user's file (cfg, its
+// checkMergedStorage checks the storage of a user's file (cfg, its
 // Ignition config) where the Butane output needs more than the Ignition
 // output's check against hostprov's config (ignconfig.CheckStorageClashes), and
 // adds the file's entries to seen, the paths of the merged config so far.
@@ -439,7 +439,7 @@ func prunedEntry(e map[string]any) []byte {
 //   - an entry of a tree (storage.trees) must be at a path nothing else
 //     has: Butane refuses a tree's file or link where its config has one,
 //     even the same.
-func checkButaneStorage(seen map[string]storageSource, cfg any, f render.MergeFile, st compile.Storage, us []compile.Unit) (hooks.Diagnostics, error) {
+func checkMergedStorage(seen map[string]storageSource, cfg any, f render.MergeFile, st compile.Storage, us []compile.Unit) (hooks.Diagnostics, error) {
 	b, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, err

@@ -8,9 +8,9 @@ import (
 	"github.com/hostprov/hostprov/pkg/render/internal/usermerge"
 )
 
-// butanePasswd is passwd: of the Butane output; nil when there is
+// passwdYAML is passwd: of the Butane output; nil when there is
 // nothing. Butane translates it to the Ignition output's passwd.
-func butanePasswd(st compile.Storage) *yaml.Node {
+func passwdYAML(st compile.Storage) *yaml.Node {
 	if !st.HasAccounts() {
 		return nil
 	}

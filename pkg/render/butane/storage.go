@@ -12,15 +12,15 @@ import (
 	"github.com/hostprov/hostprov/pkg/compile"
 )
 
-// butaneOwner is a node's user or group in Butane: {id: N} or {name: x}.
-func butaneOwner(o compile.Owner) *yaml.Node {
+// owner is a node's user or group in Butane: {id: N} or {name: x}.
+func owner(o compile.Owner) *yaml.Node {
 	if o.ID != nil {
 		return yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "id", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(*o.ID)})
 	}
 	return yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlnode.Str(o.Name))
 }
 
-// butaneStorage is storage: of the Butane output; nil when there is
+// storageYAML is storage: of the Butane output; nil when there is
 // nothing. Contents are written as Butane users write them: inline text as
 // contents.inline, a local file as contents.local (relative to the spec's
 // directory, which is butane's --files-dir), a download as contents.source
@@ -29,7 +29,7 @@ func butaneOwner(o compile.Owner) *yaml.Node {
 // contents.local, which Butane only warns about there and leaves the file
 // empty: for ignition 3.0.0 a local file's bytes are carried in the config
 // itself, as inline text, or as a base64 data URL when they are not UTF-8.
-func butaneStorage(st compile.Storage, ignitionVersion string) (*yaml.Node, error) {
+func storageYAML(st compile.Storage, ignitionVersion string) (*yaml.Node, error) {
 	hasLocal := ignitionVersion != "3.0.0"
 	if !st.HasPaths() {
 		return nil, nil
@@ -39,7 +39,7 @@ func butaneStorage(st compile.Storage, ignitionVersion string) (*yaml.Node, erro
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, d := range st.Directories {
 			e := yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "path", yamlnode.Str(d.Path), "mode", yamlnode.Mode(d.Mode))
-			butaneOwners(e, d.User, d.Group)
+			owners(e, d.User, d.Group)
 			seq.Content = append(seq.Content, e)
 		}
 		yamlnode.Pairs(n, "directories", seq)
@@ -48,7 +48,7 @@ func butaneStorage(st compile.Storage, ignitionVersion string) (*yaml.Node, erro
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, f := range st.Files {
 			e := yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "path", yamlnode.Str(f.Path), "mode", yamlnode.Mode(f.Mode))
-			butaneOwners(e, f.User, f.Group)
+			owners(e, f.User, f.Group)
 			if f.Overwrite {
 				yamlnode.Pairs(e, "overwrite", yamlnode.Bool(true))
 			}
@@ -80,7 +80,7 @@ func butaneStorage(st compile.Storage, ignitionVersion string) (*yaml.Node, erro
 			if l.Hard {
 				yamlnode.Pairs(e, "hard", yamlnode.Bool(true))
 			}
-			butaneOwners(e, l.User, l.Group)
+			owners(e, l.User, l.Group)
 			if l.Overwrite {
 				yamlnode.Pairs(e, "overwrite", yamlnode.Bool(true))
 			}
@@ -91,11 +91,11 @@ func butaneStorage(st compile.Storage, ignitionVersion string) (*yaml.Node, erro
 	return n, nil
 }
 
-func butaneOwners(e *yaml.Node, user, group compile.Owner) {
+func owners(e *yaml.Node, user, group compile.Owner) {
 	if !user.IsZero() {
-		yamlnode.Pairs(e, "user", butaneOwner(user))
+		yamlnode.Pairs(e, "user", owner(user))
 	}
 	if !group.IsZero() {
-		yamlnode.Pairs(e, "group", butaneOwner(group))
+		yamlnode.Pairs(e, "group", owner(group))
 	}
 }

@@ -59,10 +59,10 @@ func Render(us []compile.Unit, opts Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return writeIgnition(opts.Version, ius, ignconfig.Passwd(opts.Storage), st, opts.Pretty)
+	return writeConfig(opts.Version, ius, ignconfig.Passwd(opts.Storage), st, opts.Pretty)
 }
 
-// writeIgnition writes the config of version with the units, compact or
+// writeConfig writes the config of version with the units, compact or
 // indented, ending with a newline: the JSON of an Ignition config as
 // Ignition's own types of every spec version marshal it once the empty
 // objects and lists and the nulls are pruned (as Butane's output has
@@ -84,12 +84,12 @@ func Render(us []compile.Unit, opts Options) ([]byte, error) {
 // indented config is the compact one run through json.Indent, which is
 // what the encoder does with SetIndent (TestIgnitionDirect holds both to
 // every version's own types).
-func writeIgnition(version string, us []ignconfig.Unit, pw *ignconfig.PasswdJSON, st *ignconfig.StorageJSON, pretty bool) ([]byte, error) {
+func writeConfig(version string, us []ignconfig.Unit, pw *ignconfig.PasswdJSON, st *ignconfig.StorageJSON, pretty bool) ([]byte, error) {
 	size := 64
 	for _, u := range us {
-		size += ignitionUnitSize(u.Name, u.Contents)
+		size += unitSize(u.Name, u.Contents)
 		for _, d := range u.Dropins {
-			size += ignitionUnitSize(d.Name, d.Contents)
+			size += unitSize(d.Name, d.Contents)
 		}
 	}
 	b := make([]byte, 0, size)
@@ -115,7 +115,7 @@ func writeIgnition(version string, us []ignconfig.Unit, pw *ignconfig.PasswdJSON
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendIgnitionUnit(b, u)
+			b = appendUnit(b, u)
 		}
 		b = append(b, "]}"...)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/hostprov/hostprov/pkg/render/internal/ignconfig"
 )
 
-// TestIgnitionDirect checks that writeIgnition gives, for every spec
+// TestIgnitionDirect checks that writeConfig gives, for every spec
 // version, compact and indented, the bytes of that version's own Config
 // marshalled and pruned of empty objects, lists and nulls (marshalPruned,
 // how Ignition wrote its configs before), on odd units and on the units
@@ -72,7 +72,7 @@ func TestIgnitionDirect(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, err := writeIgnition(spec.Version, us, nil, nil, pretty)
+				got, err := writeConfig(spec.Version, us, nil, nil, pretty)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -85,7 +85,7 @@ func TestIgnitionDirect(t *testing.T) {
 	t.Logf("%d unit sets, %d of them from specs", len(sets), built)
 }
 
-// marshalPruned is how Ignition wrote a config before writeIgnition, and
+// marshalPruned is how Ignition wrote a config before writeConfig, and
 // what TestIgnitionDirect holds it to. It marshals v as JSON without the
 // empty objects and lists that encoding/json keeps for struct fields ("storage": {}), and without the
 // nulls of pointer fields that have no omitempty (3.0.0's

@@ -8,17 +8,17 @@ import (
 	"github.com/hostprov/hostprov/pkg/render/internal/ignconfig"
 )
 
-// ignitionUnitSize is about the size of a unit's or drop-in's object in
+// unitSize is about the size of a unit's or drop-in's object in
 // the JSON: its fields' names and punctuation, its name, and its contents
 // with an allowance for escapes (a line break is two bytes, "\n").
-func ignitionUnitSize(name string, contents []byte) int {
+func unitSize(name string, contents []byte) int {
 	return 64 + len(name) + len(contents) + len(contents)/16
 }
 
-// appendIgnitionUnit appends a unit's object, its keys in the sorted order
+// appendUnit appends a unit's object, its keys in the sorted order
 // encoding/json gives ignitionUnitJSON's fields, the empty ones left out
 // as omitempty leaves them out.
-func appendIgnitionUnit(b []byte, u ignconfig.Unit) []byte {
+func appendUnit(b []byte, u ignconfig.Unit) []byte {
 	b = append(b, '{')
 	if u.Contents != nil {
 		b = append(b, `"contents":`...)
@@ -64,7 +64,7 @@ func appendJSONBool(b []byte, v bool) []byte {
 }
 
 // appendJSON appends v as encoding/json writes it without escaping HTML
-// (as writeIgnition always wrote the config), without the encoder's
+// (as writeConfig always wrote the config), without the encoder's
 // trailing newline.
 func appendJSON(b []byte, v any) ([]byte, error) {
 	var buf bytes.Buffer
