@@ -55,7 +55,7 @@ func TestAccountsDisagree(t *testing.T) {
 
 // A kops hook cannot create accounts: each is refused at its entry.
 func TestAccountsKopsRefused(t *testing.T) {
-	r := rendertest.BuildAll(t, filepath.Join(storageDir, "accounts.yaml"))
+	r := rendertest.BuildAll(t, filepath.Join(rendertest.StorageDir(), "accounts.yaml"))
 	_, err := kopshooks.Render(r.Units, kopshooks.Options{Storage: r.Storage})
 	var ke *kopshooks.Error
 	if !errors.As(err, &ke) || !errors.Is(err, kopshooks.ErrAccounts) {
