@@ -8,4 +8,5 @@ type OptionError struct {
 	Msg    string
 }
 
+// Error is Msg, which says what was asked for and what can be.
 func (e *OptionError) Error() string { return e.Msg }

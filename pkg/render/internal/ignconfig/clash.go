@@ -25,11 +25,14 @@ type NeutralUnit struct {
 	Dropins  []NeutralDropin `json:"dropins"`
 }
 
+// NeutralDropin is a drop-in of a NeutralUnit.
 type NeutralDropin struct {
 	Name     string  `json:"name"`
 	Contents *string `json:"contents"`
 }
 
+// NeutralUnits are the units of cfg, an Ignition config of any spec
+// version as its own types hold it.
 func NeutralUnits(cfg any) ([]NeutralUnit, error) {
 	b, err := json.Marshal(cfg)
 	if err != nil {

@@ -24,6 +24,7 @@ type Unit struct {
 	Dropins  []Dropin
 }
 
+// Dropin is what Ignition is told about one drop-in of a Unit.
 type Dropin struct {
 	Name     string
 	Contents []byte // never nil: a drop-in always has contents, if empty

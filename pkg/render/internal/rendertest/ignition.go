@@ -51,6 +51,7 @@ type IgnitionSystemd struct {
 	} `json:"systemd"`
 }
 
+// IgnitionUnit is a unit of an IgnitionSystemd.
 type IgnitionUnit struct {
 	Name     string           `json:"name"`
 	Enabled  *bool            `json:"enabled,omitempty"`
@@ -59,6 +60,7 @@ type IgnitionUnit struct {
 	Dropins  []IgnitionDropin `json:"dropins,omitempty"`
 }
 
+// IgnitionDropin is a drop-in of an IgnitionUnit.
 type IgnitionDropin struct {
 	Name     string  `json:"name"`
 	Contents *string `json:"contents,omitempty"`
