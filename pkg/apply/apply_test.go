@@ -121,6 +121,20 @@ func TestChangeOnlyInstall(t *testing.T) {
 	}
 }
 
+// TestChangeOnlyInstallWithDropin: a unit's drop-in does not hide a change
+// of its [Install]: the unit is enabled again, not restarted.
+func TestChangeOnlyInstallWithDropin(t *testing.T) {
+	n := newNode(t)
+	withDropin := strings.Replace(twoHooks, "[/bin/echo, hello]\n", "[/bin/echo, hello]\n  dropins:\n  - name: 10-x.conf\n    contents: \"[Service]\\nEnvironment=A=1\\n\"\n", 1)
+	n.mustApply(withDropin)
+	changed := strings.Replace(withDropin, "[/bin/echo, hello]\n", "[/bin/echo, hello]\n  wantedBy: [graphical.target]\n", 1)
+	res, calls := n.mustApply(changed)
+	checkCalls(t, calls, "disable hello.service", "enable hello.service", "reload")
+	if c := res.Counts; c.Writes != 1 || c.Restarts != 0 || c.Starts != 0 {
+		t.Errorf("counts %+v", c)
+	}
+}
+
 func TestCommentOnlyChangeWritesWithoutRestart(t *testing.T) {
 	n := newNode(t)
 	raw := "- name: r.service\n  useRawName: true\n  useRawManifest: true\n  manifest: |\n    [Service]\n    ExecStart=/bin/true\n    [Install]\n    WantedBy=multi-user.target\n"
