@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/hostprov/hostprov/internal/golden"
 	"github.com/hostprov/hostprov/pkg/apply"
 	"github.com/hostprov/hostprov/pkg/apply/applytest"
@@ -128,3 +129,18 @@ func noPrune(o *apply.Options) { o.NoPrune = true }
 func join(s []string) string { return strings.Join(s, "; ") }
 
 func loadStateFile(path string) (*apply.State, error) { return apply.LoadState(path) }
+
+const twoHooks = `
+- name: hello
+  exec: [/bin/echo, hello]
+- name: prep
+  type: oneshot
+  exec: [/bin/true]
+`
+
+func checkCalls(t *testing.T, got []string, want ...string) {
+	t.Helper()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("systemd calls (-want +got):\n%s", diff)
+	}
+}

@@ -1,7 +1,6 @@
 package apply_test
 
 import (
-	"context"
 	"net"
 	"os"
 	"path/filepath"
@@ -10,8 +9,32 @@ import (
 	"testing"
 
 	"github.com/hostprov/hostprov/pkg/apply"
-	"github.com/hostprov/hostprov/pkg/compile"
 )
+
+// TestUnitDirSymlinked: a unit directory that is a symbolic link is not
+// followed silently: plan and apply refuse it and name its target, so
+// that a user who means it can give that.
+func TestUnitDirSymlinked(t *testing.T) {
+	n := newNode(t)
+	unitDir := n.unitPath("")
+	real := filepath.Join(n.root, "real-units")
+	if err := os.Rename(unitDir, real); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, unitDir); err != nil {
+		t.Fatal(err)
+	}
+	us, names := spec(t, "- name: a\n  exec: [/bin/true]\n")
+	opts := n.opts
+	opts.HookNames = names
+	_, err := apply.NewPlan(t.Context(), us, n.state(), opts)
+	if err == nil || !strings.Contains(err.Error(), "symbolic link to "+real) || !strings.Contains(err.Error(), "--unit-dir "+real) {
+		t.Errorf("plan over a symlinked unit dir: %v; want a refusal naming its target", err)
+	}
+	if ents, _ := os.ReadDir(real); len(ents) != 0 {
+		t.Errorf("written into the link's target: %v", ents)
+	}
+}
 
 // dropin is a hook of a unit with one drop-in.
 const dropin = "- name: a\n  exec: [/bin/true]\n  dropins:\n  - name: 10-x.conf\n    contents: \"[Service]\\nEnvironment=X=1\\n\"\n"
@@ -32,6 +55,7 @@ func TestSymlinkAttacks(t *testing.T) {
 
 	t.Run("names that leave the unit directory", namesLeavingUnitDir)
 }
+
 func symlinkedDropinDir(t *testing.T) {
 	n := newNode(t)
 	outside := t.TempDir()
@@ -139,34 +163,5 @@ func namesLeavingUnitDir(t *testing.T) {
 		if err == nil {
 			t.Errorf("state with unit %q accepted: %+v", bad, st)
 		}
-	}
-}
-
-// TestNamesThatLeaveTheUnitDir checks the plan's own refusal of names that
-// render refuses already: defence in depth.
-func TestNamesThatLeaveTheUnitDir(t *testing.T) {
-	n := newNode(t)
-	for _, u := range []compile.Unit{
-		{Name: "../x.service", Contents: []byte("[Service]\n")},
-		{Name: "a/b.service", Contents: []byte("[Service]\n")},
-		{Name: "/etc/passwd", Contents: []byte("[Service]\n")},
-		{Name: "a\x00.service", Contents: []byte("[Service]\n")},
-		{Name: "a.service", Dropins: []compile.Dropin{{Name: "/etc/x.conf", Contents: []byte("[Service]\n")}}},
-		{Name: "a.service", Dropins: []compile.Dropin{{Name: "../../x.conf", Contents: []byte("[Service]\n")}}},
-		{Name: "a.service", Dropins: []compile.Dropin{{Name: "..", Contents: []byte("[Service]\n")}}},
-	} {
-		if _, err := apply.NewPlan(context.Background(), []compile.Unit{u}, n.state(), n.opts); err == nil {
-			t.Errorf("NewPlan accepted %q with drop-ins %v", u.Name, u.Dropins)
-		}
-	}
-}
-
-// TestMaskOverAForeignFile is a conflict: systemd would refuse the mask.
-func TestMaskOverAForeignFile(t *testing.T) {
-	n := newNode(t)
-	os.WriteFile(n.unitPath("x.service"), []byte("[Service]\nExecStart=/bin/true\n"), 0o644)
-	p := n.plan("- name: x.service\n  mask: true\n")
-	if len(p.Conflicts) != 1 || !strings.Contains(p.Conflicts[0].Message, "cannot mask") {
-		t.Errorf("conflicts: %v", p.Conflicts)
 	}
 }

@@ -340,3 +340,74 @@ func keys(m map[string]string) []string {
 	sort.Strings(ks)
 	return ks
 }
+
+func TestFirstApply(t *testing.T) {
+	n := newNode(t)
+	p := n.plan(twoHooks)
+	if got, want := p.Summary(), "Plan: 2 to add, 0 to change, 0 to remove."; got != want {
+		t.Errorf("summary %q, want %q", got, want)
+	}
+	res, calls := n.mustApply(twoHooks)
+	checkCalls(t, calls, "enable hello.service prep.service", "reload", "start hello.service", "start prep.service")
+	if c := res.Counts; c.Writes != 2 || c.Reloads != 1 || c.Enables != 2 || c.Starts != 2 {
+		t.Errorf("counts %+v", c)
+	}
+	if !strings.Contains(n.read("hello.service"), "ExecStart=/bin/echo hello") {
+		t.Errorf("hello.service:\n%s", n.read("hello.service"))
+	}
+	fi, err := os.Stat(n.unitPath("hello.service"))
+	if err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("hello.service mode: %v %v", fi.Mode(), err)
+	}
+	st := n.state()
+	if len(st.Units) != 2 || st.Units[0].Name != "hello.service" || st.Units[0].Hook != "hello" || st.Units[0].Incomplete {
+		t.Fatalf("state: %+v", st.Units)
+	}
+	if f := st.Units[0].Files; len(f) != 1 || f[0].Path != "hello.service" || len(f[0].SHA256) != 64 || f[0].Next != "" {
+		t.Errorf("state files: %+v", f)
+	}
+	sfi, err := os.Stat(apply.StatePath(n.opts.StateDirPath()))
+	if err != nil || sfi.Mode().Perm() != 0o600 {
+		t.Errorf("state file mode: %v %v", sfi.Mode(), err)
+	}
+}
+
+func TestReapplyDoesNothing(t *testing.T) {
+	n := newNode(t)
+	n.mustApply(twoHooks)
+	p := n.plan(twoHooks)
+	if p.HasChanges() || p.Summary() != "No changes." || len(p.Actions) != 0 {
+		t.Errorf("re-plan: %s, actions %v", p.Summary(), p.Actions)
+	}
+	res, calls := n.mustApply(twoHooks)
+	checkCalls(t, calls)
+	if c := res.Counts; c.Writes != 0 || c.Reloads != 0 || c.Restarts != 0 || c.Unchanged != 2 || c.StateSaves != 0 {
+		t.Errorf("counts %+v", c)
+	}
+}
+
+// TestStateTempFilesSwept: a kill while the state was saved leaves its
+// temporary file in the state directory; the next apply removes it, and
+// nothing else of the directory.
+func TestStateTempFilesSwept(t *testing.T) {
+	n := newNode(t)
+	n.mustApply("- name: a\n  exec: [/bin/true]\n")
+	dir := n.opts.StateDirPath()
+	for _, name := range []string{".state.json.tmp-1234567890", "keep.tmp-1", ".other.json.tmp-1"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("{"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.mustApply("- name: a\n  exec: [/bin/true]\n")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if got := strings.Join(names, " "); got != ".other.json.tmp-1 keep.tmp-1 state.json" {
+		t.Errorf("state directory after the apply: %s", got)
+	}
+}

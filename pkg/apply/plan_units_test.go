@@ -2,82 +2,13 @@ package apply_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
-	"fmt"
 	"os"
-	"path/filepath"
-	"sort"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
-	"github.com/hostprov/hostprov/internal/golden"
 	"github.com/hostprov/hostprov/pkg/apply"
-	"github.com/hostprov/hostprov/pkg/apply/applytest"
 )
-
-const twoHooks = `
-- name: hello
-  exec: [/bin/echo, hello]
-- name: prep
-  type: oneshot
-  exec: [/bin/true]
-`
-
-func checkCalls(t *testing.T, got []string, want ...string) {
-	t.Helper()
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("systemd calls (-want +got):\n%s", diff)
-	}
-}
-
-func TestFirstApply(t *testing.T) {
-	n := newNode(t)
-	p := n.plan(twoHooks)
-	if got, want := p.Summary(), "Plan: 2 to add, 0 to change, 0 to remove."; got != want {
-		t.Errorf("summary %q, want %q", got, want)
-	}
-	res, calls := n.mustApply(twoHooks)
-	checkCalls(t, calls, "enable hello.service prep.service", "reload", "start hello.service", "start prep.service")
-	if c := res.Counts; c.Writes != 2 || c.Reloads != 1 || c.Enables != 2 || c.Starts != 2 {
-		t.Errorf("counts %+v", c)
-	}
-	if !strings.Contains(n.read("hello.service"), "ExecStart=/bin/echo hello") {
-		t.Errorf("hello.service:\n%s", n.read("hello.service"))
-	}
-	fi, err := os.Stat(n.unitPath("hello.service"))
-	if err != nil || fi.Mode().Perm() != 0o644 {
-		t.Errorf("hello.service mode: %v %v", fi.Mode(), err)
-	}
-	st := n.state()
-	if len(st.Units) != 2 || st.Units[0].Name != "hello.service" || st.Units[0].Hook != "hello" || st.Units[0].Incomplete {
-		t.Fatalf("state: %+v", st.Units)
-	}
-	if f := st.Units[0].Files; len(f) != 1 || f[0].Path != "hello.service" || len(f[0].SHA256) != 64 || f[0].Next != "" {
-		t.Errorf("state files: %+v", f)
-	}
-	sfi, err := os.Stat(apply.StatePath(n.opts.StateDirPath()))
-	if err != nil || sfi.Mode().Perm() != 0o600 {
-		t.Errorf("state file mode: %v %v", sfi.Mode(), err)
-	}
-}
-
-func TestReapplyDoesNothing(t *testing.T) {
-	n := newNode(t)
-	n.mustApply(twoHooks)
-	p := n.plan(twoHooks)
-	if p.HasChanges() || p.Summary() != "No changes." || len(p.Actions) != 0 {
-		t.Errorf("re-plan: %s, actions %v", p.Summary(), p.Actions)
-	}
-	res, calls := n.mustApply(twoHooks)
-	checkCalls(t, calls)
-	if c := res.Counts; c.Writes != 0 || c.Reloads != 0 || c.Restarts != 0 || c.Unchanged != 2 || c.StateSaves != 0 {
-		t.Errorf("counts %+v", c)
-	}
-}
 
 func TestChangeBody(t *testing.T) {
 	n := newNode(t)
@@ -207,41 +138,6 @@ func TestRemoveHook(t *testing.T) {
 	}
 }
 
-func TestNoPrune(t *testing.T) {
-	n := newNode(t)
-	n.mustApply(twoHooks)
-	only := "- name: hello\n  exec: [/bin/echo, hello]\n"
-	p := n.plan(only, noPrune)
-	if p.HasChanges() {
-		t.Errorf("--no-prune plan: %s", p.Summary())
-	}
-	_, calls := n.mustApply(only, noPrune)
-	checkCalls(t, calls)
-	if !n.exists("prep.service") || n.state().Unit("prep.service") == nil {
-		t.Error("--no-prune removed prep.service")
-	}
-}
-
-func TestRemovePlan(t *testing.T) {
-	n := newNode(t)
-	n.mustApply(twoHooks)
-	p, err := apply.NewRemovePlan(context.Background(), []string{"prep"}, n.state(), n.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.sd.Reset()
-	if _, err := apply.Execute(context.Background(), p, n.sd, nil); err != nil {
-		t.Fatal(err)
-	}
-	checkCalls(t, n.sd.Log(), "stop prep.service", "disable prep.service", "reload")
-	if n.exists("prep.service") || !n.exists("hello.service") {
-		t.Error("remove prep removed the wrong files")
-	}
-	if _, err := apply.NewRemovePlan(context.Background(), []string{"nope"}, n.state(), n.opts); err == nil || !strings.Contains(err.Error(), "hello.service") {
-		t.Errorf("removing an unknown hook: %v", err)
-	}
-}
-
 func TestForeignFile(t *testing.T) {
 	n := newNode(t)
 	os.WriteFile(n.unitPath("hello.service"), []byte("[Service]\nExecStart=/bin/mine\n"), 0o644)
@@ -303,41 +199,6 @@ func TestDrift(t *testing.T) {
 	}
 	if p := n.plan(changed); p.HasChanges() || len(p.Warnings) != 0 {
 		t.Errorf("after --force: %s %v", p.Summary(), p.Warnings)
-	}
-}
-
-func TestCorruptState(t *testing.T) {
-	n := newNode(t)
-	path := apply.StatePath(n.opts.StateDirPath())
-	for name, data := range map[string]string{
-		"garbage":     "{not json",
-		"version":     `{"version": 99, "units": []}`,
-		"escape":      `{"version": 1, "units": [{"name": "a.service", "files": [{"path": "../../etc/shadow"}]}]}`,
-		"other-unit":  `{"version": 1, "units": [{"name": "a.service", "files": [{"path": "b.service"}]}]}`,
-		"bad-name":    `{"version": 1, "units": [{"name": "../x.service"}]}`,
-		"bad-hash":    `{"version": 1, "units": [{"name": "a.service", "files": [{"path": "a.service", "sha256": "xyz"}]}]}`,
-		"unknown-key": `{"version": 1, "units": [], "extra": 1}`,
-	} {
-		os.WriteFile(path, []byte(data), 0o600)
-		_, err := apply.LoadState(path)
-		if err == nil || !strings.Contains(err.Error(), "corrupt") || !strings.Contains(err.Error(), "--adopt") {
-			t.Errorf("%s: %v", name, err)
-		}
-	}
-	os.Remove(path)
-	if st, err := apply.LoadState(path); err != nil || len(st.Units) != 0 {
-		t.Errorf("missing state: %v %v", st, err)
-	}
-}
-
-func TestStateForAnotherUnitDir(t *testing.T) {
-	n := newNode(t)
-	n.mustApply(twoHooks)
-	us, _ := spec(t, twoHooks)
-	opts := n.opts
-	opts.UnitDir = "/run/systemd/system"
-	if _, err := apply.NewPlan(context.Background(), us, n.state(), opts); err == nil || !strings.Contains(err.Error(), "--unit-dir /etc/systemd/system") {
-		t.Errorf("plan with another unit dir: %v", err)
 	}
 }
 
@@ -435,120 +296,170 @@ func TestDropinOnExistingUnit(t *testing.T) {
 	}
 }
 
-func TestPlanText(t *testing.T) {
+// TestPruneDriftHandsOff: a unit of the state whose file is not what
+// hostprov wrote (an admin edited it, or the state names a file hostprov
+// never wrote) is, when the spec no longer has it, left entirely alone
+// without --force: its file, its enablement, its running state. With
+// --force it is stopped, disabled and removed.
+func TestPruneDriftHandsOff(t *testing.T) {
+	const spec = "- name: a\n  exec: [/bin/true]\n- name: b\n  exec: [/bin/true]\n"
+	for _, how := range []string{"edited by an admin", "a foreign file under a state entry"} {
+		t.Run(how, func(t *testing.T) {
+			n := newNode(t)
+			n.mustApply(spec)
+			edited := "[Service]\nExecStart=/usr/bin/edited\n"
+			if how == "a foreign file under a state entry" {
+				// The state says hostprov wrote b.service with a hash
+				// that is not the file's: the file is someone else's.
+				if err := os.Remove(n.unitPath("b.service")); err != nil {
+					t.Fatal(err)
+				}
+				edited = "[Unit]\nDescription=a package's unit\n\n[Service]\nExecStart=/usr/bin/daemon\n\n[Install]\nWantedBy=multi-user.target\n"
+			}
+			if err := os.WriteFile(n.unitPath("b.service"), []byte(edited), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p := n.plan("- name: a\n  exec: [/bin/true]\n")
+			for _, a := range p.Actions {
+				if a.Unit == "b.service" {
+					t.Errorf("the plan acts on the drifted unit: %v", a)
+				}
+			}
+			res, calls := n.mustApply("- name: a\n  exec: [/bin/true]\n")
+			for _, c := range calls {
+				if strings.Contains(c, "b.service") {
+					t.Errorf("systemd was asked to %s", c)
+				}
+			}
+			if got := n.read("b.service"); got != edited {
+				t.Errorf("b.service changed: %q", got)
+			}
+			if !n.sd.Enabled("b.service") || !n.sd.Active("b.service") {
+				t.Errorf("b.service: enabled %v, active %v; want both left as they were", n.sd.Enabled("b.service"), n.sd.Active("b.service"))
+			}
+			kept := false
+			for _, e := range res.Events {
+				kept = kept || e.Unit == "b.service" && e.Action == apply.EvKept
+			}
+			if !kept {
+				t.Errorf("no event says b.service was kept: %+v", res.Events)
+			}
+
+			// --force takes it: stopped, disabled, removed.
+			_, calls = n.mustApply("- name: a\n  exec: [/bin/true]\n", force)
+			if got := join(calls); !strings.Contains(got, "stop b.service") || !strings.Contains(got, "disable b.service") {
+				t.Errorf("with --force: %s; want b.service stopped and disabled", got)
+			}
+			if n.exists("b.service") {
+				t.Error("with --force b.service is still there")
+			}
+		})
+	}
+}
+
+// TestPruneSameBytesOtherFile: a file with exactly the bytes hostprov
+// wrote, but not the file hostprov wrote (a copy put in its place: a
+// package's, a restore), is not hostprov's to delete: the hash alone does
+// not make it so. Pruning leaves it, and its unit, alone without --force.
+func TestPruneSameBytesOtherFile(t *testing.T) {
+	const spec = "- name: a\n  exec: [/bin/true]\n- name: b\n  exec: [/bin/true]\n"
 	n := newNode(t)
-	n.mustApply(twoHooks)
+	n.mustApply(spec)
+	data := n.read("b.service")
+	tmp := n.unitPath(".b.copy")
+	if err := os.WriteFile(tmp, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, n.unitPath("b.service")); err != nil {
+		t.Fatal(err)
+	}
+	p := n.plan("- name: a\n  exec: [/bin/true]\n")
+	for _, a := range p.Actions {
+		if a.Unit == "b.service" {
+			t.Errorf("the plan acts on b.service: %v", a)
+		}
+	}
+	warned := false
+	for _, w := range p.Warnings {
+		warned = warned || w.Unit == "b.service" && strings.Contains(w.Message, "not the file hostprov wrote")
+	}
+	if !warned {
+		t.Errorf("no warning says b.service is not the file hostprov wrote: %v", p.Warnings)
+	}
+	n.mustApply("- name: a\n  exec: [/bin/true]\n")
+	if !n.exists("b.service") || !n.sd.Enabled("b.service") {
+		t.Errorf("b.service removed or disabled: exists %v, enabled %v", n.exists("b.service"), n.sd.Enabled("b.service"))
+	}
+	n.mustApply("- name: a\n  exec: [/bin/true]\n", force)
+	if n.exists("b.service") {
+		t.Error("with --force b.service is still there")
+	}
+}
+
+// TestMaskOverAForeignFile is a conflict: systemd would refuse the mask.
+func TestMaskOverAForeignFile(t *testing.T) {
+	n := newNode(t)
+	os.WriteFile(n.unitPath("x.service"), []byte("[Service]\nExecStart=/bin/true\n"), 0o644)
+	p := n.plan("- name: x.service\n  mask: true\n")
+	if len(p.Conflicts) != 1 || !strings.Contains(p.Conflicts[0].Message, "cannot mask") {
+		t.Errorf("conflicts: %v", p.Conflicts)
+	}
+}
+
+// devMount is a mount of a device that another hook would create, with a
+// deviceTimeout: a drop-in for the device's unit.
+const devMount = "- name: mnt-lun.mount\n  deviceTimeout: 10min\n  manifest: |\n    What=/dev/disk/by-label/lun\n    Where=/mnt/lun\n"
+
+const devUnit = `dev-disk-by\x2dlabel-lun.device`
+
+// A deviceTimeout's drop-in is written and systemd reloaded, and the device
+// unit is never started, restarted or enabled: systemd refuses such jobs for
+// a device, whose unit follows the kernel's device, and the new timeout
+// applies from the reload on. It is recorded as the hook's, and pruned with
+// it.
+func TestDeviceTimeoutApply(t *testing.T) {
+	n := newNode(t)
+	_, calls := n.mustApply(devMount)
+	checkCalls(t, calls, "enable mnt-lun.mount", "reload", "start mnt-lun.mount")
+	if got := n.read(devUnit + ".d/50-device-timeout.conf"); !strings.HasSuffix(got, "\n[Unit]\nJobRunningTimeoutSec=10min\n") {
+		t.Errorf("the drop-in:\n%s", got)
+	}
+	st := n.state()
+	u := st.Unit(devUnit)
+	if u == nil || u.Hook != "mnt-lun.mount" || u.Enabled != nil || len(u.Files) != 1 || u.Files[0].Path != devUnit+".d/50-device-timeout.conf" {
+		t.Fatalf("state of %s: %+v", devUnit, u)
+	}
+
+	// The device is there (active), and the timeout changes.
+	n.sd.SetActive(devUnit, true)
+	n.sd.SetActive("mnt-lun.mount", true)
+	changed := strings.Replace(devMount, "10min", "20min", 1)
 	var b bytes.Buffer
-	changed := strings.Replace(twoHooks, "[/bin/echo, hello]", "[/bin/echo, bonjour]", 1)
-	changed = strings.Replace(changed, "- name: prep\n  type: oneshot\n  exec: [/bin/true]\n", "- name: new\n  exec: [/bin/sleep, infinity]\n", 1)
 	if err := n.plan(changed).WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
-	golden.Check(t, filepath.Join("testdata", "plan.txt"), b.Bytes())
-}
-
-// TestMaskUnitNotRunning masks a unit of the image that is not running (or
-// not there): no stop, which systemd would refuse for an unknown unit.
-func TestMaskUnitNotRunning(t *testing.T) {
-	n := newNode(t)
-	res, calls := n.mustApply("- name: update-engine.service\n  mask: true\n")
-	checkCalls(t, calls, "mask update-engine.service", "reload")
-	if res.Counts.Skipped != 1 || res.Counts.Stops != 0 {
-		t.Errorf("counts %+v", res.Counts)
+	if plan := b.String(); !strings.Contains(plan, devUnit) || strings.Contains(plan, "restart") {
+		t.Errorf("plan of a changed deviceTimeout: want the drop-in's change and no restart:\n%s", plan)
 	}
+	_, calls = n.mustApply(changed)
+	checkCalls(t, calls, "reload")
+	if got := n.read(devUnit + ".d/50-device-timeout.conf"); !strings.Contains(got, "JobRunningTimeoutSec=20min") {
+		t.Errorf("the drop-in after the change:\n%s", got)
+	}
+
+	// Without deviceTimeout the drop-in goes, and still nothing restarts
+	// the device.
+	_, calls = n.mustApply(strings.Replace(devMount, "  deviceTimeout: 10min\n", "", 1))
+	checkCalls(t, calls, "reload")
+	if n.exists(devUnit+".d") || n.state().Unit(devUnit) != nil {
+		t.Errorf("the drop-in or its state is still there")
+	}
+
+	// Removing the hook removes its drop-in with the mount.
+	n.mustApply(devMount)
 	_, calls = n.mustApply("")
-	checkCalls(t, calls, "unmask update-engine.service", "reload")
-}
-
-// queueRecorder wraps the fake to record when a job is queued and when
-// Execute waits for it.
-type queueRecorder struct {
-	*applytest.Fake
-	mu     sync.Mutex
-	events []string
-}
-
-func (q *queueRecorder) Queue(ctx context.Context, kind apply.ActionKind, name string) (func() error, error) {
-	wait, err := q.Fake.Queue(ctx, kind, name)
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.events = append(q.events, "queue "+name)
-	return func() error {
-		q.mu.Lock()
-		defer q.mu.Unlock()
-		q.events = append(q.events, "wait "+name)
-		return wait()
-	}, err
-}
-
-// sequential hides the fake's Queue: a Systemd that can only wait.
-type sequential struct{ apply.Systemd }
-
-// TestStartsQueuedTogether: the starts of an apply are queued in plan order
-// before the first is waited for (so that systemd runs them in parallel,
-// in the order of their units' After=), at most 64 at a time, and logged in
-// plan order; a Systemd that cannot queue starts one at a time.
-func TestStartsQueuedTogether(t *testing.T) {
-	var b strings.Builder
-	const hooks = 70
-	for i := range hooks {
-		fmt.Fprintf(&b, "- name: h%02d\n  type: oneshot\n  exec: [/bin/true]\n", i)
-	}
-	n := newNode(t)
-	q := &queueRecorder{Fake: n.sd}
-	res, err := apply.Execute(context.Background(), n.plan(b.String()), q, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []string
-	for i := range 64 {
-		want = append(want, fmt.Sprintf("queue h%02d.service", i))
-	}
-	for i := 64; i < hooks; i++ {
-		want = append(want, fmt.Sprintf("wait h%02d.service", i-64), fmt.Sprintf("queue h%02d.service", i))
-	}
-	for i := hooks - 64; i < hooks; i++ {
-		want = append(want, fmt.Sprintf("wait h%02d.service", i))
-	}
-	if diff := cmp.Diff(want, q.events); diff != "" {
-		t.Errorf("queued and waited (-want +got):\n%s", diff)
-	}
-	var started []string
-	for _, ev := range res.Events {
-		if ev.Action == apply.EvStarted {
-			started = append(started, ev.Unit)
-		}
-	}
-	if len(started) != hooks || !sort.StringsAreSorted(started) {
-		t.Errorf("started events not in plan order: %v", started)
-	}
-
-	// Without Queue: one at a time, the same outcome.
-	n2 := newNode(t)
-	res2, err := apply.Execute(context.Background(), n2.plan(b.String()), sequential{n2.sd}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(res.Events, res2.Events); diff != "" {
-		t.Errorf("events without Queue differ (-queued +sequential):\n%s", diff)
-	}
-}
-
-// TestQueuedStartFails: a queued start that fails is logged with the
-// unit's result, the others are started, and the unit is marked failed.
-func TestQueuedStartFails(t *testing.T) {
-	n := newNode(t)
-	n.sd.FailOn("start", "prep.service", errors.New("job failed"))
-	res, _, err := n.apply(twoHooks + "- name: third\n  type: oneshot\n  exec: [/bin/true]\n")
-	if err == nil || !strings.Contains(err.Error(), "prep.service: job failed (failed/failed, result exit-code, exit status 1)") {
-		t.Fatalf("error: %v", err)
-	}
-	if c := res.Counts; c.Starts != 2 || c.Failed != 1 {
-		t.Errorf("counts %+v; want 2 starts, 1 failed", c)
-	}
-	for _, u := range n.state().Units {
-		if u.Failed != (u.Name == "prep.service") || u.Incomplete {
-			t.Errorf("%s: failed %v, incomplete %v", u.Name, u.Failed, u.Incomplete)
-		}
+	checkCalls(t, calls, "stop mnt-lun.mount", "disable mnt-lun.mount", "reload")
+	if n.exists(devUnit+".d") || n.exists("mnt-lun.mount") {
+		t.Errorf("the mount or the drop-in is still there")
 	}
 }
