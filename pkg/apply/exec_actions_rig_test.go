@@ -2,11 +2,14 @@ package apply_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hostprov/hostprov/pkg/apply"
 )
 
 // resumeSpec is a oneshot hook that appends its version to a run log and
@@ -106,5 +109,60 @@ func TestRigKilledApplyWaitsForRunningStart(t *testing.T) {
 		if out, err := n.r.Run(ctx, "/opt/hostprov", "plan", "-f", "/root/"+v+".yaml", "--detailed-exitcode"); err != nil || !strings.HasSuffix(strings.TrimSpace(out), "No changes.") {
 			t.Errorf("%s: plan after the apply: %v\n%s", v, err, out)
 		}
+	}
+}
+
+// TestRigStartsInParallelInOrder: the starts of one apply run as at boot.
+// Two independent oneshots overlap (each has started before either ends),
+// and one ordered After= another, earlier in the spec, starts only once that
+// one has ended. Each unit appends its start and end to one file; the test
+// checks their order, not how long anything took.
+func TestRigStartsInParallelInOrder(t *testing.T) {
+	t.Parallel()
+	ctx := rigContext(t)
+	n := newRigNode(ctx, t)
+	hook := func(name, after string) string {
+		h := fmt.Sprintf(`- name: %[1]s
+  type: oneshot
+  remainAfterExit: true
+  exec: [/bin/sh, -c, "echo %[1]s-start >> /var/lib/order; sleep 1; echo %[1]s-end >> /var/lib/order"]
+`, name)
+		if after != "" {
+			h += "  after: [" + after + "]\n"
+		}
+		return h
+	}
+	spec := "apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n" +
+		hook("first", "") + hook("par-a", "") + hook("par-b", "") + hook("second", "first.service")
+	_, res := n.mustApply(ctx, spec)
+	if res.Counts.Starts != 4 {
+		t.Fatalf("counts %+v; want 4 starts", res.Counts)
+	}
+	data, err := os.ReadFile(filepath.Join(n.r.Root, "var/lib/order"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := map[string]int{}
+	for i, l := range strings.Fields(string(data)) {
+		at[l] = i
+	}
+	if len(at) != 8 {
+		t.Fatalf("order file:\n%s", data)
+	}
+	if at["par-a-start"] > at["par-b-end"] || at["par-b-start"] > at["par-a-end"] {
+		t.Errorf("par-a and par-b ran one after the other, not in parallel:\n%s", data)
+	}
+	if at["second-start"] < at["first-end"] {
+		t.Errorf("second (After=first.service) started before first ended:\n%s", data)
+	}
+	// Logged in the spec's order all the same.
+	var started []string
+	for _, ev := range res.Events {
+		if ev.Action == apply.EvStarted {
+			started = append(started, ev.Unit)
+		}
+	}
+	if got := strings.Join(started, " "); got != "first.service par-a.service par-b.service second.service" {
+		t.Errorf("started events: %s", got)
 	}
 }

@@ -182,3 +182,44 @@ func (bw *bootWatch) has(version string) func() bool {
 		return err == nil && st.ActiveState == "active" && !st.NeedDaemonReload
 	}
 }
+
+// TestRigSpecSets: in a real systemd, applying set b (and changing it)
+// never stops, restarts or prunes set a's running service; removing b's
+// hook prunes only b's unit.
+func TestRigSpecSets(t *testing.T) {
+	t.Parallel()
+	ctx := rigContext(t)
+	n := newRigNode(ctx, t)
+	apply1 := func(sets ...apply.SpecSet) {
+		t.Helper()
+		st, err := apply.LoadState(apply.StatePath(n.opts.StateDirPath()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := apply.NewPlanSets(ctx, sets, st, n.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := apply.Execute(ctx, p, n.m, nil); err != nil {
+			t.Fatalf("apply: %v\n%s", err, eventsText(res))
+		}
+	}
+	a := set(t, "a", "a.yaml", "- name: sa\n  exec: [/bin/sleep, infinity]\n")
+	apply1(a)
+	before := rigStatus(ctx, t, n.m, "sa.service")
+	if before.ActiveState != "active" || before.ActiveEnter.IsZero() {
+		t.Fatalf("sa.service: %s, active since %v", before.ActiveState, before.ActiveEnter)
+	}
+	apply1(set(t, "b", "b.yaml", "- name: sb\n  exec: [/bin/sleep, infinity]\n- name: sc\n  exec: [/bin/sleep, infinity]\n"))
+	apply1(set(t, "b", "b.yaml", "- name: sb\n  exec: [/bin/sleep, \"1000000\"]\n"))
+	after := rigStatus(ctx, t, n.m, "sa.service")
+	if !after.ActiveEnter.Equal(before.ActiveEnter) || after.ActiveState != "active" {
+		t.Errorf("sa.service of set a: active since %v, then %v (%s); want it untouched", before.ActiveEnter, after.ActiveEnter, after.ActiveState)
+	}
+	if st := rigStatus(ctx, t, n.m, "sc.service"); st.LoadState != "not-found" {
+		t.Errorf("sc.service, dropped from set b: %s, want pruned", st.LoadState)
+	}
+	if st := rigStatus(ctx, t, n.m, "sb.service"); st.ActiveState != "active" {
+		t.Errorf("sb.service: %s", st.ActiveState)
+	}
+}
