@@ -260,3 +260,48 @@ func TestSpecSetOwnersLegacy(t *testing.T) {
 		t.Errorf("owner %q, recorded %v", owner, recorded)
 	}
 }
+
+// A path that another spec set owns is a conflict of the set that places
+// it too, and pruning one set leaves the other's paths alone.
+func TestPathsSets(t *testing.T) {
+	needRoot(t)
+	n := newNode(t)
+	set := func(name, hooksYAML string) apply.SpecSet {
+		data := []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n" + hooksYAML)
+		r, diags := compile.BuildAll(name+".yaml", data)
+		if diags.HasErrors(false) {
+			t.Fatal(diags)
+		}
+		var names []string
+		for _, h := range r.Spec.Hooks {
+			names = append(names, h.Name)
+		}
+		return apply.SpecSet{Name: name, Units: r.Units, HookNames: names, Paths: apply.PathsOf(r.Storage, names)}
+	}
+	applySets := func(sets ...apply.SpecSet) *apply.Plan {
+		t.Helper()
+		p, err := apply.NewPlanSets(context.Background(), sets, n.state(), n.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Conflicts) == 0 {
+			if _, err := apply.Execute(context.Background(), p, n.sd, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return p
+	}
+	applySets(set("a", "- name: a\n  files: [{path: /etc/shared, contents: a}]\n"))
+	applySets(set("b", "- name: b\n  files: [{path: /etc/b, contents: b}]\n"))
+	p := applySets(set("b", "- name: b\n  files: [{path: /etc/shared, contents: b}]\n"))
+	if len(p.Conflicts) != 1 || !strings.Contains(p.Conflicts[0].Message, "spec set a owns it") {
+		t.Errorf("conflicts = %v", p.Conflicts)
+	}
+	if n.readNode("/etc/shared") != "a" || n.readNode("/etc/b") != "b" {
+		t.Error("a conflicting plan changed files")
+	}
+	applySets(set("b", " []\n"))
+	if !n.gone("/etc/b") || n.gone("/etc/shared") {
+		t.Errorf("pruning set b: /etc/b gone %v, /etc/shared gone %v", n.gone("/etc/b"), n.gone("/etc/shared"))
+	}
+}
