@@ -3,8 +3,11 @@ package hooks
 import (
 	"math/rand"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hostprov/hostprov/internal/benchspec"
 )
 
 // checkWellFormed checks what every Parse result promises: diagnostics
@@ -152,5 +155,22 @@ func FuzzParse(f *testing.F) {
 				}
 			}
 		}
+	})
+}
+
+func FuzzFastPath(f *testing.F) {
+	f.Add(benchspec.Spec(3))
+	f.Add([]byte(header + "- name: a\n  exec: [/bin/true]\n- name: a\n  exec: [x]\nhooks:\n- name: b\n"))
+	f.Add([]byte("kind: Hooks\nhooks:\n- name: a\n  files: [{path: /a, mode: 420}]\n- name: b\n  files: [{path: /a, mode: 420}]\napiVersion: x\n"))
+	for _, glob := range []string{"../../testdata/bad/*.yaml", "../../examples/*/*.yaml"} {
+		files, _ := filepath.Glob(glob)
+		for _, file := range files {
+			if data, err := os.ReadFile(file); err == nil {
+				f.Add(data)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkFastPath(t, "input", data)
 	})
 }
