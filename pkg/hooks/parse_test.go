@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"github.com/hostprov/hostprov/internal/benchspec"
 	"github.com/hostprov/hostprov/internal/yamlnode"
 )
