@@ -92,3 +92,31 @@ hooks:
 		}
 	}
 }
+
+func TestPlanDetailedExitCode(t *testing.T) {
+	n := newLiveNode(t)
+	if code, _, e := n.run("plan", "--detailed-exitcode"); code != 2 {
+		t.Errorf("plan with changes: exit %d, want 2\n%s", code, e)
+	}
+	if code, _, e := n.run("plan"); code != 0 {
+		t.Errorf("plan without --detailed-exitcode: exit %d, want 0\n%s", code, e)
+	}
+	if code, _, e := n.run("apply"); code != 0 {
+		t.Fatalf("apply: exit %d\n%s", code, e)
+	}
+	if code, o, e := n.run("plan", "--detailed-exitcode"); code != 0 || !strings.Contains(o, "No changes.") {
+		t.Errorf("plan without changes: exit %d, want 0\n%s%s", code, o, e)
+	}
+	n.write("- name: a/b\n  exec: [/bin/true]\n")
+	if code, _, e := n.run("plan", "--detailed-exitcode"); code != 1 {
+		t.Errorf("plan of an invalid spec: exit %d, want 1\n%s", code, e)
+	}
+	if code, _, e := n.run("plan"); code != ExitInvalid {
+		t.Errorf("plan of an invalid spec without --detailed-exitcode: exit %d, want %d\n%s", code, ExitInvalid, e)
+	}
+	n.write("- name: hello\n  exec: [/bin/echo, hello]\n- name: x\n  exec: [/bin/true]\n")
+	os.WriteFile(filepath.Join(n.unitDir, "x.service"), []byte("[Service]\nExecStart=/bin/mine\n"), 0o644)
+	if code, _, e := n.run("plan", "--detailed-exitcode"); code != 1 || !strings.Contains(e, "apply would refuse") {
+		t.Errorf("plan with a conflict: exit %d, want 1\n%s", code, e)
+	}
+}
