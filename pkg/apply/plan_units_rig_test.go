@@ -1,6 +1,9 @@
 package apply_test
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -50,4 +53,38 @@ func TestRigDeviceTimeout(t *testing.T) {
 		t.Errorf("the device of mnt-plain.mount: %s, want systemd's default, %s", got, want)
 	}
 
+}
+
+// TestRigInstallChangeWithDropin: in a real systemd, a change of the
+// [Install] of a unit that has a drop-in moves its enablement link, and the
+// unit, whose body is the same, goes on running: the drop-in does not make
+// the change one of the body.
+func TestRigInstallChangeWithDropin(t *testing.T) {
+	t.Parallel()
+	ctx := rigContext(t)
+	n := newRigNode(ctx, t)
+	spec := func(install string) string {
+		return "apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n- name: app\n  exec: [/bin/sleep, infinity]\n" + install +
+			"  dropins:\n  - name: 10-env.conf\n    contents: \"[Service]\\nEnvironment=A=1\\n\"\n"
+	}
+	link := func(target string) string { return filepath.Join(n.r.UnitDir, target+".wants", "app.service") }
+	n.mustApply(ctx, spec(""))
+	if _, err := os.Lstat(link("multi-user.target")); err != nil {
+		t.Fatalf("after the first apply: %v", err)
+	}
+	before := rigStatus(ctx, t, n.m, "app.service")
+
+	_, res := n.mustApply(ctx, spec("  wantedBy: [graphical.target]\n"))
+	if c := res.Counts; c.Writes != 1 || c.Disables != 1 || c.Enables != 1 || c.Restarts != 0 || c.Starts != 0 {
+		t.Errorf("counts %+v; want the unit file written, disabled and enabled again, not restarted", c)
+	}
+	if _, err := os.Lstat(link("multi-user.target")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the link of the old WantedBy= is still there: %v", err)
+	}
+	if _, err := os.Lstat(link("graphical.target")); err != nil {
+		t.Errorf("no link for the new WantedBy=: %v", err)
+	}
+	if st := rigStatus(ctx, t, n.m, "app.service"); st.ActiveState != "active" || !st.ActiveEnter.Equal(before.ActiveEnter) {
+		t.Errorf("app.service %s, active since %v (was %v): want it running, not restarted", st.ActiveState, st.ActiveEnter, before.ActiveEnter)
+	}
 }
