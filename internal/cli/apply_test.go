@@ -4,13 +4,22 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	godbus "github.com/godbus/dbus/v5"
+
+	"github.com/hostprov/hostprov/internal/sdbus"
+	"github.com/hostprov/hostprov/internal/sdbus/sdbustest"
 	"github.com/hostprov/hostprov/pkg/apply"
 	"github.com/hostprov/hostprov/pkg/apply/applytest"
 )
@@ -52,34 +61,6 @@ func (n *liveNode) run(args ...string) (code int, stdout, stderr string) {
 	}
 	code = Run(args, strings.NewReader(""), &o, &e)
 	return code, o.String(), e.String()
-}
-
-func TestPlanDetailedExitCode(t *testing.T) {
-	n := newLiveNode(t)
-	if code, _, e := n.run("plan", "--detailed-exitcode"); code != 2 {
-		t.Errorf("plan with changes: exit %d, want 2\n%s", code, e)
-	}
-	if code, _, e := n.run("plan"); code != 0 {
-		t.Errorf("plan without --detailed-exitcode: exit %d, want 0\n%s", code, e)
-	}
-	if code, _, e := n.run("apply"); code != 0 {
-		t.Fatalf("apply: exit %d\n%s", code, e)
-	}
-	if code, o, e := n.run("plan", "--detailed-exitcode"); code != 0 || !strings.Contains(o, "No changes.") {
-		t.Errorf("plan without changes: exit %d, want 0\n%s%s", code, o, e)
-	}
-	n.write("- name: a/b\n  exec: [/bin/true]\n")
-	if code, _, e := n.run("plan", "--detailed-exitcode"); code != 1 {
-		t.Errorf("plan of an invalid spec: exit %d, want 1\n%s", code, e)
-	}
-	if code, _, e := n.run("plan"); code != ExitInvalid {
-		t.Errorf("plan of an invalid spec without --detailed-exitcode: exit %d, want %d\n%s", code, ExitInvalid, e)
-	}
-	n.write("- name: hello\n  exec: [/bin/echo, hello]\n- name: x\n  exec: [/bin/true]\n")
-	os.WriteFile(filepath.Join(n.unitDir, "x.service"), []byte("[Service]\nExecStart=/bin/mine\n"), 0o644)
-	if code, _, e := n.run("plan", "--detailed-exitcode"); code != 1 || !strings.Contains(e, "apply would refuse") {
-		t.Errorf("plan with a conflict: exit %d, want 1\n%s", code, e)
-	}
 }
 
 func TestApplyLive(t *testing.T) {
@@ -307,5 +288,294 @@ func TestApplyDirChangedDuring(t *testing.T) {
 	data, _ := os.ReadFile(filepath.Join(n.unitDir, "hello.service"))
 	if !strings.Contains(string(data), "/bin/echo two") || rounds != 2 || !strings.Contains(e.String(), "changed during the apply; applying it again") {
 		t.Errorf("after %d rounds hello.service is\n%s\nstderr:\n%s", rounds, data, e.String())
+	}
+}
+
+// TestApplyFailurePrintedOnce: a failed apply prints each error once (the
+// action log has it; the last message does not repeat it), and its advice
+// follows the cause: a unit that ran and failed points to status and the
+// unit's journal; systemd refusing a call, or a reload failing, is the
+// machine's to fix, not the hook's.
+func TestApplyFailurePrintedOnce(t *testing.T) {
+	const twoHooks = "- name: hello\n  exec: [/bin/echo, hello]\n- name: b\n  exec: [/bin/true]\n"
+	jobFailed := &sdbus.JobError{Op: "start", Unit: "hello.service", JobResult: "failed", ActiveState: "failed",
+		Result: "exit-code", ExecMainCode: 1, ExecMainStatus: 7, Journal: []string{"hello: no such greeting"}}
+	readOnly := &sdbus.Error{Op: "enable", Units: []string{"hello.service", "b.service"}, Cause: sdbus.ErrReadOnly,
+		Hint: "Remount /etc read-write", Err: errors.New("System.Error.EROFS: Read-only file system")}
+	masked := &sdbus.Error{Op: "start", Units: []string{"b.service"}, Cause: sdbus.ErrMasked,
+		Hint: "Unmask it", Err: errors.New("org.freedesktop.systemd1.UnitMasked: Unit b.service is masked.")}
+	for _, tc := range []struct {
+		name   string
+		method string // the call that fails
+		unit   string
+		err    error
+		once   string   // the error's text: in stderr exactly once
+		want   []string // in the last message
+		not    []string // nowhere in stderr
+		output string
+	}{
+		{name: "unit ran and failed", method: "start", unit: "hello.service", err: jobFailed,
+			once: "hello: no such greeting",
+			want: []string{"hostprov: 1 unit failed to start: hello.service (see above); the files and links are in place and recorded. " +
+				"See why with hostprov status and journalctl -u hello.service, fix the hook or what it needs on this machine, " +
+				"then run hostprov apply again: it retries the units that failed\n"}},
+		{name: "read-only enable", method: "enable", unit: "b.service", err: readOnly,
+			once: "Read-only file system",
+			want: []string{"hostprov: apply stopped: systemd could not enable hello.service, b.service (see above); what was done before is recorded. " +
+				"That is a matter of this machine, not of the hooks: do what the error says, then run hostprov apply again: it goes on from there\n"},
+			not: []string{"fix the hook", "journalctl -u"}},
+		{name: "start refused", method: "start", unit: "b.service", err: masked,
+			once: "Unit b.service is masked.",
+			want: []string{"hostprov: systemd refused to start b.service (see above). That is a matter of this machine, not of the hooks: do what the error says"},
+			not:  []string{"fix the hook"}},
+		{name: "reload fails", method: "reload", err: errors.New("org.freedesktop.DBus.Error.NoReply: did not receive a reply"),
+			once: "did not receive a reply",
+			want: []string{"hostprov: apply stopped: systemd could not reload (see above); what was done before is recorded. " +
+				"That is a matter of this machine or of systemd, not of the hooks: systemd's own log says why (journalctl -b _PID=1)"},
+			not: []string{"fix the hook"}},
+		{name: "json: no action log on stderr, so the message has the error", method: "start", unit: "hello.service", err: jobFailed,
+			output: "json", once: "hello: no such greeting",
+			want: []string{"hostprov: 1 unit failed to start: hello.service; the files", "\n\tstart hello.service: start hello.service: the job failed"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newLiveNode(t)
+			n.write(twoHooks)
+			n.sd.FailOn(tc.method, tc.unit, tc.err)
+			args := []string{"apply"}
+			if tc.output != "" {
+				args = append(args, "-o", tc.output)
+			}
+			code, o, e := n.run(args...)
+			if code != ExitFailure {
+				t.Errorf("exit %d, want %d", code, ExitFailure)
+			}
+			if tc.output == "json" {
+				// The document's error is the message stderr has.
+				var res applyResult
+				if err := json.Unmarshal([]byte(o), &res); err != nil {
+					t.Fatalf("apply -o json: %v\n%s", err, o)
+				}
+				if e != "hostprov: "+res.Error+"\n" {
+					t.Errorf("JSON error %q\nis not what stderr says:\n%s", res.Error, e)
+				}
+			}
+			if c := strings.Count(e, tc.once); c != 1 {
+				t.Errorf("stderr has %q %d times, want once:\n%s", tc.once, c, e)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(e, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, e)
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(e, w) {
+					t.Errorf("stderr has %q:\n%s", w, e)
+				}
+			}
+		})
+	}
+}
+
+// TestApplyFailedDownload: a file whose source cannot be downloaded fails
+// its hook, not the apply: the other hooks are applied, the failed hook's
+// unit and file are not, the action log names the hook and the error once,
+// and apply exits 1 with what to do.
+func TestApplyFailedDownload(t *testing.T) {
+	srv := httptest.NewTLSServer(http.NotFoundHandler())
+	defer srv.Close()
+	old := fetchClient
+	fetchClient = srv.Client()
+	defer func() { fetchClient = old }()
+	spec := filepath.Join(t.TempDir(), "hooks.yaml")
+	os.WriteFile(spec, []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n"+
+		"- name: fetcher\n  exec: [/usr/local/bin/tool]\n  files:\n    - path: /usr/local/bin/tool\n      source: "+srv.URL+"/tool\n"+
+		"      verification: {hash: sha256-"+strings.Repeat("ab", 32)+"}\n      mode: 0755\n"+
+		"- name: plain\n  exec: [/bin/true]\n"), 0o644)
+	for _, output := range []string{"text", "json"} {
+		t.Run(output, func(t *testing.T) {
+			root := t.TempDir()
+			var o, e strings.Builder
+			code := Run([]string{"apply", "--root", root, "-f", spec, "--fetch-wait", "0", "-o", output}, strings.NewReader(""), &o, &e)
+			if code != ExitFailure {
+				t.Errorf("exit %d, want %d\n%s", code, ExitFailure, e.String())
+			}
+			if _, err := os.Stat(filepath.Join(root, "etc/systemd/system/plain.service")); err != nil {
+				t.Errorf("the plain hook was not applied: %v", err)
+			}
+			for _, p := range []string{"etc/systemd/system/fetcher.service", "usr/local/bin/tool"} {
+				if _, err := os.Lstat(filepath.Join(root, p)); !os.IsNotExist(err) {
+					t.Errorf("%s of the failed hook is there (%v)", p, err)
+				}
+			}
+			if c := strings.Count(e.String(), "404 Not Found"); c != 1 {
+				t.Errorf("the error is in stderr %d times, want once:\n%s", c, e.String())
+			}
+			last := "hostprov: 1 hook failed: 1 file could not be downloaded, or did not have the hash its verification gives"
+			if !strings.Contains(e.String(), last) || !strings.Contains(e.String(), "units and files of fetcher are left as the last apply left them") {
+				t.Errorf("stderr does not say which hook failed and what to do:\n%s", e.String())
+			}
+			if output == "text" && !strings.Contains(e.String(), "hostprov: failed download /usr/local/bin/tool (hook fetcher is left as it was): downloading "+srv.URL+"/tool: the server answered 404") {
+				t.Errorf("the action log does not name the failed hook:\n%s", e.String())
+			}
+			if output == "json" {
+				var res applyResult
+				if err := json.Unmarshal([]byte(o.String()), &res); err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(res.Error, "/usr/local/bin/tool (hook fetcher)") {
+					t.Errorf("JSON error %q does not name the file and hook", res.Error)
+				}
+			}
+		})
+	}
+}
+
+// hangBound is how long a test lets hostprov run that must end by a
+// deadline or a signal. It is generous, for loaded machines: what it tells
+// apart is an end from a wait without one.
+const hangBound = 20 * time.Second
+
+// helloSpec is a spec of one service; applied, it is enabled and started.
+const helloSpec = "apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n- name: hello\n  exec: [/bin/echo, hello]\n"
+
+// applyArgs are the arguments of an apply of helloSpec in a fresh
+// directory, through socket; the unit directory is returned too.
+func applyArgs(t *testing.T, socket string) (args []string, unitDir, stateDir string) {
+	t.Helper()
+	dir := t.TempDir()
+	unitDir, stateDir = filepath.Join(dir, "units"), filepath.Join(dir, "state")
+	if err := os.Mkdir(unitDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := filepath.Join(dir, "hostprov.yaml")
+	if err := os.WriteFile(spec, []byte(helloSpec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"apply", "-f", spec, "--unit-dir", unitDir, "--state-dir", stateDir, "--systemd-socket", socket},
+		unitDir, stateDir
+}
+
+// runWithin runs hostprov in this process and returns its exit code and
+// standard error, failing the test if it has not ended after hangBound.
+func runWithin(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	type result struct {
+		code   int
+		stderr string
+	}
+	done := make(chan result, 1)
+	go func() {
+		var o, e bytes.Buffer
+		code := Run(args, strings.NewReader(""), &o, &e)
+		done <- result{code, e.String()}
+	}()
+	select {
+	case r := <-done:
+		return r.code, r.stderr
+	case <-time.After(hangBound):
+		t.Fatalf("hostprov %s did not end within %v", strings.Join(args, " "), hangBound)
+		return 0, ""
+	}
+}
+
+// muteListener listens on a unix socket, takes every connection and never
+// answers.
+func muteListener(t *testing.T) string {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "mute.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	return sock
+}
+
+// TestApplyNoAnswer: apply where something takes the connection and does
+// not answer, before the handshake or after it, ends at the call deadline,
+// says what to check, and changes nothing.
+func TestApplyNoAnswer(t *testing.T) {
+	old := callTimeout
+	callTimeout = 300 * time.Millisecond
+	t.Cleanup(func() { callTimeout = old })
+	for _, c := range []struct{ name, socket string }{
+		{"no handshake", muteListener(t)},
+		{"nothing after the handshake", sdbustest.New(t, sdbustest.Mute).Socket},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args, unitDir, _ := applyArgs(t, c.socket)
+			code, stderr := runWithin(t, args...)
+			if code != ExitFailure {
+				t.Errorf("exit %d, want %d", code, ExitFailure)
+			}
+			for _, want := range []string{
+				"hostprov: connect to systemd at " + c.socket + ": systemd did not answer within 300ms.",
+				"does systemctl is-system-running answer?",
+			} {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, stderr)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(unitDir, "hello.service")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("apply wrote hello.service without systemd: %v", err)
+			}
+		})
+	}
+}
+
+// slowStart answers what an apply of helloSpec asks, except that the start
+// job it queues never ends, and that it never tells a unit's state.
+func slowStart(call *godbus.Message) ([]any, bool) {
+	switch sdbustest.Member(call) {
+	case "EnableUnitFiles":
+		return []any{true, []struct{ Type, Filename, Destination string }{}}, true
+	case "Reload":
+		return nil, true
+	}
+	return sdbustest.SlowJobs(call)
+}
+
+// TestApplyTimeoutFlag: --timeout bounds the wait for a start job, and the
+// apply says which start did not finish and what to check.
+func TestApplyTimeoutFlag(t *testing.T) {
+	old := callTimeout
+	callTimeout = 300 * time.Millisecond
+	t.Cleanup(func() { callTimeout = old })
+	p := sdbustest.New(t, slowStart)
+	args, _, _ := applyArgs(t, p.Socket)
+	code, stderr := runWithin(t, append(args, "--timeout", "500ms")...)
+	if code != ExitFailure {
+		t.Errorf("exit %d, want %d", code, ExitFailure)
+	}
+	for _, want := range []string{
+		"start hello.service: the start job did not finish within 500ms.",
+		"check systemctl status hello.service",
+		"give hostprov a longer --timeout",
+		"hostprov: stopped waiting for systemd to start hello.service",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if !slices.Contains(p.Called(), "StartUnit") {
+		t.Errorf("systemd was not asked to start the unit: %v", p.Called())
+	}
+	if code, _ := runWithin(t, append(args, "--timeout", "-1s")...); code != ExitInvalid {
+		t.Errorf("--timeout -1s: exit %d, want %d", code, ExitInvalid)
 	}
 }

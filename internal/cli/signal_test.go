@@ -1,13 +1,22 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hostprov/hostprov/internal/sdbus"
+	"github.com/hostprov/hostprov/internal/sdbus/sdbustest"
+	"github.com/hostprov/hostprov/internal/testbin"
 	"github.com/hostprov/hostprov/pkg/apply"
 )
 
@@ -64,4 +73,58 @@ func TestInterruptedApply(t *testing.T) {
 			t.Errorf("got  %q\nwant %q", got, c.want)
 		}
 	}
+}
+
+// TestApplySIGTERMWhileConnecting sends SIGTERM to hostprov apply (the
+// built binary) while it waits for the first answer of a systemd that took
+// the connection, authenticated it and hung: a wait that no context
+// reaches inside go-systemd. hostprov must end all the same, say so, leave
+// the lock free and change nothing.
+func TestApplySIGTERMWhileConnecting(t *testing.T) {
+	bin := testbin.Hostprov(t)
+	p := sdbustest.New(t, sdbustest.Mute)
+	args, unitDir, stateDir := applyArgs(t, p.Socket)
+	cmd := exec.Command(bin, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// AddMatch is go-systemd's first call: hostprov has connected, holds
+	// the lock and handles signals.
+	for !slices.Contains(p.Called(), "AddMatch") {
+		select {
+		case err := <-done:
+			t.Fatalf("hostprov ended before it connected: %v\n%s", err, stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(hangBound):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("hostprov did not end within %v of SIGTERM\n%s", hangBound, stderr.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGTERM) {
+		t.Errorf("exit code %d (%v), want %d", code, cmd.ProcessState, 128+int(syscall.SIGTERM))
+	}
+	for _, want := range []string{"hostprov: interrupted by SIGTERM", "nothing was changed"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(unitDir, "hello.service")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an interrupted apply wrote hello.service: %v", err)
+	}
+	unlock, err := apply.Lock(context.Background(), stateDir, true, nil)
+	if err != nil {
+		t.Fatalf("the lock is not free after hostprov ended: %v", err)
+	}
+	unlock()
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -109,4 +110,31 @@ func TestDropinDirSwapRace(t *testing.T) {
 	if swaps.Load() < applies {
 		t.Errorf("only %d swaps during %d applies: the race was hardly run", swaps.Load(), applies)
 	}
+}
+
+// TestStateRecordsInodes: the state records, for every file hostprov
+// wrote, the inode of the very file; a re-apply that only re-reads keeps
+// them, and a rewrite records the new file's.
+func TestStateRecordsInodes(t *testing.T) {
+	n := newNode(t)
+	n.mustApply("- name: a\n  exec: [/bin/true]\n  dropins:\n  - name: 10-x.conf\n    contents: \"[Service]\\nEnvironment=X=1\\n\"\n")
+	check := func(when string) {
+		t.Helper()
+		for _, u := range n.state().Units {
+			for _, f := range u.Files {
+				var st syscall.Stat_t
+				if err := syscall.Stat(n.unitPath(f.Path), &st); err != nil {
+					t.Fatal(err)
+				}
+				if f.Inode == 0 || f.Inode != st.Ino || f.Next != "" || f.NextInode != 0 {
+					t.Errorf("%s: %s recorded with inode %d (next %q, %d), the file's is %d", when, f.Path, f.Inode, f.Next, f.NextInode, st.Ino)
+				}
+			}
+		}
+	}
+	check("after the first apply")
+	n.mustApply("- name: a\n  exec: [/bin/true]\n  dropins:\n  - name: 10-x.conf\n    contents: \"[Service]\\nEnvironment=X=1\\n\"\n")
+	check("after an unchanged re-apply")
+	n.mustApply("- name: a\n  exec: [/bin/false]\n  dropins:\n  - name: 10-x.conf\n    contents: \"[Service]\\nEnvironment=X=2\\n\"\n")
+	check("after a change")
 }

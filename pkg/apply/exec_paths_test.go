@@ -347,3 +347,59 @@ func sourceFailsAppliedHook(t *testing.T, f *fetchServer) {
 		t.Errorf("state after convergence: inputs %q, tool %+v", st.Inputs, st.Path("/usr/local/bin/tool"))
 	}
 }
+
+// An apply that dies at any file operation, and then one that runs to the
+// end, leave the node as the spec says, every path recorded, and no
+// temporary file beside them.
+func TestPathsCrash(t *testing.T) {
+	needRoot(t)
+	const v1 = "- name: app\n  exec: [/usr/bin/app]\n  files: [{path: /etc/app/a, contents: \"1\\n\"}, {path: /etc/app/b, contents: \"1\\n\"}]\n  links: [{path: /etc/app/l, target: a}]\n"
+	v2 := strings.ReplaceAll(v1, `"1\n"`, `"2\n"`) + "  directories: [{path: /srv/app}]\n"
+	planted := 0
+	for step := 1; step < 20; step++ {
+		n := newNode(t)
+		n.mustApplyStorage(v1)
+		p, err := n.planStorage(v2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		crash := &crashFiles{n: step}
+		if _, err := apply.ExecuteWith(context.Background(), p, n.sd, nil, crash); err == nil {
+			if step < 3 {
+				t.Errorf("step %d: no file operation failed", step)
+			}
+			continue
+		}
+		// What a kill while writing leaves, and a failing operation
+		// does not.
+		if interrupted(n.state()) {
+			n.writeNode("/etc/app/.a.tmp-0123456789abcdef", "half")
+			planted++
+		}
+		n.mustApplyStorage(v2)
+		if a, b := n.readNode("/etc/app/a"), n.readNode("/etc/app/b"); a != "2\n" || b != "2\n" || n.gone("/srv/app") {
+			t.Errorf("step %d: a=%q b=%q, /srv/app gone %v", step, a, b, n.gone("/srv/app"))
+		}
+		if again, err := n.planStorage(v2); err != nil || again.HasChanges() || len(again.Warnings) > 0 {
+			var b bytes.Buffer
+			again.WriteText(&b)
+			t.Errorf("step %d: the apply after the crash did not converge: %v\n%s", step, err, b.String())
+		}
+		ents, _ := os.ReadDir(n.at("/etc/app"))
+		if len(ents) != 3 {
+			t.Errorf("step %d: /etc/app holds %v, want a, b and l alone", step, ents)
+		}
+	}
+	if planted == 0 {
+		t.Error("no crash left an interrupted apply of the paths")
+	}
+}
+
+func interrupted(st *apply.State) bool {
+	for _, sp := range st.Paths {
+		if sp.Next != "" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,16 +1,25 @@
 package apply_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hostprov/hostprov/internal/fsutil"
+	"github.com/hostprov/hostprov/internal/killpoint"
 	"github.com/hostprov/hostprov/pkg/apply"
+	"github.com/hostprov/hostprov/pkg/compile"
+	"github.com/hostprov/hostprov/pkg/render"
 )
 
 // TestRigApplyISCSIExample applies examples/iscsi to a real systemd, with
@@ -253,57 +262,369 @@ func startForeign(ctx context.Context, t *testing.T, n *rigNode) func(when strin
 	return checkForeign
 }
 
-// TestRigStartsInParallelInOrder: the starts of one apply run as at boot.
-// Two independent oneshots overlap (each has started before either ends),
-// and one ordered After= another, earlier in the spec, starts only once that
-// one has ended. Each unit appends its start and end to one file; the test
-// checks their order, not how long anything took.
-func TestRigStartsInParallelInOrder(t *testing.T) {
-	t.Parallel()
-	ctx := rigContext(t)
-	n := newRigNode(ctx, t)
-	hook := func(name, after string) string {
-		h := fmt.Sprintf(`- name: %[1]s
+// crashSpec is one side of the crash test's back and forth: ten oneshots
+// and a long-running service; side B drops four of A's oneshots, changes
+// the other six and the service, and adds four.
+func crashSpec(side string) string {
+	var b strings.Builder
+	// One spec set, whose file is A.yaml or B.yaml: two versions of one spec.
+	b.WriteString("apiVersion: hostprov/v1alpha1\nkind: Hooks\nmetadata:\n  name: crash\nhooks:\n")
+	first := 0
+	if side == "B" {
+		first = 4
+	}
+	for i := first; i < first+10; i++ {
+		fmt.Fprintf(&b, `- name: crash-%02d
+  description: crash test oneshot %02d, side %s
   type: oneshot
   remainAfterExit: true
-  exec: [/bin/sh, -c, "echo %[1]s-start >> /var/lib/order; sleep 1; echo %[1]s-end >> /var/lib/order"]
-`, name)
-		if after != "" {
-			h += "  after: [" + after + "]\n"
+  exec: [/bin/sh, -c, "echo %s %02d >> /var/lib/crash-runs"]
+`, i, i, side, side, i)
+	}
+	fmt.Fprintf(&b, `- name: crash-daemon
+  description: crash test service, side %s
+  exec: [/bin/sleep, infinity]
+`, side)
+	return b.String()
+}
+
+// killedApply runs /opt/hostprov apply on side's spec in the rig and kills
+// it with SIGKILL after delay, unless it ended before. It reports the
+// apply's error and whether it was killed.
+//
+// The kill is sent inside the rig to the process's own pid, not by ending
+// Run's context: that kills nsenter too, and hostprov, orphaned in the
+// rig's PID namespace with its reaper outside, stays a zombie that holds
+// up the rig's power-off.
+func (n *rigNode) killedApply(ctx context.Context, side string, delay time.Duration) (error, bool) {
+	n.t.Helper()
+	pidFile := filepath.Join(n.r.Root, "run/crash-apply.pid")
+	os.Remove(pidFile)
+	done := make(chan error, 1)
+	go func() {
+		_, err := n.r.Run(ctx, "sh", "-c", `echo $$ > /run/crash-apply.pid.tmp && mv /run/crash-apply.pid.tmp /run/crash-apply.pid && exec /opt/hostprov apply -f "$1"`,
+			"sh", "/root/"+side+".yaml")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err, false
+	case <-time.After(delay):
+	}
+	var pid []byte
+	for {
+		var err error
+		if pid, err = os.ReadFile(pidFile); err == nil {
+			break
 		}
-		return h
+		select {
+		case err := <-done:
+			return err, false
+		case <-time.After(time.Millisecond):
+		}
 	}
-	spec := "apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n" +
-		hook("first", "") + hook("par-a", "") + hook("par-b", "") + hook("second", "first.service")
-	_, res := n.mustApply(ctx, spec)
-	if res.Counts.Starts != 4 {
-		t.Fatalf("counts %+v; want 4 starts", res.Counts)
+	// It may have ended meanwhile: then kill fails, and the apply's own
+	// result says so.
+	n.r.Run(ctx, "kill", "-KILL", strings.TrimSpace(string(pid)))
+	err := <-done
+	return err, err != nil && strings.Contains(err.Error(), "signal: killed")
+}
+
+// TestRigCrash runs hostprov apply (the real binary, inside the rig, as on
+// a node) and kills it with SIGKILL after a random delay, dozens of times,
+// going back and forth between two specs that add, change and remove
+// units. After every kill each unit file must be whole, its old or its new
+// bytes, and the state file readable; the next apply must then converge:
+// it succeeds, plan says "No changes.", and systemd runs exactly the units
+// of the spec.
+func TestRigCrash(t *testing.T) {
+	t.Parallel()
+	ctx := rigContext(t)
+	n := newRigNodeWithHostprov(ctx, t)
+	// Every version of every unit file either spec renders.
+	versions := map[string][][]byte{}
+	specs := map[string]string{}
+	for _, side := range []string{"A", "B"} {
+		specs[side] = crashSpec(side)
+		if err := os.WriteFile(filepath.Join(n.r.Root, "root", side+".yaml"), []byte(specs[side]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		us, _ := rigRender(t, specs[side])
+		for _, u := range us {
+			versions[u.Name] = append(versions[u.Name], u.Contents)
+		}
 	}
-	data, err := os.ReadFile(filepath.Join(n.r.Root, "var/lib/order"))
+	c := &crashRig{n: n, specs: specs, versions: versions, temps: map[string]bool{}}
+	full := c.converge(ctx, t, "A")
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	t.Logf("an uncut apply of A takes %v; kill delays are drawn below that (seed %d)", full, seed)
+	// Kill until 30 applies were cut (at most four times as many rounds):
+	// a delay that turns out too long for a fast run shortens the next
+	// ones, so the count does not depend on luck or on the machine's
+	// load. make crash asks for more (HOSTPROV_CRASH_KILLS).
+	wantKills := 30
+	if v, err := strconv.Atoi(os.Getenv("HOSTPROV_CRASH_KILLS")); err == nil && v > 0 {
+		wantKills = v
+	}
+	maxRounds := 4 * wantKills
+	killed, rounds := 0, 0
+	progress := map[int]int{} // actions logged before the kill -> kills
+	side := "A"
+	for i := 0; killed < wantKills && i < maxRounds; i++ {
+		rounds++
+		if side == "A" {
+			side = "B"
+		} else {
+			side = "A"
+		}
+		delay := time.Duration(rng.Int64N(int64(full)))
+		err, cut := n.killedApply(ctx, side, delay)
+		if cut {
+			killed++
+			// The action log goes to stderr, which Run's error carries.
+			done := strings.Count(err.Error(), "hostprov: ")
+			progress[done]++
+		} else if err != nil {
+			t.Fatalf("round %d: apply %s failed without being killed: %v", i, side, err)
+		} else {
+			full = full * 9 / 10
+		}
+		c.checkFiles(t, fmt.Sprintf("round %d, %s killed after %v", i, side, delay))
+		if t.Failed() {
+			t.FailNow()
+		}
+		c.converge(ctx, t, side)
+	}
+	t.Logf("%d of %d applies killed; actions logged before the kill -> kills: %v", killed, rounds, progress)
+	names := slices.Sorted(maps.Keys(c.temps))
+	t.Logf("temporary files kills left in the unit directory before the next apply: %d, such as %v", len(c.temps), names[:min(len(names), 5)])
+	// The converging applies removed them.
+	if left, _ := filepath.Glob(filepath.Join(n.r.UnitDir, ".*.tmp-*")); len(left) > 0 {
+		t.Errorf("temporary files left after the converging apply: %v", left)
+	}
+	if killed < wantKills || len(progress) < 3 {
+		t.Errorf("only %d kills, at %d different points: the test did not cut applies at enough places", killed, len(progress))
+	}
+}
+
+// crashRig is the node TestRigCrash kills applies on, with every version
+// of every unit file either spec renders.
+type crashRig struct {
+	n        *rigNode
+	specs    map[string]string   // side -> spec
+	versions map[string][][]byte // unit -> contents
+	// temps are the temporary files kills left behind.
+	temps map[string]bool
+}
+
+func (c *crashRig) hostprov(ctx context.Context, args ...string) (string, error) {
+	return c.n.r.Run(ctx, append([]string{"/opt/hostprov"}, args...)...)
+}
+
+// converge applies side to the end and checks that nothing is left to do
+// and that systemd agrees.
+func (c *crashRig) converge(ctx context.Context, t *testing.T, side string) time.Duration {
+	t.Helper()
+	t0 := time.Now()
+	if out, err := c.hostprov(ctx, "apply", "-f", "/root/"+side+".yaml"); err != nil {
+		t.Fatalf("apply %s after a kill: %v\n%s", side, err, out)
+	}
+	d := time.Since(t0)
+	if out, err := c.hostprov(ctx, "plan", "-f", "/root/"+side+".yaml", "--detailed-exitcode"); err != nil || !strings.HasSuffix(strings.TrimSpace(out), "No changes.") {
+		t.Fatalf("plan %s after the converging apply: %v\n%s", side, err, out)
+	}
+	c.n.checkUnitsApplied(ctx, t, c.specs[side])
+	us, _ := rigRender(t, c.specs[side])
+	for name := range c.versions {
+		if !slices.ContainsFunc(us, func(u compile.Unit) bool { return u.Name == name }) {
+			if st := rigStatus(ctx, t, c.n.m, name); st.LoadState != "not-found" || st.ActiveState != "inactive" {
+				t.Errorf("side %s: %s, not in the spec, is %s/%s", side, name, st.LoadState, st.ActiveState)
+			}
+		}
+	}
+	return d
+}
+
+// checkFiles checks that every unit file is whole, and collects the
+// temporary files kills left behind.
+func (c *crashRig) checkFiles(t *testing.T, when string) {
+	t.Helper()
+	entries, err := os.ReadDir(c.n.r.UnitDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	at := map[string]int{}
-	for i, l := range strings.Fields(string(data)) {
-		at[l] = i
-	}
-	if len(at) != 8 {
-		t.Fatalf("order file:\n%s", data)
-	}
-	if at["par-a-start"] > at["par-b-end"] || at["par-b-start"] > at["par-a-end"] {
-		t.Errorf("par-a and par-b ran one after the other, not in parallel:\n%s", data)
-	}
-	if at["second-start"] < at["first-end"] {
-		t.Errorf("second (After=first.service) started before first ended:\n%s", data)
-	}
-	// Logged in the spec's order all the same.
-	var started []string
-	for _, ev := range res.Events {
-		if ev.Action == apply.EvStarted {
-			started = append(started, ev.Unit)
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue // .wants directories, mask links
+		}
+		if strings.HasPrefix(e.Name(), ".") {
+			c.temps[e.Name()] = true
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(c.n.r.UnitDir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(c.versions[e.Name()], func(v []byte) bool { return bytes.Equal(v, data) }) {
+			t.Errorf("%s: %s is neither its old nor its new content:\n%s", when, e.Name(), data)
 		}
 	}
-	if got := strings.Join(started, " "); got != "first.service par-a.service par-b.service second.service" {
-		t.Errorf("started events: %s", got)
+	if _, err := apply.LoadState(apply.StatePath(c.n.opts.StateDirPath())); err != nil {
+		t.Errorf("%s: the state file: %v", when, err)
+	}
+}
+
+// killSpec is one side of the kill-point test: units enabled and not,
+// drop-ins added, changed and removed, a unit removed and one added, and
+// a user the apply creates (with systemd-sysusers) with a file of its own
+// that changes.
+func killSpec(side string) string {
+	var b strings.Builder
+	// One spec set, whose file is A.yaml or B.yaml: two versions of one spec.
+	b.WriteString("apiVersion: hostprov/v1alpha1\nkind: Hooks\nmetadata:\n  name: kp\nhooks:\n")
+	fmt.Fprintf(&b, `- name: kp-plain
+  type: oneshot
+  remainAfterExit: true
+  exec: [/bin/sh, -c, "echo %[1]s >> /var/lib/kp-runs"]
+- name: kp-off
+  description: never enabled, side %[1]s
+  exec: [/bin/sleep, infinity]
+  enabled: false
+- name: kp-daemon
+  exec: [/bin/sleep, infinity]
+  dropins:
+  - name: 10-env.conf
+    contents: "[Service]\nEnvironment=SIDE=%[1]s\n"
+`, side)
+	if side == "A" {
+		b.WriteString(`  - name: 20-only-a.conf
+    contents: "[Service]\nEnvironment=ONLY=a\n"
+- name: kp-gone
+  type: oneshot
+  remainAfterExit: true
+  exec: [/bin/true]
+`)
+	} else {
+		b.WriteString(`- name: kp-added
+  type: oneshot
+  remainAfterExit: true
+  exec: [/bin/true]
+`)
+	}
+	fmt.Fprintf(&b, `- name: kp-owned
+  type: oneshot
+  remainAfterExit: true
+  user: kp-user
+  exec: [/bin/cat, /etc/kp/config]
+  users: [{name: kp-user}]
+  files: [{path: /etc/kp/config, contents: "side %s\n", mode: 0600, user: kp-user}]
+`, side)
+	return b.String()
+}
+
+// killKinds are the kinds of step internal/killpoint marks in the file
+// operations and calls of an apply.
+var killKinds = []string{"create", "write", "fsync", "rename", "unlink", "mkdir", "systemd", "sysusers"}
+
+// TestRigKillPoints kills hostprov apply (a build with kill points, the
+// real binary inside the rig) just before each of its file system steps
+// and systemd calls in turn: the 1st create of a temporary file, the
+// 2nd, ..., until an apply runs to its end; the same for every write,
+// fsync, rename, unlink, mkdir, call to systemd and run of systemd-sysusers. It does so for a
+// first apply on an empty node and for changes both ways between two
+// specs. After every kill each unit file is its old or its new bytes and
+// the state is readable; the next apply (a normal one) converges: plan
+// says "No changes.", systemd runs the spec's units, and no temporary
+// file is left in the unit or the state directory.
+func TestRigKillPoints(t *testing.T) {
+	t.Parallel()
+	// Two applies for every kill point, one after another, in the rig:
+	// minutes on a two-core machine, and more while the rest of the suite
+	// runs beside it, so not the 5 minutes of one rig test.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	t.Cleanup(cancel)
+	n := newRigNodeWithHostprov(ctx, t, "killpoints")
+	specs := map[string]string{"empty": "apiVersion: hostprov/v1alpha1\nkind: Hooks\nmetadata:\n  name: kp\nhooks: []\n", "A": killSpec("A"), "B": killSpec("B")}
+	versions := map[string][][]byte{} // every version of every file, by path in the unit dir
+	for side, s := range specs {
+		if err := os.WriteFile(filepath.Join(n.r.Root, "root", side+".yaml"), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		us, _ := rigRender(t, s)
+		for _, f := range render.Files(us) {
+			versions[f.Path] = append(versions[f.Path], f.Contents)
+		}
+	}
+	hostprov := func(env string, args ...string) (string, error) {
+		return n.r.Run(ctx, append([]string{"env", env, "/opt/hostprov"}, args...)...)
+	}
+	converge := func(side, when string) {
+		t.Helper()
+		if out, err := hostprov("HOSTPROV_KILLPOINT=", "apply", "-f", "/root/"+side+".yaml"); err != nil {
+			t.Fatalf("%s: apply %s: %v\n%s", when, side, err, out)
+		}
+		if out, err := hostprov("HOSTPROV_KILLPOINT=", "plan", "-f", "/root/"+side+".yaml", "--detailed-exitcode"); err != nil || !strings.HasSuffix(strings.TrimSpace(out), "No changes.") {
+			t.Fatalf("%s: plan %s after the converging apply: %v\n%s", when, side, err, out)
+		}
+		n.checkUnitsApplied(ctx, t, specs[side])
+		for _, dir := range []string{n.r.UnitDir, n.opts.StateDirPath()} {
+			var temps []string
+			filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+				if err == nil && fsutil.TempOf(d.Name()) != "" {
+					temps = append(temps, p)
+				}
+				return nil
+			})
+			if len(temps) > 0 {
+				t.Errorf("%s: temporary files left after the converging apply: %v", when, temps)
+			}
+		}
+	}
+	checkFiles := func(when string) {
+		t.Helper()
+		for rel, content := range files(t, n.r.UnitDir) {
+			if strings.HasPrefix(content, "-> ") || fsutil.TempOf(filepath.Base(rel)) != "" {
+				continue // enable links; a kill's leftovers, checked after the next apply
+			}
+			if !slices.ContainsFunc(versions[filepath.ToSlash(rel)], func(v []byte) bool { return bytes.Equal(v, []byte(content)) }) {
+				t.Errorf("%s: %s is neither its old nor its new content:\n%s", when, rel, content)
+			}
+		}
+		if _, err := apply.LoadState(apply.StatePath(n.opts.StateDirPath())); err != nil {
+			t.Errorf("%s: the state file: %v", when, err)
+		}
+	}
+
+	kills := map[string]int{}
+	total := 0
+	for _, move := range [][2]string{{"empty", "A"}, {"A", "B"}, {"B", "A"}} {
+		from, to := move[0], move[1]
+		for _, kind := range killKinds {
+			for i := 1; ; i++ {
+				converge(from, fmt.Sprintf("back to %s", from))
+				when := fmt.Sprintf("%s -> %s, killed before %s #%d", from, to, kind, i)
+				out, err := hostprov(killpoint.Env+"="+fmt.Sprintf("%s:%d", kind, i), "apply", "-f", "/root/"+to+".yaml")
+				if err == nil {
+					break // fewer than i steps of this kind: each was a kill point
+				}
+				if !strings.Contains(err.Error(), "signal: killed") && !strings.Contains(err.Error(), "exit status 137") {
+					t.Fatalf("%s: apply failed without being killed: %v\n%s", when, err, out)
+				}
+				kills[kind]++
+				total++
+				checkFiles(when)
+				converge(to, when)
+				if t.Failed() {
+					t.FailNow()
+				}
+			}
+		}
+	}
+	t.Logf("%d kills, by kind: %v", total, kills)
+	for _, kind := range killKinds {
+		if kills[kind] == 0 {
+			t.Errorf("no apply was killed before a step of kind %s: is the kill point still there?", kind)
+		}
 	}
 }

@@ -75,23 +75,3 @@ hostprov: failed start e.service (new): read-only
 		t.Errorf("the events have the error %d times, want 4:\n%s", n, js)
 	}
 }
-
-// TestPlanJSON checks the shape tools read: unit counts, files without the
-// unchanged ones, actions in order.
-func TestPlanJSON(t *testing.T) {
-	n := newNode(t)
-	n.mustApply(twoHooks)
-	p := n.plan(strings.Replace(twoHooks, "[/bin/true]", "[/bin/false]", 1))
-	data, err := json.Marshal(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var j apply.PlanJSON
-	if err := json.Unmarshal(data, &j); err != nil {
-		t.Fatal(err)
-	}
-	if j.Summary != (apply.PlanSummary{Change: 1, Changes: true}) || len(j.Files) != 1 || j.Files[0].Op != apply.OpChange ||
-		len(j.Actions) != 2 || j.Actions[0].Kind != apply.ActReload || j.Actions[1].Kind != apply.ActRestart {
-		t.Errorf("plan JSON: %s", data)
-	}
-}

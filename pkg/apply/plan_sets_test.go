@@ -164,47 +164,6 @@ func TestSpecSetsDirPrune(t *testing.T) {
 	}
 }
 
-// TestRigSpecSets: in a real systemd, applying set b (and changing it)
-// never stops, restarts or prunes set a's running service; removing b's
-// hook prunes only b's unit.
-func TestRigSpecSets(t *testing.T) {
-	t.Parallel()
-	ctx := rigContext(t)
-	n := newRigNode(ctx, t)
-	apply1 := func(sets ...apply.SpecSet) {
-		t.Helper()
-		st, err := apply.LoadState(apply.StatePath(n.opts.StateDirPath()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := apply.NewPlanSets(ctx, sets, st, n.opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res, err := apply.Execute(ctx, p, n.m, nil); err != nil {
-			t.Fatalf("apply: %v\n%s", err, eventsText(res))
-		}
-	}
-	a := set(t, "a", "a.yaml", "- name: sa\n  exec: [/bin/sleep, infinity]\n")
-	apply1(a)
-	before := rigStatus(ctx, t, n.m, "sa.service")
-	if before.ActiveState != "active" || before.ActiveEnter.IsZero() {
-		t.Fatalf("sa.service: %s, active since %v", before.ActiveState, before.ActiveEnter)
-	}
-	apply1(set(t, "b", "b.yaml", "- name: sb\n  exec: [/bin/sleep, infinity]\n- name: sc\n  exec: [/bin/sleep, infinity]\n"))
-	apply1(set(t, "b", "b.yaml", "- name: sb\n  exec: [/bin/sleep, \"1000000\"]\n"))
-	after := rigStatus(ctx, t, n.m, "sa.service")
-	if !after.ActiveEnter.Equal(before.ActiveEnter) || after.ActiveState != "active" {
-		t.Errorf("sa.service of set a: active since %v, then %v (%s); want it untouched", before.ActiveEnter, after.ActiveEnter, after.ActiveState)
-	}
-	if st := rigStatus(ctx, t, n.m, "sc.service"); st.LoadState != "not-found" {
-		t.Errorf("sc.service, dropped from set b: %s, want pruned", st.LoadState)
-	}
-	if st := rigStatus(ctx, t, n.m, "sb.service"); st.ActiveState != "active" {
-		t.Errorf("sb.service: %s", st.ActiveState)
-	}
-}
-
 // TestSpecSetsOneReload: an apply of several sets that all change reloads
 // systemd once.
 func TestSpecSetsOneReload(t *testing.T) {
@@ -299,5 +258,50 @@ func TestSpecSetOwnersLegacy(t *testing.T) {
 	}
 	if owner, recorded := n.state().SetOwner("hosthooks.base"); owner != "agent" || !recorded {
 		t.Errorf("owner %q, recorded %v", owner, recorded)
+	}
+}
+
+// A path that another spec set owns is a conflict of the set that places
+// it too, and pruning one set leaves the other's paths alone.
+func TestPathsSets(t *testing.T) {
+	needRoot(t)
+	n := newNode(t)
+	set := func(name, hooksYAML string) apply.SpecSet {
+		data := []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n" + hooksYAML)
+		r, diags := compile.BuildAll(name+".yaml", data)
+		if diags.HasErrors(false) {
+			t.Fatal(diags)
+		}
+		var names []string
+		for _, h := range r.Spec.Hooks {
+			names = append(names, h.Name)
+		}
+		return apply.SpecSet{Name: name, Units: r.Units, HookNames: names, Paths: apply.PathsOf(r.Storage, names)}
+	}
+	applySets := func(sets ...apply.SpecSet) *apply.Plan {
+		t.Helper()
+		p, err := apply.NewPlanSets(context.Background(), sets, n.state(), n.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Conflicts) == 0 {
+			if _, err := apply.Execute(context.Background(), p, n.sd, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return p
+	}
+	applySets(set("a", "- name: a\n  files: [{path: /etc/shared, contents: a}]\n"))
+	applySets(set("b", "- name: b\n  files: [{path: /etc/b, contents: b}]\n"))
+	p := applySets(set("b", "- name: b\n  files: [{path: /etc/shared, contents: b}]\n"))
+	if len(p.Conflicts) != 1 || !strings.Contains(p.Conflicts[0].Message, "spec set a owns it") {
+		t.Errorf("conflicts = %v", p.Conflicts)
+	}
+	if n.readNode("/etc/shared") != "a" || n.readNode("/etc/b") != "b" {
+		t.Error("a conflicting plan changed files")
+	}
+	applySets(set("b", " []\n"))
+	if !n.gone("/etc/b") || n.gone("/etc/shared") {
+		t.Errorf("pruning set b: /etc/b gone %v, /etc/shared gone %v", n.gone("/etc/b"), n.gone("/etc/shared"))
 	}
 }

@@ -40,14 +40,21 @@ func (p *planner) unit(u *compile.Unit) (*StateUnit, error) {
 		e := *u.Enabled
 		next.Enabled = &e
 	}
-	unitFile, err := p.unitFiles(u, prev, up, next)
+	unitIdx, err := p.unitFiles(u, prev, up, next)
 	if err != nil {
 		return nil, err
+	}
+	// A copy of the unit file's change, not a pointer into up.files,
+	// which grows below: a pointer would go stale when it moves.
+	var unitFile *FileChange
+	if unitIdx >= 0 {
+		fc := up.files[unitIdx]
+		unitFile = &fc
 	}
 	if u.Mask {
 		p.checkMask(u, prev, up)
 	}
-	bodyChanged, installChanged := definitionChanged(up, unitFile)
+	bodyChanged, installChanged := definitionChanged(up, unitIdx)
 
 	// The stamps of the hook's earlier contents: only the current one
 	// can matter. Left alone while the unit file stays as it was (drift),
@@ -86,9 +93,10 @@ func (p *planner) unit(u *compile.Unit) (*StateUnit, error) {
 }
 
 // unitFiles plans the files the spec wants of u, then the owned files it
-// no longer has, into up and next. It returns the unit file's change, nil
-// when the spec has no unit file.
-func (p *planner) unitFiles(u *compile.Unit, prev *StateUnit, up *unitPlan, next *StateUnit) (*FileChange, error) {
+// no longer has, into up and next. It returns the index of the unit file's
+// change in up.files, -1 when the spec has no unit file: an index, as
+// appending to up.files may move its changes.
+func (p *planner) unitFiles(u *compile.Unit, prev *StateUnit, up *unitPlan, next *StateUnit) (int, error) {
 	type want struct {
 		rel  string
 		data []byte
@@ -101,20 +109,20 @@ func (p *planner) unitFiles(u *compile.Unit, prev *StateUnit, up *unitPlan, next
 		wants = append(wants, want{u.Name + ".d/" + d.Name, d.Contents})
 	}
 	wanted := map[string]bool{}
-	var unitFile *FileChange
+	unitFile := -1
 	for _, w := range wants {
 		wanted[w.rel] = true
 		fc, sf, err := p.write(u.Name, w.rel, w.data, prev)
 		if err != nil {
-			return nil, err
+			return -1, err
 		}
 		if sf != nil {
 			next.Files = append(next.Files, *sf)
 		}
-		up.files = append(up.files, fc)
 		if w.rel == u.Name {
-			unitFile = &up.files[len(up.files)-1]
+			unitFile = len(up.files)
 		}
+		up.files = append(up.files, fc)
 	}
 	if prev != nil {
 		for _, f := range prev.Files {
@@ -123,7 +131,7 @@ func (p *planner) unitFiles(u *compile.Unit, prev *StateUnit, up *unitPlan, next
 			}
 			fc, keep, err := p.delete(u.Name, f, "no longer in the spec")
 			if err != nil {
-				return nil, err
+				return -1, err
 			}
 			if fc != nil {
 				up.files = append(up.files, *fc)
@@ -137,14 +145,15 @@ func (p *planner) unitFiles(u *compile.Unit, prev *StateUnit, up *unitPlan, next
 }
 
 // definitionChanged says what changed in the unit's definition: its body
-// (a drop-in is part of it) and its [Install] section.
-func definitionChanged(up *unitPlan, unitFile *FileChange) (body, install bool) {
+// (a drop-in is part of it) and its [Install] section. unitFile is the
+// index of the unit file's change in up.files, -1 when there is none.
+func definitionChanged(up *unitPlan, unitFile int) (body, install bool) {
 	for i := range up.files {
 		f := &up.files[i]
 		if !f.changes() {
 			continue
 		}
-		if f != unitFile {
+		if i != unitFile {
 			body = true // a drop-in: part of the definition
 			continue
 		}

@@ -2,8 +2,17 @@ package hooks
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/hostprov/hostprov/internal/benchspec"
+	"github.com/hostprov/hostprov/internal/yamlnode"
 )
 
 // header is the first three lines of a spec; hooks start on line 4.
@@ -397,4 +406,200 @@ func fmtWants(ws []want) string {
 		fmt.Fprintf(&b, "\t%s %s [%s] …%s…\n\t\thint: …%s…\n", w.pos, w.sev, w.path, w.msg, w.hint)
 	}
 	return b.String()
+}
+
+func TestParseValidSpec(t *testing.T) {
+	data, err := os.ReadFile("testdata/valid.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, diags := Parse("valid.yaml", data)
+	if len(diags) != 0 {
+		t.Fatalf("unexpected diagnostics:\n%v", diags)
+	}
+	no, yes := false, true
+	env := map[string]string{"PATH": "/usr/sbin:/usr/bin", "DEBUG": "true", "RETRIES": "3"}
+	want := &Spec{
+		APIVersion: APIVersion,
+		Kind:       Kind,
+		File:       "valid.yaml",
+		Hooks: []Hook{
+			{
+				Name:        "create-swapfile",
+				Description: "Create a 1 GiB swap file",
+				Exec:        []string{"/usr/bin/fallocate", "-l", "1G", "/swap1"},
+				Pre: [][]string{
+					{"/usr/bin/mkdir", "-p", "/var/lib/swap"},
+					{"/bin/sh", "-c", "echo $HOME"},
+				},
+				Type:             "oneshot",
+				RemainAfterExit:  &yes,
+				ExpandEnv:        true,
+				Env:              env,
+				EnvironmentFile:  "/etc/default/swap",
+				WorkingDirectory: "/var/lib/swap",
+				User:             "0",
+				Group:            "root",
+				Restart:          "on-failure",
+				RestartSec:       "5",
+				TimeoutStartSec:  "1min 30s",
+				TimeoutStopSec:   "infinity",
+				Requires:         []string{"local-fs.target"},
+				Wants:            []string{"network-online.target"},
+				After:            []string{"local-fs.target", "network-online.target"},
+				Before:           []string{"swap1.swap"},
+				WantedBy:         []string{},
+				Directives: map[string][]string{
+					"Unit":    {"ConditionPathExists=!/swap1", "RequiresMountsFor=/"},
+					"Service": {"ExecStart=", "Nice=5"},
+				},
+			},
+			{
+				Name:           "swap1.swap",
+				UseRawName:     true,
+				UseRawManifest: true,
+				Enabled:        &no,
+				Manifest:       "[Unit]\nDescription=Swap file\n\n[Swap]\nWhat=/swap1\n",
+			},
+			{
+				Name:    "kubelet.service",
+				Dropins: []Dropin{{Name: "10-env.conf", Contents: "[Service]\nEnvironment=A=b\n"}},
+			},
+			{
+				Name:     "agent",
+				Exec:     []string{"/usr/local/bin/agent", "--config=/etc/agent.yaml"},
+				Env:      env,
+				Manifest: "LimitNOFILE=65536\n",
+				WantedBy: []string{"multi-user.target"},
+			},
+			{Name: "systemd-resolved.service", Mask: true},
+			{Name: "old-agent", Enabled: &no},
+		},
+	}
+	// EquateEmpty is not used: a nil and an empty WantedBy mean different
+	// things, and the comparison must see it.
+	if diff := cmp.Diff(want, spec, cmpopts.IgnoreUnexported(Spec{})); diff != "" {
+		t.Errorf("Parse mismatch (-want +got):\n%s", diff)
+	}
+	if spec.Hooks[1].WantedBy != nil || spec.Hooks[0].WantedBy == nil {
+		t.Errorf("WantedBy: missing must be nil and [] must be empty, got %#v and %#v", spec.Hooks[1].WantedBy, spec.Hooks[0].WantedBy)
+	}
+	if spec.Hooks[1].IsEnabled() || !spec.Hooks[0].IsEnabled() {
+		t.Errorf("IsEnabled: want false for enabled: false and true when not given")
+	}
+}
+
+// TestParseKeepsHookIndexes checks that Hooks[i] stays the entry written as
+// hooks[i] when an earlier entry is not a hook at all, since render names
+// hooks by index.
+func TestParseKeepsHookIndexes(t *testing.T) {
+	spec, diags := Parse("hooks.yaml", []byte(header+"- just a string\n- name: b\n  exec: [/bin/true]\n"))
+	if !diags.HasErrors(false) {
+		t.Fatalf("want an error for hooks[0]")
+	}
+	if len(spec.Hooks) != 2 || spec.Hooks[0].Name != "" || spec.Hooks[1].Name != "b" {
+		t.Fatalf("Hooks = %+v, want a zero hook then b", spec.Hooks)
+	}
+	if got := spec.Where("hooks[1].name"); got.Line != 5 {
+		t.Errorf(`Where("hooks[1].name") = %v, want line 5`, got)
+	}
+}
+
+// TestParseReturnsWhatItCould checks the contract that a mapping gives a
+// Spec holding every field that decoded, even next to errors, so that
+// render can report its own problems too.
+func TestParseReturnsWhatItCould(t *testing.T) {
+	spec, diags := Parse("hooks.yaml", []byte("apiVersion: v0\nkind: Hooks\nhooks:\n- name: a\n  exec: /bin/true\n  user: app\n  type: nope\n"))
+	if spec == nil || !diags.HasErrors(false) {
+		t.Fatalf("want a spec and errors, got %v, %v", spec, diags)
+	}
+	h := spec.Hooks[0]
+	if spec.APIVersion != "v0" || h.Name != "a" || h.User != "app" || h.Type != "nope" || h.Exec != nil {
+		t.Errorf("got %+v", spec)
+	}
+	for _, src := range []string{"", "- a\n", "a: [\n", "just text\n"} {
+		if spec, _ := Parse("x", []byte(src)); spec != nil {
+			t.Errorf("Parse(%q) returned a spec; want nil for a document that is not a mapping", src)
+		}
+	}
+}
+
+func TestParseWarningsAndStrict(t *testing.T) {
+	_, diags := Parse("hooks.yaml", []byte(header[:len(header)-1]+" []\n"))
+	if diags.HasErrors(false) || !diags.HasErrors(true) {
+		t.Errorf("hooks: [] must be a warning only, got %v", diags)
+	}
+}
+
+func TestParseDiagnosticsSorted(t *testing.T) {
+	src := header + "- name: a\n  exec: /x\n  user: [u]\n- name: a\n  type: x\n  colour: red\n"
+	_, diags := Parse("hooks.yaml", []byte(src))
+	for i := 1; i < len(diags); i++ {
+		a, b := diags[i-1].Pos, diags[i].Pos
+		if a.Line > b.Line || a.Line == b.Line && a.Column > b.Column {
+			t.Errorf("diagnostics not sorted: %v before %v", a, b)
+		}
+	}
+	if len(diags) < 4 {
+		t.Errorf("want at least 4 diagnostics, got %v", diags)
+	}
+}
+
+// checkFastPath parses data by the fast parser's path and by yaml.v3's
+// and requires the same Spec (hooks, positions, texts) and the same
+// diagnostics.
+func checkFastPath(t *testing.T, name string, data []byte) {
+	t.Helper()
+	fast, fdiags := Parse("f.yaml", data)
+	defer func(old bool) { fastParse = old }(fastParse)
+	fastParse = false
+	slow, sdiags := Parse("f.yaml", data)
+	if !reflect.DeepEqual(fdiags, sdiags) {
+		t.Fatalf("%s: the fast path reports\n%v\nyaml.v3's\n%v", name, fdiags.Error(), sdiags.Error())
+	}
+	if !reflect.DeepEqual(fast, slow) {
+		t.Fatalf("%s: the fast path decodes another Spec than yaml.v3's path", name)
+	}
+}
+
+// repoSpecs are the files of every spec of the repository, good and bad.
+func repoSpecs(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	for _, glob := range []string{"../../testdata/golden/*.yaml", "../../testdata/golden/*/*.yaml", "../../testdata/bad/*.yaml",
+		"../../examples/*/*.yaml", "testdata/*.yaml"} {
+		f, err := filepath.Glob(glob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f...)
+	}
+	if len(files) < 50 {
+		t.Fatalf("only %d specs found", len(files))
+	}
+	return files
+}
+
+// TestFastPath holds the decoding of what the fast parser reads (each hook
+// as it is read) to the decoding of yaml.v3's tree, on every spec of the
+// repository, good and bad, and on the benchmark's spec.
+func TestFastPath(t *testing.T) {
+	for _, f := range repoSpecs(t) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkFastPath(t, f, data)
+	}
+	checkFastPath(t, "benchspec", benchspec.Spec(50))
+	// The fast parser gives up after it has given two hooks away (a
+	// multi-line plain scalar, a mapping in a value): what was decoded of
+	// them must not show.
+	for _, late := range []string{"    continued\n", "  user: a: b\n"} {
+		data := []byte(header + "- name: a\n  exec: [/bin/true]\n- name: a\n  exec: [/bin/false]\n- name: c\n  description: x\n" + late)
+		if _, ok := yamlnode.Fast(data); ok {
+			t.Fatalf("the fast parser reads %q, which this test needs it to give up on", data)
+		}
+		checkFastPath(t, "late fallback", data)
+	}
 }

@@ -287,3 +287,70 @@ func FuzzQuoteExec(f *testing.F) {
 		}
 	})
 }
+
+// checkCount holds the commands that nextExecCommand reads without
+// building words (as CheckExec reads them) to those it reads building them:
+// the same places, prefixes, errors and number of words.
+func checkCount(t *testing.T, v string) {
+	t.Helper()
+	for pos := 0; ; {
+		c, next, err := nextExecCommand(v, pos, false)
+		k, knext, kerr := nextExecCommand(v, pos, true)
+		if next != knext || (err == nil) != (kerr == nil) || err != nil && *err != *kerr ||
+			c.start != k.start || c.end != k.end || c.prefix != k.prefix || c.words != len(k.argv) && kerr == nil {
+			t.Fatalf("nextExecCommand(%q, %d) counting = %+v, %d, %v; building = %+v, %d, %v", v, pos, c, next, err, k, knext, kerr)
+		}
+		if next < 0 {
+			return
+		}
+		pos = next
+	}
+}
+
+func TestCountExec(t *testing.T) {
+	for _, v := range execSeeds {
+		checkCount(t, v)
+	}
+}
+
+func FuzzCountExec(f *testing.F) {
+	for _, v := range execSeeds {
+		f.Add(v)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		checkCount(t, v)
+		checkExtractWord(t, v, false)
+		checkExtractWord(t, v, true)
+	})
+}
+
+// TestPathComponents checks the component checks of checkProgram and
+// cleanAbsolute, which walk the path instead of splitting it.
+func TestPathComponents(t *testing.T) {
+	long := strings.Repeat("a", 256)
+	for _, tc := range []struct {
+		p          string
+		programErr bool
+		clean      bool
+	}{
+		{"/bin/true", false, true},
+		{"/", true, true},
+		{"//bin//true", false, true},
+		{"/" + long, true, true},
+		{"/a/" + long + "/b", true, true},
+		{"/a/" + long[1:], false, true},
+		{"/a/./b", false, false},
+		{"/a/../b", false, false},
+		{"/a/..", false, false},
+		{"/.", false, false},
+		{"/a/.b/c..", false, true},
+		{"/a/b/", true, true},
+	} {
+		if err := checkProgram(tc.p); (err != nil) != tc.programErr {
+			t.Errorf("checkProgram(%.40q) = %v, want error %v", tc.p, err, tc.programErr)
+		}
+		if got := cleanAbsolute(tc.p); got != tc.clean {
+			t.Errorf("cleanAbsolute(%.40q) = %v, want %v", tc.p, got, tc.clean)
+		}
+	}
+}
