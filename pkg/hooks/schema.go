@@ -31,6 +31,18 @@ type field[T any] struct {
 	// encode is the field's value in an encoded spec, or nil when the
 	// value is the default, which an encoded spec leaves out.
 	encode func(t *T) *yaml.Node
+	// set says, without building the encoded value, whether encode would
+	// give one: Hook.Generated asks it of every hook a spec has. nil
+	// means ask encode.
+	set func(t *T) bool
+}
+
+// isSet says whether the field of t has a value other than its default.
+func (f *field[T]) isSet(t *T) bool {
+	if f.set != nil {
+		return f.set(t)
+	}
+	return f.encode(t) != nil
 }
 
 // role is what the checks across a hook's fields know of a field.
@@ -240,7 +252,8 @@ func stringField[T any](key, typ string, roles role, at func(*T) *string, dec fu
 				return enc(s)
 			}
 			return nil
-		}}
+		},
+		set: func(t *T) bool { return *at(t) != "" }}
 }
 
 // plain is a string field that is written on one line.
@@ -257,7 +270,8 @@ func flag[T any](key string, roles role, at func(*T) *bool) field[T] {
 				return yamlnode.Bool(true)
 			}
 			return nil
-		}}
+		},
+		set: func(t *T) bool { return *at(t) }}
 }
 
 // optionalBool is a boolean that may be left out: nil.
@@ -273,7 +287,8 @@ func optionalBool[T any](key string, roles role, at func(*T) **bool) field[T] {
 				return yamlnode.Bool(*b)
 			}
 			return nil
-		}}
+		},
+		set: func(t *T) bool { return *at(t) != nil }}
 }
 
 // words is a list of strings that dec decodes, written on one line when
@@ -286,7 +301,8 @@ func words[T any](key, typ string, roles role, at func(*T) *[]string, dec func(*
 				return yamlnode.Words(l)
 			}
 			return nil
-		}}
+		},
+		set: func(t *T) bool { return len(*at(t)) > 0 }}
 }
 
 // entryList is a list of entries of the kind *k (a variable, which is set
@@ -295,7 +311,8 @@ func words[T any](key, typ string, roles role, at func(*T) *[]string, dec func(*
 func entryList[E any](key, typ string, roles role, k **kind[E], at func(*Hook) *[]E, dec func(*decoder, value) []E) field[Hook] {
 	return field[Hook]{key: key, typ: typ, roles: roles,
 		decode: func(d *decoder, v value, h *Hook) { *at(h) = dec(d, v) },
-		encode: func(h *Hook) *yaml.Node { return encodeEntries(*k, *at(h)) }}
+		encode: func(h *Hook) *yaml.Node { return encodeEntries(*k, *at(h)) },
+		set:    func(h *Hook) bool { return len(*at(h)) > 0 }}
 }
 
 // The decoders of the usual values, for the builders.

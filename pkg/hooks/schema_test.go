@@ -147,3 +147,51 @@ func checkAccountsTable(t *testing.T, table docTable) {
 		}
 	}
 }
+
+// TestFieldSetIsEncoded: a field's set, which Hook.Generated asks
+// without building a value, says what its encode says, for every field of
+// a hook on every hook of the specs the goldens and examples are made from,
+// on an empty hook, and on a hook whose lists and maps are empty but not nil.
+func TestFieldSetIsEncoded(t *testing.T) {
+	var specs []string
+	for _, glob := range []string{"../../testdata/golden/*.yaml", "../../examples/*/*.yaml"} {
+		m, err := filepath.Glob(glob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		specs = append(specs, m...)
+	}
+	hooks := []Hook{{}, {WantedBy: []string{}, Exec: []string{}, Pre: [][]string{}, Env: map[string]string{},
+		Directives: map[string][]string{}, Steps: []Step{}, Files: []File{}}}
+	for _, path := range specs {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if spec, diags := Parse(path, data); !diags.HasErrors(false) {
+			hooks = append(hooks, spec.Hooks...)
+		}
+	}
+	if len(hooks) < 20 {
+		t.Fatalf("only %d hooks read from %d specs", len(hooks), len(specs))
+	}
+	set := map[string]bool{}
+	for i := range hooks {
+		for j := range hookKind.fields {
+			f := &hookKind.fields[j]
+			if got, want := f.isSet(&hooks[i]), f.encode(&hooks[i]) != nil; got != want {
+				t.Errorf("hook %q, field %s: set %v, encoded %v", hooks[i].Name, f.key, got, want)
+			}
+			if f.isSet(&hooks[i]) {
+				set[f.key] = true
+			}
+		}
+	}
+	// The specs must set the fields whose set is not a builder's, or the
+	// test says nothing of them.
+	for _, key := range []string{"wantedBy", "pre", "env", "directives", "steps", "exec", "description"} {
+		if !set[key] {
+			t.Errorf("no spec read sets %s", key)
+		}
+	}
+}

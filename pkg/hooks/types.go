@@ -239,9 +239,8 @@ func (h *Hook) HasStorage() bool {
 // drop-ins to, enables or masks a unit of the machine. The fields that
 // make unit content are those of the schema's role content.
 func (h *Hook) Generated() bool {
-	for _, f := range hookKind.fields {
-		// A field is encoded exactly when it is set.
-		if f.roles&content != 0 && f.encode(h) != nil {
+	for i := range hookKind.fields {
+		if f := &hookKind.fields[i]; f.roles&content != 0 && f.isSet(h) {
 			return true
 		}
 	}
