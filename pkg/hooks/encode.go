@@ -2,7 +2,6 @@ package hooks
 
 import (
 	"bytes"
-	"sort"
 
 	"gopkg.in/yaml.v3"
 
@@ -88,13 +87,4 @@ func list(vs []string) *yaml.Node {
 		l.Content = append(l.Content, yamlnode.Str(v))
 	}
 	return l
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
