@@ -4,7 +4,10 @@ package yamlnode
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
+	"iter"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -45,6 +48,29 @@ func Decode(dec *yaml.Decoder, n *yaml.Node) (err error) {
 		}
 	}()
 	return dec.Decode(n)
+}
+
+// Documents yields the documents of src in turn, each the document node
+// Decode reads, with a nil error. Where src does not read to its end, the
+// last it yields is a nil node with Decode's error.
+func Documents(src []byte) iter.Seq2[*yaml.Node, error] {
+	return func(yield func(*yaml.Node, error) bool) {
+		dec := yaml.NewDecoder(bytes.NewReader(src))
+		for {
+			var doc yaml.Node
+			err := Decode(dec, &doc)
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yield(&doc, nil) {
+				return
+			}
+		}
+	}
 }
 
 // Text is a string scalar for text that a person should be able to

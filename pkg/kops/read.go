@@ -2,9 +2,7 @@ package kops
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -184,14 +182,8 @@ func (r *reader) pos(n *yaml.Node) hooks.Position {
 
 func (r *reader) read() *Manifests {
 	ms := &Manifests{}
-	dec := yaml.NewDecoder(bytes.NewReader(r.src))
 	seen := 0
-	for {
-		var doc yaml.Node
-		err := yamlnode.Decode(dec, &doc)
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	for doc, err := range yamlnode.Documents(r.src) {
 		if err != nil {
 			r.yamlError(err)
 			break
