@@ -120,24 +120,12 @@ func (h *Hook) Where(rel string) hooks.Position {
 		if rel == "" {
 			return hooks.Position{File: h.File}
 		}
-		rel = parentPath(rel)
+		rel = hooks.ParentPath(rel)
 	}
 }
 
 // node returns the YAML node of the field at rel, or nil.
 func (h *Hook) node(rel string) *yaml.Node { return h.nodes[rel] }
-
-func parentPath(p string) string {
-	if strings.HasSuffix(p, "]") {
-		if i := strings.LastIndexByte(p, '['); i >= 0 {
-			return p[:i]
-		}
-	}
-	if i := strings.LastIndexByte(p, '.'); i >= 0 {
-		return p[:i]
-	}
-	return ""
-}
 
 // Read reads the kops manifests of one file: one or more YAML documents,
 // each a kops.k8s.io/v1alpha2 or v1alpha3 Cluster or InstanceGroup.
