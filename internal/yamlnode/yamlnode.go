@@ -50,6 +50,17 @@ func Decode(dec *yaml.Decoder, n *yaml.Node) (err error) {
 	return dec.Decode(n)
 }
 
+// Encode writes n to b as a YAML document indented by two spaces, as the
+// spec reference and cloud-init's documentation write YAML.
+func Encode(b *bytes.Buffer, n *yaml.Node) error {
+	e := yaml.NewEncoder(b)
+	e.SetIndent(2)
+	if err := e.Encode(n); err != nil {
+		return err
+	}
+	return e.Close()
+}
+
 // Documents yields the documents of src in turn, each the document node
 // Decode reads, with a nil error. Where src does not read to its end, the
 // last it yields is a nil node with Decode's error.

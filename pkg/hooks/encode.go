@@ -32,12 +32,7 @@ func Encode(name string, hs []Hook) ([]byte, error) {
 	}
 	yamlnode.Pairs(doc, "hooks", seq)
 	var b bytes.Buffer
-	e := yaml.NewEncoder(&b)
-	e.SetIndent(2)
-	if err := e.Encode(doc); err != nil {
-		return nil, err
-	}
-	if err := e.Close(); err != nil {
+	if err := yamlnode.Encode(&b, doc); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
