@@ -1,5 +1,6 @@
 // Package yamlnode holds what the strict readers of hook specs and kops
-// manifests both need from yaml.v3's node tree.
+// manifests both need from yaml.v3's node tree, and the one way a spec
+// or an imported config is written back as YAML (Encode).
 package yamlnode
 
 import (
