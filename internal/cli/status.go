@@ -172,7 +172,10 @@ const (
 func statusExit(rs []apply.UnitReport) error {
 	var failed, unknown, drift bool
 	for _, r := range rs {
-		failed = failed || unitFailed(r)
+		// A unit whose start failed at the last apply counts as failed
+		// still when systemd could not be asked about it now (a report
+		// with an Error has no systemd state).
+		failed = failed || r.Failed() || r.Retry && r.Error != ""
 		unknown = unknown || r.Error != ""
 		drift = drift || r.Drift || r.Incomplete
 	}
@@ -185,19 +188,6 @@ func statusExit(rs []apply.UnitReport) error {
 		return &exitError{code: ExitDrift}
 	}
 	return nil
-}
-
-// unitFailed tells whether a report shows a unit that failed: systemd says
-// so, a step of a command hook failed, systemd could not load the unit, or,
-// where systemd cannot be asked (--root), the last apply could not start it.
-func unitFailed(r apply.UnitReport) bool {
-	switch {
-	case r.ActiveState == "failed", r.Phase == apply.PhaseFailed:
-		return true
-	case r.LoadState == "error", r.LoadState == "bad-setting":
-		return true
-	}
-	return r.ActiveState == "" && r.Retry
 }
 
 // writeStatus prints the reports as a table, one unit a line.

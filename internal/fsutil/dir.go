@@ -431,20 +431,7 @@ func (d *Dir) Symlink(target, name string, owner *Owner) (uint64, error) {
 	if err := checkName(name); err != nil {
 		return 0, err
 	}
-	var b [8]byte
-	for {
-		rand.Read(b[:])
-		tmp := TempPrefix + name + TempInfix + hex.EncodeToString(b[:])
-		killpoint.At("create")
-		err := unix.Symlinkat(target, d.fd, tmp)
-		if errors.Is(err, unix.EEXIST) {
-			continue
-		}
-		if err != nil {
-			return 0, &fs.PathError{Op: "symlink", Path: d.Join(name), Err: err}
-		}
-		return d.commitTemp(tmp, name, owner)
-	}
+	return d.placeTemp(name, owner, "symlink", func(tmp string) error { return unix.Symlinkat(target, d.fd, tmp) })
 }
 
 // Link makes name in d a hard link to the file from in dir src (never
@@ -457,19 +444,32 @@ func (d *Dir) Link(src *Dir, from, name string) (uint64, error) {
 	if err := checkName(from); err != nil {
 		return 0, err
 	}
+	return d.placeTemp(name, nil, "link", func(tmp string) error { return unix.Linkat(src.fd, from, d.fd, tmp, 0) })
+}
+
+// placeTemp makes an entry with create under a temporary name for name
+// and commits it over name; op names create in its error.
+func (d *Dir) placeTemp(name string, owner *Owner, op string, create func(tmp string) error) (uint64, error) {
+	tmp, err := withTempName(name, create)
+	if err != nil {
+		return 0, &fs.PathError{Op: op, Path: d.Join(name), Err: err}
+	}
+	return d.commitTemp(tmp, name, owner)
+}
+
+// withTempName calls create with a random temporary name for name, and
+// again with another while create finds the name taken (EEXIST): create
+// must make the entry exclusively, so that it never writes through what
+// another put there. It returns the name and create's error.
+func withTempName(name string, create func(tmp string) error) (string, error) {
 	var b [8]byte
 	for {
 		rand.Read(b[:])
 		tmp := TempPrefix + name + TempInfix + hex.EncodeToString(b[:])
 		killpoint.At("create")
-		err := unix.Linkat(src.fd, from, d.fd, tmp, 0)
-		if errors.Is(err, unix.EEXIST) {
-			continue
+		if err := create(tmp); !errors.Is(err, unix.EEXIST) {
+			return tmp, err
 		}
-		if err != nil {
-			return 0, &fs.PathError{Op: "link", Path: d.Join(name), Err: err}
-		}
-		return d.commitTemp(tmp, name, nil)
 	}
 }
 

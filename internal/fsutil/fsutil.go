@@ -5,8 +5,6 @@
 package fsutil
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"io/fs"
 	"os"
@@ -226,17 +224,12 @@ func createTemp(f File) (string, int, error) {
 	if err := checkName(f.Name); err != nil {
 		return "", -1, err
 	}
-	for {
-		var b [8]byte
-		rand.Read(b[:])
-		tmp := TempPrefix + f.Name + TempInfix + hex.EncodeToString(b[:])
-		killpoint.At("create")
-		fd, err := openat(f.Dir.fd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-		if errors.Is(err, unix.EEXIST) {
-			continue
-		}
-		return tmp, fd, err
-	}
+	var fd int
+	tmp, err := withTempName(f.Name, func(tmp string) (err error) {
+		fd, err = openat(f.Dir.fd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		return err
+	})
+	return tmp, fd, err
 }
 
 func writeAll(fd int, data []byte) error {

@@ -29,13 +29,8 @@ func kopsManifest(data []byte) bool {
 // that, and kopsHead decides.
 func hostprovHead(data []byte) bool {
 	marker := false
-	for len(data) > 0 {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
+	for line := range bytes.Lines(data) {
+		line = bytes.TrimSuffix(line, []byte("\n"))
 		if v, ok := bytes.CutPrefix(line, []byte("apiVersion: ")); ok {
 			return len(v) > 0 && v[0] != 'k' &&
 				('a' <= v[0] && v[0] <= 'z' || 'A' <= v[0] && v[0] <= 'Z' || '0' <= v[0] && v[0] <= '9')

@@ -461,13 +461,9 @@ type execCommand struct {
 // systemd parsed it from the unit file, with how it last ran. This is the
 // per-command status systemd keeps, which status shows per step.
 func ExecStart(ctx context.Context, conn *sddbus.Conn, unit string) ([]apply.ExecStatus, error) {
-	prop, err := conn.GetServicePropertyContext(ctx, unit, "ExecStart")
+	cmds, err := ServiceProperty[[]execCommand](ctx, conn, unit, "ExecStart")
 	if err != nil {
-		return nil, fmt.Errorf("%s: ExecStart: %w", unit, err)
-	}
-	var cmds []execCommand
-	if err := prop.Value.Store(&cmds); err != nil {
-		return nil, fmt.Errorf("%s: ExecStart: decode %s: %w", unit, prop.Value.Signature(), err)
+		return nil, err
 	}
 	out := make([]apply.ExecStatus, len(cmds))
 	for i, c := range cmds {
@@ -475,6 +471,21 @@ func ExecStart(ctx context.Context, conn *sddbus.Conn, unit string) ([]apply.Exe
 			PID: c.PID, Code: c.Code, Status: c.Status}
 	}
 	return out, nil
+}
+
+// ServiceProperty reads the property name of a service into a T. Its
+// errors name the unit and the property, and the property's D-Bus
+// signature when it is not a T.
+func ServiceProperty[T any](ctx context.Context, conn *sddbus.Conn, unit, name string) (T, error) {
+	var v T
+	prop, err := conn.GetServicePropertyContext(ctx, unit, name)
+	if err != nil {
+		return v, fmt.Errorf("%s: %s: %w", unit, name, err)
+	}
+	if err := prop.Value.Store(&v); err != nil {
+		return v, fmt.Errorf("%s: %s: decode %s: %w", unit, name, prop.Value.Signature(), err)
+	}
+	return v, nil
 }
 
 // readResult fills the fields that live on the unit type's own interface.

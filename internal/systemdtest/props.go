@@ -2,7 +2,6 @@ package systemdtest
 
 import (
 	"context"
-	"fmt"
 
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
 
@@ -30,13 +29,5 @@ func ExecStartArgv(ctx context.Context, conn *sddbus.Conn, unit string) ([][]str
 // EnvironmentFile= contents are not included; systemd reads those only when
 // the service starts.
 func EnvironmentOf(ctx context.Context, conn *sddbus.Conn, unit string) ([]string, error) {
-	prop, err := conn.GetServicePropertyContext(ctx, unit, "Environment")
-	if err != nil {
-		return nil, fmt.Errorf("%s: Environment: %w", unit, err)
-	}
-	var env []string
-	if err := prop.Value.Store(&env); err != nil {
-		return nil, fmt.Errorf("%s: Environment: decode %s: %w", unit, prop.Value.Signature(), err)
-	}
-	return env, nil
+	return sdbus.ServiceProperty[[]string](ctx, conn, unit, "Environment")
 }

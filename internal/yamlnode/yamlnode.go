@@ -1,10 +1,14 @@
 // Package yamlnode holds what the strict readers of hook specs and kops
-// manifests both need from yaml.v3's node tree.
+// manifests both need from yaml.v3's node tree, and the one way a spec
+// or an imported config is written back as YAML (Encode).
 package yamlnode
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
+	"iter"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -45,6 +49,40 @@ func Decode(dec *yaml.Decoder, n *yaml.Node) (err error) {
 		}
 	}()
 	return dec.Decode(n)
+}
+
+// Encode writes n to b as a YAML document indented by two spaces, as the
+// spec reference and cloud-init's documentation write YAML.
+func Encode(b *bytes.Buffer, n *yaml.Node) error {
+	e := yaml.NewEncoder(b)
+	e.SetIndent(2)
+	if err := e.Encode(n); err != nil {
+		return err
+	}
+	return e.Close()
+}
+
+// Documents yields the documents of src in turn, each the document node
+// Decode reads, with a nil error. Where src does not read to its end, the
+// last it yields is a nil node with Decode's error.
+func Documents(src []byte) iter.Seq2[*yaml.Node, error] {
+	return func(yield func(*yaml.Node, error) bool) {
+		dec := yaml.NewDecoder(bytes.NewReader(src))
+		for {
+			var doc yaml.Node
+			err := Decode(dec, &doc)
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yield(&doc, nil) {
+				return
+			}
+		}
+	}
 }
 
 // Text is a string scalar for text that a person should be able to

@@ -59,6 +59,21 @@ type UnitReport struct {
 	SucceededAt *time.Time `json:"succeededAt,omitempty"`
 }
 
+// Failed tells whether r shows a unit that failed: systemd says so, a
+// step of a command hook failed, systemd could not load the unit, or
+// systemd knows nothing of it (--root, where it cannot be asked) and its
+// start failed at the last apply. A unit systemd could not be asked about
+// (Error) is not known to have failed.
+func (r UnitReport) Failed() bool {
+	switch {
+	case r.ActiveState == "failed", r.Phase == PhaseFailed:
+		return true
+	case r.LoadState == "error", r.LoadState == "bad-setting":
+		return true
+	}
+	return r.ActiveState == "" && r.Retry && r.Error == ""
+}
+
 // Phases of a command hook.
 const (
 	PhasePending   = "pending"   // not run since boot (or never: when: Never)

@@ -38,12 +38,10 @@ func (s *Storage) AddAccounts(o Storage) hooks.Diagnostics {
 				Hint: "an account is the same on the whole machine: give every spec the same " + field + ", or write it in one spec"})
 	}
 	for _, u := range o.Users {
-		j := slices.IndexFunc(s.Users, func(x User) bool { return x.Name == u.Name })
-		if j < 0 {
-			s.Users = append(s.Users, u)
+		first := sameAccount(&s.Users, u)
+		if first == nil {
 			continue
 		}
-		first := &s.Users[j]
 		// Keys and hashes are compared, but not shown: a key is long,
 		// and a hash is nothing to print.
 		if !slices.Equal(first.SSHAuthorizedKeys, u.SSHAuthorizedKeys) {
@@ -64,12 +62,10 @@ func (s *Storage) AddAccounts(o Storage) hooks.Diagnostics {
 		}
 	}
 	for _, g := range o.Groups {
-		j := slices.IndexFunc(s.Groups, func(x Group) bool { return x.Name == g.Name })
-		if j < 0 {
-			s.Groups = append(s.Groups, g)
+		first := sameAccount(&s.Groups, g)
+		if first == nil {
 			continue
 		}
-		first := &s.Groups[j]
 		if f := accountDiff(first.GID, g.GID, []string{strconv.FormatBool(first.System)}, []string{strconv.FormatBool(g.System)}, "gid", "system"); f != nil {
 			clash("group", g.Name, f[0], f[1], f[2], first.Pos, g.Pos)
 		} else if first.GID == nil {
@@ -77,6 +73,26 @@ func (s *Storage) AddAccounts(o Storage) hooks.Diagnostics {
 		}
 	}
 	return diags
+}
+
+// account is a User or a Group: what sameAccount needs of both.
+type account interface {
+	User | Group
+	accountName() string
+}
+
+func (u User) accountName() string  { return u.Name }
+func (g Group) accountName() string { return g.Name }
+
+// sameAccount returns the account of a's name in *list, for a to be merged
+// into, or, when there is none, appends a to *list and returns nil.
+func sameAccount[A account](list *[]A, a A) *A {
+	j := slices.IndexFunc(*list, func(x A) bool { return x.accountName() == a.accountName() })
+	if j < 0 {
+		*list = append(*list, a)
+		return nil
+	}
+	return &(*list)[j]
 }
 
 // accountDiff compares two entries of one account: their ids (when both

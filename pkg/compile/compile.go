@@ -14,7 +14,6 @@ package compile
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -476,15 +475,4 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
-}
-
-// sortedKeys returns the keys of m in byte order, so that anything built
-// from a map comes out the same every time.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

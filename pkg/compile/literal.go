@@ -2,6 +2,8 @@ package compile
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -49,7 +51,7 @@ func (g *gen) structuredValues() []structuredValue {
 		}
 		add(fmt.Sprintf("steps[%d].sh", k), st.Sh)
 	}
-	for _, name := range sortedKeys(h.Env) {
+	for _, name := range slices.Sorted(maps.Keys(h.Env)) {
 		add("env."+name, h.Env[name])
 	}
 	add("environmentFile", h.EnvironmentFile)

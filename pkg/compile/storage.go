@@ -30,34 +30,20 @@ func (s Storage) HasPaths() bool {
 // HasAccounts reports whether s has users or groups.
 func (s Storage) HasAccounts() bool { return len(s.Users)+len(s.Groups) > 0 }
 
-// User is a rendered entry of a hook's users. Entries of one name in
+// User is a rendered entry of a hook's users: the entry as the spec has
+// it, and the hook and place it is written at. Entries of one name in
 // several hooks are one User, with the id any of them gives.
 type User struct {
-	Name string
-	// UID is nil when the system is to pick the id.
-	UID    *uint32
-	System bool
-	// Home and Shell are empty for the system's defaults.
-	Home   string
-	Shell  string
-	Groups []string
-	// SSHAuthorizedKeys and PasswordHash are hooks.User's.
-	SSHAuthorizedKeys []string
-	PasswordHash      string
-	// PrimaryGroup and NoCreateHome are hooks.User's.
-	PrimaryGroup string
-	NoCreateHome bool
-	Hook         int
-	Pos          hooks.Position
+	hooks.User
+	Hook int
+	Pos  hooks.Position
 }
 
-// Group is a rendered entry of a hook's groups.
+// Group is a rendered entry of a hook's groups, as User is of its users.
 type Group struct {
-	Name   string
-	GID    *uint32
-	System bool
-	Hook   int
-	Pos    hooks.Position
+	hooks.Group
+	Hook int
+	Pos  hooks.Position
 }
 
 // StorageFile is a rendered entry of a hook's files. Either Contents holds

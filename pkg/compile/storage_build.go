@@ -117,8 +117,6 @@ func (b *builder) storage(file string) Storage {
 // name are one account: the parser has refused two ids for it, and the
 // other fields must agree too where both entries give them.
 func (b *builder) accounts(st *Storage) {
-	users := map[string]int{}
-	groups := map[string]int{}
 	for i := range b.spec.Hooks {
 		h := &b.spec.Hooks[i]
 		for k, u := range h.Users {
@@ -126,16 +124,11 @@ func (b *builder) accounts(st *Storage) {
 			if u.Name == "" || b.refusedBelow(p) {
 				continue
 			}
-			ru := User{Name: u.Name, UID: u.UID, System: u.System, Home: u.Home, Shell: u.Shell, Groups: u.Groups,
-				SSHAuthorizedKeys: u.SSHAuthorizedKeys, PasswordHash: u.PasswordHash, PrimaryGroup: u.PrimaryGroup,
-				NoCreateHome: u.NoCreateHome, Hook: i, Pos: b.spec.Where(p)}
-			j, dup := users[u.Name]
-			if !dup {
-				users[u.Name] = len(st.Users)
-				st.Users = append(st.Users, ru)
+			ru := User{User: u, Hook: i, Pos: b.spec.Where(p)}
+			first := sameAccount(&st.Users, ru)
+			if first == nil {
 				continue
 			}
-			first := &st.Users[j]
 			if first.UID == nil {
 				first.UID = ru.UID
 			}
@@ -161,14 +154,11 @@ func (b *builder) accounts(st *Storage) {
 			if g.Name == "" || b.refusedBelow(p) {
 				continue
 			}
-			rg := Group{Name: g.Name, GID: g.GID, System: g.System, Hook: i, Pos: b.spec.Where(p)}
-			j, dup := groups[g.Name]
-			if !dup {
-				groups[g.Name] = len(st.Groups)
-				st.Groups = append(st.Groups, rg)
+			rg := Group{Group: g, Hook: i, Pos: b.spec.Where(p)}
+			first := sameAccount(&st.Groups, rg)
+			if first == nil {
 				continue
 			}
-			first := &st.Groups[j]
 			if first.GID == nil {
 				first.GID = rg.GID
 			}

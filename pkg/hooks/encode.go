@@ -2,7 +2,6 @@ package hooks
 
 import (
 	"bytes"
-	"sort"
 
 	"gopkg.in/yaml.v3"
 
@@ -33,12 +32,7 @@ func Encode(name string, hs []Hook) ([]byte, error) {
 	}
 	yamlnode.Pairs(doc, "hooks", seq)
 	var b bytes.Buffer
-	e := yaml.NewEncoder(&b)
-	e.SetIndent(2)
-	if err := e.Encode(doc); err != nil {
-		return nil, err
-	}
-	if err := e.Close(); err != nil {
+	if err := yamlnode.Encode(&b, doc); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
@@ -88,13 +82,4 @@ func list(vs []string) *yaml.Node {
 		l.Content = append(l.Content, yamlnode.Str(v))
 	}
 	return l
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

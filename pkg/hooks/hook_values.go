@@ -2,6 +2,8 @@ package hooks
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -342,7 +344,7 @@ func encodeEnv(h *Hook) *yaml.Node {
 		return nil
 	}
 	env := &yaml.Node{Kind: yaml.MappingNode}
-	for _, k := range sortedKeys(h.Env) {
+	for _, k := range slices.Sorted(maps.Keys(h.Env)) {
 		yamlnode.Pairs(env, k, yamlnode.Str(h.Env[k]))
 	}
 	return env
@@ -355,7 +357,7 @@ func encodeDirectives(h *Hook) *yaml.Node {
 		return nil
 	}
 	ds := &yaml.Node{Kind: yaml.MappingNode}
-	for _, sec := range sortedKeys(h.Directives) {
+	for _, sec := range slices.Sorted(maps.Keys(h.Directives)) {
 		yamlnode.Pairs(ds, sec, list(h.Directives[sec]))
 	}
 	return ds

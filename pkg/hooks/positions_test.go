@@ -27,7 +27,7 @@ func (r *refPositions) where(path string) Position {
 		if path == "" {
 			return Position{File: r.file}
 		}
-		path = parent(path)
+		path = ParentPath(path)
 	}
 }
 
@@ -75,7 +75,7 @@ func checkPositions(t *testing.T, name string, spec *Spec, ref *refPositions) {
 		paths[p] = true
 	}
 	for p := range paths {
-		for _, q := range []string{p, parent(p), p + ".x", p + "[0]", p + "[99]", p + ".name"} {
+		for _, q := range []string{p, ParentPath(p), p + ".x", p + "[0]", p + "[99]", p + ".name"} {
 			if got, want := spec.Where(q), ref.where(q); got != want {
 				t.Fatalf("%s: Where(%q) = %v, want %v", name, q, got, want)
 			}

@@ -24,12 +24,14 @@ func (s *Spec) Where(path string) Position {
 		if path == "" {
 			return Position{File: s.File}
 		}
-		path = parent(path)
+		path = ParentPath(path)
 	}
 }
 
-// parent strips the last element of a path: "a.b[2]" → "a.b" → "a" → "".
-func parent(path string) string {
+// ParentPath strips the last element of a path into a spec, such as a
+// Diagnostic's: "a.b[2]" → "a.b" → "a" → "". Paths into a kops manifest
+// are written the same way.
+func ParentPath(path string) string {
 	if strings.HasSuffix(path, "]") {
 		if i := strings.LastIndexByte(path, '['); i >= 0 {
 			return path[:i]

@@ -98,6 +98,15 @@ func TestWarningPlaces(t *testing.T) {
 				`refused.ign:2:23: warning: passwd.users[0]: to the leftovers: hostprov refuses it: home "relative/home" is not absolute`,
 				`refused.ign:4:13: warning: storage.links[0]: to the leftovers: hostprov refuses it: /etc/b/c is under /etc/b, which is the file at hooks[0].files[0] (line 8)`,
 			}},
+		// A user or group is kept out, at its entry, when systemd-sysusers
+		// would refuse its name or the config deletes it.
+		{"accounts.ign", "{\"ignition\": {\"version\": \"3.4.0\"},\n \"passwd\": {\"users\": [{\"name\": \"1bad\"}, {\"name\": \"old\", \"shouldExist\": false}],\n  \"groups\": [{\"name\": \"1bad\"}, {\"name\": \"old\", \"shouldExist\": false}]}}\n",
+			[]string{
+				`accounts.ign:2:32: warning: passwd.users[0]: to the leftovers: the user name "1bad" is not one systemd-sysusers accepts: it starts with "1"`,
+				`accounts.ign:2:72: warning: passwd.users[1]: to the leftovers: the user old is to be deleted, which hostprov does not do`,
+				`accounts.ign:3:23: warning: passwd.groups[0]: to the leftovers: the group name "1bad" is not one systemd-sysusers accepts: it starts with "1"`,
+				`accounts.ign:3:63: warning: passwd.groups[1]: to the leftovers: the group old is to be deleted, which hostprov does not do`,
+			}},
 		// Butane lists a unit it makes for a file system's
 		// with_mount_unit before the units written: the warning about
 		// b.service is still at b.service.

@@ -574,12 +574,7 @@ func cloudConfigRest(root *yaml.Node, ms marks) ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	buf.WriteString("#cloud-config\n")
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(n); err != nil {
-		return nil, err
-	}
-	if err := enc.Close(); err != nil {
+	if err := yamlnode.Encode(&buf, n); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil

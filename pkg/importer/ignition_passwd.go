@@ -39,17 +39,27 @@ func (im *ignImporter) passwd(pw types.Passwd) {
 	}
 }
 
+// keepAccount reports whether the config's user or group (kind) of name
+// at p can be imported, and warns why not when it cannot: its name is not
+// one systemd-sysusers accepts, or the config deletes it.
+func (im *ignImporter) keepAccount(p []any, kind, name string, shouldExist *bool) bool {
+	if problem := hooks.AccountNameProblem(name); problem != "" {
+		im.drop(p, []any{"name"}, fmt.Sprintf("the %s name %q is not one systemd-sysusers accepts: %s", kind, name, problem),
+			"rename the "+kind+": a letter or _ first, then letters, digits, _ or -")
+		return false
+	}
+	if shouldExist != nil && !*shouldExist {
+		im.drop(p, []any{"shouldExist"}, "the "+kind+" "+name+" is to be deleted, which hostprov does not do",
+			"delete the "+kind+" with a command hook")
+		return false
+	}
+	return true
+}
+
 // user is the hook user of the config's user at p; ok is false, with a
 // warning, when the user is kept out.
 func (im *ignImporter) user(p []any, u types.PasswdUser) (hu hooks.User, ok bool) {
-	if problem := hooks.AccountNameProblem(u.Name); problem != "" {
-		im.drop(p, []any{"name"}, fmt.Sprintf("the user name %q is not one systemd-sysusers accepts: %s", u.Name, problem),
-			"rename the user: a letter or _ first, then letters, digits, _ or -")
-		return hu, false
-	}
-	if u.ShouldExist != nil && !*u.ShouldExist {
-		im.drop(p, []any{"shouldExist"}, "the user "+u.Name+" is to be deleted, which hostprov does not do",
-			"delete the user with a command hook")
+	if !im.keepAccount(p, "user", u.Name, u.ShouldExist) {
 		return hu, false
 	}
 	hu = hooks.User{Name: u.Name, System: u.System != nil && *u.System}
@@ -104,14 +114,7 @@ func (im *ignImporter) user(p []any, u types.PasswdUser) (hu hooks.User, ok bool
 // warning, when the group is kept out. ownGroup are the users of the spec
 // without a primaryGroup.
 func (im *ignImporter) group(p []any, g types.PasswdGroup, ownGroup map[string]bool) (hg hooks.Group, ok bool) {
-	if problem := hooks.AccountNameProblem(g.Name); problem != "" {
-		im.drop(p, []any{"name"}, fmt.Sprintf("the group name %q is not one systemd-sysusers accepts: %s", g.Name, problem),
-			"rename the group: a letter or _ first, then letters, digits, _ or -")
-		return hg, false
-	}
-	if g.ShouldExist != nil && !*g.ShouldExist {
-		im.drop(p, []any{"shouldExist"}, "the group "+g.Name+" is to be deleted, which hostprov does not do",
-			"delete the group with a command hook")
+	if !im.keepAccount(p, "group", g.Name, g.ShouldExist) {
 		return hg, false
 	}
 	if ownGroup[g.Name] {

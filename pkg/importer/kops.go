@@ -1,7 +1,6 @@
 package importer
 
 import (
-	"bytes"
 	"encoding/base64"
 	"fmt"
 	"slices"
@@ -143,10 +142,8 @@ func (k *kopsImporter) pos(n *yaml.Node) hooks.Position {
 // docs warns about every field of a Cluster or InstanceGroup spec besides
 // hooks and fileAssets, and imports the file assets.
 func (k *kopsImporter) docs(data []byte) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	for {
-		var doc yaml.Node
-		if err := yamlnode.Decode(dec, &doc); err != nil {
+	for doc, err := range yamlnode.Documents(data) {
+		if err != nil {
 			return // kops.Read has reported what does not read
 		}
 		if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {

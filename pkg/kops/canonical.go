@@ -62,7 +62,7 @@ func (o *Origins) translate(d hooks.Diagnostic) hooks.Diagnostic {
 			d.Path = h.Path
 			return d
 		}
-		rel = parentPath(rel)
+		rel = hooks.ParentPath(rel)
 	}
 }
 

@@ -413,7 +413,7 @@ func (r *reader) checkHook(h *Hook, present map[string]bool, bad bool) {
 
 func lastKey(path string) string {
 	if strings.HasSuffix(path, "]") {
-		path = parentPath(path)
+		path = hooks.ParentPath(path)
 	}
 	if i := strings.LastIndexByte(path, '.'); i >= 0 {
 		return path[i+1:]

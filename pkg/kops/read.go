@@ -2,9 +2,7 @@ package kops
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -122,24 +120,12 @@ func (h *Hook) Where(rel string) hooks.Position {
 		if rel == "" {
 			return hooks.Position{File: h.File}
 		}
-		rel = parentPath(rel)
+		rel = hooks.ParentPath(rel)
 	}
 }
 
 // node returns the YAML node of the field at rel, or nil.
 func (h *Hook) node(rel string) *yaml.Node { return h.nodes[rel] }
-
-func parentPath(p string) string {
-	if strings.HasSuffix(p, "]") {
-		if i := strings.LastIndexByte(p, '['); i >= 0 {
-			return p[:i]
-		}
-	}
-	if i := strings.LastIndexByte(p, '.'); i >= 0 {
-		return p[:i]
-	}
-	return ""
-}
 
 // Read reads the kops manifests of one file: one or more YAML documents,
 // each a kops.k8s.io/v1alpha2 or v1alpha3 Cluster or InstanceGroup.
@@ -184,14 +170,8 @@ func (r *reader) pos(n *yaml.Node) hooks.Position {
 
 func (r *reader) read() *Manifests {
 	ms := &Manifests{}
-	dec := yaml.NewDecoder(bytes.NewReader(r.src))
 	seen := 0
-	for {
-		var doc yaml.Node
-		err := yamlnode.Decode(dec, &doc)
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	for doc, err := range yamlnode.Documents(r.src) {
 		if err != nil {
 			r.yamlError(err)
 			break

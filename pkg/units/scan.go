@@ -105,13 +105,8 @@ func scanFile(data []byte, header func(name []byte), entry func(key, value []byt
 		return false
 	}
 	anySection := false
-	for len(data) > 0 {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
+	for line := range bytes.Lines(data) {
+		line = bytes.TrimSuffix(line, []byte("\n"))
 		if len(line) > MaxLineLen {
 			return false
 		}

@@ -365,7 +365,7 @@ func (n *node) observe(reports []apply.UnitReport, changed map[string]bool) int 
 		if key == "" {
 			key = r.Unit
 		}
-		if !unitFailed(r) || failed[key] {
+		if !r.Failed() || failed[key] {
 			continue
 		}
 		failed[key] = true
@@ -413,7 +413,7 @@ func (n *node) reportUnits(ctx context.Context, sd apply.Systemd, st *apply.Stat
 			// reported on it.
 			return nil, &systemdError{fmt.Errorf("systemd could not tell the state of %s: %s", r.StatusOf, r.Error)}
 		}
-		if r.Phase != "" || len(r.Journal) > 0 || !unitFailed(*r) {
+		if r.Phase != "" || len(r.Journal) > 0 || !r.Failed() {
 			continue
 		}
 		if s, err := sd.Status(ctx, r.StatusOf); err == nil {

@@ -122,7 +122,7 @@ func hookResults(units []apply.UnitReport, hh *v1alpha1.HostHooks) []v1alpha1.Ho
 		if h.Name == "" {
 			h.Name = r.Unit
 		}
-		failed := unitFailed(r)
+		failed := r.Failed()
 		switch {
 		case r.Error != "":
 			h.Phase, h.Message = "unknown", r.Error
@@ -158,20 +158,6 @@ func hookResults(units []apply.UnitReport, hh *v1alpha1.HostHooks) []v1alpha1.Ho
 		out = append(out, h)
 	}
 	return out
-}
-
-// unitFailed tells whether a report shows a unit that failed, as hostprov
-// status tells it: systemd says so, a step failed, systemd could not load
-// the unit, or its start failed at the last apply and systemd knows
-// nothing of it.
-func unitFailed(r apply.UnitReport) bool {
-	switch {
-	case r.ActiveState == "failed", r.Phase == apply.PhaseFailed:
-		return true
-	case r.LoadState == "error", r.LoadState == "bad-setting":
-		return true
-	}
-	return r.ActiveState == "" && r.Retry && r.Error == ""
 }
 
 // metaTime is t at the precision the API keeps (seconds), so that a status

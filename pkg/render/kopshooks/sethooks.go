@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -93,15 +92,9 @@ type target struct {
 type listStyle struct{ offset int }
 
 func findTarget(manifest []byte, instanceGroup string) (*target, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(manifest))
 	var found []*target
 	var names []string
-	for {
-		var doc yaml.Node
-		err := yamlnode.Decode(dec, &doc)
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	for doc, err := range yamlnode.Documents(manifest) {
 		if err != nil {
 			return nil, fmt.Errorf("the manifest is not valid YAML: %w", err)
 		}
