@@ -61,16 +61,8 @@ type Dropin struct {
 // found, sorted by position; the units must not be used when the diagnostics
 // hold an error (diags.HasErrors). file names the spec in diagnostics.
 func Build(file string, data []byte) ([]Unit, hooks.Diagnostics) {
-	_, us, diags := BuildSpec(file, data)
-	return us, diags
-}
-
-// BuildSpec is Build, and returns the parsed spec too (nil when the
-// document is no spec at all), for what it says besides the units: its
-// metadata.
-func BuildSpec(file string, data []byte) (*hooks.Spec, []Unit, hooks.Diagnostics) {
 	r, diags := BuildAll(file, data)
-	return r.Spec, r.Units, diags
+	return r.Units, diags
 }
 
 // Units builds the units of a parsed spec and checks them. It is Build

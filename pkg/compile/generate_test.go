@@ -28,7 +28,8 @@ func TestGenerateScratch(t *testing.T) {
 	}
 	compared := 0
 	for name, data := range specs {
-		spec, us, diags := BuildSpec("s.yaml", data)
+		r, diags := BuildAll("s.yaml", data)
+		spec, us := r.Spec, r.Units
 		if spec == nil || diags.HasErrors(false) {
 			continue
 		}

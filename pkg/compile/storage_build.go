@@ -29,8 +29,8 @@ const stdinName = "<stdin>"
 // check them. file is the spec's path: local: files are read relative to
 // its directory, at render time, and may not be outside it. It returns
 // every problem found, sorted by position; the Result must not be used
-// when they hold an error. Build and BuildSpec are BuildAll for callers
-// that need only the units.
+// when they hold an error. Build is BuildAll for callers that need only
+// the units.
 func BuildAll(file string, data []byte) (Result, hooks.Diagnostics) {
 	return BuildAllLocals(file, data, nil)
 }
