@@ -94,21 +94,12 @@ func Merge(own []byte, us []compile.Unit, opts Options, files []render.MergeFile
 		if cfg == nil {
 			continue
 		}
-		nu, err := ignconfig.NeutralUnits(cfg)
+		// Checked as ignition.Merge checks them, in the Ignition config
+		// both translate to, so that a clash is at the user's entry
+		// rather than at Butane's duplicate in the merged output.
+		clashes, err := ignconfig.CheckClashes(ownIgn, cfg, f, opts.Storage, us)
 		if err != nil {
 			return nil, nil, err
-		}
-		clashes := ignconfig.CheckUnitClashes(us, nu, f)
-		// Files, directories, links and accounts as ignition.Merge
-		// checks them, in the Ignition config both translate to, so that
-		// a clash is at the user's entry rather than at Butane's
-		// duplicate in the merged output.
-		for _, check := range []func([]byte, any, render.MergeFile, compile.Storage, []compile.Unit) (hooks.Diagnostics, error){ignconfig.CheckStorageClashes, ignconfig.CheckAccountClashes} {
-			d, err := check(ownIgn, cfg, f, opts.Storage, us)
-			if err != nil {
-				return nil, nil, err
-			}
-			clashes = append(clashes, d...)
 		}
 		d, err = checkMergedStorage(seen, cfg, f, opts.Storage, us)
 		if err != nil {

@@ -50,17 +50,7 @@ func Merge(own []byte, us []compile.Unit, opts Options, files []render.MergeFile
 		if cfg == nil {
 			continue
 		}
-		nu, err := ignconfig.NeutralUnits(cfg)
-		if err != nil {
-			return nil, nil, err
-		}
-		diags = append(diags, ignconfig.CheckUnitClashes(us, nu, f)...)
-		d, err = ignconfig.CheckStorageClashes(own, cfg, f, opts.Storage, us)
-		if err != nil {
-			return nil, nil, err
-		}
-		diags = append(diags, d...)
-		d, err = ignconfig.CheckAccountClashes(own, cfg, f, opts.Storage, us)
+		d, err := ignconfig.CheckClashes(own, cfg, f, opts.Storage, us)
 		if err != nil {
 			return nil, nil, err
 		}

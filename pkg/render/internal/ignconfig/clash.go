@@ -16,6 +16,29 @@ import (
 	"github.com/hostprov/hostprov/pkg/render/internal/usermerge"
 )
 
+// CheckClashes is every check of a user's Ignition config cfg, from file
+// f, against hostprov's own config own of the units us and the storage st:
+// its units (CheckUnitClashes), files, directories and links
+// (CheckStorageClashes) and users and groups (CheckAccountClashes). Both
+// outputs that merge a user's config run it, Ignition on the config itself
+// and Butane on the Ignition config both translate to, so that a clash is
+// reported at the user's entry in either.
+func CheckClashes(own []byte, cfg any, f render.MergeFile, st compile.Storage, us []compile.Unit) (hooks.Diagnostics, error) {
+	nu, err := NeutralUnits(cfg)
+	if err != nil {
+		return nil, err
+	}
+	diags := CheckUnitClashes(us, nu, f)
+	for _, check := range []func([]byte, any, render.MergeFile, compile.Storage, []compile.Unit) (hooks.Diagnostics, error){CheckStorageClashes, CheckAccountClashes} {
+		d, err := check(own, cfg, f, st, us)
+		if err != nil {
+			return nil, err
+		}
+		diags = append(diags, d...)
+	}
+	return diags, nil
+}
+
 // NeutralUnit is a unit of an Ignition config as every spec version has it.
 type NeutralUnit struct {
 	Name     string          `json:"name"`
