@@ -37,8 +37,9 @@ func (s *Storage) AddAccounts(o Storage) hooks.Diagnostics {
 			hooks.Diagnostic{Severity: hooks.Error, Pos: pa, Message: fmt.Sprintf("%s %s has %s %s here and %s at %s", kind, name, field, a, b, pb),
 				Hint: "an account is the same on the whole machine: give every spec the same " + field + ", or write it in one spec"})
 	}
+	users, groups := indexAccounts(&s.Users), indexAccounts(&s.Groups)
 	for _, u := range o.Users {
-		first := sameAccount(&s.Users, u)
+		first := users.same(u)
 		if first == nil {
 			continue
 		}
@@ -62,7 +63,7 @@ func (s *Storage) AddAccounts(o Storage) hooks.Diagnostics {
 		}
 	}
 	for _, g := range o.Groups {
-		first := sameAccount(&s.Groups, g)
+		first := groups.same(g)
 		if first == nil {
 			continue
 		}
@@ -75,7 +76,7 @@ func (s *Storage) AddAccounts(o Storage) hooks.Diagnostics {
 	return diags
 }
 
-// account is a User or a Group: what sameAccount needs of both.
+// account is a User or a Group: what accountsByName needs of both.
 type account interface {
 	User | Group
 	accountName() string
@@ -84,15 +85,31 @@ type account interface {
 func (u User) accountName() string  { return u.Name }
 func (g Group) accountName() string { return g.Name }
 
-// sameAccount returns the account of a's name in *list, for a to be merged
-// into, or, when there is none, appends a to *list and returns nil.
-func sameAccount[A account](list *[]A, a A) *A {
-	j := slices.IndexFunc(*list, func(x A) bool { return x.accountName() == a.accountName() })
-	if j < 0 {
-		*list = append(*list, a)
-		return nil
+// accountsByName finds the accounts of a list by name, and appends to
+// the list those it does not have: a map, not a walk of the list, as a
+// spec may have thousands of users.
+type accountsByName[A account] struct {
+	list *[]A
+	at   map[string]int
+}
+
+func indexAccounts[A account](list *[]A) accountsByName[A] {
+	at := make(map[string]int, len(*list))
+	for i, a := range *list {
+		at[a.accountName()] = i
 	}
-	return &(*list)[j]
+	return accountsByName[A]{list, at}
+}
+
+// same returns the account of a's name, for a to be merged into, or, when
+// there is none, appends a to the list and returns nil.
+func (x accountsByName[A]) same(a A) *A {
+	if j, ok := x.at[a.accountName()]; ok {
+		return &(*x.list)[j]
+	}
+	x.at[a.accountName()] = len(*x.list)
+	*x.list = append(*x.list, a)
+	return nil
 }
 
 // accountDiff compares two entries of one account: their ids (when both

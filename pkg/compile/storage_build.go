@@ -117,6 +117,7 @@ func (b *builder) storage(file string) Storage {
 // name are one account: the parser has refused two ids for it, and the
 // other fields must agree too where both entries give them.
 func (b *builder) accounts(st *Storage) {
+	users, groups := indexAccounts(&st.Users), indexAccounts(&st.Groups)
 	for i := range b.spec.Hooks {
 		h := &b.spec.Hooks[i]
 		for k, u := range h.Users {
@@ -125,7 +126,7 @@ func (b *builder) accounts(st *Storage) {
 				continue
 			}
 			ru := User{User: u, Hook: i, Pos: b.spec.Where(p)}
-			first := sameAccount(&st.Users, ru)
+			first := users.same(ru)
 			if first == nil {
 				continue
 			}
@@ -155,7 +156,7 @@ func (b *builder) accounts(st *Storage) {
 				continue
 			}
 			rg := Group{Group: g, Hook: i, Pos: b.spec.Where(p)}
-			first := sameAccount(&st.Groups, rg)
+			first := groups.same(rg)
 			if first == nil {
 				continue
 			}
