@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hostprov/hostprov/internal/pipeline"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
@@ -434,13 +435,11 @@ func (f *renderFlags) prepare(c *cobra.Command, format string, mergeFiles []stri
 		if err := render.CheckMerge(format); err != nil {
 			return outputFormat{}, invalid("%v", err)
 		}
-		for _, name := range mergeFiles {
-			mf, err := readMerge(name)
-			if err != nil {
-				return outputFormat{}, err
-			}
-			f.merge = append(f.merge, mf)
+		mfs, err := pipeline.ReadMerge(mergeFiles)
+		if err != nil {
+			return outputFormat{}, readFailed(c, err)
 		}
+		f.merge = mfs
 		f.report = func(diags hooks.Diagnostics) error {
 			return sf.verdict(c, strings.Join(mergeFiles, ", "), diags)
 		}
