@@ -21,30 +21,30 @@ func readFailed(c *cobra.Command, err error) error {
 }
 
 // readWords says what is wrong with an input, and how to give it, in the
-// words of the flags of c.
+// words of the flags of c; a problem the flags add nothing to is said as
+// the pipeline says it.
 func readWords(c *cobra.Command, re *pipeline.ReadError) string {
+	type problem struct {
+		source  pipeline.Source
+		problem pipeline.ReadProblem
+	}
 	name := re.Name
-	switch re.Source {
-	case pipeline.SpecDir:
+	switch (problem{re.Source, re.Problem}) {
+	case problem{pipeline.SpecDir, pipeline.NotFound}:
 		return name + ": no such directory; give the directory of hook specs with -d DIR"
-	case pipeline.SpecFile:
-		switch {
-		case re.Problem == pipeline.NotFound:
-			return name + ": no such file; give the hook spec with -f FILE (or -f - for standard input)"
-		case re.Problem == pipeline.IsDir && c.Flags().Lookup("dir") != nil:
+	case problem{pipeline.SpecFile, pipeline.NotFound}:
+		return name + ": no such file; give the hook spec with -f FILE (or -f - for standard input)"
+	case problem{pipeline.SpecFile, pipeline.IsDir}:
+		if c.Flags().Lookup("dir") != nil {
 			return fmt.Sprintf("%s is a directory: -f reads one spec file; read every *.yaml file of a directory with -d %s", name, name)
-		case re.Problem == pipeline.IsDir:
-			return name + " is a directory: -f reads one spec file"
 		}
-	case pipeline.MergeConfig:
-		if re.Problem == pipeline.IsDir {
-			return "--merge " + name + " is a directory: give one config file, and --merge again for each other"
-		}
+		return name + " is a directory: -f reads one spec file"
+	case problem{pipeline.MergeConfig, pipeline.IsDir}:
+		return "--merge " + name + " is a directory: give one config file, and --merge again for each other"
+	case problem{pipeline.MergeConfig, pipeline.NotFound}, problem{pipeline.MergeConfig, pipeline.TooLarge}:
 		return "--merge " + re.Error()
-	case pipeline.ImportConfig:
-		if re.Problem == pipeline.IsDir {
-			return name + " is a directory: import reads one config file"
-		}
+	case problem{pipeline.ImportConfig, pipeline.IsDir}:
+		return name + " is a directory: import reads one config file"
 	}
 	return re.Error()
 }
