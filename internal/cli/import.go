@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hostprov/hostprov/internal/fsutil"
-	"github.com/hostprov/hostprov/pkg/hooks"
+	"github.com/hostprov/hostprov/internal/pipeline"
 	"github.com/hostprov/hostprov/pkg/importer"
 	"github.com/hostprov/hostprov/pkg/kops"
 )
@@ -55,27 +54,11 @@ change the exit status; an input that cannot be read is an error, and nothing is
 				}
 				in.Role = r
 			}
-			if file == "-" {
-				data, err := io.ReadAll(io.LimitReader(c.InOrStdin(), hooks.MaxSize+1))
-				if err != nil {
-					return failure("reading standard input: %v", err)
-				}
-				in.Data = data
-				in.Dir = "."
-			} else {
-				data, err := readLimited(file)
-				if err != nil {
-					return err
-				}
-				dir, err := filepath.Abs(filepath.Dir(file))
-				if err != nil {
-					return failure("%v", err)
-				}
-				in.Data, in.Dir = data, dir
+			data, dir, err := pipeline.ReadConfig(file, c.InOrStdin())
+			if err != nil {
+				return readFailed(c, err)
 			}
-			if len(in.Data) > hooks.MaxSize {
-				return invalid("%s: larger than %d bytes", displayName(file), hooks.MaxSize)
-			}
+			in.Data, in.Dir = data, dir
 			// A spec written to a file has a directory: contents it
 			// cannot hold as text go beside it as local: files.
 			in.Locals = out != "" && besideOutput(out, importer.FormatIgnition) != ""
@@ -147,27 +130,6 @@ func emptyRest(res *importer.Result) []byte {
 		return []byte("#cloud-config\n")
 	}
 	return nil
-}
-
-// readLimited reads a file given on the command line, at most one byte
-// more than a spec may have.
-func readLimited(file string) ([]byte, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, invalid("%s: no such file", file)
-		}
-		return nil, failure("%v", err)
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.IsDir() {
-		return nil, invalid("%s is a directory: import reads one config file", file)
-	}
-	data, err := readAtMost(f)
-	if err != nil {
-		return nil, failure("reading %s: %v", file, err)
-	}
-	return data, nil
 }
 
 // writeImported writes the spec import made of the file called name: to

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hostprov/hostprov/internal/pipeline"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render"
@@ -70,18 +71,9 @@ var outputFormats = []outputFormat{
 		},
 		write: func(w io.Writer, f *renderFlags, us []compile.Unit) error {
 			b, err := ignition.Render(us, f.ignitionOptions())
-			if err != nil {
-				if storageRefused(err) {
-					return err
-				}
-				return failure("building the Ignition config: %v", err)
-			}
-			if len(f.merge) > 0 {
-				return f.merged(w, "the Ignition config", func() ([]byte, hooks.Diagnostics, error) {
-					return ignition.Merge(b, us, f.ignitionOptions(), f.merge)
-				})
-			}
-			return write(w, b)
+			return f.writeConfig(w, "the Ignition config", b, err, func(b []byte) ([]byte, hooks.Diagnostics, error) {
+				return ignition.Merge(b, us, f.ignitionOptions(), f.merge)
+			})
 		},
 	},
 	{
@@ -94,18 +86,9 @@ var outputFormats = []outputFormat{
 		},
 		write: func(w io.Writer, f *renderFlags, us []compile.Unit) error {
 			b, err := butane.Render(us, f.butaneOptions())
-			if err != nil {
-				if storageRefused(err) {
-					return err
-				}
-				return failure("building the Butane config: %v", err)
-			}
-			if len(f.merge) > 0 {
-				return f.merged(w, "the Butane config", func() ([]byte, hooks.Diagnostics, error) {
-					return butane.Merge(b, us, f.butaneOptions(), f.merge)
-				})
-			}
-			return write(w, b)
+			return f.writeConfig(w, "the Butane config", b, err, func(b []byte) ([]byte, hooks.Diagnostics, error) {
+				return butane.Merge(b, us, f.butaneOptions(), f.merge)
+			})
 		},
 	},
 	{
@@ -113,27 +96,12 @@ var outputFormats = []outputFormat{
 		help:  "a #cloud-config document (--mime wraps it in a MIME message) on standard output",
 		flags: []string{"mime"},
 		write: func(w io.Writer, f *renderFlags, us []compile.Unit) error {
-			if len(f.merge) > 0 {
-				// Merged into the document, then wrapped.
-				b, err := cloudinit.Render(us, cloudinit.Options{Storage: f.storage})
-				if err != nil {
-					if storageRefused(err) {
-						return err
-					}
-					return failure("building the cloud-config: %v", err)
-				}
-				return f.merged(w, "the cloud-config", func() ([]byte, hooks.Diagnostics, error) {
-					return cloudinit.Merge(b, us, cloudinit.Options{MIME: f.mime, Storage: f.storage}, f.merge)
-				})
-			}
-			b, err := cloudinit.Render(us, cloudinit.Options{MIME: f.mime, Storage: f.storage})
-			if err != nil {
-				if storageRefused(err) {
-					return err
-				}
-				return failure("building the cloud-config: %v", err)
-			}
-			return write(w, b)
+			// With configs to merge, the document is merged into and
+			// then wrapped, by Merge.
+			b, err := cloudinit.Render(us, cloudinit.Options{MIME: f.mime && len(f.merge) == 0, Storage: f.storage})
+			return f.writeConfig(w, "the cloud-config", b, err, func(b []byte) ([]byte, hooks.Diagnostics, error) {
+				return cloudinit.Merge(b, us, cloudinit.Options{MIME: f.mime, Storage: f.storage}, f.merge)
+			})
 		},
 	},
 	{
@@ -194,10 +162,24 @@ var outputFormats = []outputFormat{
 	},
 }
 
-// merged writes the output merge makes of hostprov's output and the
-// --merge files, after their diagnostics; nothing when one is an error.
-func (f *renderFlags) merged(w io.Writer, what string, merge func() ([]byte, hooks.Diagnostics, error)) error {
-	b, diags, err := merge()
+// writeConfig writes the config an output's Render made (b, or its error
+// err), named what ("the Ignition config"): as it is, or, with --merge
+// files, what merge makes of it and them, after their diagnostics, and
+// nothing when one is an error. A file, directory or link Render refused
+// is returned as it is, for render's RunE to report at its entry; any
+// other error of Render is a failure.
+func (f *renderFlags) writeConfig(w io.Writer, what string, b []byte, err error,
+	merge func([]byte) ([]byte, hooks.Diagnostics, error)) error {
+	if err != nil {
+		if storageRefused(err) {
+			return err
+		}
+		return failure("building %s: %v", what, err)
+	}
+	if len(f.merge) == 0 {
+		return write(w, b)
+	}
+	b, diags, err := merge(b)
 	if err != nil {
 		return failure("merging into %s: %v", what, err)
 	}
@@ -434,13 +416,11 @@ func (f *renderFlags) prepare(c *cobra.Command, format string, mergeFiles []stri
 		if err := render.CheckMerge(format); err != nil {
 			return outputFormat{}, invalid("%v", err)
 		}
-		for _, name := range mergeFiles {
-			mf, err := readMerge(name)
-			if err != nil {
-				return outputFormat{}, err
-			}
-			f.merge = append(f.merge, mf)
+		mfs, err := pipeline.ReadMerge(mergeFiles)
+		if err != nil {
+			return outputFormat{}, readFailed(c, err)
 		}
+		f.merge = mfs
 		f.report = func(diags hooks.Diagnostics) error {
 			return sf.verdict(c, strings.Join(mergeFiles, ", "), diags)
 		}

@@ -84,20 +84,9 @@ func (f *specFlags) load(c *cobra.Command) (*pipeline.Result, error) {
 
 // read reads the input files: those of -f, or every *.yaml of -d.
 func (f *specFlags) read(c *cobra.Command) ([]inputs.File, error) {
-	files := f.files
-	if f.dir != "" {
-		var err error
-		if files, err = specDir(f.dir); err != nil {
-			return nil, err
-		}
-	}
-	var in []inputs.File
-	for _, file := range files {
-		name, data, err := readSpec(c, file)
-		if err != nil {
-			return nil, err
-		}
-		in = append(in, inputs.File{Name: name, Data: data})
+	in, err := pipeline.ReadSpecs(pipeline.Specs{Files: f.files, Dir: f.dir, Stdin: c.InOrStdin()})
+	if err != nil {
+		return nil, readFailed(c, err)
 	}
 	return in, nil
 }
@@ -250,7 +239,7 @@ func plural(n int, word string) string {
 
 func displayName(file string) string {
 	if file == "-" {
-		return "<stdin>"
+		return pipeline.StdinName
 	}
 	return file
 }

@@ -7,6 +7,12 @@
 // admission, with a HostHooks' hook spec as their input, so that a spec
 // means the same wherever it is read.
 //
+// It also reads the inputs that are files: the specs (ReadSpecs), the
+// configs to merge into an output (ReadMerge) and a config to import
+// (ReadConfig), each only up to what a spec may have. What was given wrong
+// is a *ReadError, which the caller words with how it was given: the CLI
+// with its flags.
+//
 // Load prints nothing and writes nothing: the caller reports the
 // diagnostics and picks the output (an Ignition config, a plan, a field
 // error).
@@ -164,10 +170,10 @@ func Load(in []Input, opts Options) (*Result, error) {
 	return r, err
 }
 
-// setName is a spec set's name made from a file's: "<stdin>" (-f -) is
+// setName is a spec set's name made from a file's: StdinName (-f -) is
 // "stdin".
 func setName(base string) string {
-	if base == "<stdin>" {
+	if base == StdinName {
 		return "stdin"
 	}
 	return base
