@@ -80,3 +80,29 @@ func TestReadProblems(t *testing.T) {
 		})
 	}
 }
+
+// TestHugeSpecWritesNothing: a spec past the size limit is refused by
+// render as invalid input, at its first line, and nothing is written; the
+// pipeline's own tests hold the refusal, this one the command's exit code
+// and its output directory.
+func TestHugeSpecWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "huge.yaml")
+	head := "apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n- name: a.service\n  exec: [/bin/true]\n"
+	pad := bytes.Repeat([]byte("#"+strings.Repeat("x", 99)+"\n"), hooks.MaxSize/100+1)
+	if err := os.WriteFile(spec, append([]byte(head), pad...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "units")
+	var stdout, stderr bytes.Buffer
+	code := Run([]string{"render", "-f", spec, "--format", "dir", "--out", out}, strings.NewReader(""), &stdout, &stderr)
+	if code != ExitInvalid {
+		t.Errorf("exit %d, want %d", code, ExitInvalid)
+	}
+	if want := spec + ":1:1: error: the spec is"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+	}
+	if _, err := os.Lstat(out); !os.IsNotExist(err) {
+		t.Error("render wrote output for a spec it refused")
+	}
+}
