@@ -42,10 +42,6 @@ type Options struct {
 	// Force overwrites (or removes) files hostprov wrote that were changed
 	// on disk since; without it they are left alone and reported.
 	Force bool
-	// HookNames[i] is the name of hook i of the spec (compile.Unit.Hook),
-	// recorded in the state and shown by status, for units built without
-	// compile.Unit.HookName.
-	HookNames []string
 	// SpecDir is the directory the spec sets of NewPlanSets were read
 	// from (hostprov apply -d): the units of a set last applied from a
 	// file in it that is not among the sets are pruned, since its file is

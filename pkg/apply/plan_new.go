@@ -282,11 +282,7 @@ func holdHooks(desired []compile.Unit, st *State, opts Options, r rules) ([]comp
 	heldUnits := map[string]bool{}
 	var kept []compile.Unit
 	for _, u := range desired {
-		hook := u.HookName
-		if hook == "" && u.Hook >= 0 && u.Hook < len(opts.HookNames) {
-			hook = opts.HookNames[u.Hook]
-		}
-		if opts.held(r.meta[u.Name].Set, hook) {
+		if opts.held(r.meta[u.Name].Set, u.HookName) {
 			heldUnits[u.Name] = true
 			continue
 		}
