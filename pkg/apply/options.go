@@ -65,8 +65,8 @@ type Options struct {
 	// node's systemd to run them); nil runs this machine's, with --root
 	// when Root is set.
 	Tools Tools
-	// HTTPClient downloads the sources of files; nil is a client with
-	// DownloadTimeout.
+	// HTTPClient downloads the sources of files; nil is a client that
+	// gives the download of one file downloadTimeout (five minutes).
 	HTTPClient *http.Client
 	// FetchWait bounds how long apply keeps trying to download a file's
 	// source that fails for a reason that may pass (no network yet, a
@@ -114,9 +114,9 @@ func (o Options) fetchWait() time.Duration {
 	return max(o.FetchWait, 0)
 }
 
-// DownloadTimeout is how long the download of one file's source may take
+// downloadTimeout is how long the download of one file's source may take
 // with the default client.
-const DownloadTimeout = 5 * time.Minute
+const downloadTimeout = 5 * time.Minute
 
 func (o *Options) defaults() {
 	if o.UnitDir == "" {
