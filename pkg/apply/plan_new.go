@@ -16,11 +16,17 @@ import (
 // plan cannot be made at all (unreadable files, invalid names, a state for
 // another unit directory).
 func NewPlan(ctx context.Context, desired []compile.Unit, st *State, opts Options) (*Plan, error) {
-	p, err := newSpecPlan(ctx, desired, st, opts)
+	return replannable(opts, func(opts Options) (*Plan, error) { return newSpecPlan(ctx, desired, st, opts) })
+}
+
+// replannable makes a plan with plan, and lets Execute make it again from
+// the same inputs with hooks held (Plan.replan) when a download fails.
+func replannable(opts Options, plan func(Options) (*Plan, error)) (*Plan, error) {
+	p, err := plan(opts)
 	if err == nil {
 		p.replan = func(hold map[hookKey]bool) (*Plan, error) {
 			opts.hold = hold
-			return newSpecPlan(ctx, desired, st, opts)
+			return plan(opts)
 		}
 	}
 	return p, err

@@ -61,14 +61,7 @@ func ownerName(owner string) string {
 // Two sets of one apply with the same unit is an error: the caller reads
 // the specs and reports that at both hooks first.
 func NewPlanSets(ctx context.Context, sets []SpecSet, st *State, opts Options) (*Plan, error) {
-	p, err := newPlanSets(ctx, sets, st, opts)
-	if err == nil {
-		p.replan = func(hold map[hookKey]bool) (*Plan, error) {
-			opts.hold = hold
-			return newPlanSets(ctx, sets, st, opts)
-		}
-	}
-	return p, err
+	return replannable(opts, func(opts Options) (*Plan, error) { return newPlanSets(ctx, sets, st, opts) })
 }
 
 func newPlanSets(ctx context.Context, sets []SpecSet, st *State, opts Options) (*Plan, error) {
