@@ -26,7 +26,11 @@ const (
 )
 
 // Path is a file, directory or link a hook places outside the unit
-// directory (a hook's files:, directories: and links:), as apply wants it.
+// directory (a hook's files:, directories: and links:), as the planner
+// compares it with the node: one type for the three kinds, named by its
+// hook and its spec set, with the mode and owners it checks on disk.
+// PathsOf makes it from compile's storage (compile.StorageFile, Directory,
+// Link); the executor writes a file's bytes as an fsutil.File.
 type Path struct {
 	// Hook is the name of the hook it belongs to: when a file of a hook
 	// changes, the hook's units restart.
