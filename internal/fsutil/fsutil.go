@@ -37,7 +37,8 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 	return err
 }
 
-// File is one file for WriteFiles: Name in Dir.
+// File is one atomic write of WriteFiles: Data as Name in Dir, whatever
+// the bytes are to the caller (a unit file, apply's state, a hook's file).
 type File struct {
 	Dir  *Dir
 	Name string

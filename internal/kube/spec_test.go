@@ -48,8 +48,8 @@ hooks:
 	if len(set.Units) != 1 || set.Units[0].Name != want[0].Name || string(set.Units[0].Contents) != string(want[0].Contents) {
 		t.Fatalf("units differ:\n%s\nwant:\n%s", set.Units[0].Contents, want[0].Contents)
 	}
-	if set.Name != "hosthooks.iscsi" || len(set.HookNames) != 1 || set.HookNames[0] != "install-iscsi" {
-		t.Errorf("set %q, hook names %q", set.Name, set.HookNames)
+	if set.Name != "hosthooks.iscsi" || set.Units[0].HookName != "install-iscsi" {
+		t.Errorf("set %q, hook name %q", set.Name, set.Units[0].HookName)
 	}
 }
 
@@ -159,8 +159,7 @@ hooks:
 	if len(d) != 0 {
 		t.Fatal(d)
 	}
-	names := []string{"metrics"}
-	wantPaths, wantAccounts := apply.PathsOf(r.Storage, names), apply.AccountsOf(r.Storage, names)
+	wantPaths, wantAccounts := apply.PathsOf(r.Storage, r.Spec), apply.AccountsOf(r.Storage, r.Spec)
 	if len(wantPaths) != 6 || len(wantAccounts) != 2 {
 		t.Fatalf("the spec file gives %d paths and %d accounts, want 6 and 2", len(wantPaths), len(wantAccounts))
 	}

@@ -58,9 +58,6 @@ func loadKops(in []Input, opts KopsOptions) (*Result, error) {
 		r.Units = make([]compile.Unit, len(tasks))
 		for i, t := range tasks {
 			r.Units[i] = t.Unit
-			if r.Units[i].HookName == "" {
-				r.Units[i].HookName = hs[t.Hook].Name
-			}
 		}
 		return r, nil
 	}

@@ -78,12 +78,9 @@ func (s *sets) add(i Input) {
 		s.byUnit[u.Name], s.setOfUnit[u.Name] = u, set.Name
 	}
 	s.r.Units = append(s.r.Units, r.Units...)
-	for _, h := range r.Spec.Hooks {
-		set.HookNames = append(set.HookNames, h.Name)
-	}
 	set.Units = r.Units
-	set.Paths = apply.PathsOf(r.Storage, set.HookNames)
-	set.Accounts = apply.AccountsOf(r.Storage, set.HookNames)
+	set.Paths = apply.PathsOf(r.Storage, r.Spec)
+	set.Accounts = apply.AccountsOf(r.Storage, r.Spec)
 	s.r.Sets = append(s.r.Sets, set)
 	s.noteDisruptions(r.Spec, r.Units)
 	s.specs = append(s.specs, r.Spec)

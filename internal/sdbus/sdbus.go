@@ -221,62 +221,53 @@ func linkChanges[C ~fileChange](changes []C) []apply.LinkChange {
 	return out
 }
 
+// linkCall makes one call that changes links (op, on names) through
+// m.call, and returns systemd's changes as apply's.
+func linkCall[C ~fileChange](ctx context.Context, m *Manager, op string, names []string, do func(context.Context) ([]C, error)) ([]apply.LinkChange, error) {
+	var changes []C
+	err := m.call(ctx, op, names, m.CallTimeout, func(ctx context.Context) (err error) {
+		changes, err = do(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return linkChanges(changes), nil
+}
+
 // Enable enables units persistently (links under /etc), as their [Install]
 // sections say, replacing links that point elsewhere. A unit without an
 // [Install] section is no error and makes no change. systemd needs no reload
 // afterwards for the links to count, but does for a unit file written since
 // the last one.
 func (m *Manager) Enable(ctx context.Context, names []string) ([]apply.LinkChange, error) {
-	var changes []sddbus.EnableUnitFileChange
-	err := m.call(ctx, "enable", names, m.CallTimeout, func(ctx context.Context) (err error) {
-		_, changes, err = m.conn.EnableUnitFilesContext(ctx, names, false, true)
-		return err
+	return linkCall(ctx, m, "enable", names, func(ctx context.Context) ([]sddbus.EnableUnitFileChange, error) {
+		_, changes, err := m.conn.EnableUnitFilesContext(ctx, names, false, true)
+		return changes, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return linkChanges(changes), nil
 }
 
 // Disable removes the persistent links that enabling made.
 func (m *Manager) Disable(ctx context.Context, names []string) ([]apply.LinkChange, error) {
-	var changes []sddbus.DisableUnitFileChange
-	err := m.call(ctx, "disable", names, m.CallTimeout, func(ctx context.Context) (err error) {
-		changes, err = m.conn.DisableUnitFilesContext(ctx, names, false)
-		return err
+	return linkCall(ctx, m, "disable", names, func(ctx context.Context) ([]sddbus.DisableUnitFileChange, error) {
+		return m.conn.DisableUnitFilesContext(ctx, names, false)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return linkChanges(changes), nil
 }
 
 // Mask links units to /dev/null under /etc. Without force: a unit file of
 // that name in /etc is never replaced (systemd refuses with ErrUnitExists),
 // nor is a link that points elsewhere, which someone else may own.
 func (m *Manager) Mask(ctx context.Context, names []string) ([]apply.LinkChange, error) {
-	var changes []sddbus.MaskUnitFileChange
-	err := m.call(ctx, "mask", names, m.CallTimeout, func(ctx context.Context) (err error) {
-		changes, err = m.conn.MaskUnitFilesContext(ctx, names, false, false)
-		return err
+	return linkCall(ctx, m, "mask", names, func(ctx context.Context) ([]sddbus.MaskUnitFileChange, error) {
+		return m.conn.MaskUnitFilesContext(ctx, names, false, false)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return linkChanges(changes), nil
 }
 
 // Unmask removes the /dev/null links of masked units.
 func (m *Manager) Unmask(ctx context.Context, names []string) ([]apply.LinkChange, error) {
-	var changes []sddbus.UnmaskUnitFileChange
-	err := m.call(ctx, "unmask", names, m.CallTimeout, func(ctx context.Context) (err error) {
-		changes, err = m.conn.UnmaskUnitFilesContext(ctx, names, false)
-		return err
+	return linkCall(ctx, m, "unmask", names, func(ctx context.Context) ([]sddbus.UnmaskUnitFileChange, error) {
+		return m.conn.UnmaskUnitFilesContext(ctx, names, false)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return linkChanges(changes), nil
 }
 
 // jobFunc is the shape of go-systemd's Start/Restart/StopUnitContext.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/hostprov/hostprov/pkg/compile"
+	"github.com/hostprov/hostprov/pkg/hooks"
 )
 
 // AccountKind is what an Account is: a user or a group.
@@ -63,9 +64,9 @@ type Account struct {
 }
 
 // AccountsOf returns the users and groups of a rendered spec as apply
-// wants them; hookNames[i] is the name of hook i.
-func AccountsOf(st compile.Storage, hookNames []string) []Account {
-	name := hookNamer(hookNames)
+// wants them, each named by its hook in spec.
+func AccountsOf(st compile.Storage, spec *hooks.Spec) []Account {
+	name := hookNamer(spec)
 	var as []Account
 	for _, g := range st.Groups {
 		as = append(as, Account{Hook: name(g.Hook), Kind: KindGroup, Name: g.Name, ID: g.GID, System: g.System, Where: g.Pos.String()})

@@ -183,7 +183,7 @@ func (e *executor) removeStateTemps() {
 		return
 	}
 	for _, ent := range entries {
-		if ent.Type.IsRegular() && fsutil.TempOf(ent.Name) == StateFileName {
+		if ent.Type.IsRegular() && fsutil.TempOf(ent.Name) == stateFileName {
 			e.sdir.Remove(ent.Name)
 		}
 	}
@@ -207,7 +207,7 @@ func (e *executor) save(st *State) error {
 	if err != nil {
 		return err
 	}
-	if _, err := e.files.WriteFiles([]fsutil.File{{Dir: e.sdir, Name: StateFileName, Data: data, Perm: 0o600}}); err != nil {
+	if _, err := e.files.WriteFiles([]fsutil.File{{Dir: e.sdir, Name: stateFileName, Data: data, Perm: 0o600}}); err != nil {
 		return fsError("writing the state file", e.path, err)
 	}
 	e.saved = st.clone()

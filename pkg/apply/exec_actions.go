@@ -179,32 +179,27 @@ func (e *executor) stillStarting(a Action, st UnitStatus) bool {
 	return true
 }
 
+// linkCalls are the Systemd methods of the actions that change links, and
+// the event of each that is done.
+var linkCalls = map[ActionKind]struct {
+	do   func(Systemd, context.Context, []string) ([]LinkChange, error)
+	done string
+}{
+	ActEnable:  {Systemd.Enable, EvEnabled},
+	ActDisable: {Systemd.Disable, EvDisabled},
+	ActMask:    {Systemd.Mask, EvMasked},
+	ActUnmask:  {Systemd.Unmask, EvUnmasked},
+}
+
 // links runs one batch of enables, disables, masks or unmasks.
 func (e *executor) links(ctx context.Context, batch []Action) error {
 	names := make([]string, len(batch))
 	for i, a := range batch {
 		names[i] = a.Unit
 	}
-	var (
-		changes []LinkChange
-		err     error
-		done    string
-	)
 	killpoint.At("systemd")
-	switch batch[0].Kind {
-	case ActEnable:
-		done = EvEnabled
-		changes, err = e.sd.Enable(ctx, names)
-	case ActDisable:
-		done = EvDisabled
-		changes, err = e.sd.Disable(ctx, names)
-	case ActMask:
-		done = EvMasked
-		changes, err = e.sd.Mask(ctx, names)
-	case ActUnmask:
-		done = EvUnmasked
-		changes, err = e.sd.Unmask(ctx, names)
-	}
+	call := linkCalls[batch[0].Kind]
+	changes, err := call.do(e.sd, ctx, names)
 	// A Systemd that acts unit by unit (the offline one) says which
 	// units failed: the others were done, and the apply goes on.
 	var some UnitErrors
@@ -233,7 +228,7 @@ func (e *executor) links(ctx context.Context, batch []Action) error {
 			e.emit(Event{Action: EvFailed, Op: string(a.Kind), Unit: a.Unit, Reason: a.Reason, Error: uerr.Error(), Err: uerr})
 			continue
 		}
-		e.emit(Event{Action: done, Unit: a.Unit, Reason: a.Reason, Links: byUnit[a.Unit]})
+		e.emit(Event{Action: call.done, Unit: a.Unit, Reason: a.Reason, Links: byUnit[a.Unit]})
 	}
 	for _, c := range changes {
 		if c.Type == ChangeAuxiliaryFailed {

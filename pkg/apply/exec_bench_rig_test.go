@@ -90,7 +90,7 @@ func BenchmarkApplyRig(b *testing.B) {
 	// vain, at the end.
 	n.r.Conn.Close()
 	br := &benchRig{ctx: ctx, n: n, full: benchSpec(benchUnits, -1, "")}
-	br.units, _ = rigRender(b, br.full)
+	br.units = rigRender(b, br.full)
 	// The rig powers off within seconds only when 1,000 units need not be
 	// stopped: remove them first, whichever benchmarks ran.
 	b.Cleanup(func() {
@@ -370,7 +370,7 @@ func (n *rigNode) timedApply(ctx context.Context, specYAML string) applyPhases {
 	statePath := apply.StatePath(n.opts.StateDirPath())
 	var us []compile.Unit
 	if apply.RecordedInputs(statePath) != opts.Inputs {
-		us, opts.HookNames = rigRender(n.t, specYAML)
+		us = rigRender(n.t, specYAML)
 		ph.rendered = true
 	}
 	t1 := time.Now()
@@ -564,7 +564,7 @@ func runCLI(ctx context.Context, b *testing.B, r *systemdtest.Rig, spec string) 
 // to the whole batch by hand.
 func benchVsSystemctl(ctx context.Context, b *testing.B, bin string) {
 	spec := benchSpec(benchUnits, -1, "")
-	us, _ := rigRender(b, spec)
+	us := rigRender(b, spec)
 	units := map[string][]byte{}
 	for _, u := range us {
 		units[u.Name] = u.Contents

@@ -77,9 +77,8 @@ func TestDropinDirSwapRace(t *testing.T) {
 	const applies = 600
 	failed := 0
 	for i := range applies {
-		us, names := spec(t, specs[i%2])
+		us := spec(t, specs[i%2])
 		opts := n.opts
-		opts.HookNames = names
 		st, err := apply.LoadState(apply.StatePath(n.opts.StateDirPath()))
 		if err != nil {
 			t.Fatal(err)

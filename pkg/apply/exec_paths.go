@@ -39,7 +39,7 @@ import (
 func (e *executor) fetchSources(ctx context.Context) error {
 	client := e.p.opts.HTTPClient
 	if client == nil {
-		client = &http.Client{Timeout: DownloadTimeout}
+		client = &http.Client{Timeout: downloadTimeout}
 	}
 	wait := e.p.opts.fetchWait()
 	waited := false
@@ -111,16 +111,16 @@ func (e *executor) fetchSources(ctx context.Context) error {
 	return nil
 }
 
-// NetworkOnline is the target whose start apply waits for before it
+// networkOnline is the target whose start apply waits for before it
 // downloads a file's source (see fetchSources).
-const NetworkOnline = "network-online.target"
+const networkOnline = "network-online.target"
 
-// waitForNetwork starts NetworkOnline and waits for the job, at most wait.
+// waitForNetwork starts networkOnline and waits for the job, at most wait.
 func (e *executor) waitForNetwork(ctx context.Context, wait time.Duration) {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	if err := e.sd.Start(ctx, NetworkOnline); err != nil && !errors.Is(err, ErrSkipped) {
-		e.emit(Event{Action: EvSkipped, Op: "wait for", Unit: NetworkOnline, Reason: "files are to be downloaded; trying all the same", Error: err.Error()})
+	if err := e.sd.Start(ctx, networkOnline); err != nil && !errors.Is(err, ErrSkipped) {
+		e.emit(Event{Action: EvSkipped, Op: "wait for", Unit: networkOnline, Reason: "files are to be downloaded; trying all the same", Error: err.Error()})
 	}
 }
 

@@ -125,8 +125,8 @@ func TestPathsSourceRetries(t *testing.T) {
 	if got := n.readNode("/usr/local/bin/tool"); got != string(body) || tries("/flaky") != 4 {
 		t.Errorf("after %d tries the tool is %q; want 4 tries and the download", tries("/flaky"), got)
 	}
-	if len(calls) == 0 || calls[0] != "start "+apply.NetworkOnline || strings.Count(strings.Join(calls, "\n"), apply.NetworkOnline) != 1 {
-		t.Errorf("systemd calls %q; want one start of %s, first", calls, apply.NetworkOnline)
+	if len(calls) == 0 || calls[0] != "start "+"network-online.target" || strings.Count(strings.Join(calls, "\n"), "network-online.target") != 1 {
+		t.Errorf("systemd calls %q; want one start of %s, first", calls, "network-online.target")
 	}
 
 	n = newNode(t)
@@ -154,7 +154,7 @@ func TestPathsSourceRetries(t *testing.T) {
 	n.opts.Offline = true
 	delete(requests, "/flaky")
 	_, calls = n.mustApplyStorage(spec("/flaky"), wait(10*time.Second))
-	if strings.Contains(strings.Join(calls, "\n"), apply.NetworkOnline) {
+	if strings.Contains(strings.Join(calls, "\n"), "network-online.target") {
 		t.Errorf("offline apply asked systemd for the network: %q", calls)
 	}
 }

@@ -349,7 +349,7 @@ func TestRigCrash(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(n.r.Root, "root", side+".yaml"), []byte(specs[side]), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		us, _ := rigRender(t, specs[side])
+		us := rigRender(t, specs[side])
 		for _, u := range us {
 			versions[u.Name] = append(versions[u.Name], u.Contents)
 		}
@@ -435,7 +435,7 @@ func (c *crashRig) converge(ctx context.Context, t *testing.T, side string) time
 		t.Fatalf("plan %s after the converging apply: %v\n%s", side, err, out)
 	}
 	c.n.checkUnitsApplied(ctx, t, c.specs[side])
-	us, _ := rigRender(t, c.specs[side])
+	us := rigRender(t, c.specs[side])
 	for name := range c.versions {
 		if !slices.ContainsFunc(us, func(u compile.Unit) bool { return u.Name == name }) {
 			if st := rigStatus(ctx, t, c.n.m, name); st.LoadState != "not-found" || st.ActiveState != "inactive" {
@@ -551,7 +551,7 @@ func TestRigKillPoints(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(n.r.Root, "root", side+".yaml"), []byte(s), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		us, _ := rigRender(t, s)
+		us := rigRender(t, s)
 		for _, f := range render.Files(us) {
 			versions[f.Path] = append(versions[f.Path], f.Contents)
 		}

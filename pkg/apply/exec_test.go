@@ -210,7 +210,7 @@ func files(t testing.TB, dir string) map[string]string {
 }
 
 func expected(t testing.TB, hooksYAML string) map[string]string {
-	us, _ := spec(t, hooksYAML)
+	us := spec(t, hooksYAML)
 	out := map[string]string{}
 	for _, f := range render.Files(us) {
 		out[filepath.FromSlash(f.Path)] = string(f.Contents)

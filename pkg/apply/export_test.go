@@ -40,3 +40,9 @@ func SetFetchRetryBase(d time.Duration) (restore func()) {
 	fetchRetryBase = d
 	return func() { fetchRetryBase = old }
 }
+
+// ParseState is parseState, for the tests of what a state file may hold.
+func ParseState(data []byte) (*State, error) { return parseState(data) }
+
+// MaxStateSize is the largest state file apply reads.
+const MaxStateSize = maxStateSize

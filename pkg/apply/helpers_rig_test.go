@@ -16,7 +16,6 @@ import (
 	"github.com/hostprov/hostprov/internal/testbin"
 	"github.com/hostprov/hostprov/pkg/apply"
 	"github.com/hostprov/hostprov/pkg/compile"
-	"github.com/hostprov/hostprov/pkg/hooks"
 )
 
 func rigContext(t testing.TB) context.Context {
@@ -93,32 +92,25 @@ func newRigNode(ctx context.Context, t testing.TB) *rigNode {
 	return n
 }
 
-// rigRender renders a spec as the CLI does: its units and its hooks' names.
-func rigRender(t testing.TB, specYAML string) ([]compile.Unit, []string) {
+// rigRender renders a spec's units as the CLI does.
+func rigRender(t testing.TB, specYAML string) []compile.Unit {
 	t.Helper()
 	us, diags := compile.Build("hostprov.yaml", []byte(specYAML))
 	if diags.HasErrors(false) {
 		t.Fatalf("spec: %v", diags)
 	}
-	sp, _ := hooks.Parse("hostprov.yaml", []byte(specYAML))
-	var names []string
-	for _, h := range sp.Hooks {
-		names = append(names, h.Name)
-	}
-	return us, names
+	return us
 }
 
 // plan plans a spec against the node's state and unit directory.
 func (n *rigNode) plan(ctx context.Context, specYAML string) *apply.Plan {
 	n.t.Helper()
-	us, names := rigRender(n.t, specYAML)
+	us := rigRender(n.t, specYAML)
 	st, err := apply.LoadState(apply.StatePath(n.opts.StateDirPath()))
 	if err != nil {
 		n.t.Fatal(err)
 	}
-	opts := n.opts
-	opts.HookNames = names
-	p, err := apply.NewPlan(ctx, us, st, opts)
+	p, err := apply.NewPlan(ctx, us, st, n.opts)
 	if err != nil {
 		n.t.Fatal(err)
 	}
@@ -203,7 +195,7 @@ func readExample(t testing.TB, name string, replace ...string) string {
 // exit active with result success; the file on disk the rendered bytes.
 func (n *rigNode) checkUnitsApplied(ctx context.Context, t *testing.T, specYAML string, except ...string) {
 	t.Helper()
-	us, _ := rigRender(t, specYAML)
+	us := rigRender(t, specYAML)
 	for _, u := range us {
 		if slices.Contains(except, u.Name) {
 			continue

@@ -16,14 +16,13 @@ import (
 	"github.com/hostprov/hostprov/pkg/apply"
 	"github.com/hostprov/hostprov/pkg/apply/applytest"
 	"github.com/hostprov/hostprov/pkg/compile"
-	"github.com/hostprov/hostprov/pkg/hooks"
 )
 
 var _ = golden.Updating // every test package defines -update
 
-// spec turns hook YAML (the list under "hooks:") into units and the hook
-// names, as the CLI does.
-func spec(t testing.TB, hooksYAML string) ([]compile.Unit, []string) {
+// spec turns hook YAML (the list under "hooks:") into units, as the CLI
+// does.
+func spec(t testing.TB, hooksYAML string) []compile.Unit {
 	t.Helper()
 	if hooksYAML == "" {
 		hooksYAML = " []\n"
@@ -33,12 +32,7 @@ func spec(t testing.TB, hooksYAML string) ([]compile.Unit, []string) {
 	if diags.HasErrors(false) {
 		t.Fatalf("bad spec: %v", diags)
 	}
-	sp, _ := hooks.Parse("spec.yaml", data)
-	var names []string
-	for _, h := range sp.Hooks {
-		names = append(names, h.Name)
-	}
-	return us, names
+	return us
 }
 
 // node is a node's file system in a temp dir, with a fake systemd.
@@ -75,9 +69,8 @@ func (n *node) state() *apply.State {
 // plan plans hooksYAML with the node's options changed by mods.
 func (n *node) plan(hooksYAML string, mods ...func(*apply.Options)) *apply.Plan {
 	n.t.Helper()
-	us, names := spec(n.t, hooksYAML)
+	us := spec(n.t, hooksYAML)
 	opts := n.opts
-	opts.HookNames = names
 	for _, m := range mods {
 		m(&opts)
 	}
@@ -161,14 +154,9 @@ func (n *node) planStorage(hooksYAML string, mods ...func(*apply.Options)) (*app
 	if diags.HasErrors(false) {
 		n.t.Fatalf("bad spec: %v", diags)
 	}
-	var names []string
-	for _, h := range r.Spec.Hooks {
-		names = append(names, h.Name)
-	}
 	opts := n.opts
-	opts.HookNames = names
-	opts.Paths = apply.PathsOf(r.Storage, names)
-	opts.Accounts = apply.AccountsOf(r.Storage, names)
+	opts.Paths = apply.PathsOf(r.Storage, r.Spec)
+	opts.Accounts = apply.AccountsOf(r.Storage, r.Spec)
 	for _, m := range mods {
 		m(&opts)
 	}

@@ -14,8 +14,8 @@ import (
 	"github.com/hostprov/hostprov/internal/fsutil"
 )
 
-// LockFileName is the lock file in the state directory.
-const LockFileName = "lock"
+// lockFileName is the lock file in the state directory.
+const lockFileName = "lock"
 
 // Lock serializes applies on a node: it takes an exclusive flock on the
 // lock file in stateDir and returns the function that releases it. When
@@ -24,7 +24,7 @@ const LockFileName = "lock"
 // ends; with noWait it fails at once instead. The lock is released by the
 // kernel when the process dies, so a crashed apply never blocks the next.
 func Lock(ctx context.Context, stateDir string, noWait bool, waiting func(pid int)) (unlock func(), err error) {
-	p := filepath.Join(stateDir, LockFileName)
+	p := filepath.Join(stateDir, lockFileName)
 	// Through the directory, which is never a link (the lock would be
 	// made in the link's target), and never through a link of its own.
 	dir, err := fsutil.OpenDir(stateDir)
@@ -34,7 +34,7 @@ func Lock(ctx context.Context, stateDir string, noWait bool, waiting func(pid in
 	if err != nil {
 		return nil, fsError("opening the state directory", stateDir, err)
 	}
-	f, err := dir.OpenFile(LockFileName, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := dir.OpenFile(lockFileName, os.O_RDWR|os.O_CREATE, 0o600)
 	dir.Close()
 	if err != nil {
 		return nil, fsError("opening the lock file", p, err)

@@ -24,10 +24,8 @@ func TestUnitDirSymlinked(t *testing.T) {
 	if err := os.Symlink(real, unitDir); err != nil {
 		t.Fatal(err)
 	}
-	us, names := spec(t, "- name: a\n  exec: [/bin/true]\n")
-	opts := n.opts
-	opts.HookNames = names
-	_, err := apply.NewPlan(t.Context(), us, n.state(), opts)
+	us := spec(t, "- name: a\n  exec: [/bin/true]\n")
+	_, err := apply.NewPlan(t.Context(), us, n.state(), n.opts)
 	if err == nil || !strings.Contains(err.Error(), "symbolic link to "+real) || !strings.Contains(err.Error(), "--unit-dir "+real) {
 		t.Errorf("plan over a symlinked unit dir: %v; want a refusal naming its target", err)
 	}

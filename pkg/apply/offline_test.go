@@ -13,7 +13,6 @@ import (
 	"github.com/hostprov/hostprov/internal/hosttools"
 	"github.com/hostprov/hostprov/pkg/apply"
 	"github.com/hostprov/hostprov/pkg/compile"
-	"github.com/hostprov/hostprov/pkg/hooks"
 	"github.com/hostprov/hostprov/pkg/render/unitdir"
 )
 
@@ -53,11 +52,6 @@ func TestOfflineMatchesSystemctl(t *testing.T) {
 			if diags.HasErrors(false) {
 				t.Fatalf("%v", diags)
 			}
-			sp, _ := hooks.Parse(path, data)
-			var names []string
-			for _, h := range sp.Hooks {
-				names = append(names, h.Name)
-			}
 
 			// Units the spec enables without giving them come with the
 			// image, in /usr/lib.
@@ -73,7 +67,7 @@ func TestOfflineMatchesSystemctl(t *testing.T) {
 			}
 
 			// hostprov apply --root A
-			opts := apply.Options{Root: a, Offline: true, HookNames: names}
+			opts := apply.Options{Root: a, Offline: true}
 			p, err := apply.NewPlan(context.Background(), us, &apply.State{Version: apply.StateVersion}, opts)
 			if err != nil {
 				t.Fatal(err)

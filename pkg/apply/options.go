@@ -42,10 +42,6 @@ type Options struct {
 	// Force overwrites (or removes) files hostprov wrote that were changed
 	// on disk since; without it they are left alone and reported.
 	Force bool
-	// HookNames[i] is the name of hook i of the spec (compile.Unit.Hook),
-	// recorded in the state and shown by status, for units built without
-	// compile.Unit.HookName.
-	HookNames []string
 	// SpecDir is the directory the spec sets of NewPlanSets were read
 	// from (hostprov apply -d): the units of a set last applied from a
 	// file in it that is not among the sets are pruned, since its file is
@@ -69,8 +65,8 @@ type Options struct {
 	// node's systemd to run them); nil runs this machine's, with --root
 	// when Root is set.
 	Tools Tools
-	// HTTPClient downloads the sources of files; nil is a client with
-	// DownloadTimeout.
+	// HTTPClient downloads the sources of files; nil is a client that
+	// gives the download of one file downloadTimeout (five minutes).
 	HTTPClient *http.Client
 	// FetchWait bounds how long apply keeps trying to download a file's
 	// source that fails for a reason that may pass (no network yet, a
@@ -118,9 +114,9 @@ func (o Options) fetchWait() time.Duration {
 	return max(o.FetchWait, 0)
 }
 
-// DownloadTimeout is how long the download of one file's source may take
+// downloadTimeout is how long the download of one file's source may take
 // with the default client.
-const DownloadTimeout = 5 * time.Minute
+const downloadTimeout = 5 * time.Minute
 
 func (o *Options) defaults() {
 	if o.UnitDir == "" {

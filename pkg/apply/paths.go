@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/hostprov/hostprov/pkg/compile"
+	"github.com/hostprov/hostprov/pkg/hooks"
 )
 
 // PathKind is what a Path places: a file, a directory or a link.
@@ -25,7 +26,11 @@ const (
 )
 
 // Path is a file, directory or link a hook places outside the unit
-// directory (a hook's files:, directories: and links:), as apply wants it.
+// directory (a hook's files:, directories: and links:), as the planner
+// compares it with the node: one type for the three kinds, named by its
+// hook and its spec set, with the mode and owners it checks on disk.
+// PathsOf makes it from compile's storage (compile.StorageFile, Directory,
+// Link); the executor writes a file's bytes as an fsutil.File.
 type Path struct {
 	// Hook is the name of the hook it belongs to: when a file of a hook
 	// changes, the hook's units restart.
@@ -201,20 +206,22 @@ func sourceHint(src string) string {
 	return fmt.Sprintf("source %s: hostprov apply downloads only https:// and http:// URLs", src)
 }
 
-// hookNamer returns the name of hook i, "" when it has none.
-func hookNamer(hookNames []string) func(int) string {
+// hookNamer returns the name of hook i of spec: the storage of a rendered
+// spec knows its hooks by index only, and a hook that only places files
+// has no unit to carry its name (compile.Unit.HookName).
+func hookNamer(spec *hooks.Spec) func(int) string {
 	return func(i int) string {
-		if i >= 0 && i < len(hookNames) {
-			return hookNames[i]
+		if spec != nil && i >= 0 && i < len(spec.Hooks) {
+			return spec.Hooks[i].Name
 		}
 		return ""
 	}
 }
 
 // PathsOf turns the storage of a rendered spec into the paths apply
-// places; hookNames[i] is the name of hook i (SpecSet.HookNames).
-func PathsOf(st compile.Storage, hookNames []string) []Path {
-	name := hookNamer(hookNames)
+// places, each named by its hook in spec.
+func PathsOf(st compile.Storage, spec *hooks.Spec) []Path {
+	name := hookNamer(spec)
 	var ps []Path
 	for _, d := range st.Directories {
 		ps = append(ps, Path{Hook: name(d.Hook), Kind: KindDirectory, Path: d.Path, Mode: modeOf(d.Mode),

@@ -20,16 +20,12 @@ func (n *rigNode) applyStorage(ctx context.Context, specYAML string) (*apply.Pla
 	if diags.HasErrors(false) {
 		n.t.Fatalf("spec: %v", diags)
 	}
-	var names []string
-	for _, h := range r.Spec.Hooks {
-		names = append(names, h.Name)
-	}
 	st, err := apply.LoadState(apply.StatePath(n.opts.StateDirPath()))
 	if err != nil {
 		n.t.Fatal(err)
 	}
 	opts := n.opts
-	opts.HookNames, opts.Paths, opts.Accounts = names, apply.PathsOf(r.Storage, names), apply.AccountsOf(r.Storage, names)
+	opts.Paths, opts.Accounts = apply.PathsOf(r.Storage, r.Spec), apply.AccountsOf(r.Storage, r.Spec)
 	p, err := apply.NewPlan(ctx, r.Units, st, opts)
 	if err != nil {
 		n.t.Fatal(err)

@@ -238,7 +238,7 @@ func (f *FileChange) fetches() bool {
 }
 
 // Fetches tells whether the plan downloads the source of a file over the
-// network, and so asks systemd to start NetworkOnline first (see
+// network, and so asks systemd to start network-online.target first (see
 // fetchSources).
 func (p *Plan) Fetches() bool {
 	for i := range p.Files {

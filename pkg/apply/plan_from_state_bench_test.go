@@ -16,9 +16,9 @@ import (
 // comparison; BenchmarkApplyRig measures the same against a real systemd.
 func BenchmarkReapplyUnchanged(b *testing.B) {
 	n := newNode(b)
-	us, names := rigRender(b, benchSpec(benchUnits, -1, ""))
+	us := rigRender(b, benchSpec(benchUnits, -1, ""))
 	opts := n.opts
-	opts.HookNames, opts.Inputs = names, "bench"
+	opts.Inputs = "bench"
 	st, err := apply.LoadState(apply.StatePath(opts.StateDirPath()))
 	if err != nil {
 		b.Fatal(err)

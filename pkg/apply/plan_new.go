@@ -16,11 +16,17 @@ import (
 // plan cannot be made at all (unreadable files, invalid names, a state for
 // another unit directory).
 func NewPlan(ctx context.Context, desired []compile.Unit, st *State, opts Options) (*Plan, error) {
-	p, err := newSpecPlan(ctx, desired, st, opts)
+	return replannable(opts, func(opts Options) (*Plan, error) { return newSpecPlan(ctx, desired, st, opts) })
+}
+
+// replannable makes a plan with plan, and lets Execute make it again from
+// the same inputs with hooks held (Plan.replan) when a download fails.
+func replannable(opts Options, plan func(Options) (*Plan, error)) (*Plan, error) {
+	p, err := plan(opts)
 	if err == nil {
 		p.replan = func(hold map[hookKey]bool) (*Plan, error) {
 			opts.hold = hold
-			return newSpecPlan(ctx, desired, st, opts)
+			return plan(opts)
 		}
 	}
 	return p, err
@@ -282,11 +288,7 @@ func holdHooks(desired []compile.Unit, st *State, opts Options, r rules) ([]comp
 	heldUnits := map[string]bool{}
 	var kept []compile.Unit
 	for _, u := range desired {
-		hook := u.HookName
-		if hook == "" && u.Hook >= 0 && u.Hook < len(opts.HookNames) {
-			hook = opts.HookNames[u.Hook]
-		}
-		if opts.held(r.meta[u.Name].Set, hook) {
+		if opts.held(r.meta[u.Name].Set, u.HookName) {
 			heldUnits[u.Name] = true
 			continue
 		}

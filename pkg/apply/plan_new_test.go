@@ -47,7 +47,7 @@ func TestRemovePlan(t *testing.T) {
 func TestStateForAnotherUnitDir(t *testing.T) {
 	n := newNode(t)
 	n.mustApply(twoHooks)
-	us, _ := spec(t, twoHooks)
+	us := spec(t, twoHooks)
 	opts := n.opts
 	opts.UnitDir = "/run/systemd/system"
 	if _, err := apply.NewPlan(context.Background(), us, n.state(), opts); err == nil || !strings.Contains(err.Error(), "--unit-dir /etc/systemd/system") {

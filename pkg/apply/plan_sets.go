@@ -18,10 +18,9 @@ type SpecSet struct {
 	// file (see hooks.CheckSetName).
 	Name string
 	// Units are the set's units, as compile.Build makes them; their Pos
-	// says where each hook is, for messages. HookNames[i] is the name of
-	// hook i (Options.HookNames of a plan of one spec).
-	Units     []compile.Unit
-	HookNames []string
+	// says where each hook is, for messages, and their HookName is what
+	// the state records and status shows.
+	Units []compile.Unit
 	// Paths are the files, directories and links of the set's hooks,
 	// and Accounts their users and groups.
 	Paths    []Path
@@ -62,14 +61,7 @@ func ownerName(owner string) string {
 // Two sets of one apply with the same unit is an error: the caller reads
 // the specs and reports that at both hooks first.
 func NewPlanSets(ctx context.Context, sets []SpecSet, st *State, opts Options) (*Plan, error) {
-	p, err := newPlanSets(ctx, sets, st, opts)
-	if err == nil {
-		p.replan = func(hold map[hookKey]bool) (*Plan, error) {
-			opts.hold = hold
-			return newPlanSets(ctx, sets, st, opts)
-		}
-	}
-	return p, err
+	return replannable(opts, func(opts Options) (*Plan, error) { return newPlanSets(ctx, sets, st, opts) })
 }
 
 func newPlanSets(ctx context.Context, sets []SpecSet, st *State, opts Options) (*Plan, error) {
@@ -125,9 +117,6 @@ func newPlanSets(ctx context.Context, sets []SpecSet, st *State, opts Options) (
 					Message: fmt.Sprintf("spec set %s claims it at %s, but spec set %s owns it (its hook at %s, as last applied): a unit belongs to one set; remove the hook from one of them",
 						s.Name, u.Pos, prev.Set, orDash(prev.Where))})
 				continue
-			}
-			if u.HookName == "" && u.Hook >= 0 && u.Hook < len(s.HookNames) {
-				u.HookName = s.HookNames[u.Hook]
 			}
 			desired = append(desired, u)
 			meta[u.Name] = StateUnit{Set: s.Name, Where: u.Pos.String()}

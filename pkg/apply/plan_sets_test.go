@@ -272,11 +272,7 @@ func TestPathsSets(t *testing.T) {
 		if diags.HasErrors(false) {
 			t.Fatal(diags)
 		}
-		var names []string
-		for _, h := range r.Spec.Hooks {
-			names = append(names, h.Name)
-		}
-		return apply.SpecSet{Name: name, Units: r.Units, HookNames: names, Paths: apply.PathsOf(r.Storage, names)}
+		return apply.SpecSet{Name: name, Units: r.Units, Paths: apply.PathsOf(r.Storage, r.Spec)}
 	}
 	applySets := func(sets ...apply.SpecSet) *apply.Plan {
 		t.Helper()

@@ -31,11 +31,7 @@ func (up *unitPlan) act(kind ActionKind, unit, reason string) {
 func (p *planner) unit(u *compile.Unit) (*StateUnit, error) {
 	prev := p.state.Unit(u.Name)
 	up := &unitPlan{name: u.Name}
-	hook := u.HookName
-	if hook == "" && u.Hook >= 0 && u.Hook < len(p.opts.HookNames) {
-		hook = p.opts.HookNames[u.Hook]
-	}
-	next := &StateUnit{Name: u.Name, Hook: hook, Masked: u.Mask}
+	next := &StateUnit{Name: u.Name, Hook: u.HookName, Masked: u.Mask}
 	if !u.Mask && u.Enabled != nil {
 		e := *u.Enabled
 		next.Enabled = &e
@@ -88,7 +84,7 @@ func (p *planner) unit(u *compile.Unit) (*StateUnit, error) {
 	if prev == nil {
 		change = "add"
 	}
-	p.add(up, change, hook)
+	p.add(up, change, u.HookName)
 	return next, nil
 }
 

@@ -311,7 +311,7 @@ func TestRigOnceRemoveAndAddBack(t *testing.T) {
 	if got := n.onceRuns(t); strings.Join(got, " ") != "v1 v1 v2" {
 		t.Errorf("runs after the change: %q", got)
 	}
-	us, _ := rigRender(t, onceSpec("v2"))
+	us := rigRender(t, onceSpec("v2"))
 	want := ""
 	for _, l := range strings.Split(string(us[0].Contents), "\n") {
 		if s, ok := strings.CutPrefix(l, "ConditionPathExists=!/var/lib/hostprov/stamps/"); ok {

@@ -32,8 +32,8 @@ const (
 	stateVersionNoSets  = 2
 )
 
-// StateFileName is the name of the state file in the state directory.
-const StateFileName = "state.json"
+// stateFileName is the name of the state file in the state directory.
+const stateFileName = "state.json"
 
 // State is what hostprov has installed on a node: every unit it owns, the
 // files it wrote for it with their hashes, and how it left the unit

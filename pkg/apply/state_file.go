@@ -15,25 +15,25 @@ import (
 )
 
 // PathState is the state file's path in a state directory.
-func StatePath(stateDir string) string { return filepath.Join(stateDir, StateFileName) }
+func StatePath(stateDir string) string { return filepath.Join(stateDir, stateFileName) }
 
-// MaxStateSize is the largest state file hostprov reads: some hundred
+// maxStateSize is the largest state file hostprov reads: some hundred
 // times what 20,000 units with drop-ins take, so that a state file that
 // is not one (a link to /dev/zero, a file grown by a bug) cannot make
 // hostprov read without bound.
-const MaxStateSize = 256 << 20
+const maxStateSize = 256 << 20
 
 // readState reads the state file at path as unit files are read: through
 // its directory, never following a symbolic link, never opening what is
 // not a regular file (a FIFO would block, a device never end), and at most
-// MaxStateSize bytes. A missing file or directory is fs.ErrNotExist.
+// maxStateSize bytes. A missing file or directory is fs.ErrNotExist.
 func readState(path string) ([]byte, error) {
 	dir, err := fsutil.OpenDir(filepath.Dir(path))
 	if err != nil {
 		return nil, err
 	}
 	defer dir.Close()
-	return dir.ReadFile(filepath.Base(path), MaxStateSize)
+	return dir.ReadFile(filepath.Base(path), maxStateSize)
 }
 
 // LoadState reads the state file at path. A missing file is an empty state
@@ -51,13 +51,13 @@ func LoadState(path string) (*State, error) {
 			err = pe.Err
 		}
 		return nil, fmt.Errorf("state file %s is not hostprov's: %v; hostprov reads its state only from a regular file of at most %d MiB, never through a link: "+
-			"find out who put it there; if you know no hostprov unit is installed, move it away and run apply with --adopt to take over the files the spec names", path, err, MaxStateSize>>20)
+			"find out who put it there; if you know no hostprov unit is installed, move it away and run apply with --adopt to take over the files the spec names", path, err, maxStateSize>>20)
 	case errors.Is(err, fsutil.ErrNotDir):
 		return nil, linkedStateDir(filepath.Dir(path))
 	case err != nil:
 		return nil, fsError("reading the state file", path, err)
 	}
-	st, err := ParseState(data)
+	st, err := parseState(data)
 	if err != nil {
 		return nil, fmt.Errorf("state file %s is corrupt: %v; it records which unit files hostprov owns, so hostprov will not guess: restore it from a backup, or, if you know no hostprov unit is installed, move it away and run apply with --adopt to take over the files the spec names", path, err)
 	}
@@ -101,10 +101,10 @@ func RecordedInputs(path string) string {
 	return ""
 }
 
-// ParseState decodes and checks a state file. Every path must be a unit
+// parseState decodes and checks a state file. Every path must be a unit
 // file or drop-in of its own unit, so that a tampered state cannot make
 // hostprov remove a file elsewhere.
-func ParseState(data []byte) (*State, error) {
+func parseState(data []byte) (*State, error) {
 	var st State
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

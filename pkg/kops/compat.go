@@ -69,7 +69,7 @@ func RenderCompat(hs []NodeHook, rt Runtime) ([]Task, error) {
 	for i, h := range hs {
 		name := h.UnitName()
 		if !h.IsEnabled() {
-			out = append(out, Task{Unit: compile.Unit{Name: name, Enabled: boolPtr(false), Hook: i, Pos: h.Where("")}, ManageState: true})
+			out = append(out, Task{Unit: compile.Unit{Name: name, Enabled: boolPtr(false), Hook: i, HookName: h.Name, Pos: h.Where("")}, ManageState: true})
 			continue
 		}
 		ec := h.ExecContainer
@@ -105,7 +105,7 @@ func RenderCompat(hs []NodeHook, rt Runtime) ([]Task, error) {
 			def = u.render()
 		}
 		out = append(out, Task{
-			Unit:         compile.Unit{Name: name, Contents: []byte(def), Enabled: boolPtr(true), Hook: i, Pos: h.Where("")},
+			Unit:         compile.Unit{Name: name, Contents: []byte(def), Enabled: boolPtr(true), Hook: i, HookName: h.Name, Pos: h.Where("")},
 			Running:      true,
 			ManageState:  true,
 			SmartRestart: true,

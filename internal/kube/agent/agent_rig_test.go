@@ -245,7 +245,7 @@ func (k *rigCluster) applyOwnSpec() []compile.Unit {
 	}
 	opts := apply.Options{Root: k.r.Root}
 	st, _ := apply.LoadState(apply.StatePath(opts.StateDirPath()))
-	p, err := apply.NewPlanSets(ctx, []apply.SpecSet{{Name: "local", Units: own, HookNames: []string{"local"}}}, st, opts)
+	p, err := apply.NewPlanSets(ctx, []apply.SpecSet{{Name: "local", Units: own}}, st, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -370,7 +370,7 @@ func TestKubeAgentKeepsNodeSetOfAgentName(t *testing.T) {
 		}
 		return st
 	}
-	p, err := apply.NewPlanSets(ctx, []apply.SpecSet{{Name: "hosthooks.base", Units: own, HookNames: []string{"local"}}}, state(), k.opts)
+	p, err := apply.NewPlanSets(ctx, []apply.SpecSet{{Name: "hosthooks.base", Units: own}}, state(), k.opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,7 +110,7 @@ func (f *fakeNode) applyOwnSpec(file, set, hook string) []compile.Unit {
 	if diags.HasErrors(false) {
 		f.t.Fatal(diags)
 	}
-	p, err := apply.NewPlanSets(context.Background(), []apply.SpecSet{{Name: set, Units: own, HookNames: []string{hook}}}, f.state(), f.n.opts)
+	p, err := apply.NewPlanSets(context.Background(), []apply.SpecSet{{Name: set, Units: own}}, f.state(), f.n.opts)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestPruneUnselectedDeletedGoneNeverOwn(t *testing.T) {
 		t.Fatal(diags)
 	}
 	st, _ := apply.LoadState(apply.StatePath(f.n.opts.StateDirPath()))
-	p, err := apply.NewPlanSets(context.Background(), []apply.SpecSet{{Name: "local", Units: own, HookNames: []string{"local"}}}, st, f.n.opts)
+	p, err := apply.NewPlanSets(context.Background(), []apply.SpecSet{{Name: "local", Units: own}}, st, f.n.opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -155,6 +155,17 @@ func (f *Fake) record(method string, units ...string) error {
 	return nil
 }
 
+// recordLinks records a call of method on names and, unless it is to
+// fail, turns them on or off in set (enabled or masked) as links does.
+func (f *Fake) recordLinks(method string, set map[string]bool, on bool, typ string, names []string) ([]apply.LinkChange, error) {
+	if err := f.record(method, names...); err != nil {
+		return nil, err
+	}
+	return f.links(set, on, typ, names), nil
+}
+
+// links turns names on or off in set, and returns a link change of type
+// typ for each that was not so already.
 func (f *Fake) links(set map[string]bool, on bool, typ string, names []string) []apply.LinkChange {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -171,10 +182,7 @@ func (f *Fake) links(set map[string]bool, on bool, typ string, names []string) [
 func (f *Fake) Reload(ctx context.Context) error { return f.record("reload") }
 
 func (f *Fake) Enable(ctx context.Context, names []string) ([]apply.LinkChange, error) {
-	if err := f.record("enable", names...); err != nil {
-		return nil, err
-	}
-	return f.links(f.enabled, true, "symlink", names), nil
+	return f.recordLinks("enable", f.enabled, true, "symlink", names)
 }
 
 func (f *Fake) Disable(ctx context.Context, names []string) ([]apply.LinkChange, error) {
@@ -192,17 +200,11 @@ func (f *Fake) Disable(ctx context.Context, names []string) ([]apply.LinkChange,
 }
 
 func (f *Fake) Mask(ctx context.Context, names []string) ([]apply.LinkChange, error) {
-	if err := f.record("mask", names...); err != nil {
-		return nil, err
-	}
-	return f.links(f.masked, true, "symlink", names), nil
+	return f.recordLinks("mask", f.masked, true, "symlink", names)
 }
 
 func (f *Fake) Unmask(ctx context.Context, names []string) ([]apply.LinkChange, error) {
-	if err := f.record("unmask", names...); err != nil {
-		return nil, err
-	}
-	return f.links(f.masked, false, "unlink", names), nil
+	return f.recordLinks("unmask", f.masked, false, "unlink", names)
 }
 
 func (f *Fake) run(method, name string, on bool) error {
