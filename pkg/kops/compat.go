@@ -137,7 +137,7 @@ func containerCommands(rt Runtime, image, name string, ec *ExecContainer, withNa
 		run = append(run, ec.Command...)
 		return []string{"/usr/bin/docker", "pull", image}, run, "docker.service"
 	}
-	ref := ContainerdImage(image)
+	ref := containerdImage(image)
 	run = []string{
 		"/usr/bin/ctr", "--namespace", "k8s.io", "run", "--rm",
 		"--mount", "type=bind,src=/,dst=/rootfs,options=rbind:rslave",
@@ -155,11 +155,11 @@ func containerCommands(rt Runtime, image, name string, ec *ExecContainer, withNa
 	return []string{"/usr/bin/ctr", "--namespace", "k8s.io", "image", "pull", ref}, run, "containerd.service"
 }
 
-// ContainerdImage is the image reference kops gives ctr for an image as
+// containerdImage is the image reference kops gives ctr for an image as
 // written: docker.io/library/ before a name without "/", and :latest
 // after one without ":". Like kops, it does not look further: a registry
 // host with a port ("localhost:5000/x") gets no tag.
-func ContainerdImage(image string) string {
+func containerdImage(image string) string {
 	if !strings.Contains(image, "/") {
 		image = "docker.io/library/" + image
 	}
