@@ -386,11 +386,9 @@ func (d *decoder) hooksEnd() {
 	d.checkAccounts()
 }
 
-// splitLines splits the source at the line breaks YAML counts (LF, CRLF,
-// CR, NEL, LS and PS), so that its line numbers match the parser's.
-func splitLines(data []byte) []string { return splitText(string(data)) }
-
-// splitText is splitLines of a string, whose lines are substrings of it.
+// splitText splits the source at the line breaks YAML counts (LF, CRLF,
+// CR, NEL, LS and PS), so that its line numbers match the parser's; the
+// lines are substrings of s.
 func splitText(s string) []string {
 	// Sized for the usual line breaks at once; one per line of a large
 	// spec is otherwise grown, and copied, some twenty times.

@@ -455,23 +455,3 @@ func (p *positions) all() iter.Seq2[string, Position] {
 		}
 	}
 }
-
-// allLines yields every scalar whose lines are recorded, for tests.
-func (p *positions) allLines() iter.Seq2[string, blockScalar] {
-	return func(yield func(string, blockScalar) bool) {
-		for path, b := range p.texts {
-			if !yield(path, b) {
-				return
-			}
-		}
-		for i, e := range p.lines.all() {
-			path := p.hookFullPath(i, e.id)
-			if _, ok := p.texts[path]; ok {
-				continue
-			}
-			if !yield(path, p.nearScalar(i, e.v)) {
-				return
-			}
-		}
-	}
-}
