@@ -213,15 +213,11 @@ func (d *decoder) accountID(v value) *uint32 {
 
 // memberOf decodes a user's groups: a list of group names.
 func (d *decoder) memberOf(v value) []string {
-	n := v.node
-	switch {
-	case isNull(n):
-		d.noValue(v, "write the user's supplementary groups, such as groups: [wheel], or remove the line")
-		return nil
-	case n.Kind != yaml.SequenceNode:
-		d.add(Error, v.pos, v.path, fmt.Sprintf("groups must be a list of names, not %s", yamlnode.KindName(n)), "write groups: [wheel, docker]")
+	if !d.list(v, "write the user's supplementary groups, such as groups: [wheel], or remove the line",
+		"groups must be a list of names", "write groups: [wheel, docker]") {
 		return nil
 	}
+	n := v.node
 	var out []string
 	seen := map[string]bool{}
 	for i, c := range n.Content {
