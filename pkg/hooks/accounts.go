@@ -82,9 +82,9 @@ func (d *decoder) checkAccountName(item value, what string, hasName bool) {
 	}
 }
 
-// MaxAccountName is the longest user or group name systemd-sysusers
+// maxAccountName is the longest user or group name systemd-sysusers
 // accepts: the utmp name size less its terminating NUL.
-const MaxAccountName = 31
+const maxAccountName = 31
 
 // User is an entry of a hook's users: an account the hook needs on the
 // machine, created if it is missing.
@@ -136,8 +136,8 @@ func AccountNameProblem(name string) string {
 	switch {
 	case name == "":
 		return "it is empty"
-	case len(name) > MaxAccountName:
-		return fmt.Sprintf("it has %d characters, more than %d", len(name), MaxAccountName)
+	case len(name) > maxAccountName:
+		return fmt.Sprintf("it has %d characters, more than %d", len(name), maxAccountName)
 	}
 	c := name[0]
 	if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_') {
@@ -159,7 +159,7 @@ func (d *decoder) accountName(v value) string {
 		return ""
 	}
 	if p := AccountNameProblem(s); p != "" {
-		hint := fmt.Sprintf("a name starts with a letter or _, has only letters, digits, _ and -, and at most %d characters", MaxAccountName)
+		hint := fmt.Sprintf("a name starts with a letter or _, has only letters, digits, _ and -, and at most %d characters", maxAccountName)
 		switch {
 		case digitsRE.MatchString(s) && strings.HasSuffix(v.path, ".primaryGroup"):
 			hint = "primaryGroup names the group: give the group with that gid a name in groups: (name: ..., gid: " + s + "), and write that name here"
@@ -213,15 +213,11 @@ func (d *decoder) accountID(v value) *uint32 {
 
 // memberOf decodes a user's groups: a list of group names.
 func (d *decoder) memberOf(v value) []string {
-	n := v.node
-	switch {
-	case isNull(n):
-		d.noValue(v, "write the user's supplementary groups, such as groups: [wheel], or remove the line")
-		return nil
-	case n.Kind != yaml.SequenceNode:
-		d.add(Error, v.pos, v.path, fmt.Sprintf("groups must be a list of names, not %s", yamlnode.KindName(n)), "write groups: [wheel, docker]")
+	if !d.list(v, "write the user's supplementary groups, such as groups: [wheel], or remove the line",
+		"groups must be a list of names", "write groups: [wheel, docker]") {
 		return nil
 	}
+	n := v.node
 	var out []string
 	seen := map[string]bool{}
 	for i, c := range n.Content {

@@ -252,6 +252,21 @@ func (d *decoder) noValue(v value, hint string) {
 	d.add(Error, v.keyPos, v.path, label(v.path)+" has no value", hint)
 }
 
+// list reports whether v is a list. When it is not, it says so: for no
+// value with noValueHint, else that notList ("dropins must be a list") is
+// what v is not, with hint.
+func (d *decoder) list(v value, noValueHint, notList, hint string) bool {
+	switch n := v.node; {
+	case isNull(n):
+		d.noValue(v, noValueHint)
+		return false
+	case n.Kind != yaml.SequenceNode:
+		d.add(Error, v.pos, v.path, fmt.Sprintf("%s, not %s", notList, yamlnode.KindName(n)), hint)
+		return false
+	}
+	return true
+}
+
 // str decodes a string. Numbers, booleans and dates are taken as the text
 // written ("restartSec: 5" is "5", "user: 0" is "0"): their meaning as
 // strings is plain, and requiring quotes would only annoy. multiline allows

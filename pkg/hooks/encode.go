@@ -22,7 +22,7 @@ import (
 // every value is quoted as YAML needs it.
 func Encode(name string, hs []Hook) ([]byte, error) {
 	doc := &yaml.Node{Kind: yaml.MappingNode}
-	yamlnode.Pairs(doc, "apiVersion", yamlnode.Str(APIVersion), "kind", yamlnode.Str(Kind))
+	yamlnode.Pairs(doc, "apiVersion", yamlnode.Str(specAPIVersion), "kind", yamlnode.Str(specKind))
 	if name != "" {
 		yamlnode.Pairs(doc, "metadata", yamlnode.Pairs(&yaml.Node{Kind: yaml.MappingNode}, "name", yamlnode.Str(name)))
 	}

@@ -166,16 +166,11 @@ func (d *decoder) checkDirective(path string, i int, s string) {
 
 // dropins decodes a hook's drop-ins.
 func (d *decoder) dropins(v value) []Dropin {
-	n := v.node
-	switch {
-	case isNull(n):
-		d.noValue(v, "write a list of drop-ins, such as dropins: [{name: 10-limits.conf, contents: ...}], or remove the line")
-		return nil
-	case n.Kind != yaml.SequenceNode:
-		d.add(Error, v.pos, v.path, fmt.Sprintf("dropins must be a list, not %s", yamlnode.KindName(n)),
-			`write each drop-in as "- name: 10-limits.conf" with its contents: under it`)
+	if !d.list(v, "write a list of drop-ins, such as dropins: [{name: 10-limits.conf, contents: ...}], or remove the line",
+		"dropins must be a list", `write each drop-in as "- name: 10-limits.conf" with its contents: under it`) {
 		return nil
 	}
+	n := v.node
 	out := make([]Dropin, 0, len(n.Content))
 	first := map[string]Position{}
 	for i, c := range n.Content {
@@ -251,16 +246,12 @@ func (d *decoder) relDir(v value) string {
 // steps decodes a command hook's steps: a list of {name, run} or
 // {name, sh}.
 func (d *decoder) steps(v value) []Step {
+	if !d.list(v, "write a list of steps, such as steps: [{name: hello, run: [/bin/echo, hello]}], or remove the line",
+		"steps must be a list", `write each step as "- name: detect" with run: [...] or sh: under it`) {
+		return nil
+	}
 	n := v.node
-	switch {
-	case isNull(n):
-		d.noValue(v, "write a list of steps, such as steps: [{name: hello, run: [/bin/echo, hello]}], or remove the line")
-		return nil
-	case n.Kind != yaml.SequenceNode:
-		d.add(Error, v.pos, v.path, fmt.Sprintf("steps must be a list, not %s", yamlnode.KindName(n)),
-			`write each step as "- name: detect" with run: [...] or sh: under it`)
-		return nil
-	case len(n.Content) == 0:
+	if len(n.Content) == 0 {
 		d.add(Error, v.pos, v.path, "steps is empty", "add a step, or remove the line")
 		return nil
 	}

@@ -202,16 +202,16 @@ func (d *decoder) decode(doc *yaml.Node) *Spec {
 		switch e.name {
 		case "apiVersion":
 			s.APIVersion, _ = d.str(e.value, false)
-			if e.value.isString() && s.APIVersion != APIVersion {
+			if e.value.isString() && s.APIVersion != specAPIVersion {
 				d.add(Error, e.value.pos, e.path,
-					fmt.Sprintf("apiVersion %q is not supported: this hostprov reads %s", s.APIVersion, APIVersion),
-					"write apiVersion: "+APIVersion)
+					fmt.Sprintf("apiVersion %q is not supported: this hostprov reads %s", s.APIVersion, specAPIVersion),
+					"write apiVersion: "+specAPIVersion)
 			}
 		case "kind":
 			s.Kind, _ = d.str(e.value, false)
-			if e.value.isString() && s.Kind != Kind {
-				d.add(Error, e.value.pos, e.path, fmt.Sprintf("kind %q is not a hook spec: kind must be %s", s.Kind, Kind),
-					"write kind: "+Kind)
+			if e.value.isString() && s.Kind != specKind {
+				d.add(Error, e.value.pos, e.path, fmt.Sprintf("kind %q is not a hook spec: kind must be %s", s.Kind, specKind),
+					"write kind: "+specKind)
 			}
 		case "metadata":
 			if e.value.node.Kind != yaml.MappingNode {
@@ -247,10 +247,10 @@ func (d *decoder) decode(doc *yaml.Node) *Spec {
 	})
 	rootPos := d.pos(root)
 	if _, ok := s.pos.get("apiVersion"); !ok {
-		d.add(Error, rootPos, "apiVersion", "the spec has no apiVersion", "add apiVersion: "+APIVersion+" at the top of the file")
+		d.add(Error, rootPos, "apiVersion", "the spec has no apiVersion", "add apiVersion: "+specAPIVersion+" at the top of the file")
 	}
 	if _, ok := s.pos.get("kind"); !ok {
-		d.add(Error, rootPos, "kind", "the spec has no kind", "add kind: "+Kind+" at the top of the file")
+		d.add(Error, rootPos, "kind", "the spec has no kind", "add kind: "+specKind+" at the top of the file")
 	}
 	if !hooksSeen {
 		// A spec without hooks makes apply remove every unit it installed
@@ -386,11 +386,9 @@ func (d *decoder) hooksEnd() {
 	d.checkAccounts()
 }
 
-// splitLines splits the source at the line breaks YAML counts (LF, CRLF,
-// CR, NEL, LS and PS), so that its line numbers match the parser's.
-func splitLines(data []byte) []string { return splitText(string(data)) }
-
-// splitText is splitLines of a string, whose lines are substrings of it.
+// splitText splits the source at the line breaks YAML counts (LF, CRLF,
+// CR, NEL, LS and PS), so that its line numbers match the parser's; the
+// lines are substrings of s.
 func splitText(s string) []string {
 	// Sized for the usual line breaks at once; one per line of a large
 	// spec is otherwise grown, and copied, some twenty times.

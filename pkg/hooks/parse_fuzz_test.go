@@ -137,7 +137,7 @@ func FuzzParse(f *testing.F) {
 		checkWellFormed(t, spec, diags)
 		if spec != nil {
 			// Every position Where gives is in the file.
-			lines := len(splitLines(data))
+			lines := len(splitText(string(data)))
 			for path, p := range spec.pos.all() {
 				if p.Line < 1 || p.Line > lines {
 					t.Errorf("Where(%q) = %v, outside the file's %d lines", path, p, lines)

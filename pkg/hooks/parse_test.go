@@ -420,8 +420,8 @@ func TestParseValidSpec(t *testing.T) {
 	no, yes := false, true
 	env := map[string]string{"PATH": "/usr/sbin:/usr/bin", "DEBUG": "true", "RETRIES": "3"}
 	want := &Spec{
-		APIVersion: APIVersion,
-		Kind:       Kind,
+		APIVersion: specAPIVersion,
+		Kind:       specKind,
 		File:       "valid.yaml",
 		Hooks: []Hook{
 			{

@@ -316,46 +316,39 @@ func (p *positions) set(path string, pos Position) {
 		traceSet(path, pos)
 	}
 	if pos.File != p.file || int64(int32(pos.Line)) != int64(pos.Line) || int64(int32(pos.Column)) != int64(pos.Column) {
-		if p.other == nil {
-			p.other = map[string]Position{}
-		}
-		p.other[path] = pos
+		put(&p.other, path, pos)
 		return
 	}
 	pl := place{int32(pos.Line), int32(pos.Column)}
 	if i, id, ok := p.inOpenHook(path); ok {
 		if n, ok := p.nearHook(i, pos.Line, pos.Column); ok {
-			if p.other != nil {
-				delete(p.other, path)
-			}
+			delete(p.other, path)
 			p.values.add(i, id, n)
 			return
 		}
-		if p.other == nil {
-			p.other = map[string]Position{}
-		}
 		// The path is cut from a larger buffer (see decoder.paths).
-		p.other[strings.Clone(path)] = pos
+		put(&p.other, strings.Clone(path), pos)
 		return
 	}
 	if _, _, ok := hookPath(path); ok {
 		// Under a hook that is not being decoded: only Locate records
 		// such a path. other is looked at first.
-		if p.other == nil {
-			p.other = map[string]Position{}
-		}
-		p.other[path] = pos
+		put(&p.other, path, pos)
 		return
 	}
-	if p.other != nil {
-		delete(p.other, path)
-	}
-	if p.top == nil {
-		p.top = map[string]place{}
-	}
+	delete(p.other, path)
 	// A top-level key's path is a string of the source (see
 	// decoder.keep).
-	p.top[strings.Clone(path)] = pl
+	put(&p.top, strings.Clone(path), pl)
+}
+
+// put sets (*m)[k], making the map on first use: the zero positions
+// has none, and a spec may never need some of them.
+func put[V any](m *map[string]V, k string, v V) {
+	if *m == nil {
+		*m = map[string]V{}
+	}
+	(*m)[k] = v
 }
 
 func (p *positions) get(path string) (Position, bool) {
@@ -396,18 +389,13 @@ func (p *positions) setLines(path string, b blockScalar) {
 		int64(int32(b.column)) == int64(b.column) {
 		if i, id, ok := p.inOpenHook(path); ok {
 			if n, ok := p.nearHook(i, b.first, b.column); ok && int(uint32(b.count)) == b.count {
-				if p.texts != nil {
-					delete(p.texts, path)
-				}
+				delete(p.texts, path)
 				p.lines.add(i, id, nearLines{n.dline, n.column, uint32(b.count)})
 				return
 			}
 		}
 	}
-	if p.texts == nil {
-		p.texts = map[string]blockScalar{}
-	}
-	p.texts[strings.Clone(path)] = b
+	put(&p.texts, strings.Clone(path), b)
 }
 
 // scalar returns where the lines of the scalar at path start.
@@ -450,26 +438,6 @@ func (p *positions) all() iter.Seq2[string, Position] {
 				continue
 			}
 			if !yield(path, p.nearPosition(i, e.v)) {
-				return
-			}
-		}
-	}
-}
-
-// allLines yields every scalar whose lines are recorded, for tests.
-func (p *positions) allLines() iter.Seq2[string, blockScalar] {
-	return func(yield func(string, blockScalar) bool) {
-		for path, b := range p.texts {
-			if !yield(path, b) {
-				return
-			}
-		}
-		for i, e := range p.lines.all() {
-			path := p.hookFullPath(i, e.id)
-			if _, ok := p.texts[path]; ok {
-				continue
-			}
-			if !yield(path, p.nearScalar(i, e.v)) {
 				return
 			}
 		}

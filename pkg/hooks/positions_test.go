@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"fmt"
+	"iter"
 	"os"
 	"runtime"
 	"strings"
@@ -257,4 +258,24 @@ func TestSpecKeepsNoSource(t *testing.T) {
 		t.Errorf("a spec of 8 small hooks in 8 MB of source keeps %d bytes", kept)
 	}
 	runtime.KeepAlive(spec)
+}
+
+// allLines yields every scalar whose lines are recorded.
+func (p *positions) allLines() iter.Seq2[string, blockScalar] {
+	return func(yield func(string, blockScalar) bool) {
+		for path, b := range p.texts {
+			if !yield(path, b) {
+				return
+			}
+		}
+		for i, e := range p.lines.all() {
+			path := p.hookFullPath(i, e.id)
+			if _, ok := p.texts[path]; ok {
+				continue
+			}
+			if !yield(path, p.nearScalar(i, e.v)) {
+				return
+			}
+		}
+	}
 }

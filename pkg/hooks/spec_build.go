@@ -13,8 +13,8 @@ import "gopkg.in/yaml.v3"
 // for a parsed spec.
 func NewSpec(file string, hs []Hook) *Spec {
 	return &Spec{
-		APIVersion: APIVersion,
-		Kind:       Kind,
+		APIVersion: specAPIVersion,
+		Kind:       specKind,
 		Hooks:      hs,
 		File:       file,
 		pos:        positions{file: file},

@@ -14,10 +14,10 @@
 // useRawManifest, requires, before, enabled) mean what they mean in kops.
 package hooks
 
-// APIVersion and Kind identify a hostprov hook spec document.
+// specAPIVersion and specKind identify a hostprov hook spec document.
 const (
-	APIVersion = "hostprov/v1alpha1"
-	Kind       = "Hooks"
+	specAPIVersion = "hostprov/v1alpha1"
+	specKind       = "Hooks"
 )
 
 // Spec is a parsed hook spec.

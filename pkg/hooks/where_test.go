@@ -168,10 +168,10 @@ func TestWhereInScalar(t *testing.T) {
 // itself: line n of each manifest must be found at the place it names.
 func TestWhereInScalarFindsTheLine(t *testing.T) {
 	spec, _ := Parse("w.yaml", []byte(whereSrc))
-	lines := splitLines([]byte(whereSrc))
+	lines := splitText(whereSrc)
 	for _, i := range []int{0, 1, 4, 5} { // the literal manifests
 		path := fmt.Sprintf("hooks[%d].manifest", i)
-		for n, want := range splitLines([]byte(spec.Hooks[i].Manifest)) {
+		for n, want := range splitText(spec.Hooks[i].Manifest) {
 			if want == "" {
 				continue
 			}

@@ -147,25 +147,6 @@ func TestWarningPlaces(t *testing.T) {
 	}
 }
 
-// TestNames: the spec is named after the file, the storage hook after
-// the spec unless a unit hook has that name.
-func TestNames(t *testing.T) {
-	for file, want := range map[string]string{
-		"node.bu": "node", "node.ign.json": "node", "user data.yaml": "user-data", "-": "imported", "": "imported",
-		"/dir/.hidden.bu": "hidden", "...": "imported", strings.Repeat("a", 300) + ".bu": strings.Repeat("a", 200),
-	} {
-		if got := importer.SetName(file); got != want {
-			t.Errorf("SetName(%q) = %q, want %q", file, got, want)
-		}
-	}
-	hs := []hooks.Hook{{Name: "app.service", UseRawName: true}, {Name: "app-storage"}}
-	for set, want := range map[string]string{"app": "app-storage-storage", "web": "web", "x.mount": "x.mount-storage"} {
-		if got := importer.StorageHook(set, hs); got != want {
-			t.Errorf("StorageHook(%q) = %q, want %q", set, got, want)
-		}
-	}
-}
-
 // An Ignition 3.6.0 config, which the Ignition module knows only as
 // 3.6.0-experimental, is read as that: the spec renders to 3.5.0, and a
 // warning at the version says so.

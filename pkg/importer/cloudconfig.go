@@ -44,7 +44,7 @@ type groupPlace struct {
 // warning at n that says why.
 func (c *ccImporter) move(n *yaml.Node, path string, p restPath, msg, hint string) {
 	c.rest.add(p...)
-	c.warn(n, path, Leftovers+msg, hint)
+	c.warn(n, path, leftoversPrefix+msg, hint)
 }
 
 func (c *ccImporter) origin(n *yaml.Node, path string) origin {
@@ -102,7 +102,7 @@ func importCloudConfig(in Input) (*Result, hooks.Diagnostics) {
 	}
 	res := &Result{Format: FormatCloudConfig, doc: root, rest: c.rest, Locals: c.locals.files}
 	if c.h.HasStorage() {
-		c.h.Name = StorageHook(in.setName, nil)
+		c.h.Name = storageHookName(in.setName, nil)
 		res.Hooks = []hooks.Hook{c.h}
 		res.origins = []hookOrigins{c.origins}
 	}

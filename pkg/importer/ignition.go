@@ -117,7 +117,7 @@ func importIgnition(in Input, raw, butaneSrc []byte, aheadOf string) (*Result, h
 	res.Hooks, res.origins = im.hooks, im.origins
 	res.generic, res.rest, res.Locals = generic, im.rest, im.locals.files
 	if im.storageHook.HasStorage() {
-		im.storageHook.Name = StorageHook(in.setName, im.hooks)
+		im.storageHook.Name = storageHookName(in.setName, im.hooks)
 		res.Hooks = append([]hooks.Hook{im.storageHook}, im.hooks...)
 		res.origins = append([]hookOrigins{im.storageOrigins}, im.origins...)
 	}
@@ -284,7 +284,7 @@ func (im *ignImporter) warn(p []any, msg, hint string) {
 // why.
 func (im *ignImporter) move(p []any, msg, hint string) {
 	im.rest.add(p...)
-	im.warn(p, Leftovers+msg, hint)
+	im.warn(p, leftoversPrefix+msg, hint)
 }
 
 // drop puts the whole entry at path entry into the leftovers, with a
@@ -292,7 +292,7 @@ func (im *ignImporter) move(p []any, msg, hint string) {
 func (im *ignImporter) drop(entry []any, field []any, msg, hint string) {
 	at := append(append([]any(nil), entry...), field...)
 	im.rest.add(entry...)
-	im.diags = append(im.diags, warn(im.loc.at(at...), jsonPath(entry), Leftovers+msg, hint))
+	im.diags = append(im.diags, warn(im.loc.at(at...), jsonPath(entry), leftoversPrefix+msg, hint))
 }
 
 func jsonPath(p []any) string { return configreport.Join(p) }

@@ -62,11 +62,7 @@ func (im *ignImporter) user(p []any, u types.PasswdUser) (hu hooks.User, ok bool
 	if !im.keepAccount(p, "user", u.Name, u.ShouldExist) {
 		return hu, false
 	}
-	hu = hooks.User{Name: u.Name, System: u.System != nil && *u.System}
-	if u.UID != nil {
-		id := uint32(*u.UID)
-		hu.UID = &id
-	}
+	hu = hooks.User{Name: u.Name, System: u.System != nil && *u.System, UID: uint32Ptr(u.UID)}
 	if u.HomeDir != nil {
 		hu.Home = *u.HomeDir
 	}
@@ -132,11 +128,7 @@ func (im *ignImporter) group(p []any, g types.PasswdGroup, ownGroup map[string]b
 			"if the group is the user's own, write primaryGroup: "+g.Name+" on the user in the config (useradd refuses to create the user otherwise, as the group exists) and import it again")
 		return hg, false
 	}
-	hg = hooks.Group{Name: g.Name, System: g.System != nil && *g.System}
-	if g.Gid != nil {
-		id := uint32(*g.Gid)
-		hg.GID = &id
-	}
+	hg = hooks.Group{Name: g.Name, System: g.System != nil && *g.System, GID: uint32Ptr(g.Gid)}
 	if g.PasswordHash != nil {
 		im.move(append(p, "passwordHash"), "passwordHash of the group "+g.Name+": a hostprov group has name, gid and system",
 			"set group passwords, if you need them, with a command hook")

@@ -27,7 +27,8 @@ func owner(o types.NodeUser) string {
 
 func groupOwner(o types.NodeGroup) string { return owner(types.NodeUser(o)) }
 
-func modePtr(m *int) *uint32 {
+// uint32Ptr is an Ignition mode, uid or gid as hostprov's; nil for nil.
+func uint32Ptr(m *int) *uint32 {
 	if m == nil {
 		return nil
 	}
@@ -49,7 +50,7 @@ func (im *ignImporter) storage(c types.Config) {
 				"write the whole file as the hook's file, or append in a command hook")
 			continue
 		}
-		hf := hooks.File{Path: f.Path, Mode: modePtr(f.Mode), User: owner(f.User), Group: groupOwner(f.Group)}
+		hf := hooks.File{Path: f.Path, Mode: uint32Ptr(f.Mode), User: owner(f.User), Group: groupOwner(f.Group)}
 		if f.Overwrite != nil && *f.Overwrite {
 			hf.Overwrite = true
 		}
@@ -68,7 +69,7 @@ func (im *ignImporter) storage(c types.Config) {
 				"remove what is at the path with a command hook, if it must go")
 			continue
 		}
-		hd := hooks.Directory{Path: d.Path, Mode: modePtr(d.Mode), User: owner(d.User), Group: groupOwner(d.Group)}
+		hd := hooks.Directory{Path: d.Path, Mode: uint32Ptr(d.Mode), User: owner(d.User), Group: groupOwner(d.Group)}
 		if !im.ownersOK(p, d.Path, hd.User, hd.Group) {
 			continue
 		}

@@ -5,7 +5,8 @@
 // What has a hostprov equivalent becomes hooks: a unit a hook with
 // useRawName and useRawManifest, a drop-in a drop-in of its unit's hook,
 // a masked unit a mask hook, and files, directories, links, users and
-// groups entries of one hook named after the config (see StorageHook).
+// groups entries of one hook named after the config's file ("-storage"
+// appended where that name is a unit's).
 // Everything else (disks, partitions, file systems, RAID, kernel
 // arguments, cloud-init modules other than write_files, users and groups,
 // ...) is a warning at its place in the input, with a hint, and goes to
@@ -61,7 +62,7 @@ type Input struct {
 	InstanceGroup string
 	Role          kops.Role
 
-	// setName is SetName of Name, once Name is the name for positions.
+	// setName is specName of Name, once Name is the name for positions.
 	setName string
 }
 
@@ -111,12 +112,12 @@ func displayName(name string) string {
 	return name
 }
 
-// SetName is the metadata.name of the spec imported from the file name:
+// specName is the metadata.name of the spec imported from the file name:
 // its base name without the extensions configs are written with (".bu",
 // ".ign", ".json", ".yaml", ".yml", ".ign.json", ...), with every
 // character a set name cannot have replaced by '-', at most 200
 // characters; "imported" for standard input or a name that leaves nothing.
-func SetName(file string) string {
+func specName(file string) string {
 	if file == "" || file == "-" {
 		return "imported"
 	}
@@ -150,12 +151,12 @@ func SetName(file string) string {
 	return name
 }
 
-// StorageHook is the name of the hook that carries an import's files,
+// storageHookName is the name of the hook that carries an import's files,
 // directories, links, users and groups: the spec's name, with "-storage"
 // appended while a unit hook renders the unit that name would
 // ("NAME.service") or the name ends in a unit type (it would read as a
 // unit's name).
-func StorageHook(setName string, hs []hooks.Hook) string {
+func storageHookName(setName string, hs []hooks.Hook) string {
 	taken := map[string]bool{}
 	for i := range hs {
 		taken[compile.UnitName(&hs[i])] = true
@@ -172,7 +173,7 @@ func StorageHook(setName string, hs []hooks.Hook) string {
 // Result is nil when the diagnostics hold an error.
 func Import(in Input) (*Result, hooks.Diagnostics) {
 	file := displayName(in.Name)
-	in.setName = SetName(in.Name)
+	in.setName = specName(in.Name)
 	in.Name = file
 	var (
 		res   *Result

@@ -115,7 +115,7 @@ func importKops(in Input) (*Result, hooks.Diagnostics) {
 	}
 	res := &Result{Format: FormatKops, Hooks: spec.Hooks, origins: make([]hookOrigins, len(spec.Hooks)), Locals: k.locals.files}
 	if k.h.HasStorage() {
-		k.h.Name = StorageHook(in.setName, res.Hooks)
+		k.h.Name = storageHookName(in.setName, res.Hooks)
 		res.Hooks = append([]hooks.Hook{k.h}, res.Hooks...)
 		res.origins = append([]hookOrigins{k.origins}, res.origins...)
 	}

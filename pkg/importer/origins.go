@@ -65,7 +65,7 @@ func (res *Result) refuse(diags hooks.Diagnostics, file string) (hooks.Diagnosti
 		}
 		if !drop[k] {
 			warnings = append(warnings, hooks.Diagnostic{Severity: hooks.Warning, Pos: o.pos, Path: o.path,
-				Message: fmt.Sprintf(Leftovers+"hostprov refuses it: %s", d.Message), Hint: d.Hint})
+				Message: fmt.Sprintf(leftoversPrefix+"hostprov refuses it: %s", d.Message), Hint: d.Hint})
 			res.rest.add(parsePath(o.path)...)
 		}
 		drop[k] = true

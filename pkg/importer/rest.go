@@ -26,9 +26,9 @@ import (
 // keeps the fields that identify it (a file's path, a unit's or user's
 // name), so that the merge puts the fields onto the entry the spec has.
 
-// Leftovers is the prefix of a warning about a part of the input that
+// leftoversPrefix is the prefix of a warning about a part of the input that
 // goes to the leftovers rather than the spec.
-const Leftovers = "to the leftovers: "
+const leftoversPrefix = "to the leftovers: "
 
 // restPath is a path into the input: string keys and int indexes.
 type restPath []any

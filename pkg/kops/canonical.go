@@ -215,7 +215,7 @@ func execContainerHook(hh *hooks.Hook, hookName string, requiresBefore int, ec *
 		case k > 0 && run[k-1] == "--env":
 			name, _, _ := strings.Cut(a, "=")
 			locate(fmt.Sprintf("exec[%d]", k), "execContainer.environment."+name)
-		case a == image || a == ContainerdImage(image):
+		case a == image || a == containerdImage(image):
 			locate(fmt.Sprintf("exec[%d]", k), "execContainer.image")
 		}
 	}

@@ -122,44 +122,41 @@ func boolPtr(b bool) *bool { return &b }
 // kops's normalised reference. withName adds the hook's name as ctr's
 // container ID, as kops does.
 func containerCommands(rt Runtime, image, name string, ec *ExecContainer, withName bool) (pull, run []string, requires string) {
-	env := envArgs(ec.Environment)
-	if rt == Docker {
-		run = []string{
-			"/usr/bin/docker", "run",
-			"-v", "/:/rootfs/",
-			"-v", "/var/run/dbus:/var/run/dbus",
-			"-v", "/run/systemd:/run/systemd",
-			"--net=host",
-			"--privileged",
-		}
-		run = append(run, env...)
-		run = append(run, image)
-		run = append(run, ec.Command...)
-		return []string{"/usr/bin/docker", "pull", image}, run, "docker.service"
-	}
-	ref := ContainerdImage(image)
+	ref, pull, requires := image, []string{"/usr/bin/docker", "pull", image}, "docker.service"
 	run = []string{
-		"/usr/bin/ctr", "--namespace", "k8s.io", "run", "--rm",
-		"--mount", "type=bind,src=/,dst=/rootfs,options=rbind:rslave",
-		"--mount", "type=bind,src=/var/run/dbus,dst=/var/run/dbus,options=rbind:rprivate",
-		"--mount", "type=bind,src=/run/systemd,dst=/run/systemd,options=rbind:rprivate",
-		"--net-host",
+		"/usr/bin/docker", "run",
+		"-v", "/:/rootfs/",
+		"-v", "/var/run/dbus:/var/run/dbus",
+		"-v", "/run/systemd:/run/systemd",
+		"--net=host",
 		"--privileged",
 	}
-	run = append(run, env...)
+	if rt != Docker {
+		ref = containerdImage(image)
+		pull, requires = []string{"/usr/bin/ctr", "--namespace", "k8s.io", "image", "pull", ref}, "containerd.service"
+		run = []string{
+			"/usr/bin/ctr", "--namespace", "k8s.io", "run", "--rm",
+			"--mount", "type=bind,src=/,dst=/rootfs,options=rbind:rslave",
+			"--mount", "type=bind,src=/var/run/dbus,dst=/var/run/dbus,options=rbind:rprivate",
+			"--mount", "type=bind,src=/run/systemd,dst=/run/systemd,options=rbind:rprivate",
+			"--net-host",
+			"--privileged",
+		}
+	}
+	run = append(run, envArgs(ec.Environment)...)
 	run = append(run, ref)
-	if withName {
+	// docker run names no container; ctr run takes the ID after the image.
+	if withName && rt != Docker {
 		run = append(run, name)
 	}
-	run = append(run, ec.Command...)
-	return []string{"/usr/bin/ctr", "--namespace", "k8s.io", "image", "pull", ref}, run, "containerd.service"
+	return pull, append(run, ec.Command...), requires
 }
 
-// ContainerdImage is the image reference kops gives ctr for an image as
+// containerdImage is the image reference kops gives ctr for an image as
 // written: docker.io/library/ before a name without "/", and :latest
 // after one without ":". Like kops, it does not look further: a registry
 // host with a port ("localhost:5000/x") gets no tag.
-func ContainerdImage(image string) string {
+func containerdImage(image string) string {
 	if !strings.Contains(image, "/") {
 		image = "docker.io/library/" + image
 	}

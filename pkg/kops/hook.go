@@ -113,35 +113,47 @@ func (r *reader) hook(m *Manifest, h *Hook, n *yaml.Node) {
 	r.checkHook(h, present, r.diags[before:].HasErrors(false))
 }
 
-// disableHint says how to disable a hook of m, in the field names of m's
-// apiVersion and kind: kops reads disabled: the wrong way round in a
-// v1alpha2 InstanceGroup, so there the way is another apiVersion or the
-// Cluster.
-func disableHint(m *Manifest) string {
-	switch {
-	case m == nil:
-		return "disable the hook"
-	case m.APIVersion == V1Alpha3:
-		return "write enabled: false (kops then stops and disables the unit)"
-	case m.Kind == KindCluster:
-		return "write disabled: true (kops then stops and disables the unit)"
-	}
-	return "write the InstanceGroup as " + V1Alpha3 + " with enabled: false, or disable the hook in the Cluster spec (a " +
-		V1Alpha2 + " InstanceGroup reads disabled: true as enabled)"
+// enablementHint is a hint in each way a manifest spells a hook's
+// enablement: kops reads disabled: the wrong way round in a v1alpha2
+// InstanceGroup, so there the hint differs from the Cluster's.
+type enablementHint struct {
+	none, v1alpha3, cluster, v1alpha2InstanceGroup string
 }
 
-// enableHint says how to enable a hook of m, in the field names of m's
-// apiVersion and kind (see disableHint).
-func enableHint(m *Manifest) string {
+// of is the hint in the field names of m's apiVersion and kind; none
+// when there is no manifest.
+func (h enablementHint) of(m *Manifest) string {
 	switch {
 	case m == nil:
-		return "enable the hook"
+		return h.none
 	case m.APIVersion == V1Alpha3:
-		return "write enabled: true"
+		return h.v1alpha3
 	case m.Kind == KindCluster:
-		return "remove disabled: true"
+		return h.cluster
 	}
-	return "remove disabled: false (a " + V1Alpha2 + " InstanceGroup reads disabled: false as disabled)"
+	return h.v1alpha2InstanceGroup
+}
+
+// disableHint says how to disable a hook of m: in a v1alpha2
+// InstanceGroup the way is another apiVersion or the Cluster.
+func disableHint(m *Manifest) string {
+	return enablementHint{
+		none:     "disable the hook",
+		v1alpha3: "write enabled: false (kops then stops and disables the unit)",
+		cluster:  "write disabled: true (kops then stops and disables the unit)",
+		v1alpha2InstanceGroup: "write the InstanceGroup as " + V1Alpha3 + " with enabled: false, or disable the hook in the Cluster spec (a " +
+			V1Alpha2 + " InstanceGroup reads disabled: true as enabled)",
+	}.of(m)
+}
+
+// enableHint says how to enable a hook of m.
+func enableHint(m *Manifest) string {
+	return enablementHint{
+		none:                  "enable the hook",
+		v1alpha3:              "write enabled: true",
+		cluster:               "remove disabled: true",
+		v1alpha2InstanceGroup: "remove disabled: false (a " + V1Alpha2 + " InstanceGroup reads disabled: false as disabled)",
+	}.of(m)
 }
 
 // enablement reads disabled (v1alpha2) or enabled (v1alpha3). The other

@@ -441,7 +441,7 @@ func (r *reader) roleName(m *Manifest, v *yaml.Node, path string) (Role, bool) {
 			"write ControlPlane")
 		return "", false
 	}
-	for _, known := range Roles {
+	for _, known := range allRoles {
 		if s == string(known) {
 			return known, true
 		}

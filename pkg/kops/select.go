@@ -24,12 +24,12 @@ const (
 	KubeControllerManager Role = "KubeControllerManager"
 )
 
-// Roles lists every role, as kops's AllInstanceGroupRoles does.
-var Roles = []Role{ControlPlane, APIServer, Node, Bastion, Etcd, Scheduler, KubeControllerManager}
+// allRoles lists every role, as kops's AllInstanceGroupRoles does.
+var allRoles = []Role{ControlPlane, APIServer, Node, Bastion, Etcd, Scheduler, KubeControllerManager}
 
 func roleNames(apiVersion string) []string {
 	var out []string
-	for _, r := range Roles {
+	for _, r := range allRoles {
 		out = append(out, string(r))
 	}
 	if apiVersion == V1Alpha2 {
@@ -45,7 +45,7 @@ func ParseRole(s string) (Role, error) {
 	if s == "Master" {
 		return ControlPlane, nil
 	}
-	for _, r := range Roles {
+	for _, r := range allRoles {
 		if s == string(r) {
 			return r, nil
 		}

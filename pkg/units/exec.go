@@ -285,9 +285,10 @@ func cEscape(b *strings.Builder, s string, quote byte) {
 // part of the first word. It returns an error for a value systemd would
 // refuse (unbalanced quoting, an empty or unusable program), for an empty
 // value (an empty Exec*= assignment is a reset, not a command), and for a
-// value holding more than one command (see SplitExecCommands).
+// value holding more than one command: systemd reads a lone ";" word as
+// the end of a command, and "\;" as the argument ";".
 func SplitExec(value string) ([]string, error) {
-	cmds, err := SplitExecCommands(value)
+	cmds, err := splitExecCommands(value)
 	if err != nil {
 		return nil, err
 	}
@@ -300,13 +301,13 @@ func SplitExec(value string) ([]string, error) {
 	return nil, fmt.Errorf("the value holds %d commands separated by \" ; \"; write each command on an Exec line of its own", len(cmds))
 }
 
-// SplitExecCommands is SplitExec for a value holding several commands, as
+// splitExecCommands is SplitExec for a value holding several commands, as
 // systemd 252 reads them: a lone ";" word (unquoted, and followed by a
 // blank or the end of the value) ends a command, a lone "\;" is the
 // argument ";", and systemd runs the commands in turn as if each had a line
 // of its own. A ";" that is part of a word ("a;b", "';'" after the program)
 // separates nothing. It returns no commands for an empty value.
-func SplitExecCommands(value string) ([][]string, error) {
+func splitExecCommands(value string) ([][]string, error) {
 	var cmds [][]string
 	for pos := 0; ; {
 		c, next, err := nextExecCommand(value, pos, true)

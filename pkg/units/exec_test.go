@@ -186,13 +186,13 @@ func TestSplitExecSystemd(t *testing.T) {
 		{``, nil},
 	}
 	for _, tt := range tests {
-		got, err := SplitExecCommands(tt.in)
+		got, err := splitExecCommands(tt.in)
 		if err != nil {
-			t.Errorf("SplitExecCommands(%q): %v", tt.in, err)
+			t.Errorf("splitExecCommands(%q): %v", tt.in, err)
 			continue
 		}
 		if diff := cmp.Diff(tt.want, got); diff != "" {
-			t.Errorf("SplitExecCommands(%q) (-want +got):\n%s", tt.in, diff)
+			t.Errorf("splitExecCommands(%q) (-want +got):\n%s", tt.in, diff)
 		}
 	}
 	for _, bad := range []string{`/bin/echo "open`, `/bin/echo 'x\`, `"" x`, `/bin/ x`, `bin/x`, `/bin/a ; /bin/b`, ``} {

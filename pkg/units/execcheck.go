@@ -50,9 +50,9 @@ func (e *ExecError) Error() string { return e.Msg }
 // would refuse the value of an Exec*= line, which makes the whole unit fail
 // to load (or, after a "-" prefix, drops the line; see ExecError.Ignored);
 // it returns nil for a value systemd loads, and for an empty value (a
-// reset). A value may hold several commands separated by a lone ";" (see
-// SplitExecCommands); each is checked as systemd checks it, in turn, and
-// the first problem is reported. For each command it checks, as systemd
+// reset). A value may hold several commands separated by a lone ";"
+// word, as systemd reads it; each is checked as systemd checks it, in
+// turn, and the first problem is reported. For each command it checks, as systemd
 // does:
 //
 //   - the prefixes: each of "-", "@" and ":" at most once, "+" at most once,
@@ -120,9 +120,9 @@ func checkExec(value string) *ExecError {
 	}
 }
 
-// ExecLoads reports whether systemd loads a unit whose Exec*= line gave err
+// unitLoads reports whether systemd loads a unit whose Exec*= line gave err
 // from CheckExec: the line is valid, or systemd ignores it.
-func ExecLoads(err error) bool {
+func unitLoads(err error) bool {
 	ee, ok := err.(*ExecError)
 	return err == nil || ok && ee.Ignored
 }

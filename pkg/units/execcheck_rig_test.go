@@ -32,7 +32,7 @@ func TestCheckExecAgreesWithSystemd(t *testing.T) {
 			t.Fatal(err)
 		}
 		loads := p["LoadState"] == "loaded"
-		if loads != c.Loads || units.ExecLoads(units.CheckExec(c.Value)) != loads {
+		if loads != c.Loads || units.UnitLoads(units.CheckExec(c.Value)) != loads {
 			t.Errorf("ExecStartPost=%s: systemd's load state is %v; the table says loads=%v, CheckExec says %v", c.Value, p["LoadState"], c.Loads, units.CheckExec(c.Value))
 		}
 	}

@@ -70,7 +70,7 @@ var ExecCheckCases = []struct {
 func TestCheckExec(t *testing.T) {
 	for _, c := range ExecCheckCases {
 		err := CheckExec(c.Value)
-		if ExecLoads(err) != c.Loads {
+		if unitLoads(err) != c.Loads {
 			t.Errorf("CheckExec(%q) = %v, want loads=%v", c.Value, err, c.Loads)
 			continue
 		}

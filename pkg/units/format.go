@@ -39,7 +39,7 @@ func format(data []byte, all bool) ([]byte, []*ParseError) {
 			if !IsExecCommand(s.Name, e.Key) {
 				continue
 			}
-			if err := CheckExec(e.Value); !ExecLoads(err) {
+			if err := CheckExec(e.Value); !unitLoads(err) {
 				ee := err.(*ExecError)
 				errs = append(errs, &ParseError{Line: e.Line, Column: len(e.Key) + 2 + ee.Offset,
 					Msg: fmt.Sprintf("%s=%s: %s; systemd refuses to load the unit", e.Key, e.Value, ee.Msg)})

@@ -189,21 +189,6 @@ func SuggestDirective(section, key string) string {
 	return ""
 }
 
-// suggestSection returns a hint for an unknown section name: `did you mean
-// [Service]?` when a known section differs only in case or by one edit, or
-// "".
-func suggestSection(name string) string {
-	if KnownSection(name) {
-		return ""
-	}
-	for _, s := range knownSections {
-		if strings.EqualFold(s, name) || suggest.Distance(strings.ToLower(s), strings.ToLower(name)) <= 1 {
-			return fmt.Sprintf("did you mean [%s]?", s)
-		}
-	}
-	return ""
-}
-
 func joinOr(items []string) string {
 	if len(items) == 1 {
 		return items[0]

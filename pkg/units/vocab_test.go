@@ -61,12 +61,6 @@ func TestSuggestDirective(t *testing.T) {
 	if got := closestDirective("Service", "Restrat"); got != "Restart" {
 		t.Errorf("closestDirective = %q", got)
 	}
-	if got := suggestSection("service"); got != "did you mean [Service]?" {
-		t.Errorf("suggestSection = %q", got)
-	}
-	if got := suggestSection("Network"); got != "" {
-		t.Errorf("suggestSection(Network) = %q", got)
-	}
 }
 
 // TestClosestDirectiveFull checks closestDirective, which skips keys whose

@@ -210,10 +210,6 @@ func liftTopComments(froot, user *yaml.Node) {
 // merged, or nil.
 func translateMerged(out []byte, filesDir string, files []render.MergeFile) *hooks.Diagnostic {
 	if _, rpt, err := butaneconfig.TranslateBytes(out, butanecommon.TranslateBytesOptions{TranslateOptions: butanecommon.TranslateOptions{FilesDir: filesDir}}); err != nil || rpt.IsFatal() {
-		var names []string
-		for _, f := range files {
-			names = append(names, f.Name)
-		}
 		// Only what stops Butane: its warnings are of the files, and
 		// were reported with them.
 		var fatal []string
@@ -226,9 +222,9 @@ func translateMerged(out []byte, filesDir string, files []render.MergeFile) *hoo
 		if err != nil && msg == "" {
 			msg = err.Error()
 		}
-		return &hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: strings.Join(names, ", ")},
-			Message: "Butane cannot translate the merged config: " + msg,
-			Hint:    "change your config so that, merged with hostprov's units, it translates"}
+		d := ignconfig.MergedRefused(files, "Butane cannot translate the merged config: "+msg,
+			"change your config so that, merged with hostprov's units, it translates")
+		return &d
 	}
 	return nil
 }

@@ -35,10 +35,10 @@ type Options struct {
 	Storage compile.Storage
 }
 
-// UnitDir is where the cloud-init output writes unit files and
+// unitDir is where the cloud-init output writes unit files and
 // drop-ins: the administrator's unit directory, which wins over the units
 // of the image.
-const UnitDir = "/etc/systemd/system"
+const unitDir = "/etc/systemd/system"
 
 // ErrMIMEForIgnition is the error of CheckMIME for an Ignition or Butane
 // output.
@@ -90,7 +90,7 @@ mark in ` + heldDir + `), and the last command then fails, so that
 cloud-init reports it.`
 
 // Render returns a #cloud-config document that installs the units:
-// write_files writes every unit file and drop-in under UnitDir
+// write_files writes every unit file and drop-in under unitDir
 // (mode 0644, owner root, content exactly the unit's bytes), and runcmd
 // then runs, as argument lists that no shell reinterprets:
 //
@@ -185,7 +185,7 @@ func configDoc(us []compile.Unit, opts Options) (*yaml.Node, error) {
 		seq.Content = append(seq.Content, stFiles...)
 		k := newFileNodes()
 		for _, f := range files {
-			seq.Content = append(seq.Content, writeFileEntry(UnitDir+"/"+f.Path, f.Contents, k))
+			seq.Content = append(seq.Content, writeFileEntry(unitDir+"/"+f.Path, f.Contents, k))
 		}
 		doc.Content = append(doc.Content, yamlnode.Str("write_files"), seq)
 	}

@@ -14,21 +14,19 @@ import (
 	"github.com/hostprov/hostprov/pkg/render/internal/usermerge"
 )
 
-// MergeRule is the rule Merge merges by, in cloud-init's
-// own merge_how syntax: mappings merged key by key and recursively, lists
-// appended (hostprov's items first, then the file's), and a value both set
-// to something else is a clash (cloud-init's no_replace would keep
-// hostprov's silently; hostprov says so instead).
-const MergeRule = "list(append)+dict(no_replace,recurse_list)+str()"
-
 // Merge returns own, hostprov's cloud-config of the units
 // (and whatever else the spec puts there), without MIME, with the user's
-// cloud-configs merged into it, in order, by MergeRule: the
-// file's keys as written (comments and styles kept, as yaml.v3 reads
-// them), write_files and runcmd after hostprov's. A write_files entry for
-// a path hostprov writes is a clash unless it is the same entry; a user
-// hostprov makes too is one entry (see mergeCloudInitAccounts); a clash
-// is an error at both places. The output is nil when there is an error.
+// cloud-configs merged into it, in order, by the rule cloud-init's
+// merge_how writes "list(append)+dict(no_replace,recurse_list)+str()":
+// mappings merged key by key and recursively, lists appended (hostprov's
+// items first, then the file's), and a value both set to something else
+// a clash (cloud-init's no_replace would keep hostprov's silently;
+// hostprov says so instead). The file's keys stay as written (comments
+// and styles kept, as yaml.v3 reads them), write_files and runcmd after
+// hostprov's. A write_files entry for a path hostprov writes is a clash
+// unless it is the same entry; a user hostprov makes too is one entry
+// (see mergeCloudInitAccounts); a clash is an error at both places. The
+// output is nil when there is an error.
 //
 // A write_files path of own that no unit writes is a clash at hostprov's
 // spec as a whole.
@@ -112,10 +110,10 @@ func writeOrigins(doc *yaml.Node, us []compile.Unit, st compile.Storage) map[str
 	}
 	for i, u := range us {
 		if u.Contents != nil && !u.Mask {
-			byPath[UnitDir+"/"+u.Name] = writeOrigin{unit: &us[i]}
+			byPath[unitDir+"/"+u.Name] = writeOrigin{unit: &us[i]}
 		}
 		for _, d := range u.Dropins {
-			byPath[UnitDir+"/"+u.Name+".d/"+d.Name] = writeOrigin{unit: &us[i]}
+			byPath[unitDir+"/"+u.Name+".d/"+d.Name] = writeOrigin{unit: &us[i]}
 		}
 	}
 	return byPath
@@ -147,7 +145,7 @@ func dropOwnWriteFiles(doc, user *yaml.Node, byPath map[string]writeOrigin, f re
 				// The unit file itself, or one of its drop-ins:
 				// the hint says which, and what the user can do.
 				hint := "the unit file belongs to the spec: add a drop-in through the hook, or drop the entry from your cloud-config"
-				if p.Value != UnitDir+"/"+u.Name {
+				if p.Value != unitDir+"/"+u.Name {
 					hint = "this drop-in belongs to the spec's hook: change it there, or give yours another name in " + path.Dir(p.Value) + ", or drop the entry from your cloud-config"
 				}
 				diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: pos(p), Path: "write_files.path",

@@ -66,19 +66,12 @@ func Merge(own []byte, us []compile.Unit, opts Options, files []render.MergeFile
 		return nil, nil, err
 	}
 	if _, rpt, err := ignconfig.Parse(opts.Version, out); err != nil || rpt.IsFatal() {
-		// Each config is valid on its own, but not merged: say so at
-		// the files.
-		var names []string
-		for _, f := range files {
-			names = append(names, f.Name)
-		}
 		msg := fmt.Sprint(err)
 		if err == nil {
 			msg = rpt.String()
 		}
-		diags = append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: strings.Join(names, ", ")},
-			Message: "Ignition refuses the merged config: " + strings.TrimSpace(msg),
-			Hint:    "change your config so that, merged with hostprov's units, it is valid"})
+		diags = append(diags, ignconfig.MergedRefused(files, "Ignition refuses the merged config: "+strings.TrimSpace(msg),
+			"change your config so that, merged with hostprov's units, it is valid"))
 		return nil, diags, nil
 	}
 	return out, diags, nil

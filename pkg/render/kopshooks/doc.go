@@ -2,7 +2,7 @@
 // kops Cluster or InstanceGroup spec. Render writes them as a hooks: list
 // to paste (--format kops); Set writes them into a kops manifest in place
 // (hostprov kops set-hooks), keeping every other byte of the file. Both
-// take the same decision of what a kops hook can carry (Hooks), and refuse
+// take the same decision of what a kops hook can carry, and refuse
 // the rest with an *Error that names each unit at its hook.
 //
 // Reading kops manifests is an input, and stays in package

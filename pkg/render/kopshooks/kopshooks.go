@@ -116,8 +116,8 @@ func (e *Error) Unwrap() []error {
 const listComment = `kops hooks rendered by hostprov, for spec.hooks of a kops Cluster or InstanceGroup
 (apiVersion: kops.k8s.io/%s). Each manifest is the unit file, used unmodified.`
 
-// Hook is one hook of the kops output.
-type Hook struct {
+// outputHook is one hook of the kops output.
+type outputHook struct {
 	// Name is the full unit name, which kops keeps as it is because it
 	// ends in a unit type.
 	Name string
@@ -131,9 +131,9 @@ type Hook struct {
 	Pos  hooks.Position
 }
 
-// Hooks decides the kops hooks of the units, one per unit in spec
-// order, for callers that write them into a manifest themselves (Kops
-// writes them as a hooks: list):
+// decideHooks decides the kops hooks of the units, one per unit in spec
+// order, for Render, which writes them as a hooks: list, and Set, which
+// writes them into a manifest:
 //
 //   - a unit with contents and enabled becomes a raw hook: nodeup writes
 //     the manifest unmodified as the unit file, keeps a name that ends in a
@@ -142,17 +142,17 @@ type Hook struct {
 //   - a unit of the image with enabled: false becomes a disabled hook,
 //     which nodeup turns into systemctl stop and disable.
 //
-// Everything else has no kops form, and Hooks returns a *Error
+// Everything else has no kops form, and decideHooks returns a *Error
 // naming each such unit and saying why: masks, drop-ins (for a unit
 // hostprov writes or for one of the image), units with contents and
 // enabled: false (kops would not write the file), templates (nodeup would
 // fail to restart them), and units of the image the spec only enables.
-func Hooks(us []compile.Unit) ([]Hook, error) {
+func decideHooks(us []compile.Unit) ([]outputHook, error) {
 	var probs []Problem
 	refuse := func(u compile.Unit, err error, hint string) {
 		probs = append(probs, Problem{Unit: u.Name, Hook: u.Hook, Pos: u.Pos, Err: err, Hint: hint})
 	}
-	var out []Hook
+	var out []outputHook
 	for _, u := range us {
 		if u.DeviceOf != "" {
 			probs = append(probs, Problem{Unit: u.DeviceOf, Hook: u.Hook, Pos: u.Pos,
@@ -198,7 +198,7 @@ func Hooks(us []compile.Unit) ([]Hook, error) {
 			ok = false
 		}
 		if ok {
-			out = append(out, Hook{Name: u.Name, Manifest: u.Contents, Hook: u.Hook, Pos: u.Pos})
+			out = append(out, outputHook{Name: u.Name, Manifest: u.Contents, Hook: u.Hook, Pos: u.Pos})
 		}
 	}
 	if len(probs) > 0 {
@@ -208,7 +208,7 @@ func Hooks(us []compile.Unit) ([]Hook, error) {
 }
 
 // Kops returns the hooks: list of a kops cluster or instance-group spec
-// that installs the units, as Hooks decides them, with a comment that
+// that installs the units, as decideHooks decides them, with a comment that
 // says where it goes. A raw hook is {name, useRawManifest: true, manifest};
 // the manifest is a YAML literal block where YAML can hold the bytes in
 // one and a double-quoted scalar otherwise, and either way reads back as
@@ -226,7 +226,7 @@ func Render(us []compile.Unit, opts Options) ([]byte, error) {
 	if err := refuseStorage(opts.Storage); err != nil {
 		return nil, err
 	}
-	hs, err := Hooks(us)
+	hs, err := decideHooks(us)
 	if err != nil {
 		return nil, err
 	}

@@ -39,6 +39,17 @@ func CheckClashes(own []byte, cfg any, f render.MergeFile, st compile.Storage, u
 	return diags, nil
 }
 
+// MergedRefused is the error of a merged config that Ignition or Butane
+// refuses although each file passed on its own: it is at the files
+// together, since no one of them is at fault.
+func MergedRefused(files []render.MergeFile, msg, hint string) hooks.Diagnostic {
+	var names []string
+	for _, f := range files {
+		names = append(names, f.Name)
+	}
+	return hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: strings.Join(names, ", ")}, Message: msg, Hint: hint}
+}
+
 // NeutralUnit is a unit of an Ignition config as every spec version has it.
 type NeutralUnit struct {
 	Name     string          `json:"name"`

@@ -137,15 +137,37 @@ func hasInstallEntries(contents []byte) bool {
 
 func boolPtr(b bool) *bool { return &b }
 
-// convertUnits turns the version-neutral units into one version's types.
-func convertUnits[U, D any](us []Unit, unit func(Unit, []D) U, dropin func(Dropin) D) []U {
+// dropinType is the Dropin of each Ignition spec version's types, which
+// every version from 3.0.0 to 3.5.0 defines alike, tags and all: a
+// version that changed it would no longer build here.
+type dropinType interface {
+	~struct {
+		Contents *string `json:"contents,omitempty"`
+		Name     string  `json:"name"`
+	}
+}
+
+// unitType is the Unit of each Ignition spec version's types, alike in
+// every version but for the version's own Dropin.
+type unitType[D dropinType] interface {
+	~struct {
+		Contents *string `json:"contents,omitempty"`
+		Dropins  []D     `json:"dropins,omitempty"`
+		Enabled  *bool   `json:"enabled,omitempty"`
+		Mask     *bool   `json:"mask,omitempty"`
+		Name     string  `json:"name"`
+	}
+}
+
+// versionUnits turns the version-neutral units into one version's types.
+func versionUnits[U unitType[D], D dropinType](us []Unit) []U {
 	out := make([]U, 0, len(us))
 	for _, u := range us {
 		var ds []D
 		for _, d := range u.Dropins {
-			ds = append(ds, dropin(d))
+			ds = append(ds, D{Name: d.Name, Contents: BytesPtr(d.Contents)})
 		}
-		out = append(out, unit(u, ds))
+		out = append(out, U{Name: u.Name, Contents: BytesPtr(u.Contents), Enabled: u.Enabled, Mask: u.Mask, Dropins: ds})
 	}
 	return out
 }

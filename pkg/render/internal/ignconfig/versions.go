@@ -38,46 +38,22 @@ var Specs = []struct {
 	Config  func(us []Unit) any
 }{
 	{v30.MaxVersion.String(), func(us []Unit) any {
-		return v30.Config{Ignition: v30.Ignition{Version: v30.MaxVersion.String()}, Systemd: v30.Systemd{Units: convertUnits(us,
-			func(u Unit, ds []v30.Dropin) v30.Unit {
-				return v30.Unit{Name: u.Name, Contents: BytesPtr(u.Contents), Enabled: u.Enabled, Mask: u.Mask, Dropins: ds}
-			},
-			func(d Dropin) v30.Dropin { return v30.Dropin{Name: d.Name, Contents: BytesPtr(d.Contents)} })}}
+		return v30.Config{Ignition: v30.Ignition{Version: v30.MaxVersion.String()}, Systemd: v30.Systemd{Units: versionUnits[v30.Unit](us)}}
 	}},
 	{v31.MaxVersion.String(), func(us []Unit) any {
-		return v31.Config{Ignition: v31.Ignition{Version: v31.MaxVersion.String()}, Systemd: v31.Systemd{Units: convertUnits(us,
-			func(u Unit, ds []v31.Dropin) v31.Unit {
-				return v31.Unit{Name: u.Name, Contents: BytesPtr(u.Contents), Enabled: u.Enabled, Mask: u.Mask, Dropins: ds}
-			},
-			func(d Dropin) v31.Dropin { return v31.Dropin{Name: d.Name, Contents: BytesPtr(d.Contents)} })}}
+		return v31.Config{Ignition: v31.Ignition{Version: v31.MaxVersion.String()}, Systemd: v31.Systemd{Units: versionUnits[v31.Unit](us)}}
 	}},
 	{v32.MaxVersion.String(), func(us []Unit) any {
-		return v32.Config{Ignition: v32.Ignition{Version: v32.MaxVersion.String()}, Systemd: v32.Systemd{Units: convertUnits(us,
-			func(u Unit, ds []v32.Dropin) v32.Unit {
-				return v32.Unit{Name: u.Name, Contents: BytesPtr(u.Contents), Enabled: u.Enabled, Mask: u.Mask, Dropins: ds}
-			},
-			func(d Dropin) v32.Dropin { return v32.Dropin{Name: d.Name, Contents: BytesPtr(d.Contents)} })}}
+		return v32.Config{Ignition: v32.Ignition{Version: v32.MaxVersion.String()}, Systemd: v32.Systemd{Units: versionUnits[v32.Unit](us)}}
 	}},
 	{v33.MaxVersion.String(), func(us []Unit) any {
-		return v33.Config{Ignition: v33.Ignition{Version: v33.MaxVersion.String()}, Systemd: v33.Systemd{Units: convertUnits(us,
-			func(u Unit, ds []v33.Dropin) v33.Unit {
-				return v33.Unit{Name: u.Name, Contents: BytesPtr(u.Contents), Enabled: u.Enabled, Mask: u.Mask, Dropins: ds}
-			},
-			func(d Dropin) v33.Dropin { return v33.Dropin{Name: d.Name, Contents: BytesPtr(d.Contents)} })}}
+		return v33.Config{Ignition: v33.Ignition{Version: v33.MaxVersion.String()}, Systemd: v33.Systemd{Units: versionUnits[v33.Unit](us)}}
 	}},
 	{v34.MaxVersion.String(), func(us []Unit) any {
-		return v34.Config{Ignition: v34.Ignition{Version: v34.MaxVersion.String()}, Systemd: v34.Systemd{Units: convertUnits(us,
-			func(u Unit, ds []v34.Dropin) v34.Unit {
-				return v34.Unit{Name: u.Name, Contents: BytesPtr(u.Contents), Enabled: u.Enabled, Mask: u.Mask, Dropins: ds}
-			},
-			func(d Dropin) v34.Dropin { return v34.Dropin{Name: d.Name, Contents: BytesPtr(d.Contents)} })}}
+		return v34.Config{Ignition: v34.Ignition{Version: v34.MaxVersion.String()}, Systemd: v34.Systemd{Units: versionUnits[v34.Unit](us)}}
 	}},
 	{v35.MaxVersion.String(), func(us []Unit) any {
-		return v35.Config{Ignition: v35.Ignition{Version: v35.MaxVersion.String()}, Systemd: v35.Systemd{Units: convertUnits(us,
-			func(u Unit, ds []v35.Dropin) v35.Unit {
-				return v35.Unit{Name: u.Name, Contents: BytesPtr(u.Contents), Enabled: u.Enabled, Mask: u.Mask, Dropins: ds}
-			},
-			func(d Dropin) v35.Dropin { return v35.Dropin{Name: d.Name, Contents: BytesPtr(d.Contents)} })}}
+		return v35.Config{Ignition: v35.Ignition{Version: v35.MaxVersion.String()}, Systemd: v35.Systemd{Units: versionUnits[v35.Unit](us)}}
 	}},
 }
 

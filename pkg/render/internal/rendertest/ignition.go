@@ -16,6 +16,8 @@ import (
 	"github.com/coreos/vcontext/report"
 	"github.com/google/go-cmp/cmp"
 	"github.com/vincent-petithory/dataurl"
+
+	"github.com/hostprov/hostprov/pkg/render/internal/ignconfig"
 )
 
 // IgnitionParsers are Ignition's own parsers, one per spec version, each
@@ -47,23 +49,8 @@ type IgnitionSystemd struct {
 		Version string `json:"version"`
 	} `json:"ignition"`
 	Systemd struct {
-		Units []IgnitionUnit `json:"units"`
+		Units []ignconfig.NeutralUnit `json:"units"`
 	} `json:"systemd"`
-}
-
-// IgnitionUnit is a unit of an IgnitionSystemd.
-type IgnitionUnit struct {
-	Name     string           `json:"name"`
-	Enabled  *bool            `json:"enabled,omitempty"`
-	Mask     *bool            `json:"mask,omitempty"`
-	Contents *string          `json:"contents,omitempty"`
-	Dropins  []IgnitionDropin `json:"dropins,omitempty"`
-}
-
-// IgnitionDropin is a drop-in of an IgnitionUnit.
-type IgnitionDropin struct {
-	Name     string  `json:"name"`
-	Contents *string `json:"contents,omitempty"`
 }
 
 // ParseIgnition parses an Ignition config with the parser of its version,

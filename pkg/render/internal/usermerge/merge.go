@@ -31,7 +31,7 @@ func yamlDump(v any) string {
 }
 
 // MergeYAML merges the mapping from into into by cloud-init's merge rule
-// (cloudinit.MergeRule), which the Butane merge follows too: mappings key
+// (see cloudinit.Merge), which the Butane merge follows too: mappings key
 // by key, lists appended, and a value both set to something else a clash
 // at the file's node (file names it). prefix is the key path of into, for
 // the diagnostic.
