@@ -96,7 +96,8 @@ func newRigNode(ctx context.Context, t testing.TB) *rigNode {
 // rigRender renders a spec as the CLI does: its units and its hooks' names.
 func rigRender(t testing.TB, specYAML string) ([]compile.Unit, []string) {
 	t.Helper()
-	us, diags := compile.Build("hostprov.yaml", []byte(specYAML))
+	r, diags := compile.Build("hostprov.yaml", []byte(specYAML), compile.Options{})
+	us := r.Units
 	if diags.HasErrors(false) {
 		t.Fatalf("spec: %v", diags)
 	}

@@ -134,7 +134,7 @@ var diagnosticCases = []struct {
 func TestDiagnostics(t *testing.T) {
 	for _, tc := range diagnosticCases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, diags := compile.Build("t.yaml", []byte(header+tc.spec))
+			_, diags := compile.Build("t.yaml", []byte(header+tc.spec), compile.Options{})
 			got := diags.Error()
 			for _, w := range tc.want {
 				if !strings.Contains(got, w) {
@@ -153,7 +153,7 @@ func TestDiagnostics(t *testing.T) {
 // TestNothingWhenInvalid checks that a spec with an error gives no units to
 // write: the caller must refuse it as a whole.
 func TestNothingWhenInvalid(t *testing.T) {
-	_, diags := compile.Build("t.yaml", []byte(header+"- name: good\n  exec: [/bin/true]\n- name: bad/name\n  exec: [/bin/true]\n"))
+	_, diags := compile.Build("t.yaml", []byte(header+"- name: good\n  exec: [/bin/true]\n- name: bad/name\n  exec: [/bin/true]\n"), compile.Options{})
 	if !diags.HasErrors(false) {
 		t.Fatal("a hook name with / must be an error")
 	}
@@ -176,7 +176,7 @@ func TestPathUnitNameHint(t *testing.T) {
 		"- name: swap.swap\n  useRawManifest: true\n  manifest: |\n    [Swap]\n    What=/swap1\n    [Install]\n    WantedBy=swap.target\n": `name the hook "swap1.swap" (systemd-escape --path --suffix=swap '/swap1')`,
 		"- name: data.mount\n  directives:\n    Mount: [What=/dev/vdb, Where=/srv/my data]\n":                                              `name the hook "srv-my\x20data.mount" (systemd-escape --path --suffix=mount '/srv/my data')`,
 	} {
-		_, diags := compile.Build("t.yaml", []byte(header+spec))
+		_, diags := compile.Build("t.yaml", []byte(header+spec), compile.Options{})
 		var hints []string
 		for _, d := range diags {
 			if d.Path == "hooks[0].name" {
@@ -188,7 +188,7 @@ func TestPathUnitNameHint(t *testing.T) {
 		}
 		// The hinted name renders without a name problem.
 		fixed := strings.Replace(spec, spec[len("- name: "):strings.IndexByte(spec, '\n')], want[len(`name the hook "`):strings.Index(want, `" (`)], 1)
-		if _, diags := compile.Build("t.yaml", []byte(header+fixed)); diags.HasErrors(false) {
+		if _, diags := compile.Build("t.yaml", []byte(header+fixed), compile.Options{}); diags.HasErrors(false) {
 			t.Errorf("with the hinted name:\n%s\n%v", fixed, diags)
 		}
 	}
@@ -272,7 +272,7 @@ func TestEntryPlaces(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, diags := compile.Build("t.yaml", []byte(header+tc.spec))
+			_, diags := compile.Build("t.yaml", []byte(header+tc.spec), compile.Options{})
 			var got []string
 			for _, d := range diags {
 				got = append(got, d.String())

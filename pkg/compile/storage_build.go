@@ -24,36 +24,6 @@ const MaxLocalSize = 4 << 20
 // input; it has no directory for local: to be relative to.
 const stdinName = "<stdin>"
 
-// BuildAll is the whole pipeline from spec bytes: parse and check the
-// spec, build its units and its storage (files, directories, links), and
-// check them. file is the spec's path: local: files are read relative to
-// its directory, at render time, and may not be outside it. It returns
-// every problem found, sorted by position; the Result must not be used
-// when they hold an error. Build is BuildAll for callers that need only
-// the units.
-func BuildAll(file string, data []byte) (Result, hooks.Diagnostics) {
-	return BuildAllLocals(file, data, nil)
-}
-
-// BuildAllLocals is BuildAll with the spec's local: files given by name
-// (the name local: gives) rather than read from beside file: the spec
-// import writes is checked before its files are written anywhere. A name
-// locals lacks is read from beside file, as BuildAll reads it.
-func BuildAllLocals(file string, data []byte, locals map[string][]byte) (Result, hooks.Diagnostics) {
-	spec, diags := hooks.Parse(file, data)
-	if spec == nil {
-		return Result{}, diags
-	}
-	b := newBuilder(spec, diags)
-	b.locals = locals
-	us := b.units()
-	st := b.storage(file)
-	b.checkUnitPaths(us, st)
-	diags = append(diags, b.diags...)
-	diags.Sort()
-	return Result{Spec: spec, Units: us, Storage: st}, diags
-}
-
 // storage builds the Storage of the spec, reading local files relative
 // to the directory of file.
 func (b *builder) storage(file string) Storage {

@@ -16,12 +16,12 @@ const accountsSpec = "apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n- name
 // Two specs with one account: the same entries are one account, two ids
 // are an error at both.
 func TestAddAccountsAcrossSpecs(t *testing.T) {
-	one, d := compile.BuildAll("one.yaml", []byte(accountsSpec+"  users: [{name: app, uid: 1500}]\n  groups: [{name: ops}]\n"))
+	one, d := compile.Build("one.yaml", []byte(accountsSpec+"  users: [{name: app, uid: 1500}]\n  groups: [{name: ops}]\n"), compile.Options{})
 	if len(d) > 0 {
 		t.Fatal(d)
 	}
-	same, _ := compile.BuildAll("same.yaml", []byte(accountsSpec+"  users: [{name: app}]\n  groups: [{name: ops, gid: 1700}]\n"))
-	other, _ := compile.BuildAll("other.yaml", []byte(accountsSpec+"  users: [{name: app, uid: 1501}]\n"))
+	same, _ := compile.Build("same.yaml", []byte(accountsSpec+"  users: [{name: app}]\n  groups: [{name: ops, gid: 1700}]\n"), compile.Options{})
+	other, _ := compile.Build("other.yaml", []byte(accountsSpec+"  users: [{name: app, uid: 1501}]\n"), compile.Options{})
 
 	var st compile.Storage
 	if d := st.AddAccounts(one.Storage); len(d) > 0 {
@@ -47,7 +47,7 @@ func TestAddAccountsAcrossSpecs(t *testing.T) {
 
 // Entries of one user in two hooks must agree on more than the id.
 func TestAccountsDisagree(t *testing.T) {
-	_, d := compile.BuildAll("s.yaml", []byte(accountsSpec+"  users: [{name: app, shell: /bin/sh}]\n- name: b\n  users: [{name: app, shell: /bin/bash}]\n"))
+	_, d := compile.Build("s.yaml", []byte(accountsSpec+"  users: [{name: app, shell: /bin/sh}]\n- name: b\n  users: [{name: app, shell: /bin/bash}]\n"), compile.Options{})
 	if len(d) != 1 || !strings.Contains(d[0].String(), "s.yaml:8:11: error: hooks[1].users[0]: user app is written already, with another shell") {
 		t.Fatalf("got %v", d)
 	}

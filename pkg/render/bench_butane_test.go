@@ -17,7 +17,8 @@ import (
 func benchUnits(b *testing.B, n int) ([]byte, []compile.Unit) {
 	b.Helper()
 	spec := benchSpec(n)
-	us, diags := compile.Build("bench.yaml", spec)
+	r, diags := compile.Build("bench.yaml", spec, compile.Options{})
+	us := r.Units
 	if diags.HasErrors(false) || len(us) != n {
 		b.Fatalf("%d units, %v", len(us), diags)
 	}
@@ -66,7 +67,8 @@ func BenchmarkIgnitionVsButane(b *testing.B) {
 			var pipeline, output, translate time.Duration
 			for b.Loop() {
 				t0 := time.Now()
-				built, _ := compile.Build("bench.yaml", spec)
+				r, _ := compile.Build("bench.yaml", spec, compile.Options{})
+				built := r.Units
 				if _, err := ignition.Render(built, ignition.Options{}); err != nil {
 					b.Fatal(err)
 				}

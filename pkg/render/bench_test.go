@@ -35,7 +35,8 @@ func BenchmarkRender(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/hooks=%d", o.name, n), func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					us, _ := compile.Build("bench.yaml", spec)
+					r, _ := compile.Build("bench.yaml", spec, compile.Options{})
+					us := r.Units
 					if _, err := o.out(us); err != nil {
 						b.Fatal(err)
 					}

@@ -195,7 +195,8 @@ func compareWithButane(t *testing.T, name string, in butaneFile, ignFile string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	us, diags := compile.Build(name+".yaml", spec)
+	r, diags := compile.Build(name+".yaml", spec, compile.Options{})
+	us := r.Units
 	if diags.HasErrors(false) {
 		t.Fatalf("hostprov refuses the units:\n%v\n%s", diags.Error(), spec)
 	}

@@ -564,7 +564,8 @@ func mergeSpec(t *testing.T) []compile.Unit {
 	if err != nil {
 		t.Fatal(err)
 	}
-	us, diags := compile.Build("hooks.yaml", data)
+	r, diags := compile.Build("hooks.yaml", data, compile.Options{})
+	us := r.Units
 	if len(diags) > 0 {
 		t.Fatalf("the merge spec must render without any diagnostic:\n%v", diags.Error())
 	}

@@ -136,7 +136,8 @@ hooks:
 - name: d
   dropins: [{name: x.conf, contents: "[Service]\nNice=5\n"}]
 `
-	us, diags := compile.Build("t.yaml", []byte(spec))
+	r, diags := compile.Build("t.yaml", []byte(spec), compile.Options{})
+	us := r.Units
 	if diags.HasErrors(true) {
 		t.Fatal(diags)
 	}
@@ -189,7 +190,8 @@ func TestExactBytes(t *testing.T) {
 	for _, exact := range []bool{false, true} {
 		spec := fmt.Sprintf("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n- name: a.service\n  useRawManifest: true\n  exactBytes: %v\n  manifest: %q\n  dropins:\n  - name: x.conf\n    contents: %q\n",
 			exact, manifest, dropin)
-		us, diags := compile.Build("exact.yaml", []byte(spec))
+		r, diags := compile.Build("exact.yaml", []byte(spec), compile.Options{})
+		us := r.Units
 		if diags.HasErrors(false) || len(us) != 1 || len(us[0].Dropins) != 1 {
 			t.Fatalf("exactBytes: %v: %s", exact, diags.Error())
 		}

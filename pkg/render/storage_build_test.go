@@ -48,7 +48,7 @@ const storageSpec = rendertest.SpecHeader + `- name: app
 func TestBuildAllStorage(t *testing.T) {
 	dir := writeTree(t, map[string]string{"hooks.yaml": storageSpec, "conf/config.toml": "listen = 9100\n"})
 	file := filepath.Join(dir, "hooks.yaml")
-	r, diags := compile.BuildAll(file, []byte(storageSpec))
+	r, diags := compile.Build(file, []byte(storageSpec), compile.Options{})
 	if len(diags) > 0 {
 		t.Fatal(diags)
 	}
@@ -99,7 +99,7 @@ func TestBuildAllLocalProblems(t *testing.T) {
     - {path: /e, contents: "x", verification: {hash: sha256-e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855}}
 `
 	file := filepath.Join(dir, "hooks.yaml")
-	r, diags := compile.BuildAll(file, []byte(spec))
+	r, diags := compile.Build(file, []byte(spec), compile.Options{})
 	want := []string{
 		"hooks.yaml:7:25: error: hooks[0].files[0].local: cannot read local missing: no such file or directory",
 		"hooks.yaml:8:25: error: hooks[0].files[1].local: local escape is a link to " + filepath.Join(outside, "secret") + ", outside the spec's directory",
@@ -132,7 +132,7 @@ func TestBuildAllLocalProblems(t *testing.T) {
 // to.
 func TestBuildAllLocalFromStdin(t *testing.T) {
 	spec := rendertest.SpecHeader + "- name: a\n  files: [{path: /a, local: x}]\n"
-	_, diags := compile.BuildAll("<stdin>", []byte(spec))
+	_, diags := compile.Build("<stdin>", []byte(spec), compile.Options{})
 	if len(diags) != 1 || !strings.Contains(diags[0].String(), "<stdin>:5:29: error: hooks[0].files[0].local: a spec read from standard input has no directory") {
 		t.Errorf("diags = %v", diags)
 	}
@@ -148,7 +148,7 @@ func TestBuildAllFileAtAUnitPath(t *testing.T) {
     - {path: /etc/systemd/system/app.service.d/10-a.conf, contents: x}
     - {path: /etc/systemd/system/other.service, contents: x}
 `
-	_, diags := compile.BuildAll("t.yaml", []byte(spec))
+	_, diags := compile.Build("t.yaml", []byte(spec), compile.Options{})
 	got := diags.Error()
 	for _, w := range []string{
 		"t.yaml:8:7: error: hooks[0]: file /etc/systemd/system/app.service is where the unit app.service is written",

@@ -95,7 +95,7 @@ func TestStorageCloudInitSchema(t *testing.T) {
 		hosttools.Unavailable(t, "cloud-init not found (Debian package cloud-init)")
 	}
 	named := rendertest.SpecHeader + "- name: a\n  exec: [/bin/true]\n  files: [{path: /etc/a, contents: \"a\\n\", user: app, group: app, mode: 0600}]\n"
-	r, diags := compile.BuildAll("named.yaml", []byte(named))
+	r, diags := compile.Build("named.yaml", []byte(named), compile.Options{})
 	if len(diags) > 0 {
 		t.Fatal(diags)
 	}
@@ -155,7 +155,7 @@ func TestStorageKopsRefused(t *testing.T) {
 // entry, and cloud-init, whose chmod sets them, keeps it.
 func TestStorageSpecialBits(t *testing.T) {
 	spec := rendertest.SpecHeader + "- name: spool\n  directories: [{path: /var/spool/x, mode: 01777}]\n  files: [{path: /usr/local/bin/x, contents: \"#!/bin/sh\\n\", mode: 04755}]\n"
-	r, diags := compile.BuildAll("special.yaml", []byte(spec))
+	r, diags := compile.Build("special.yaml", []byte(spec), compile.Options{})
 	if len(diags) > 0 {
 		t.Fatal(diags)
 	}

@@ -173,7 +173,8 @@ func TestRealSystemd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	us, diags := compile.Build("nasty.yaml", spec)
+	built, diags := compile.Build("nasty.yaml", spec, compile.Options{})
+	us := built.Units
 	if diags.HasErrors(true) {
 		t.Fatalf("%v\n%s", diags, spec)
 	}
@@ -291,7 +292,8 @@ hooks:
   - name: argv
     run: [/bin/sh, -c, 'printf "%s" "$1" > "$STATE_DIRECTORY/arg"', sh, "it's 50% of $HOME"]
 `
-	us, diags := compile.Build("step.yaml", []byte(spec))
+	built, diags := compile.Build("step.yaml", []byte(spec), compile.Options{})
+	us := built.Units
 	if diags.HasErrors(true) {
 		t.Fatal(diags)
 	}
@@ -369,7 +371,8 @@ func TestRealSystemdExpandEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	us, diags := compile.Build("expand.yaml", spec)
+	built, diags := compile.Build("expand.yaml", spec, compile.Options{})
+	us := built.Units
 	if diags.HasErrors(false) {
 		t.Fatalf("%v\n%s", diags, spec)
 	}

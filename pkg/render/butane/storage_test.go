@@ -15,7 +15,7 @@ import (
 // Ignition output does.
 func TestButaneSHA256For300(t *testing.T) {
 	spec := rendertest.SpecHeader + "- name: a\n  files: [{path: /a, contents: \"\", verification: {hash: sha256-e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855}}]\n"
-	r, diags := compile.BuildAll("t.yaml", []byte(spec))
+	r, diags := compile.Build("t.yaml", []byte(spec), compile.Options{})
 	if len(diags) > 0 {
 		t.Fatal(diags)
 	}

@@ -144,7 +144,8 @@ hooks:
 - name: on
   exec: [/bin/true]
 `
-	us, diags := compile.Build("t.yaml", []byte(spec))
+	r, diags := compile.Build("t.yaml", []byte(spec), compile.Options{})
+	us := r.Units
 	if diags.HasErrors(false) {
 		t.Fatal(diags)
 	}

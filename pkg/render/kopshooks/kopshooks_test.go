@@ -164,7 +164,8 @@ func TestKopsSameBytes(t *testing.T) {
 // TestKopsDisable checks a unit of the image with enabled: false, kops's
 // own use of a disabled hook, in both API versions.
 func TestKopsDisable(t *testing.T) {
-	us, diags := compile.Build("t.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n- name: update-engine\n  enabled: false\n"))
+	r, diags := compile.Build("t.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n- name: update-engine\n  enabled: false\n"), compile.Options{})
+	us := r.Units
 	if diags.HasErrors(false) {
 		t.Fatal(diags)
 	}

@@ -14,7 +14,8 @@ import (
 // symbolic link planted in it: a link at a unit's path is replaced, and a
 // drop-in directory that is a link is refused.
 func TestWriteDirLinks(t *testing.T) {
-	us, diags := compile.Build("t.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n- name: a\n  exec: [/bin/true]\n  dropins: [{name: x.conf, contents: \"[Service]\\nNice=1\\n\"}]\n"))
+	r, diags := compile.Build("t.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n- name: a\n  exec: [/bin/true]\n  dropins: [{name: x.conf, contents: \"[Service]\\nNice=1\\n\"}]\n"), compile.Options{})
+	us := r.Units
 	if diags.HasErrors(false) {
 		t.Fatal(diags)
 	}
