@@ -8,6 +8,7 @@ import (
 
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
+	"github.com/hostprov/hostprov/pkg/units"
 )
 
 // header opens a spec; the tests write its hooks after it.
@@ -318,5 +319,34 @@ func TestManyRefusedHooks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestExactBytes: with exactBytes, a raw manifest and every drop-in are
+// the unit's bytes as written (carriage returns, no final newline, extra
+// newlines); without it, they have LF line endings and one final newline.
+// Every output takes a unit's bytes from here (TestSameBytes and the
+// exact-bytes goldens show each carries them).
+func TestExactBytes(t *testing.T) {
+	manifest := "[Service]\r\nExecStart=/bin/true\r\n[Install]\r\nWantedBy=multi-user.target"
+	dropin := "[Service]\nEnvironment=A=1\n\n\n"
+	for _, exact := range []bool{false, true} {
+		spec := fmt.Sprintf("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n- name: a.service\n  useRawManifest: true\n  exactBytes: %v\n  manifest: %q\n  dropins:\n  - name: x.conf\n    contents: %q\n",
+			exact, manifest, dropin)
+		r, diags := compile.Build("exact.yaml", []byte(spec), compile.Options{})
+		us := r.Units
+		if diags.HasErrors(false) || len(us) != 1 || len(us[0].Dropins) != 1 {
+			t.Fatalf("exactBytes: %v: %s", exact, diags.Error())
+		}
+		wantM, wantD := manifest, dropin
+		if !exact {
+			wantM, wantD = string(units.NormalizeRaw([]byte(manifest))), "[Service]\nEnvironment=A=1\n"
+		}
+		if got := string(us[0].Contents); got != wantM {
+			t.Errorf("exactBytes: %v: unit %q, want %q", exact, got, wantM)
+		}
+		if got := string(us[0].Dropins[0].Contents); got != wantD {
+			t.Errorf("exactBytes: %v: drop-in %q, want %q", exact, got, wantD)
+		}
 	}
 }

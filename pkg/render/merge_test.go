@@ -30,6 +30,10 @@ import (
 	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 )
 
+// butaneCorpus is real Butane configs, each with the Ignition config
+// upstream Butane made of it (../shared/corpus beside the repository).
+var butaneCorpus = corpus.Path("butane")
+
 // mergeDir holds the merge tests' spec and the configs of a user's own.
 var mergeDir = filepath.Join("..", "..", "testdata", "merge")
 

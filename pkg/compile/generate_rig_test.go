@@ -1,4 +1,4 @@
-package render_test
+package compile_test
 
 import (
 	"context"
@@ -13,34 +13,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"gopkg.in/yaml.v3"
 
-	"github.com/hostprov/hostprov/internal/hosttools"
 	"github.com/hostprov/hostprov/internal/systemdtest"
 	"github.com/hostprov/hostprov/pkg/compile"
-	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 	"github.com/hostprov/hostprov/pkg/render/unitdir"
 	"github.com/hostprov/hostprov/pkg/units"
 )
-
-// TestVerifyGoldens runs systemd's own checker on every unit file that the
-// golden specs and examples render to: any output at all is a failure.
-func TestVerifyGoldens(t *testing.T) {
-	for name, path := range rendertest.GoldenSpecs(t) {
-		t.Run(name, func(t *testing.T) {
-			us := rendertest.Build(t, path)
-			dir := t.TempDir()
-			if err := unitdir.Write(dir, us); err != nil {
-				t.Fatal(err)
-			}
-			var names []string
-			for _, u := range us {
-				if u.Contents != nil && !u.Mask {
-					names = append(names, u.Name)
-				}
-			}
-			hosttools.Verify(t, dir, names...)
-		})
-	}
-}
 
 // nastyArgv are argument lists that break naive quoting. Each must reach
 // the process exactly as written.

@@ -1,4 +1,4 @@
-package render_test
+package compile_test
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
-	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 )
 
 // writeTree writes files (name -> contents) under a new directory and
@@ -29,7 +28,7 @@ func writeTree(t *testing.T, files map[string]string) string {
 	return dir
 }
 
-const storageSpec = rendertest.SpecHeader + `- name: app
+const storageSpec = header + `- name: app
   exec: [/usr/bin/app]
   files:
     - {path: /etc/app/config.toml, local: conf/config.toml, mode: 0600, user: app, group: "0"}
@@ -89,7 +88,7 @@ func TestBuildAllLocalProblems(t *testing.T) {
 	if err := os.Symlink("ok", filepath.Join(dir, "inside")); err != nil {
 		t.Fatal(err)
 	}
-	spec := rendertest.SpecHeader + `- name: a
+	spec := header + `- name: a
   exec: [/bin/true]
   files:
     - {path: /a, local: missing}
@@ -131,7 +130,7 @@ func TestBuildAllLocalProblems(t *testing.T) {
 // A spec from standard input has no directory for local: to be relative
 // to.
 func TestBuildAllLocalFromStdin(t *testing.T) {
-	spec := rendertest.SpecHeader + "- name: a\n  files: [{path: /a, local: x}]\n"
+	spec := header + "- name: a\n  files: [{path: /a, local: x}]\n"
 	_, diags := compile.Build("<stdin>", []byte(spec), compile.Options{})
 	if len(diags) != 1 || !strings.Contains(diags[0].String(), "<stdin>:5:29: error: hooks[0].files[0].local: a spec read from standard input has no directory") {
 		t.Errorf("diags = %v", diags)
@@ -140,7 +139,7 @@ func TestBuildAllLocalFromStdin(t *testing.T) {
 
 // A file where a unit of the spec is written is refused: units are hooks.
 func TestBuildAllFileAtAUnitPath(t *testing.T) {
-	spec := rendertest.SpecHeader + `- name: app
+	spec := header + `- name: app
   exec: [/bin/true]
   dropins: [{name: 10-a.conf, contents: "[Service]\nNice=5\n"}]
   files:
@@ -160,5 +159,13 @@ func TestBuildAllFileAtAUnitPath(t *testing.T) {
 	}
 	if len(diags) != 2 {
 		t.Errorf("%d diagnostics, want 2:\n%s", len(diags), got)
+	}
+}
+
+// Entries of one user in two hooks must agree on more than the id.
+func TestAccountsDisagree(t *testing.T) {
+	_, d := compile.Build("s.yaml", []byte(accountsSpec+"  users: [{name: app, shell: /bin/sh}]\n- name: b\n  users: [{name: app, shell: /bin/bash}]\n"), compile.Options{})
+	if len(d) != 1 || !strings.Contains(d[0].String(), "s.yaml:8:11: error: hooks[1].users[0]: user app is written already, with another shell") {
+		t.Fatalf("got %v", d)
 	}
 }
