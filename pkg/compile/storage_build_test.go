@@ -42,9 +42,9 @@ const storageSpec = header + `- name: app
   links: [{path: /etc/app/current, target: /opt/app}, {path: /usr/local/bin/app, target: /opt/app/bin, hard: true}]
 `
 
-// BuildAll reads local files relative to the spec, applies the default
+// Build reads local files relative to the spec, applies the default
 // modes and keeps every entry's hook and place.
-func TestBuildAllStorage(t *testing.T) {
+func TestBuildStorage(t *testing.T) {
 	dir := writeTree(t, map[string]string{"hooks.yaml": storageSpec, "conf/config.toml": "listen = 9100\n"})
 	file := filepath.Join(dir, "hooks.yaml")
 	r, diags := compile.Build(file, []byte(storageSpec), compile.Options{})
@@ -79,7 +79,7 @@ func TestBuildAllStorage(t *testing.T) {
 
 // What local: cannot read is refused at the entry, with every other
 // problem.
-func TestBuildAllLocalProblems(t *testing.T) {
+func TestBuildLocalProblems(t *testing.T) {
 	outside := writeTree(t, map[string]string{"secret": "s"})
 	dir := writeTree(t, map[string]string{"ok": "x", "sub/f": "y"})
 	if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(dir, "escape")); err != nil {
@@ -129,7 +129,7 @@ func TestBuildAllLocalProblems(t *testing.T) {
 
 // A spec from standard input has no directory for local: to be relative
 // to.
-func TestBuildAllLocalFromStdin(t *testing.T) {
+func TestBuildLocalFromStdin(t *testing.T) {
 	spec := header + "- name: a\n  files: [{path: /a, local: x}]\n"
 	_, diags := compile.Build("<stdin>", []byte(spec), compile.Options{})
 	if len(diags) != 1 || !strings.Contains(diags[0].String(), "<stdin>:5:29: error: hooks[0].files[0].local: a spec read from standard input has no directory") {
@@ -138,7 +138,7 @@ func TestBuildAllLocalFromStdin(t *testing.T) {
 }
 
 // A file where a unit of the spec is written is refused: units are hooks.
-func TestBuildAllFileAtAUnitPath(t *testing.T) {
+func TestBuildFileAtAUnitPath(t *testing.T) {
 	spec := header + `- name: app
   exec: [/bin/true]
   dropins: [{name: 10-a.conf, contents: "[Service]\nNice=5\n"}]
