@@ -62,9 +62,9 @@ type Dropin struct {
 type Options struct {
 	// Locals are the spec's local: files by name (the name local:
 	// gives), read from here rather than from beside the spec file, so
-	// that the spec import writes is checked before its files are
-	// written anywhere. A name Locals lacks is read from beside the spec
-	// file.
+	// that the spec hostprov import writes is checked before its files
+	// are written anywhere. A name Locals lacks is read from beside the
+	// spec file.
 	Locals map[string][]byte
 }
 
