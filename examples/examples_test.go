@@ -28,7 +28,8 @@ func iscsiStep(t *testing.T, step string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	us, diags := compile.Build("hostprov.yaml", data)
+	r, diags := compile.Build("hostprov.yaml", data, compile.Options{})
+	us := r.Units
 	if diags.HasErrors(true) {
 		t.Fatal(diags)
 	}

@@ -44,7 +44,8 @@ func TestISCSIHostHooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, diags := compile.Build("hostprov.yaml", spec)
+	r, diags := compile.Build("hostprov.yaml", spec, compile.Options{})
+	want := r.Units
 	if len(diags) != 0 {
 		t.Fatalf("hostprov.yaml: %v", diags)
 	}

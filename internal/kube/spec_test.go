@@ -41,7 +41,8 @@ hooks:
         sh: |
           systemctl enable --now iscsid
 `
-	want, d := compile.Build("hooks.yaml", []byte(file))
+	r, d := compile.Build("hooks.yaml", []byte(file), compile.Options{})
+	want := r.Units
 	if len(d) != 0 {
 		t.Fatal(d)
 	}
@@ -155,7 +156,7 @@ hooks:
     groups:
       - {name: metrics, gid: 991, system: true}
 `
-	r, d := compile.BuildAll("hooks.yaml", []byte(file))
+	r, d := compile.Build("hooks.yaml", []byte(file), compile.Options{})
 	if len(d) != 0 {
 		t.Fatal(d)
 	}

@@ -53,7 +53,7 @@ func loadSets(in []Input, opts Options) (*Result, error) {
 
 // add renders one input as a spec set.
 func (s *sets) add(i Input) {
-	r, d := compile.BuildAll(i.Name, i.Data)
+	r, d := compile.Build(i.Name, i.Data, compile.Options{})
 	if i.Object != nil {
 		atFields(i.Name, &r, d)
 	}

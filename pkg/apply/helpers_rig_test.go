@@ -95,7 +95,8 @@ func newRigNode(ctx context.Context, t testing.TB) *rigNode {
 // rigRender renders a spec's units as the CLI does.
 func rigRender(t testing.TB, specYAML string) []compile.Unit {
 	t.Helper()
-	us, diags := compile.Build("hostprov.yaml", []byte(specYAML))
+	r, diags := compile.Build("hostprov.yaml", []byte(specYAML), compile.Options{})
+	us := r.Units
 	if diags.HasErrors(false) {
 		t.Fatalf("spec: %v", diags)
 	}

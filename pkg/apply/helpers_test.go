@@ -28,7 +28,8 @@ func spec(t testing.TB, hooksYAML string) []compile.Unit {
 		hooksYAML = " []\n"
 	}
 	data := []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n" + hooksYAML)
-	us, diags := compile.Build("spec.yaml", data)
+	r, diags := compile.Build("spec.yaml", data, compile.Options{})
+	us := r.Units
 	if diags.HasErrors(false) {
 		t.Fatalf("bad spec: %v", diags)
 	}
@@ -150,7 +151,7 @@ func (n *node) planStorage(hooksYAML string, mods ...func(*apply.Options)) (*app
 		hooksYAML = " []\n"
 	}
 	data := []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n" + hooksYAML)
-	r, diags := compile.BuildAll("spec.yaml", data)
+	r, diags := compile.Build("spec.yaml", data, compile.Options{})
 	if diags.HasErrors(false) {
 		n.t.Fatalf("bad spec: %v", diags)
 	}

@@ -48,7 +48,8 @@ func TestOfflineMatchesSystemctl(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			us, diags := compile.Build(path, data)
+			r, diags := compile.Build(path, data, compile.Options{})
+			us := r.Units
 			if diags.HasErrors(false) {
 				t.Fatalf("%v", diags)
 			}

@@ -16,7 +16,7 @@ import (
 // included, as hostprov apply does.
 func (n *rigNode) applyStorage(ctx context.Context, specYAML string) (*apply.Plan, *apply.Result) {
 	n.t.Helper()
-	r, diags := compile.BuildAll("hostprov.yaml", []byte(specYAML))
+	r, diags := compile.Build("hostprov.yaml", []byte(specYAML), compile.Options{})
 	if diags.HasErrors(false) {
 		n.t.Fatalf("spec: %v", diags)
 	}

@@ -15,7 +15,8 @@ import (
 func set(t *testing.T, name, file, hooksYAML string) apply.SpecSet {
 	t.Helper()
 	data := []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n" + hooksYAML)
-	us, diags := compile.Build(file, data)
+	r, diags := compile.Build(file, data, compile.Options{})
+	us := r.Units
 	if diags.HasErrors(false) {
 		t.Fatalf("bad spec: %v", diags)
 	}
@@ -268,7 +269,7 @@ func TestPathsSets(t *testing.T) {
 	n := newNode(t)
 	set := func(name, hooksYAML string) apply.SpecSet {
 		data := []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n" + hooksYAML)
-		r, diags := compile.BuildAll(name+".yaml", data)
+		r, diags := compile.Build(name+".yaml", data, compile.Options{})
 		if diags.HasErrors(false) {
 			t.Fatal(diags)
 		}

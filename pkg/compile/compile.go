@@ -6,10 +6,12 @@
 // that only applies units links no Ignition or Butane code.
 //
 // The whole of it is Build: parse the spec (package hooks), build one unit
-// per hook, then check the units with the systemd unit model (package units),
+// per hook and the storage of every hook, then check the units with the
+// systemd unit model (package units) and the storage against the units,
 // reporting every problem at the place in the spec it comes from. Every
-// output is made from the same []Unit, so a unit's bytes are the same in all
-// of them. BuildAll adds the storage.
+// output is made from the same Result, so a unit's bytes are the same in
+// all of them. Units is the same building and checking of units for a
+// caller that holds a parsed spec already (the kops hooks).
 package compile
 
 import (
@@ -56,25 +58,43 @@ type Dropin struct {
 	Contents []byte
 }
 
-// Build is the pipeline from spec bytes to units: parse and check the spec,
-// build a unit for every hook, check the units. It returns every problem it
-// found, sorted by position; the units must not be used when the diagnostics
-// hold an error (diags.HasErrors). file names the spec in diagnostics.
-func Build(file string, data []byte) ([]Unit, hooks.Diagnostics) {
-	r, diags := BuildAll(file, data)
-	return r.Units, diags
+// Options are what a caller may give Build besides the spec.
+type Options struct {
+	// Locals are the spec's local: files by name (the name local:
+	// gives), read from here rather than from beside the spec file, so
+	// that the spec hostprov import writes is checked before its files
+	// are written anywhere. A name Locals lacks is read from beside the
+	// spec file.
+	Locals map[string][]byte
+}
+
+// Build is the whole pipeline from spec bytes: parse and check the spec,
+// build its units and its storage (files, directories, links, users,
+// groups), and check them. file is the spec's path: it names the spec in
+// diagnostics, and local: files are read relative to its directory, at
+// render time, and may not be outside it. It returns every problem found,
+// sorted by position; the Result must not be used when they hold an error
+// (diags.HasErrors).
+func Build(file string, data []byte, opts Options) (Result, hooks.Diagnostics) {
+	spec, diags := hooks.Parse(file, data)
+	if spec == nil {
+		return Result{}, diags
+	}
+	b := newBuilder(spec, diags)
+	b.locals = opts.Locals
+	us := b.units()
+	st := b.storage(file)
+	b.checkUnitPaths(us, st)
+	diags = append(diags, b.diags...)
+	diags.Sort()
+	return Result{Spec: spec, Units: us, Storage: st}, diags
 }
 
 // Units builds the units of a parsed spec and checks them. It is Build
-// without the parsing, for callers that hold a Spec already.
+// without the parsing and without the storage, for callers that hold a
+// Spec already and carry only its units.
 func Units(spec *hooks.Spec) ([]Unit, hooks.Diagnostics) {
-	return buildUnits(spec, nil)
-}
-
-// buildUnits builds the units; prior are the parser's diagnostics, so that
-// a value the parser refused is not reported a second time.
-func buildUnits(spec *hooks.Spec, prior hooks.Diagnostics) ([]Unit, hooks.Diagnostics) {
-	b := newBuilder(spec, prior)
+	b := newBuilder(spec, nil)
 	return b.units(), b.diags
 }
 

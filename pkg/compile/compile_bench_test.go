@@ -24,7 +24,8 @@ func BenchmarkBuild(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(spec)))
 			for b.Loop() {
-				us, diags := compile.Build("bench.yaml", spec)
+				r, diags := compile.Build("bench.yaml", spec, compile.Options{})
+				us := r.Units
 				if diags.HasErrors(false) || len(us) != n {
 					b.Fatalf("%d units, %v", len(us), diags)
 				}
@@ -77,7 +78,7 @@ func BenchmarkBuildErrors(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(spec)))
 			for b.Loop() {
-				if _, diags := compile.Build("bench.yaml", spec); len(diags) != n {
+				if _, diags := compile.Build("bench.yaml", spec, compile.Options{}); len(diags) != n {
 					b.Fatalf("%d diagnostics, want %d", len(diags), n)
 				}
 			}
@@ -125,7 +126,8 @@ func BenchmarkBuildMaxSize(b *testing.B) {
 			var retained uint64
 			for b.Loop() {
 				before := heapInUse()
-				us, diags := compile.Build("bench.yaml", spec)
+				r, diags := compile.Build("bench.yaml", spec, compile.Options{})
+				us := r.Units
 				if diags.HasErrors(false) || len(us) != n || (len(diags) == n) != c.warnings {
 					b.Fatalf("%d units and %d diagnostics for %d hooks", len(us), len(diags), n)
 				}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
+	"github.com/hostprov/hostprov/pkg/units"
 )
 
 // header opens a spec; the tests write its hooks after it.
@@ -134,7 +135,7 @@ var diagnosticCases = []struct {
 func TestDiagnostics(t *testing.T) {
 	for _, tc := range diagnosticCases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, diags := compile.Build("t.yaml", []byte(header+tc.spec))
+			_, diags := compile.Build("t.yaml", []byte(header+tc.spec), compile.Options{})
 			got := diags.Error()
 			for _, w := range tc.want {
 				if !strings.Contains(got, w) {
@@ -153,7 +154,7 @@ func TestDiagnostics(t *testing.T) {
 // TestNothingWhenInvalid checks that a spec with an error gives no units to
 // write: the caller must refuse it as a whole.
 func TestNothingWhenInvalid(t *testing.T) {
-	_, diags := compile.Build("t.yaml", []byte(header+"- name: good\n  exec: [/bin/true]\n- name: bad/name\n  exec: [/bin/true]\n"))
+	_, diags := compile.Build("t.yaml", []byte(header+"- name: good\n  exec: [/bin/true]\n- name: bad/name\n  exec: [/bin/true]\n"), compile.Options{})
 	if !diags.HasErrors(false) {
 		t.Fatal("a hook name with / must be an error")
 	}
@@ -176,7 +177,7 @@ func TestPathUnitNameHint(t *testing.T) {
 		"- name: swap.swap\n  useRawManifest: true\n  manifest: |\n    [Swap]\n    What=/swap1\n    [Install]\n    WantedBy=swap.target\n": `name the hook "swap1.swap" (systemd-escape --path --suffix=swap '/swap1')`,
 		"- name: data.mount\n  directives:\n    Mount: [What=/dev/vdb, Where=/srv/my data]\n":                                              `name the hook "srv-my\x20data.mount" (systemd-escape --path --suffix=mount '/srv/my data')`,
 	} {
-		_, diags := compile.Build("t.yaml", []byte(header+spec))
+		_, diags := compile.Build("t.yaml", []byte(header+spec), compile.Options{})
 		var hints []string
 		for _, d := range diags {
 			if d.Path == "hooks[0].name" {
@@ -188,7 +189,7 @@ func TestPathUnitNameHint(t *testing.T) {
 		}
 		// The hinted name renders without a name problem.
 		fixed := strings.Replace(spec, spec[len("- name: "):strings.IndexByte(spec, '\n')], want[len(`name the hook "`):strings.Index(want, `" (`)], 1)
-		if _, diags := compile.Build("t.yaml", []byte(header+fixed)); diags.HasErrors(false) {
+		if _, diags := compile.Build("t.yaml", []byte(header+fixed), compile.Options{}); diags.HasErrors(false) {
 			t.Errorf("with the hinted name:\n%s\n%v", fixed, diags)
 		}
 	}
@@ -272,7 +273,7 @@ func TestEntryPlaces(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, diags := compile.Build("t.yaml", []byte(header+tc.spec))
+			_, diags := compile.Build("t.yaml", []byte(header+tc.spec), compile.Options{})
 			var got []string
 			for _, d := range diags {
 				got = append(got, d.String())
@@ -318,5 +319,34 @@ func TestManyRefusedHooks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestExactBytes: with exactBytes, a raw manifest and every drop-in are
+// the unit's bytes as written (carriage returns, no final newline, extra
+// newlines); without it, they have LF line endings and one final newline.
+// Every output takes a unit's bytes from here (TestSameBytes and the
+// exact-bytes goldens show each carries them).
+func TestExactBytes(t *testing.T) {
+	manifest := "[Service]\r\nExecStart=/bin/true\r\n[Install]\r\nWantedBy=multi-user.target"
+	dropin := "[Service]\nEnvironment=A=1\n\n\n"
+	for _, exact := range []bool{false, true} {
+		spec := fmt.Sprintf("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n- name: a.service\n  useRawManifest: true\n  exactBytes: %v\n  manifest: %q\n  dropins:\n  - name: x.conf\n    contents: %q\n",
+			exact, manifest, dropin)
+		r, diags := compile.Build("exact.yaml", []byte(spec), compile.Options{})
+		us := r.Units
+		if diags.HasErrors(false) || len(us) != 1 || len(us[0].Dropins) != 1 {
+			t.Fatalf("exactBytes: %v: %s", exact, diags.Error())
+		}
+		wantM, wantD := manifest, dropin
+		if !exact {
+			wantM, wantD = string(units.NormalizeRaw([]byte(manifest))), "[Service]\nEnvironment=A=1\n"
+		}
+		if got := string(us[0].Contents); got != wantM {
+			t.Errorf("exactBytes: %v: unit %q, want %q", exact, got, wantM)
+		}
+		if got := string(us[0].Dropins[0].Contents); got != wantD {
+			t.Errorf("exactBytes: %v: drop-in %q, want %q", exact, got, wantD)
+		}
 	}
 }

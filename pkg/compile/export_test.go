@@ -4,8 +4,9 @@ import (
 	"github.com/hostprov/hostprov/pkg/hooks"
 )
 
-// BuildExamined is Build, and also returns how many refused paths the
-// builder examined to tell which hooks the parser refused.
+// BuildExamined is Build without the storage, and also returns how many
+// refused paths the builder examined to tell which hooks the parser
+// refused.
 func BuildExamined(file string, data []byte) ([]Unit, hooks.Diagnostics, int) {
 	spec, diags := hooks.Parse(file, data)
 	if spec == nil {

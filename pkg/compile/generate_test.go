@@ -28,7 +28,7 @@ func TestGenerateScratch(t *testing.T) {
 	}
 	compared := 0
 	for name, data := range specs {
-		r, diags := BuildAll("s.yaml", data)
+		r, diags := Build("s.yaml", data, Options{})
 		spec, us := r.Spec, r.Units
 		if spec == nil || diags.HasErrors(false) {
 			continue

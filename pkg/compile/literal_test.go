@@ -58,7 +58,7 @@ func TestLiteralWarnings(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, diags := compile.Build("t.yaml", []byte(header+tc.spec))
+			_, diags := compile.Build("t.yaml", []byte(header+tc.spec), compile.Options{})
 			var got []string
 			for _, d := range diags {
 				got = append(got, d.String())

@@ -130,7 +130,7 @@ func longLineCases() []longLineCase {
 func TestLongLines(t *testing.T) {
 	for _, tc := range longLineCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			_, diags := compile.Build("t.yaml", []byte(header+tc.spec))
+			_, diags := compile.Build("t.yaml", []byte(header+tc.spec), compile.Options{})
 			if len(diags) != len(tc.want) {
 				t.Fatalf("%d diagnostics, want %d:\n%s", len(diags), len(tc.want), short(diags))
 			}

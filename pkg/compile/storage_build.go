@@ -15,44 +15,14 @@ import (
 	"github.com/hostprov/hostprov/pkg/hooks"
 )
 
-// MaxLocalSize is the largest file that local: reads, in bytes. Every
+// maxLocalSize is the largest file that local: reads, in bytes. Every
 // output carries the bytes inline, and user data is limited (16 KiB on
 // EC2, a few megabytes elsewhere); a larger file belongs behind source:.
-const MaxLocalSize = 4 << 20
+const maxLocalSize = 4 << 20
 
 // stdinName is what the command line calls a spec read from standard
 // input; it has no directory for local: to be relative to.
 const stdinName = "<stdin>"
-
-// BuildAll is the whole pipeline from spec bytes: parse and check the
-// spec, build its units and its storage (files, directories, links), and
-// check them. file is the spec's path: local: files are read relative to
-// its directory, at render time, and may not be outside it. It returns
-// every problem found, sorted by position; the Result must not be used
-// when they hold an error. Build is BuildAll for callers that need only
-// the units.
-func BuildAll(file string, data []byte) (Result, hooks.Diagnostics) {
-	return BuildAllLocals(file, data, nil)
-}
-
-// BuildAllLocals is BuildAll with the spec's local: files given by name
-// (the name local: gives) rather than read from beside file: the spec
-// import writes is checked before its files are written anywhere. A name
-// locals lacks is read from beside file, as BuildAll reads it.
-func BuildAllLocals(file string, data []byte, locals map[string][]byte) (Result, hooks.Diagnostics) {
-	spec, diags := hooks.Parse(file, data)
-	if spec == nil {
-		return Result{}, diags
-	}
-	b := newBuilder(spec, diags)
-	b.locals = locals
-	us := b.units()
-	st := b.storage(file)
-	b.checkUnitPaths(us, st)
-	diags = append(diags, b.diags...)
-	diags.Sort()
-	return Result{Spec: spec, Units: us, Storage: st}, diags
-}
 
 // storage builds the Storage of the spec, reading local files relative
 // to the directory of file.
@@ -171,10 +141,10 @@ func (b *builder) accounts(st *Storage) {
 	}
 }
 
-// UnitDir is where the user data outputs put unit files and drop-ins:
+// unitDir is where the user data outputs put unit files and drop-ins:
 // Ignition, Butane and cloud-init alike write them to the administrator's
 // unit directory.
-const UnitDir = "/etc/systemd/system"
+const unitDir = "/etc/systemd/system"
 
 // checkUnitPaths refuses a file, directory or link at a path where a unit
 // file or drop-in of the spec goes, or its drop-in directory: two writers
@@ -186,13 +156,13 @@ func (b *builder) checkUnitPaths(us []Unit, st Storage) {
 	owned := map[string]string{} // path -> the unit that writes it
 	for _, u := range us {
 		if u.Contents != nil || u.Mask {
-			owned[UnitDir+"/"+u.Name] = u.Name
+			owned[unitDir+"/"+u.Name] = u.Name
 		}
 		if len(u.Dropins) > 0 {
-			owned[UnitDir+"/"+u.Name+".d"] = u.Name
+			owned[unitDir+"/"+u.Name+".d"] = u.Name
 		}
 		for _, d := range u.Dropins {
-			owned[UnitDir+"/"+u.Name+".d/"+d.Name] = u.Name
+			owned[unitDir+"/"+u.Name+".d/"+d.Name] = u.Name
 		}
 	}
 	check := func(p string, pos hooks.Position, hook int, kind string) {
@@ -229,9 +199,9 @@ func (b *builder) refusedBelow(p string) bool {
 // and anything but a regular file.
 func (b *builder) readLocal(p, file, local string) ([]byte, bool) {
 	if data, ok := b.locals[local]; ok {
-		if len(data) > MaxLocalSize {
+		if len(data) > maxLocalSize {
 			b.errorf(p, "put a file this large behind source: (an https:// URL with verification.hash)",
-				"local %s is %d bytes; user data carries at most %d", local, len(data), MaxLocalSize)
+				"local %s is %d bytes; user data carries at most %d", local, len(data), maxLocalSize)
 			return nil, false
 		}
 		return data, true
@@ -275,12 +245,12 @@ func (b *builder) readLocal(p, file, local string) ([]byte, bool) {
 	case !fi.Mode().IsRegular():
 		b.errorf(p, "name a regular file; a directory's files each need an entry of their own", "local %s is not a regular file", local)
 		return nil, false
-	case fi.Size() > MaxLocalSize:
+	case fi.Size() > maxLocalSize:
 		b.errorf(p, "put a file this large behind source: (an https:// URL with verification.hash)",
-			"local %s is %d bytes; user data carries at most %d", local, fi.Size(), MaxLocalSize)
+			"local %s is %d bytes; user data carries at most %d", local, fi.Size(), maxLocalSize)
 		return nil, false
 	}
-	data, err := io.ReadAll(io.LimitReader(fh, MaxLocalSize+1))
+	data, err := io.ReadAll(io.LimitReader(fh, maxLocalSize+1))
 	if err != nil {
 		b.errorf(p, "", "cannot read local %s: %v", local, unwrapPath(err))
 		return nil, false

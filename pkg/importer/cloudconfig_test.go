@@ -150,7 +150,7 @@ func TestCloudConfigRoundTrip(t *testing.T) {
 			if res.Format != importer.FormatCloudConfig {
 				t.Skipf("a %s config, not a cloud-config", res.Format)
 			}
-			r, bad := compile.BuildAllLocals(res.Name+".yaml", res.Spec, res.Locals)
+			r, bad := compile.Build(res.Name+".yaml", res.Spec, compile.Options{Locals: res.Locals})
 			if bad.HasErrors(false) {
 				t.Fatal(bad.Error())
 			}

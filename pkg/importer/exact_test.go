@@ -145,7 +145,7 @@ func TestCloudConfigOwnGroup(t *testing.T) {
 			t.Errorf("no warning %q:\n%s", w, diags.Error())
 		}
 	}
-	r, bad := compile.BuildAllLocals(res.Name+".yaml", res.Spec, res.Locals)
+	r, bad := compile.Build(res.Name+".yaml", res.Spec, compile.Options{Locals: res.Locals})
 	if bad.HasErrors(false) {
 		t.Fatal(bad.Error())
 	}

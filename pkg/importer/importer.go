@@ -228,7 +228,7 @@ func Import(in Input) (*Result, hooks.Diagnostics) {
 			return nil, append(diags, hooks.Diagnostic{Severity: hooks.Error, Pos: hooks.Position{File: file},
 				Message: "cannot write the spec: " + err.Error()})
 		}
-		_, bad := compile.BuildAllLocals(res.Name+".yaml", spec, res.Locals)
+		_, bad := compile.Build(res.Name+".yaml", spec, compile.Options{Locals: res.Locals})
 		if !bad.HasErrors(false) {
 			break
 		}

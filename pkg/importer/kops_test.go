@@ -90,7 +90,7 @@ func TestKopsRoundTrip(t *testing.T) {
 				if res == nil {
 					t.Fatalf("import refused manifests that render reads:\n%s", idiags.Error())
 				}
-				r, bad := compile.BuildAll(res.Name+".yaml", res.Spec)
+				r, bad := compile.Build(res.Name+".yaml", res.Spec, compile.Options{})
 				if bad.HasErrors(false) {
 					t.Fatal(bad.Error())
 				}

@@ -38,7 +38,7 @@ func TestLocalFiles(t *testing.T) {
 			if f := res.Hooks[0].Files[0]; f.Local != name || !bytes.Equal(res.Locals[name], bin) {
 				t.Errorf("file local %q, locals %q; want %q with the bytes", f.Local, res.Locals, name)
 			}
-			r, bad := compile.BuildAllLocals(res.Name+".yaml", res.Spec, res.Locals)
+			r, bad := compile.Build(res.Name+".yaml", res.Spec, compile.Options{Locals: res.Locals})
 			if bad.HasErrors(false) {
 				t.Fatal(bad.Error())
 			}

@@ -66,7 +66,7 @@ func roundTrip(t *testing.T, in importer.Input, original []byte) (got, want any,
 	if res == nil {
 		return nil, nil, nil, diags
 	}
-	r, bdiags := compile.BuildAllLocals(res.Name+".yaml", res.Spec, res.Locals)
+	r, bdiags := compile.Build(res.Name+".yaml", res.Spec, compile.Options{Locals: res.Locals})
 	if bdiags.HasErrors(false) {
 		t.Fatalf("the imported spec does not render:\n%s\n%s", bdiags.Error(), res.Spec)
 	}

@@ -38,7 +38,7 @@ hooks:
 // accounts spec, by output format.
 func accountMerges(t *testing.T) map[string]func(...render.MergeFile) ([]byte, hooks.Diagnostics, error) {
 	t.Helper()
-	r, diags := compile.BuildAll("spec.yaml", []byte(mergeAccountsSpec))
+	r, diags := compile.Build("spec.yaml", []byte(mergeAccountsSpec), compile.Options{})
 	if len(diags) > 0 {
 		t.Fatalf("the spec must build without a diagnostic:\n%s", diags.Error())
 	}

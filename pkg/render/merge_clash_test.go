@@ -220,7 +220,7 @@ func TestMergeButaneIsIgnition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, diags := compile.BuildAll(specFile, specData)
+	r, diags := compile.Build(specFile, specData, compile.Options{})
 	if len(diags) > 0 {
 		t.Fatalf("the spec must build without a diagnostic:\n%s", diags.Error())
 	}

@@ -29,7 +29,7 @@ hooks:
 
 func buildText(t *testing.T, name, spec string) compile.Result {
 	t.Helper()
-	r, diags := compile.BuildAll(name, []byte(spec))
+	r, diags := compile.Build(name, []byte(spec), compile.Options{})
 	if len(diags) > 0 {
 		t.Fatalf("the spec must build without a diagnostic:\n%s", diags.Error())
 	}

@@ -30,6 +30,10 @@ import (
 	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 )
 
+// butaneCorpus is real Butane configs, each with the Ignition config
+// upstream Butane made of it (../shared/corpus beside the repository).
+var butaneCorpus = corpus.Path("butane")
+
 // mergeDir holds the merge tests' spec and the configs of a user's own.
 var mergeDir = filepath.Join("..", "..", "testdata", "merge")
 
@@ -564,7 +568,8 @@ func mergeSpec(t *testing.T) []compile.Unit {
 	if err != nil {
 		t.Fatal(err)
 	}
-	us, diags := compile.Build("hooks.yaml", data)
+	r, diags := compile.Build("hooks.yaml", data, compile.Options{})
+	us := r.Units
 	if len(diags) > 0 {
 		t.Fatalf("the merge spec must render without any diagnostic:\n%v", diags.Error())
 	}

@@ -257,7 +257,8 @@ func measureAll(self, dir string, n, runs int) (map[string]sample, error) {
 // its units to bu.
 func writeInputs(n int, spec, bu string) error {
 	data := benchspec.Spec(n)
-	us, diags := compile.Build(spec, data)
+	r, diags := compile.Build(spec, data, compile.Options{})
+	us := r.Units
 	if diags.HasErrors(false) || len(us) != n {
 		return fmt.Errorf("the spec of %d hooks gives %d units: %v", n, len(us), diags)
 	}

@@ -238,8 +238,9 @@ func TestRigAgentLifecycle(t *testing.T) {
 func (k *rigCluster) applyOwnSpec() []compile.Unit {
 	t, ctx := k.t, k.t.Context()
 	t.Helper()
-	own, diags := compile.Build("hooks.d/local.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n"+
-		"  - name: local\n    steps:\n      - name: mark\n        sh: echo run >> /var/lib/local-runs\n"))
+	r, diags := compile.Build("hooks.d/local.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n"+
+		"  - name: local\n    steps:\n      - name: mark\n        sh: echo run >> /var/lib/local-runs\n"), compile.Options{})
+	own := r.Units
 	if diags.HasErrors(false) {
 		t.Fatal(diags)
 	}

@@ -358,8 +358,8 @@ func TestKubeAgentKeepsNodeSetOfAgentName(t *testing.T) {
 	ctx := t.Context()
 
 	// The node's own set, as an earlier hostprov apply -d hooks.d left it.
-	own, diags := compile.Build("/etc/hostprov/hooks.d/hosthooks.base.yaml",
-		[]byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n  - name: local\n    exec: [/bin/sleep, infinity]\n"))
+	r, diags := compile.Build("/etc/hostprov/hooks.d/hosthooks.base.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n  - name: local\n    exec: [/bin/sleep, infinity]\n"), compile.Options{})
+	own := r.Units
 	if diags.HasErrors(false) {
 		t.Fatal(diags)
 	}

@@ -106,7 +106,8 @@ func (f *fakeNode) state() *apply.State {
 // It returns the spec's units.
 func (f *fakeNode) applyOwnSpec(file, set, hook string) []compile.Unit {
 	f.t.Helper()
-	own, diags := compile.Build(file, []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n  - name: "+hook+"\n    exec: [/bin/sleep, infinity]\n"))
+	r, diags := compile.Build(file, []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n  - name: "+hook+"\n    exec: [/bin/sleep, infinity]\n"), compile.Options{})
+	own := r.Units
 	if diags.HasErrors(false) {
 		f.t.Fatal(diags)
 	}
@@ -213,7 +214,8 @@ func TestPruneUnselectedDeletedGoneNeverOwn(t *testing.T) {
 	f := newFakeNode(t)
 	// The node's own spec, as hostprov apply -d /etc/hostprov/hooks.d
 	// installs it.
-	own, diags := compile.Build("hooks.d/local.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n  - name: local\n    exec: [/bin/sleep, infinity]\n"))
+	r, diags := compile.Build("hooks.d/local.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n  - name: local\n    exec: [/bin/sleep, infinity]\n"), compile.Options{})
+	own := r.Units
 	if diags.HasErrors(false) {
 		t.Fatal(diags)
 	}

@@ -38,7 +38,7 @@ func TestButaneLocalEveryVersion(t *testing.T) {
   - {path: /usr/local/lib/blob.bin, local: blob.bin}
 `
 	file := filepath.Join(dir, "local.yaml")
-	r, diags := compile.BuildAll(file, []byte(spec))
+	r, diags := compile.Build(file, []byte(spec), compile.Options{})
 	if len(diags) > 0 {
 		t.Fatal(diags)
 	}

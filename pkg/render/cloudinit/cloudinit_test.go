@@ -196,7 +196,8 @@ hooks:
 - name: j.service
   mask: true
 `
-	us, diags := compile.Build("t.yaml", []byte(spec))
+	r, diags := compile.Build("t.yaml", []byte(spec), compile.Options{})
+	us := r.Units
 	if diags.HasErrors(false) {
 		t.Fatal(diags)
 	}

@@ -46,7 +46,7 @@ func TestCloudInitCompressesLargeFiles(t *testing.T) {
     - {path: /etc/app/small.conf, contents: "debug = false\n"}
     - {path: /etc/app/noise.bin, local: noise.bin}
 `
-	r, diags := compile.BuildAll(filepath.Join(dir, "spec.yaml"), []byte(spec))
+	r, diags := compile.Build(filepath.Join(dir, "spec.yaml"), []byte(spec), compile.Options{})
 	if len(diags) > 0 {
 		t.Fatal(diags)
 	}

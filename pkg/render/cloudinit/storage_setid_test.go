@@ -61,7 +61,7 @@ func TestCloudInitKeepsSetID(t *testing.T) {
 		"/usr/local/bin/plain":   0o755,
 		"/usr/local/bin/fetched": 0o711 | os.ModeSetuid,
 	}
-	r, diags := compile.BuildAll(filepath.Join(dir, "setid.yaml"), []byte(spec))
+	r, diags := compile.Build(filepath.Join(dir, "setid.yaml"), []byte(spec), compile.Options{})
 	if len(diags) > 0 {
 		t.Fatal(diags)
 	}

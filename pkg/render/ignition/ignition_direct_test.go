@@ -51,7 +51,8 @@ func TestIgnitionDirect(t *testing.T) {
 	}
 	built := 0
 	for _, data := range specs {
-		us, _ := compile.Build("spec.yaml", data)
+		r, _ := compile.Build("spec.yaml", data, compile.Options{})
+		us := r.Units
 		if len(us) == 0 {
 			continue
 		}

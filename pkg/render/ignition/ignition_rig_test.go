@@ -45,7 +45,8 @@ hooks:
 // ActiveState=active, Result=success, with its drop-in, while the disabled
 // hook did not run and the masked unit is masked.
 func TestIgnitionInRig(t *testing.T) {
-	us, diags := compile.Build("rig.yaml", []byte(rigSpec))
+	built, diags := compile.Build("rig.yaml", []byte(rigSpec), compile.Options{})
+	us := built.Units
 	if len(diags) > 0 {
 		t.Fatalf("the spec must render without any diagnostic:\n%v", diags.Error())
 	}

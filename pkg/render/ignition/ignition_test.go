@@ -1,7 +1,9 @@
 package ignition_test
 
 import (
+	"encoding/json"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +11,7 @@ import (
 	v34 "github.com/coreos/ignition/v2/config/v3_4"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/hostprov/hostprov/internal/golden"
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/render"
 	"github.com/hostprov/hostprov/pkg/render/ignition"
@@ -144,7 +147,8 @@ hooks:
 - name: on
   exec: [/bin/true]
 `
-	us, diags := compile.Build("t.yaml", []byte(spec))
+	r, diags := compile.Build("t.yaml", []byte(spec), compile.Options{})
+	us := r.Units
 	if diags.HasErrors(false) {
 		t.Fatal(diags)
 	}
@@ -216,5 +220,79 @@ func TestIgnitionMaskedEnabled(t *testing.T) {
 	}
 	if want := `{"ignition":{"version":"3.4.0"},"systemd":{"units":[{"mask":true,"name":"a.service"}]}}` + "\n"; string(ign) != want {
 		t.Errorf("got  %s\nwant %s", ign, want)
+	}
+}
+
+// TestGolden renders every golden spec and example to Ignition and
+// compares it with the files under testdata/golden.
+func TestGolden(t *testing.T) {
+	for name, path := range rendertest.GoldenSpecs(t) {
+		t.Run(name, func(t *testing.T) {
+			us := rendertest.Build(t, path)
+			dir := filepath.Join("..", "..", "..", "testdata", "golden")
+			ign, err := ignition.Render(us, ignition.Options{Pretty: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden.Check(t, filepath.Join(dir, name+".ign.json"), ign)
+		})
+	}
+}
+
+// TestIgnitionShape checks what Ignition is told about each unit.
+func TestIgnitionShape(t *testing.T) {
+	spec := `apiVersion: hostprov/v1alpha1
+kind: Hooks
+hooks:
+- name: a
+  exec: [/bin/true]
+- name: b
+  exec: [/bin/true]
+  enabled: false
+- name: c.service
+  mask: true
+- name: d
+  dropins: [{name: x.conf, contents: "[Service]\nNice=5\n"}]
+`
+	r, diags := compile.Build("t.yaml", []byte(spec), compile.Options{})
+	us := r.Units
+	if diags.HasErrors(true) {
+		t.Fatal(diags)
+	}
+	ign, err := ignition.Render(us, ignition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Ignition struct{ Version string }
+		Systemd  struct {
+			Units []map[string]any
+		}
+	}
+	if err := json.Unmarshal(ign, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Ignition.Version != "3.4.0" {
+		t.Errorf("version %q", cfg.Ignition.Version)
+	}
+	want := []map[string]any{
+		{"name": "a.service", "enabled": true},
+		{"name": "b.service", "enabled": false},
+		{"name": "c.service", "mask": true},
+		{"name": "d.service"},
+	}
+	if len(cfg.Systemd.Units) != len(want) {
+		t.Fatalf("got %d units, want %d: %s", len(cfg.Systemd.Units), len(want), ign)
+	}
+	for i, w := range want {
+		g := cfg.Systemd.Units[i]
+		for _, k := range []string{"name", "enabled", "mask"} {
+			if g[k] != w[k] {
+				t.Errorf("unit %d: %s = %v, want %v", i, k, g[k], w[k])
+			}
+		}
+	}
+	if _, ok := cfg.Systemd.Units[3]["contents"]; ok {
+		t.Error("a drop-in-only hook must not get contents")
 	}
 }

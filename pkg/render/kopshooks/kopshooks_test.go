@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -164,7 +165,8 @@ func TestKopsSameBytes(t *testing.T) {
 // TestKopsDisable checks a unit of the image with enabled: false, kops's
 // own use of a disabled hook, in both API versions.
 func TestKopsDisable(t *testing.T) {
-	us, diags := compile.Build("t.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n- name: update-engine\n  enabled: false\n"))
+	r, diags := compile.Build("t.yaml", []byte("apiVersion: hostprov/v1alpha1\nkind: Hooks\nhooks:\n- name: update-engine\n  enabled: false\n"), compile.Options{})
+	us := r.Units
 	if diags.HasErrors(false) {
 		t.Fatal(diags)
 	}
@@ -217,5 +219,42 @@ func TestKopsNotUTF8(t *testing.T) {
 	_, err := kopshooks.Render([]compile.Unit{u}, kopshooks.Options{})
 	if err == nil || !strings.Contains(err.Error(), "UTF-8") {
 		t.Errorf("got %v; want an error that the unit is not UTF-8", err)
+	}
+}
+
+// A kops hook cannot create accounts: each is refused at its entry.
+func TestAccountsKopsRefused(t *testing.T) {
+	r := rendertest.BuildAll(t, filepath.Join(rendertest.StorageDir(), "accounts.yaml"))
+	_, err := kopshooks.Render(r.Units, kopshooks.Options{Storage: r.Storage})
+	var ke *kopshooks.Error
+	if !errors.As(err, &ke) || !errors.Is(err, kopshooks.ErrAccounts) {
+		t.Fatalf("got %v, want a *KopsError with ErrKopsAccounts", err)
+	}
+	var accounts int
+	for _, d := range ke.Diagnostics() {
+		if strings.Contains(d.Message, "cannot create users or groups") {
+			accounts++
+		}
+	}
+	if want := len(r.Storage.Users) + len(r.Storage.Groups); accounts != want || want != 5 {
+		t.Errorf("%d accounts refused, want %d (5):\n%v", accounts, want, ke.Diagnostics())
+	}
+}
+
+// A kops hook cannot carry files: each entry is refused at its place.
+func TestStorageKopsRefused(t *testing.T) {
+	path := filepath.Join(rendertest.StorageDir(), "files.yaml")
+	r := rendertest.BuildAll(t, path)
+	_, err := kopshooks.Render(r.Units, kopshooks.Options{Storage: r.Storage})
+	var ke *kopshooks.Error
+	if !errors.As(err, &ke) || !errors.Is(err, kopshooks.ErrStorage) {
+		t.Fatalf("got %v, want a *KopsError with ErrKopsStorage", err)
+	}
+	ds := ke.Diagnostics()
+	if n := len(r.Storage.Files) + len(r.Storage.Directories) + len(r.Storage.Links); len(ds) != n {
+		t.Fatalf("%d diagnostics, want one per entry (%d):\n%v", len(ds), n, ds)
+	}
+	if !strings.HasPrefix(ds[0].String(), path+":15:9: error: hooks[0]: file /etc/node-exporter/web.yml: a kops hook is a unit and nothing else") {
+		t.Errorf("first diagnostic: %s", ds[0])
 	}
 }

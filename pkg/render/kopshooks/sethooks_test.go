@@ -31,7 +31,8 @@ func exampleUnits(t *testing.T) []compile.Unit {
 	if err != nil {
 		t.Fatal(err)
 	}
-	us, diags := compile.Build("hooks.yaml", data)
+	r, diags := compile.Build("hooks.yaml", data, compile.Options{})
+	us := r.Units
 	if diags.HasErrors(true) {
 		t.Fatal(diags)
 	}

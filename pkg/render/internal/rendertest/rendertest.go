@@ -80,7 +80,7 @@ func BuildAll(t *testing.T, path string) compile.Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, diags := compile.BuildAll(path, data)
+	r, diags := compile.Build(path, data, compile.Options{})
 	if len(diags) > 0 {
 		t.Fatalf("golden specs must render without any diagnostic:\n%v", diags.Error())
 	}

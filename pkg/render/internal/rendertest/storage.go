@@ -35,7 +35,7 @@ func StorageGoldens(t *testing.T) map[string]string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r, _ := compile.BuildAll(m, data); !r.Storage.Empty() {
+		if r, _ := compile.Build(m, data, compile.Options{}); !r.Storage.Empty() {
 			out["examples/"+filepath.Base(filepath.Dir(m))] = m
 		}
 	}

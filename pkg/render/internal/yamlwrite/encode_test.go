@@ -59,7 +59,7 @@ func TestWriteYAML(t *testing.T) {
 	}
 	compared := 0
 	for name, data := range inputs {
-		r, diags := compile.BuildAll(name, data)
+		r, diags := compile.Build(name, data, compile.Options{})
 		if diags.HasErrors(false) {
 			continue
 		}

@@ -1,4 +1,4 @@
-package render_test
+package compile_test
 
 import (
 	"context"
@@ -13,34 +13,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"gopkg.in/yaml.v3"
 
-	"github.com/hostprov/hostprov/internal/hosttools"
 	"github.com/hostprov/hostprov/internal/systemdtest"
 	"github.com/hostprov/hostprov/pkg/compile"
-	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 	"github.com/hostprov/hostprov/pkg/render/unitdir"
 	"github.com/hostprov/hostprov/pkg/units"
 )
-
-// TestVerifyGoldens runs systemd's own checker on every unit file that the
-// golden specs and examples render to: any output at all is a failure.
-func TestVerifyGoldens(t *testing.T) {
-	for name, path := range rendertest.GoldenSpecs(t) {
-		t.Run(name, func(t *testing.T) {
-			us := rendertest.Build(t, path)
-			dir := t.TempDir()
-			if err := unitdir.Write(dir, us); err != nil {
-				t.Fatal(err)
-			}
-			var names []string
-			for _, u := range us {
-				if u.Contents != nil && !u.Mask {
-					names = append(names, u.Name)
-				}
-			}
-			hosttools.Verify(t, dir, names...)
-		})
-	}
-}
 
 // nastyArgv are argument lists that break naive quoting. Each must reach
 // the process exactly as written.
@@ -173,7 +150,8 @@ func TestRealSystemd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	us, diags := compile.Build("nasty.yaml", spec)
+	built, diags := compile.Build("nasty.yaml", spec, compile.Options{})
+	us := built.Units
 	if diags.HasErrors(true) {
 		t.Fatalf("%v\n%s", diags, spec)
 	}
@@ -291,7 +269,8 @@ hooks:
   - name: argv
     run: [/bin/sh, -c, 'printf "%s" "$1" > "$STATE_DIRECTORY/arg"', sh, "it's 50% of $HOME"]
 `
-	us, diags := compile.Build("step.yaml", []byte(spec))
+	built, diags := compile.Build("step.yaml", []byte(spec), compile.Options{})
+	us := built.Units
 	if diags.HasErrors(true) {
 		t.Fatal(diags)
 	}
@@ -369,7 +348,8 @@ func TestRealSystemdExpandEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	us, diags := compile.Build("expand.yaml", spec)
+	built, diags := compile.Build("expand.yaml", spec, compile.Options{})
+	us := built.Units
 	if diags.HasErrors(false) {
 		t.Fatalf("%v\n%s", diags, spec)
 	}

@@ -1,4 +1,4 @@
-package render_test
+package compile_test
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/hostprov/hostprov/pkg/compile"
 	"github.com/hostprov/hostprov/pkg/hooks"
-	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 )
 
 // writeTree writes files (name -> contents) under a new directory and
@@ -29,7 +28,7 @@ func writeTree(t *testing.T, files map[string]string) string {
 	return dir
 }
 
-const storageSpec = rendertest.SpecHeader + `- name: app
+const storageSpec = header + `- name: app
   exec: [/usr/bin/app]
   files:
     - {path: /etc/app/config.toml, local: conf/config.toml, mode: 0600, user: app, group: "0"}
@@ -43,12 +42,12 @@ const storageSpec = rendertest.SpecHeader + `- name: app
   links: [{path: /etc/app/current, target: /opt/app}, {path: /usr/local/bin/app, target: /opt/app/bin, hard: true}]
 `
 
-// BuildAll reads local files relative to the spec, applies the default
+// Build reads local files relative to the spec, applies the default
 // modes and keeps every entry's hook and place.
-func TestBuildAllStorage(t *testing.T) {
+func TestBuildStorage(t *testing.T) {
 	dir := writeTree(t, map[string]string{"hooks.yaml": storageSpec, "conf/config.toml": "listen = 9100\n"})
 	file := filepath.Join(dir, "hooks.yaml")
-	r, diags := compile.BuildAll(file, []byte(storageSpec))
+	r, diags := compile.Build(file, []byte(storageSpec), compile.Options{})
 	if len(diags) > 0 {
 		t.Fatal(diags)
 	}
@@ -80,7 +79,7 @@ func TestBuildAllStorage(t *testing.T) {
 
 // What local: cannot read is refused at the entry, with every other
 // problem.
-func TestBuildAllLocalProblems(t *testing.T) {
+func TestBuildLocalProblems(t *testing.T) {
 	outside := writeTree(t, map[string]string{"secret": "s"})
 	dir := writeTree(t, map[string]string{"ok": "x", "sub/f": "y"})
 	if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(dir, "escape")); err != nil {
@@ -89,7 +88,7 @@ func TestBuildAllLocalProblems(t *testing.T) {
 	if err := os.Symlink("ok", filepath.Join(dir, "inside")); err != nil {
 		t.Fatal(err)
 	}
-	spec := rendertest.SpecHeader + `- name: a
+	spec := header + `- name: a
   exec: [/bin/true]
   files:
     - {path: /a, local: missing}
@@ -99,7 +98,7 @@ func TestBuildAllLocalProblems(t *testing.T) {
     - {path: /e, contents: "x", verification: {hash: sha256-e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855}}
 `
 	file := filepath.Join(dir, "hooks.yaml")
-	r, diags := compile.BuildAll(file, []byte(spec))
+	r, diags := compile.Build(file, []byte(spec), compile.Options{})
 	want := []string{
 		"hooks.yaml:7:25: error: hooks[0].files[0].local: cannot read local missing: no such file or directory",
 		"hooks.yaml:8:25: error: hooks[0].files[1].local: local escape is a link to " + filepath.Join(outside, "secret") + ", outside the spec's directory",
@@ -130,17 +129,17 @@ func TestBuildAllLocalProblems(t *testing.T) {
 
 // A spec from standard input has no directory for local: to be relative
 // to.
-func TestBuildAllLocalFromStdin(t *testing.T) {
-	spec := rendertest.SpecHeader + "- name: a\n  files: [{path: /a, local: x}]\n"
-	_, diags := compile.BuildAll("<stdin>", []byte(spec))
+func TestBuildLocalFromStdin(t *testing.T) {
+	spec := header + "- name: a\n  files: [{path: /a, local: x}]\n"
+	_, diags := compile.Build("<stdin>", []byte(spec), compile.Options{})
 	if len(diags) != 1 || !strings.Contains(diags[0].String(), "<stdin>:5:29: error: hooks[0].files[0].local: a spec read from standard input has no directory") {
 		t.Errorf("diags = %v", diags)
 	}
 }
 
 // A file where a unit of the spec is written is refused: units are hooks.
-func TestBuildAllFileAtAUnitPath(t *testing.T) {
-	spec := rendertest.SpecHeader + `- name: app
+func TestBuildFileAtAUnitPath(t *testing.T) {
+	spec := header + `- name: app
   exec: [/bin/true]
   dropins: [{name: 10-a.conf, contents: "[Service]\nNice=5\n"}]
   files:
@@ -148,7 +147,7 @@ func TestBuildAllFileAtAUnitPath(t *testing.T) {
     - {path: /etc/systemd/system/app.service.d/10-a.conf, contents: x}
     - {path: /etc/systemd/system/other.service, contents: x}
 `
-	_, diags := compile.BuildAll("t.yaml", []byte(spec))
+	_, diags := compile.Build("t.yaml", []byte(spec), compile.Options{})
 	got := diags.Error()
 	for _, w := range []string{
 		"t.yaml:8:7: error: hooks[0]: file /etc/systemd/system/app.service is where the unit app.service is written",
@@ -160,5 +159,13 @@ func TestBuildAllFileAtAUnitPath(t *testing.T) {
 	}
 	if len(diags) != 2 {
 		t.Errorf("%d diagnostics, want 2:\n%s", len(diags), got)
+	}
+}
+
+// Entries of one user in two hooks must agree on more than the id.
+func TestAccountsDisagree(t *testing.T) {
+	_, d := compile.Build("s.yaml", []byte(accountsSpec+"  users: [{name: app, shell: /bin/sh}]\n- name: b\n  users: [{name: app, shell: /bin/bash}]\n"), compile.Options{})
+	if len(d) != 1 || !strings.Contains(d[0].String(), "s.yaml:8:11: error: hooks[1].users[0]: user app is written already, with another shell") {
+		t.Fatalf("got %v", d)
 	}
 }

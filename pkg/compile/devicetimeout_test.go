@@ -1,4 +1,4 @@
-package render_test
+package compile_test
 
 import (
 	"errors"
@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/hostprov/hostprov/pkg/compile"
-	"github.com/hostprov/hostprov/pkg/render/internal/rendertest"
 	"github.com/hostprov/hostprov/pkg/render/kopshooks"
 )
 
@@ -18,12 +17,14 @@ import (
 // the hook, and with no other effect on the hook's own unit.
 func TestDeviceTimeoutRenders(t *testing.T) {
 	const what = "/dev/disk/by-path/ip-10.0.0.1:3260-iscsi-iqn.2024-01.test:lun-lun-1"
-	spec := rendertest.SpecHeader + "- name: mnt-lun.mount\n  deviceTimeout: 10min\n  manifest: |\n    What=" + what + "\n    Where=/mnt/lun\n"
-	us, diags := compile.Build("t.yaml", []byte(spec))
+	spec := header + "- name: mnt-lun.mount\n  deviceTimeout: 10min\n  manifest: |\n    What=" + what + "\n    Where=/mnt/lun\n"
+	r, diags := compile.Build("t.yaml", []byte(spec), compile.Options{})
+	us := r.Units
 	if len(diags) > 0 {
 		t.Fatalf("diagnostics: %v", diags.Error())
 	}
-	without, diags := compile.Build("t.yaml", []byte(strings.Replace(spec, "  deviceTimeout: 10min\n", "", 1)))
+	r, diags = compile.Build("t.yaml", []byte(strings.Replace(spec, "  deviceTimeout: 10min\n", "", 1)), compile.Options{})
+	without := r.Units
 	if len(diags) > 0 || len(without) != 1 {
 		t.Fatalf("without deviceTimeout: %d units, %v", len(without), diags.Error())
 	}
@@ -105,7 +106,8 @@ func TestDeviceTimeoutDiagnostics(t *testing.T) {
 			[]string{`t.yaml:9:9: error: hooks[1].name: two hooks render the same unit dev-sdb.device`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			us, diags := compile.Build("t.yaml", []byte(rendertest.SpecHeader+tc.spec))
+			r, diags := compile.Build("t.yaml", []byte(header+tc.spec), compile.Options{})
+			us := r.Units
 			got := diags.Error()
 			for _, w := range tc.want {
 				if !strings.Contains(got, w) {
@@ -146,7 +148,7 @@ func TestDeviceTimeoutWarning(t *testing.T) {
 		{"a swap file", "- name: mkswap\n  steps: [{name: make, sh: fallocate -l 1G /swapfile}]\n- name: swapfile.swap\n  requires: [mkswap.service]\n  manifest: What=/swapfile\n", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, diags := compile.Build("t.yaml", []byte(rendertest.SpecHeader+tc.spec))
+			_, diags := compile.Build("t.yaml", []byte(header+tc.spec), compile.Options{})
 			got := diags.Error()
 			if !tc.warn {
 				if len(diags) != 0 {
