@@ -331,25 +331,25 @@ func encodePre(h *Hook) *yaml.Node {
 
 // encodeEnv writes the variables sorted by name.
 func encodeEnv(h *Hook) *yaml.Node {
-	if len(h.Env) == 0 {
-		return nil
-	}
-	env := &yaml.Node{Kind: yaml.MappingNode}
-	for _, k := range slices.Sorted(maps.Keys(h.Env)) {
-		yamlnode.Pairs(env, k, yamlnode.Str(h.Env[k]))
-	}
-	return env
+	return sortedMapping(h.Env, yamlnode.Str)
 }
 
 // encodeDirectives writes the sections sorted by name, each with its
 // entries in order.
 func encodeDirectives(h *Hook) *yaml.Node {
-	if len(h.Directives) == 0 {
+	return sortedMapping(h.Directives, list)
+}
+
+// sortedMapping writes m as a mapping sorted by key, so that encoding a
+// spec twice gives the same bytes; nil for an empty m, which leaves the
+// field out.
+func sortedMapping[V any](m map[string]V, value func(V) *yaml.Node) *yaml.Node {
+	if len(m) == 0 {
 		return nil
 	}
-	ds := &yaml.Node{Kind: yaml.MappingNode}
-	for _, sec := range slices.Sorted(maps.Keys(h.Directives)) {
-		yamlnode.Pairs(ds, sec, list(h.Directives[sec]))
+	n := &yaml.Node{Kind: yaml.MappingNode}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		yamlnode.Pairs(n, k, value(m[k]))
 	}
-	return ds
+	return n
 }
