@@ -2,8 +2,6 @@ package compile
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/hostprov/hostprov/pkg/hooks"
@@ -280,7 +278,7 @@ func (g *gen) service() {
 	if len(h.Steps) > 0 {
 		g.steps()
 	}
-	for _, k := range slices.Sorted(maps.Keys(h.Env)) {
+	for _, k := range sortedKeys(h.Env) {
 		o := origin{field: ".env.", name: k, index: -1}
 		v, err := units.QuoteEnv(k, h.Env[k])
 		if err != nil {

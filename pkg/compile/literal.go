@@ -2,8 +2,6 @@ package compile
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -51,7 +49,7 @@ func (g *gen) structuredValues() []structuredValue {
 		}
 		add(fmt.Sprintf("steps[%d].sh", k), st.Sh)
 	}
-	for _, name := range slices.Sorted(maps.Keys(h.Env)) {
+	for _, name := range sortedKeys(h.Env) {
 		add("env."+name, h.Env[name])
 	}
 	add("environmentFile", h.EnvironmentFile)

@@ -2,8 +2,6 @@ package compile
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/hostprov/hostprov/pkg/hooks"
@@ -43,7 +41,7 @@ func (g *gen) manifest(own string, structured map[sectionKey]origin) {
 
 // directives adds the free-form Key=Value entries, per section, in order.
 func (g *gen) directives(structured map[sectionKey]origin) {
-	for _, sect := range slices.Sorted(maps.Keys(g.h.Directives)) {
+	for _, sect := range sortedKeys(g.h.Directives) {
 		for k, d := range g.h.Directives[sect] {
 			o := origin{field: ".directives.", name: sect, index: k}
 			key, value, _ := strings.Cut(d, "=")
