@@ -21,8 +21,8 @@ import (
 func TestSameBytes(t *testing.T) {
 	for name, path := range rendertest.GoldenSpecs(t) {
 		t.Run(name, func(t *testing.T) {
-			us := rendertest.Build(t, path)
-			again := rendertest.Build(t, path)
+			us := rendertest.Units(t, path)
+			again := rendertest.Units(t, path)
 			if !bytes.Equal(listing.Render(us), listing.Render(again)) {
 				t.Fatal("two renders of the same spec differ")
 			}

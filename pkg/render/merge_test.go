@@ -475,7 +475,7 @@ func TestMergeCorpusClash(t *testing.T) {
 	if !ok {
 		t.Skip("corpus case 12 not found")
 	}
-	us := rendertest.Build(t, filepath.Join("..", "..", "examples", "swap", "hostprov.yaml"))
+	us := rendertest.Units(t, filepath.Join("..", "..", "examples", "swap", "hostprov.yaml"))
 	out, diags, err := mergeIgnition(us, ignition.Options{}, []render.MergeFile{f})
 	if err != nil {
 		t.Fatal(err)
@@ -492,7 +492,7 @@ func TestMergeCorpusClash(t *testing.T) {
 func TestMergeNothing(t *testing.T) {
 	for name, path := range rendertest.GoldenSpecs(t) {
 		t.Run(name, func(t *testing.T) {
-			us := rendertest.Build(t, path)
+			us := rendertest.Units(t, path)
 			for _, pretty := range []bool{false, true} {
 				want, err := ignition.Render(us, ignition.Options{Pretty: pretty})
 				if err != nil {

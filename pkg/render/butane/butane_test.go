@@ -29,7 +29,7 @@ import (
 func TestButaneGolden(t *testing.T) {
 	for name, path := range rendertest.GoldenSpecs(t) {
 		t.Run(name, func(t *testing.T) {
-			bu, err := butane.Render(rendertest.Build(t, path), butane.Options{})
+			bu, err := butane.Render(rendertest.Units(t, path), butane.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -58,7 +58,7 @@ func translate(t testing.TB, bu []byte) []byte {
 // Ignition config --format ignition emits for the matching version.
 func TestButaneTranslatesToIgnition(t *testing.T) {
 	for name, path := range rendertest.GoldenSpecs(t) {
-		us := rendertest.Build(t, path)
+		us := rendertest.Units(t, path)
 		want := map[string]string{}
 		for _, f := range render.Files(us) {
 			want[f.Path] = string(f.Contents)
@@ -88,7 +88,7 @@ func TestButaneTranslatesToIgnition(t *testing.T) {
 // yamlnode.BlockSafe).
 func TestButaneReadable(t *testing.T) {
 	for name, path := range rendertest.GoldenSpecs(t) {
-		bu, err := butane.Render(rendertest.Build(t, path), butane.Options{})
+		bu, err := butane.Render(rendertest.Units(t, path), butane.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -57,7 +57,7 @@ func cloudInit(t *testing.T, us []compile.Unit) []byte {
 func TestCloudInitGolden(t *testing.T) {
 	for name, path := range rendertest.GoldenSpecs(t) {
 		t.Run(name, func(t *testing.T) {
-			doc := cloudInit(t, rendertest.Build(t, path))
+			doc := cloudInit(t, rendertest.Units(t, path))
 			golden.Check(t, rendertest.Path("testdata", "golden", name+".cloud-init.yml"), doc)
 		})
 	}
@@ -69,9 +69,9 @@ func TestCloudInitGolden(t *testing.T) {
 func TestCloudInitSameBytes(t *testing.T) {
 	for name, path := range rendertest.GoldenSpecs(t) {
 		t.Run(name, func(t *testing.T) {
-			us := rendertest.Build(t, path)
+			us := rendertest.Units(t, path)
 			doc := cloudInit(t, us)
-			if again := cloudInit(t, rendertest.Build(t, path)); !bytes.Equal(doc, again) {
+			if again := cloudInit(t, rendertest.Units(t, path)); !bytes.Equal(doc, again) {
 				t.Fatal("two renders of the same spec differ")
 			}
 			if !bytes.HasPrefix(doc, []byte("#cloud-config\n")) {
@@ -304,7 +304,7 @@ func TestCloudInitPyYAML(t *testing.T) {
 	py := hosttools.CloudInitPython(t)
 	cases := map[string][]compile.Unit{"tricky": rendertest.TrickyUnits()}
 	for name, path := range rendertest.GoldenSpecs(t) {
-		cases[name] = rendertest.Build(t, path)
+		cases[name] = rendertest.Units(t, path)
 	}
 	for name, us := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -335,7 +335,7 @@ func TestCloudInitSchema(t *testing.T) {
 	for name, path := range rendertest.GoldenSpecs(t) {
 		t.Run(name, func(t *testing.T) {
 			file := filepath.Join(dir, strings.ReplaceAll(name, "/", "-")+".yaml")
-			if err := os.WriteFile(file, cloudInit(t, rendertest.Build(t, path)), 0o644); err != nil {
+			if err := os.WriteFile(file, cloudInit(t, rendertest.Units(t, path)), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			out, err := rendertest.CloudInitSchema(file)
@@ -372,7 +372,7 @@ func TestCloudInitSchemaFails(t *testing.T) {
 // document, for ASCII documents (7bit) and others (base64).
 func TestCloudInitMIME(t *testing.T) {
 	for name, us := range map[string][]compile.Unit{
-		"swap":   rendertest.Build(t, rendertest.Path("examples", "swap", "hostprov.yaml")),
+		"swap":   rendertest.Units(t, rendertest.Path("examples", "swap", "hostprov.yaml")),
 		"tricky": rendertest.TrickyUnits(),
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -463,7 +463,7 @@ json.dump(parts, sys.stdout)
 func TestCloudInitMIMEPython(t *testing.T) {
 	py := hosttools.CloudInitPython(t)
 	for name, us := range map[string][]compile.Unit{
-		"swap":   rendertest.Build(t, rendertest.Path("examples", "swap", "hostprov.yaml")),
+		"swap":   rendertest.Units(t, rendertest.Path("examples", "swap", "hostprov.yaml")),
 		"tricky": rendertest.TrickyUnits(),
 	} {
 		t.Run(name, func(t *testing.T) {

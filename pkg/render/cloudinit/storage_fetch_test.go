@@ -230,7 +230,7 @@ func cloudInitRun(t *testing.T, path, dir string) (fetcher string, runcmd [][]st
 	if _, err := exec.LookPath("python3"); err != nil {
 		hosttools.Unavailable(t, "python3 not found (cloud-init's own language; Debian package python3)")
 	}
-	r := rendertest.BuildAll(t, path)
+	r := rendertest.Build(t, path)
 	ci, err := cloudinit.Render(r.Units, cloudinit.Options{Storage: r.Storage})
 	if err != nil {
 		t.Fatal(err)

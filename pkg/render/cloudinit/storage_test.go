@@ -28,7 +28,7 @@ func TestStorageCloudInitSchema(t *testing.T) {
 	}
 	docs := map[string]compile.Result{"named": r}
 	for name, path := range rendertest.StorageGoldens(t) {
-		g := rendertest.BuildAll(t, path)
+		g := rendertest.Build(t, path)
 		s3 := false
 		for _, f := range g.Storage.Files {
 			s3 = s3 || strings.HasPrefix(f.Source, "s3://")

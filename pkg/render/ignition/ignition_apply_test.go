@@ -152,7 +152,7 @@ func TestIgnitionApplyGoldens(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			us := rendertest.Build(t, path)
+			us := rendertest.Units(t, path)
 
 			// What hostprov itself installs: the directory output with
 			// its masks, and the links systemctl makes for what the spec

@@ -300,7 +300,7 @@ func sortedKeysOf[V any](m map[string]V) []string {
 // carry hostprov's config byte for byte, and the result must be a valid
 // Ignition config.
 func TestButaneMergesHostprov(t *testing.T) {
-	ign, err := ignition.Render(rendertest.Build(t, filepath.Join("..", "..", "..", "examples", "swap", "hostprov.yaml")), ignition.Options{})
+	ign, err := ignition.Render(rendertest.Units(t, filepath.Join("..", "..", "..", "examples", "swap", "hostprov.yaml")), ignition.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func TestIgnitionVersionsList(t *testing.T) {
 // warning, and unit files byte-identical to the rendered units.
 func TestIgnitionEveryVersion(t *testing.T) {
 	for name, path := range rendertest.GoldenSpecs(t) {
-		us := rendertest.Build(t, path)
+		us := rendertest.Units(t, path)
 		want := map[string]string{}
 		for _, f := range render.Files(us) {
 			want[f.Path] = string(f.Contents)
@@ -62,7 +62,7 @@ func TestIgnitionEveryVersion(t *testing.T) {
 // field only.
 func TestIgnitionVersionsDifferOnlyInVersion(t *testing.T) {
 	for name, path := range rendertest.GoldenSpecs(t) {
-		us := rendertest.Build(t, path)
+		us := rendertest.Units(t, path)
 		base, err := ignition.Render(us, ignition.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -228,7 +228,7 @@ func TestIgnitionMaskedEnabled(t *testing.T) {
 func TestGolden(t *testing.T) {
 	for name, path := range rendertest.GoldenSpecs(t) {
 		t.Run(name, func(t *testing.T) {
-			us := rendertest.Build(t, path)
+			us := rendertest.Units(t, path)
 			dir := filepath.Join("..", "..", "..", "testdata", "golden")
 			ign, err := ignition.Render(us, ignition.Options{Pretty: true})
 			if err != nil {

@@ -27,7 +27,7 @@ import (
 func TestStorageIgnitionEveryVersion(t *testing.T) {
 	compressed := false
 	for name, path := range rendertest.StorageGoldens(t) {
-		r := rendertest.BuildAll(t, path)
+		r := rendertest.Build(t, path)
 		for _, v := range ignition.Versions() {
 			t.Run(name+"/"+v, func(t *testing.T) {
 				ign, err := ignition.Render(r.Units, ignition.Options{Version: v, Storage: r.Storage})
@@ -96,7 +96,7 @@ func TestStorageIgnitionEveryVersion(t *testing.T) {
 func TestStorageIgnitionApply(t *testing.T) {
 	m := rendertest.NewIgnitionMachine(t)
 	for name, path := range rendertest.StorageGoldens(t) {
-		r := rendertest.BuildAll(t, path)
+		r := rendertest.Build(t, path)
 		fetch := false
 		for _, f := range r.Storage.Files {
 			fetch = fetch || f.Source != ""

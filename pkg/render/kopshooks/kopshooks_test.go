@@ -83,7 +83,7 @@ var kopsRefusals = map[string]map[string]error{
 func TestKopsGolden(t *testing.T) {
 	for name, path := range rendertest.GoldenSpecs(t) {
 		t.Run(name, func(t *testing.T) {
-			out, err := kopshooks.Render(rendertest.Build(t, path), kopshooks.Options{})
+			out, err := kopshooks.Render(rendertest.Units(t, path), kopshooks.Options{})
 			want, listed := kopsRefusals[name]
 			if err == nil {
 				if listed {
@@ -126,7 +126,7 @@ func TestKopsGolden(t *testing.T) {
 func TestKopsSameBytes(t *testing.T) {
 	cases := map[string][]compile.Unit{}
 	for name, path := range rendertest.GoldenSpecs(t) {
-		us := rendertest.Build(t, path)
+		us := rendertest.Units(t, path)
 		if _, err := kopshooks.Render(us, kopshooks.Options{}); err == nil {
 			cases[name] = us
 		}
@@ -224,7 +224,7 @@ func TestKopsNotUTF8(t *testing.T) {
 
 // A kops hook cannot create accounts: each is refused at its entry.
 func TestAccountsKopsRefused(t *testing.T) {
-	r := rendertest.BuildAll(t, filepath.Join(rendertest.StorageDir(), "accounts.yaml"))
+	r := rendertest.Build(t, filepath.Join(rendertest.StorageDir(), "accounts.yaml"))
 	_, err := kopshooks.Render(r.Units, kopshooks.Options{Storage: r.Storage})
 	var ke *kopshooks.Error
 	if !errors.As(err, &ke) || !errors.Is(err, kopshooks.ErrAccounts) {
@@ -244,7 +244,7 @@ func TestAccountsKopsRefused(t *testing.T) {
 // A kops hook cannot carry files: each entry is refused at its place.
 func TestStorageKopsRefused(t *testing.T) {
 	path := filepath.Join(rendertest.StorageDir(), "files.yaml")
-	r := rendertest.BuildAll(t, path)
+	r := rendertest.Build(t, path)
 	_, err := kopshooks.Render(r.Units, kopshooks.Options{Storage: r.Storage})
 	var ke *kopshooks.Error
 	if !errors.As(err, &ke) || !errors.Is(err, kopshooks.ErrStorage) {

@@ -13,7 +13,7 @@ import (
 func TestGolden(t *testing.T) {
 	for name, path := range rendertest.GoldenSpecs(t) {
 		t.Run(name, func(t *testing.T) {
-			us := rendertest.Build(t, path)
+			us := rendertest.Units(t, path)
 			golden.Check(t, rendertest.Path("testdata", "golden", name+".units"), listing.Render(us))
 		})
 	}

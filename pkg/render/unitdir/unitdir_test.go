@@ -46,7 +46,7 @@ func TestWriteDirLinks(t *testing.T) {
 func TestVerifyGoldens(t *testing.T) {
 	for name, path := range rendertest.GoldenSpecs(t) {
 		t.Run(name, func(t *testing.T) {
-			us := rendertest.Build(t, path)
+			us := rendertest.Units(t, path)
 			dir := t.TempDir()
 			if err := unitdir.Write(dir, us); err != nil {
 				t.Fatal(err)

@@ -64,17 +64,17 @@ func GoldenSpecs(t *testing.T) map[string]string {
 	return specs
 }
 
-// Build compiles the spec at path to its units; a golden spec must
+// Units compiles the spec at path to its units; a golden spec must
 // compile without any diagnostic.
-func Build(t *testing.T, path string) []compile.Unit {
+func Units(t *testing.T, path string) []compile.Unit {
 	t.Helper()
-	return BuildAll(t, path).Units
+	return Build(t, path).Units
 }
 
-// BuildAll compiles the spec at path to its units and storage. The path,
-// not only its name, is passed on: local: files are read next to the
-// spec.
-func BuildAll(t *testing.T, path string) compile.Result {
+// Build compiles the spec at path to its units and storage, as
+// compile.Build does. The path, not only its name, is passed on: local:
+// files are read next to the spec.
+func Build(t *testing.T, path string) compile.Result {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
