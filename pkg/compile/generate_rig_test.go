@@ -146,25 +146,7 @@ func checkProcesses(t *testing.T, r *systemdtest.Rig, hs []nastyHook, jobs map[s
 // be exactly what the spec says, and every unit must load.
 func TestRealSystemd(t *testing.T) {
 	hs := nastyHooks()
-	spec, err := yaml.Marshal(map[string]any{"apiVersion": "hostprov/v1alpha1", "kind": "Hooks", "hooks": hs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	built, diags := compile.Build("nasty.yaml", spec, compile.Options{})
-	us := built.Units
-	if diags.HasErrors(true) {
-		t.Fatalf("%v\n%s", diags, spec)
-	}
-
-	r := systemdtest.Start(t)
-	if err := unitdir.Write(r.UnitDir, us); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := r.Conn.ReloadContext(ctx); err != nil {
-		t.Fatal(err)
-	}
+	r, ctx := installSpec(t, "nasty.yaml", specOf(t, hs), true)
 	jobs := map[string]chan string{}
 	for _, h := range hs {
 		unit := h.Name + ".service"
@@ -269,20 +251,7 @@ hooks:
   - name: argv
     run: [/bin/sh, -c, 'printf "%s" "$1" > "$STATE_DIRECTORY/arg"', sh, "it's 50% of $HOME"]
 `
-	built, diags := compile.Build("step.yaml", []byte(spec), compile.Options{})
-	us := built.Units
-	if diags.HasErrors(true) {
-		t.Fatal(diags)
-	}
-	r := systemdtest.Start(t)
-	if err := unitdir.Write(r.UnitDir, us); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := r.Conn.ReloadContext(ctx); err != nil {
-		t.Fatal(err)
-	}
+	r, ctx := installSpec(t, "step.yaml", []byte(spec), true)
 	done := make(chan string, 1)
 	if _, err := r.Conn.StartUnitContext(ctx, "step-process.service", "replace", done); err != nil {
 		t.Fatal(err)
@@ -344,25 +313,7 @@ func TestRealSystemdExpandEnv(t *testing.T) {
 		hs = append(hs, hook{Name: tt.name, Type: "oneshot", Exec: exec, ExpandEnv: true,
 			Env: map[string]string{"HOSTPROV_HOOK": tt.name, "X": "one  two"}})
 	}
-	spec, err := yaml.Marshal(map[string]any{"apiVersion": "hostprov/v1alpha1", "kind": "Hooks", "hooks": hs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	built, diags := compile.Build("expand.yaml", spec, compile.Options{})
-	us := built.Units
-	if diags.HasErrors(false) {
-		t.Fatalf("%v\n%s", diags, spec)
-	}
-
-	r := systemdtest.Start(t)
-	if err := unitdir.Write(r.UnitDir, us); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := r.Conn.ReloadContext(ctx); err != nil {
-		t.Fatal(err)
-	}
+	r, ctx := installSpec(t, "expand.yaml", specOf(t, hs), false)
 	for _, tt := range tests {
 		unit := tt.name + ".service"
 		text, _ := os.ReadFile(filepath.Join(r.UnitDir, unit))
@@ -414,4 +365,35 @@ func TestRealSystemdExpandEnv(t *testing.T) {
 			t.Errorf("%s: units.SplitExec differs from the process (-process +SplitExec):\n%s", unit, diff)
 		}
 	}
+}
+
+// specOf writes a spec of the hooks hs.
+func specOf(t *testing.T, hs any) []byte {
+	t.Helper()
+	spec, err := yaml.Marshal(map[string]any{"apiVersion": "hostprov/v1alpha1", "kind": "Hooks", "hooks": hs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
+// installSpec compiles spec (whose warnings fail the test too when
+// strict), writes its units into a fresh rig and reloads its systemd.
+// ctx bounds the test's calls to that systemd.
+func installSpec(t *testing.T, file string, spec []byte, strict bool) (*systemdtest.Rig, context.Context) {
+	t.Helper()
+	built, diags := compile.Build(file, spec, compile.Options{})
+	if diags.HasErrors(strict) {
+		t.Fatalf("%v\n%s", diags, spec)
+	}
+	r := systemdtest.Start(t)
+	if err := unitdir.Write(r.UnitDir, built.Units); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	if err := r.Conn.ReloadContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return r, ctx
 }
