@@ -7,11 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -229,14 +229,14 @@ func compareWithButane(t *testing.T, name string, in butaneFile, ignFile string)
 
 	diffs := unitDifferences(out.Systemd.Units, got.Systemd.Units)
 	want := corpusDifferences[name]
-	for _, d := range sortedKeysOf(diffs) {
+	for _, d := range slices.Sorted(maps.Keys(diffs)) {
 		if why, ok := want[d]; ok {
 			t.Logf("differs, as expected: %s\n\twhy: %s\n\t%s", d, why, diffs[d])
 		} else {
 			t.Errorf("%s differs from Butane's output:\n%s\nspec:\n%s", d, diffs[d], spec)
 		}
 	}
-	for _, d := range sortedKeysOf(want) {
+	for _, d := range slices.Sorted(maps.Keys(want)) {
 		if _, ok := diffs[d]; !ok {
 			t.Errorf("%s no longer differs from Butane's output: remove it from corpusDifferences", d)
 		}
@@ -282,15 +282,6 @@ func unitDifferences(want, got []butaneUnit) map[string]string {
 		}
 	}
 	return diffs
-}
-
-func sortedKeysOf[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // TestButaneMergesHostprov proves docs/outputs.md's way of adding one's own
