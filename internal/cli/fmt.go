@@ -42,7 +42,7 @@ Without FILE it reads standard input. By default it prints the result;
 				if err != nil {
 					return failure("reading standard input: %v", err)
 				}
-				return fmtOne(c, "<stdin>", data, false, list, showDiff)
+				return fmtOne(c, hooks.StdinName, data, false, list, showDiff)
 			}
 			bad := false
 			for _, a := range args {

@@ -239,7 +239,7 @@ func plural(n int, word string) string {
 
 func displayName(file string) string {
 	if file == "-" {
-		return pipeline.StdinName
+		return hooks.StdinName
 	}
 	return file
 }

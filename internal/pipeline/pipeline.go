@@ -170,10 +170,10 @@ func Load(in []Input, opts Options) (*Result, error) {
 	return r, err
 }
 
-// setName is a spec set's name made from a file's: StdinName (-f -) is
+// setName is a spec set's name made from a file's: hooks.StdinName (-f -) is
 // "stdin".
 func setName(base string) string {
-	if base == StdinName {
+	if base == hooks.StdinName {
 		return "stdin"
 	}
 	return base

@@ -19,10 +19,6 @@ import (
 	"github.com/hostprov/hostprov/pkg/render"
 )
 
-// StdinName is the name of what is read from standard input, as messages
-// and diagnostics give it.
-const StdinName = "<stdin>"
-
 // Specs names the hook specs to read: every *.yaml of Dir when it is set,
 // else Files, each a file or "-" for Stdin.
 type Specs struct {
@@ -65,7 +61,7 @@ const (
 type ReadError struct {
 	Source  Source
 	Problem ReadProblem
-	// Name is the input as given, or StdinName.
+	// Name is the input as given, or hooks.StdinName.
 	Name string
 }
 
@@ -81,7 +77,7 @@ func (e *ReadError) Error() string {
 	return fmt.Sprintf("%s: larger than %d bytes", e.Name, hooks.MaxSize)
 }
 
-// ReadSpecs reads the specs s names, in order, named as given (StdinName
+// ReadSpecs reads the specs s names, in order, named as given (hooks.StdinName
 // for standard input). A spec is read up to one byte past hooks.MaxSize,
 // which Load then refuses.
 func ReadSpecs(s Specs) ([]inputs.File, error) {
@@ -132,7 +128,7 @@ func specsOfDir(dir string) ([]string, error) {
 func readSpec(file string, stdin io.Reader) (string, []byte, error) {
 	if file == "-" {
 		data, err := readStdin(stdin)
-		return StdinName, data, err
+		return hooks.StdinName, data, err
 	}
 	data, err := readFile(SpecFile, file)
 	return file, data, err
@@ -164,7 +160,7 @@ func ReadConfig(name string, stdin io.Reader) (data []byte, dir string, err erro
 		return nil, "", err
 	}
 	if len(data) > hooks.MaxSize {
-		return nil, "", &ReadError{Source: ImportConfig, Problem: TooLarge, Name: StdinName}
+		return nil, "", &ReadError{Source: ImportConfig, Problem: TooLarge, Name: hooks.StdinName}
 	}
 	return data, ".", nil
 }

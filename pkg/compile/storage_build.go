@@ -20,10 +20,6 @@ import (
 // EC2, a few megabytes elsewhere); a larger file belongs behind source:.
 const maxLocalSize = 4 << 20
 
-// stdinName is what the command line calls a spec read from standard
-// input; it has no directory for local: to be relative to.
-const stdinName = "<stdin>"
-
 // storage builds the Storage of the spec, reading local files relative
 // to the directory of file.
 func (b *builder) storage(file string) Storage {
@@ -206,7 +202,7 @@ func (b *builder) readLocal(p, file, local string) ([]byte, bool) {
 		}
 		return data, true
 	}
-	if file == stdinName || file == "-" || file == "" {
+	if file == hooks.StdinName || file == "-" || file == "" {
 		b.errorf(p, "write the spec to a file next to the file it names, and render that", "a spec read from standard input has no directory for local %s to be relative to", local)
 		return nil, false
 	}

@@ -45,8 +45,13 @@ func CheckSetName(name string) error {
 	return nil
 }
 
+// StdinName is the name of a spec read from standard input, in positions
+// and messages. Given as the file of Parse (or compile.Build), it also
+// says that the spec has no directory for local: files to be relative to.
+const StdinName = "<stdin>"
+
 // Parse reads a hook spec. file names the source in positions ("hooks.yaml",
-// or "<stdin>").
+// or StdinName).
 //
 // It returns a Spec whenever the document is a YAML mapping, with every field
 // it could decode, so that later checks (package render) can report their

@@ -107,7 +107,7 @@ type Result struct {
 // displayName is the input's name in positions.
 func displayName(name string) string {
 	if name == "" || name == "-" {
-		return "<stdin>"
+		return hooks.StdinName
 	}
 	return name
 }
