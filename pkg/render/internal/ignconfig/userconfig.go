@@ -80,14 +80,14 @@ func UserConfig(f render.MergeFile, version, format string) (any, hooks.Diagnost
 	}
 	if semver.New(version).LessThan(v) {
 		hint := fmt.Sprintf("render with %s --ignition-version %s, or write the config for %s", format, v, version)
-		if _, ok := parsers[v.String()]; !ok {
+		if specIndex(v.String()) < 0 {
 			vs := Versions()
 			hint = fmt.Sprintf("hostprov writes Ignition %s to %s: write the config for one of them", vs[0], vs[len(vs)-1])
 		}
 		return fail(ignitionPos(f, isJSON, raw, at, "ignition", "version"),
 			fmt.Sprintf("the config is Ignition %s, newer than the output's %s: Ignition cannot translate a config to an older version", v, version), hint)
 	}
-	cfg, rpt, err := parsers[version].compat(raw)
+	cfg, rpt, err := Specs[specIndex(version)].compat(raw)
 	var fresh report.Report
 	for _, e := range rpt.Entries {
 		if e.Kind.IsFatal() || !said[e.Message] {

@@ -4,12 +4,19 @@ import (
 	"fmt"
 	"strings"
 
+	c30 "github.com/coreos/ignition/v2/config/v3_0"
 	v30 "github.com/coreos/ignition/v2/config/v3_0/types"
+	c31 "github.com/coreos/ignition/v2/config/v3_1"
 	v31 "github.com/coreos/ignition/v2/config/v3_1/types"
+	c32 "github.com/coreos/ignition/v2/config/v3_2"
 	v32 "github.com/coreos/ignition/v2/config/v3_2/types"
+	c33 "github.com/coreos/ignition/v2/config/v3_3"
 	v33 "github.com/coreos/ignition/v2/config/v3_3/types"
+	c34 "github.com/coreos/ignition/v2/config/v3_4"
 	v34 "github.com/coreos/ignition/v2/config/v3_4/types"
+	c35 "github.com/coreos/ignition/v2/config/v3_5"
 	v35 "github.com/coreos/ignition/v2/config/v3_5/types"
+	"github.com/coreos/vcontext/report"
 
 	"github.com/hostprov/hostprov/pkg/render"
 )
@@ -19,7 +26,8 @@ import (
 const DefaultVersion = "3.4.0"
 
 // Specs are the Ignition spec versions hostprov emits, oldest
-// first. Each builds its config with that version's own Go types: what
+// first, each with what is particular to it: its config is built with that
+// version's own Go types and read with its own parsers. What
 // the Ignition output writes directly is checked against the JSON
 // of those types, so that it has exactly each version's field names and
 // shape.
@@ -36,25 +44,28 @@ const DefaultVersion = "3.4.0"
 var Specs = []struct {
 	Version string
 	Config  func(us []Unit) any
+	// parse takes a config of this version only, compat any older one
+	// too, translated up with Ignition's own translation.
+	parse, compat func([]byte) (any, report.Report, error)
 }{
 	{v30.MaxVersion.String(), func(us []Unit) any {
 		return v30.Config{Ignition: v30.Ignition{Version: v30.MaxVersion.String()}, Systemd: v30.Systemd{Units: versionUnits[v30.Unit](us)}}
-	}},
+	}, parser(c30.Parse), parser(c30.ParseCompatibleVersion)},
 	{v31.MaxVersion.String(), func(us []Unit) any {
 		return v31.Config{Ignition: v31.Ignition{Version: v31.MaxVersion.String()}, Systemd: v31.Systemd{Units: versionUnits[v31.Unit](us)}}
-	}},
+	}, parser(c31.Parse), parser(c31.ParseCompatibleVersion)},
 	{v32.MaxVersion.String(), func(us []Unit) any {
 		return v32.Config{Ignition: v32.Ignition{Version: v32.MaxVersion.String()}, Systemd: v32.Systemd{Units: versionUnits[v32.Unit](us)}}
-	}},
+	}, parser(c32.Parse), parser(c32.ParseCompatibleVersion)},
 	{v33.MaxVersion.String(), func(us []Unit) any {
 		return v33.Config{Ignition: v33.Ignition{Version: v33.MaxVersion.String()}, Systemd: v33.Systemd{Units: versionUnits[v33.Unit](us)}}
-	}},
+	}, parser(c33.Parse), parser(c33.ParseCompatibleVersion)},
 	{v34.MaxVersion.String(), func(us []Unit) any {
 		return v34.Config{Ignition: v34.Ignition{Version: v34.MaxVersion.String()}, Systemd: v34.Systemd{Units: versionUnits[v34.Unit](us)}}
-	}},
+	}, parser(c34.Parse), parser(c34.ParseCompatibleVersion)},
 	{v35.MaxVersion.String(), func(us []Unit) any {
 		return v35.Config{Ignition: v35.Ignition{Version: v35.MaxVersion.String()}, Systemd: v35.Systemd{Units: versionUnits[v35.Unit](us)}}
-	}},
+	}, parser(c35.Parse), parser(c35.ParseCompatibleVersion)},
 }
 
 // Versions returns the Ignition spec versions hostprov emits,
