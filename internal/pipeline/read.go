@@ -203,10 +203,13 @@ func readFile(source Source, name string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+	fi, err := f.Stat()
+	if err != nil {
+		fi = nil // read without knowing the size
+	} else if fi.IsDir() {
 		return nil, &ReadError{Source: source, Problem: IsDir, Name: name}
 	}
-	data, err := readAtMost(f)
+	data, err := readAtMost(f, fi)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %v", name, err)
 	}
@@ -215,12 +218,12 @@ func readFile(source Source, name string) ([]byte, error) {
 
 // readAtMost reads f, at most one byte more than a spec may have, so that
 // a huge input is refused (by hooks.Parse, with a position) without being
-// read whole. A regular file's size sizes the buffer once, as os.ReadFile
-// does: growing it by doubling cleared and copied a large spec's bytes
-// some 20 times (4% of a 10,000-hook render).
-func readAtMost(f *os.File) ([]byte, error) {
+// read whole. A regular file's size (fi, its stat, or nil) sizes the
+// buffer once, as os.ReadFile does: growing it by doubling cleared and
+// copied a large spec's bytes some 20 times (4% of a 10,000-hook render).
+func readAtMost(f *os.File, fi os.FileInfo) ([]byte, error) {
 	size := 512
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
+	if fi != nil && fi.Mode().IsRegular() && fi.Size() > 0 {
 		size = int(min(fi.Size(), hooks.MaxSize)) + 1 // +1: the read that finds EOF
 	}
 	r := io.LimitReader(f, hooks.MaxSize+1)

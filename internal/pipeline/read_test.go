@@ -32,7 +32,11 @@ func TestReadAtMost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := readAtMost(f)
+		fi, err := f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := readAtMost(f, fi)
 		f.Close()
 		want := data[:min(n, hooks.MaxSize+1)]
 		if err != nil || !bytes.Equal(got, want) {
