@@ -45,9 +45,10 @@ func CheckSetName(name string) error {
 	return nil
 }
 
-// StdinName is the name of a spec read from standard input, in positions
-// and messages. Given as the file of Parse (or compile.Build), it also
-// says that the spec has no directory for local: files to be relative to.
+// StdinName is what positions and messages call standard input, the
+// File of a Position in a spec (or a unit file) read from it. Given as
+// the file of Parse (or compile.Build), it also says that the spec has no
+// directory for local: files to be relative to.
 const StdinName = "<stdin>"
 
 // Parse reads a hook spec. file names the source in positions ("hooks.yaml",
