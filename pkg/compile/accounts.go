@@ -53,10 +53,9 @@ func (s *Storage) AddAccounts(o Storage) hooks.Diagnostics {
 			clash("user", u.Name, "passwordHash", "(one hash)", "(another hash)", first.Pos, u.Pos)
 			continue
 		}
-		if f := accountDiff(first.UID, u.UID,
-			[]string{strconv.FormatBool(first.System), first.Home, first.Shell, strings.Join(first.Groups, ","), first.PrimaryGroup, strconv.FormatBool(first.NoCreateHome)},
-			[]string{strconv.FormatBool(u.System), u.Home, u.Shell, strings.Join(u.Groups, ","), u.PrimaryGroup, strconv.FormatBool(u.NoCreateHome)},
-			"uid", "system", "home", "shell", "groups", "primaryGroup", "noCreateHome"); f != nil {
+		// The keys and the hash are equal here, so the first field
+		// that differs is one that can be shown.
+		if f := accountDiff("uid", first.UID, u.UID, userValues(*first), userValues(u), userFields); f != nil {
 			clash("user", u.Name, f[0], f[1], f[2], first.Pos, u.Pos)
 		} else if first.UID == nil {
 			first.UID = u.UID
@@ -67,7 +66,7 @@ func (s *Storage) AddAccounts(o Storage) hooks.Diagnostics {
 		if first == nil {
 			continue
 		}
-		if f := accountDiff(first.GID, g.GID, []string{strconv.FormatBool(first.System)}, []string{strconv.FormatBool(g.System)}, "gid", "system"); f != nil {
+		if f := accountDiff("gid", first.GID, g.GID, groupValues(*first), groupValues(g), groupFields); f != nil {
 			clash("group", g.Name, f[0], f[1], f[2], first.Pos, g.Pos)
 		} else if first.GID == nil {
 			first.GID = g.GID
@@ -112,12 +111,27 @@ func (x accountsByName[A]) same(a A) *A {
 	return nil
 }
 
-// accountDiff compares two entries of one account: their ids (when both
-// give one), then the other fields. It returns the first field that
-// differs with both values, or nil.
-func accountDiff(ida, idb *uint32, a, b []string, fields ...string) []string {
+// userFields are the fields but the uid that two entries of one user must
+// agree on, in the order a difference is reported, within a spec and
+// across specs alike; userValues are a user's values of them.
+var userFields = []string{"system", "home", "shell", "groups", "sshAuthorizedKeys", "passwordHash", "primaryGroup", "noCreateHome"}
+
+func userValues(u User) []string {
+	return []string{strconv.FormatBool(u.System), u.Home, u.Shell, strings.Join(u.Groups, ","),
+		strings.Join(u.SSHAuthorizedKeys, "\n"), u.PasswordHash, u.PrimaryGroup, strconv.FormatBool(u.NoCreateHome)}
+}
+
+// groupFields and groupValues are userFields and userValues of a group.
+var groupFields = []string{"system"}
+
+func groupValues(g Group) []string { return []string{strconv.FormatBool(g.System)} }
+
+// accountDiff compares two entries of one account: their ids (idName, when
+// both give one), then the values of fields. It returns the first field
+// that differs with both values, or nil.
+func accountDiff(idName string, ida, idb *uint32, a, b []string, fields []string) []string {
 	if ida != nil && idb != nil && *ida != *idb {
-		return []string{fields[0], strconv.FormatUint(uint64(*ida), 10), strconv.FormatUint(uint64(*idb), 10)}
+		return []string{idName, strconv.FormatUint(uint64(*ida), 10), strconv.FormatUint(uint64(*idb), 10)}
 	}
 	for i := range a {
 		if a[i] != b[i] {
@@ -128,7 +142,7 @@ func accountDiff(ida, idb *uint32, a, b []string, fields ...string) []string {
 			if vb == "" {
 				vb = "(none)"
 			}
-			return []string{fields[i+1], va, vb}
+			return []string{fields[i], va, vb}
 		}
 	}
 	return nil

@@ -40,3 +40,38 @@ func TestAddAccountsAcrossSpecs(t *testing.T) {
 		t.Errorf("at the first: %s", got)
 	}
 }
+
+// Entries of one account are compared field by field in one order, within
+// a spec and across specs: the first field that differs is the one
+// reported, for users and for groups.
+func TestAccountFieldsInOrder(t *testing.T) {
+	_, d := compile.Build("s.yaml", []byte(accountsSpec+
+		"  users: [{name: app, home: /srv/a, noCreateHome: true}]\n  groups: [{name: ops, system: true}]\n"+
+		"- name: b\n  users: [{name: app, home: /srv/b}]\n  groups: [{name: ops}]\n"), compile.Options{})
+	got := d.Error()
+	for _, w := range []string{
+		"s.yaml:9:11: error: hooks[1].users[0]: user app is written already, with another home",
+		"s.yaml:10:12: error: hooks[1].groups[0]: group ops is written already, with another system",
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("missing %q in:\n%s", w, got)
+		}
+	}
+	if len(d) != 2 {
+		t.Errorf("%d diagnostics, want 2:\n%s", len(d), got)
+	}
+
+	one, _ := compile.Build("one.yaml", []byte(accountsSpec+"  users: [{name: app, home: /srv/a, noCreateHome: true}]\n  groups: [{name: ops, system: true}]\n"), compile.Options{})
+	other, _ := compile.Build("other.yaml", []byte(accountsSpec+"  users: [{name: app, home: /srv/b}]\n  groups: [{name: ops}]\n"), compile.Options{})
+	var st compile.Storage
+	st.AddAccounts(one.Storage)
+	got = st.AddAccounts(other.Storage).Error()
+	for _, w := range []string{
+		"other.yaml:6:11: error: user app has home /srv/b here and /srv/a at one.yaml:6:11",
+		"other.yaml:7:12: error: group ops has system false here and true at one.yaml:7:12",
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("missing %q in:\n%s", w, got)
+		}
+	}
+}

@@ -99,21 +99,10 @@ func (b *builder) accounts(st *Storage) {
 			if first.UID == nil {
 				first.UID = ru.UID
 			}
-			for _, d := range []struct{ field, a, b string }{
-				{"system", strconv.FormatBool(first.System), strconv.FormatBool(ru.System)},
-				{"home", first.Home, ru.Home},
-				{"shell", first.Shell, ru.Shell},
-				{"groups", strings.Join(first.Groups, ","), strings.Join(ru.Groups, ",")},
-				{"sshAuthorizedKeys", strings.Join(first.SSHAuthorizedKeys, "\n"), strings.Join(ru.SSHAuthorizedKeys, "\n")},
-				{"passwordHash", first.PasswordHash, ru.PasswordHash},
-				{"primaryGroup", first.PrimaryGroup, ru.PrimaryGroup},
-				{"noCreateHome", strconv.FormatBool(first.NoCreateHome), strconv.FormatBool(ru.NoCreateHome)},
-			} {
-				if d.a != d.b {
-					b.errorf(p, fmt.Sprintf("the first is on line %d: give both entries the same %s, or write the user once", first.Pos.Line, d.field),
-						"user %s is written already, with another %s", u.Name, d.field)
-					break
-				}
+			// Two ids for one name are the parser's to refuse.
+			if f := accountDiff("", nil, nil, userValues(*first), userValues(ru), userFields); f != nil {
+				b.errorf(p, fmt.Sprintf("the first is on line %d: give both entries the same %s, or write the user once", first.Pos.Line, f[0]),
+					"user %s is written already, with another %s", u.Name, f[0])
 			}
 		}
 		for k, g := range h.Groups {
@@ -129,9 +118,9 @@ func (b *builder) accounts(st *Storage) {
 			if first.GID == nil {
 				first.GID = rg.GID
 			}
-			if first.System != rg.System {
-				b.errorf(p, fmt.Sprintf("the first is on line %d: give both entries the same system, or write the group once", first.Pos.Line),
-					"group %s is written already, with another system", g.Name)
+			if f := accountDiff("", nil, nil, groupValues(*first), groupValues(rg), groupFields); f != nil {
+				b.errorf(p, fmt.Sprintf("the first is on line %d: give both entries the same %s, or write the group once", first.Pos.Line, f[0]),
+					"group %s is written already, with another %s", g.Name, f[0])
 			}
 		}
 	}
